@@ -1,0 +1,11 @@
+#pragma once
+// Causal multi-head self-attention core (after the qkv projection, before c_proj).
+namespace strata::kernels {
+// qkv (B, T, 3C): per position [q | k | v], each C = NH * hs, head h at columns [h*hs, (h+1)*hs).
+// out (B, T, C): per head softmax(q k^T / sqrt(hs) + causal mask) v.
+// att (B, NH, T, T): saved softmax probabilities (entries above the diagonal are 0).
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
+// dqkv (B, T, 3C) +=. datt (B, NH, T, T) is scratch the caller provides (contents ignored).
+void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH);
+}  // namespace strata::kernels
