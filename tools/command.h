@@ -1,0 +1,34 @@
+// How subcommands plug into the `strata` binary.
+//
+// Each subcommand lives in its own file tools/cmd_<name>.cc (bench kinds in
+// tools/bench_<kind>.cc) and exposes one function that adds itself to the CLI11 app:
+//
+//   void AddTrainCommand(CLI::App& app, CommandContext& ctx);
+//   void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx);
+//
+// The callback it sets runs the command and stores the outcome in ctx.status. main() turns
+// that into one line on stderr and the exit code: 0 ok, 2 usage errors (InvalidArgument:
+// bad flags or values), 1 everything else (files, disks, budgets at run time).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "core/util/status.h"
+
+namespace strata::tools {
+
+struct CommandContext {
+  Status status;
+};
+
+void AddTrainCommand(CLI::App& app, CommandContext& ctx);
+void AddBenchCommand(CLI::App& app, CommandContext& ctx);
+// `strata bench` kinds, each in tools/bench_<kind>.cc.
+void AddBenchGemmCommand(CLI::App& bench, CommandContext& ctx);
+void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx);
+void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx);
+
+// Exit code for a command's Status: 0, 2 for InvalidArgument, else 1.
+int ExitCodeFor(const Status& status);
+
+}  // namespace strata::tools
