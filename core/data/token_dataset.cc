@@ -1,0 +1,235 @@
+#include "core/data/token_dataset.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "core/util/check.h"
+
+namespace strata {
+namespace {
+
+// Closes the fd on every return path.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+// Reads the whole regular file at `path`. Short reads and EINTR are retried; a file that
+// shrinks while being read is reported with the offset where it ended.
+Result<std::string> ReadWholeFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT) {
+      return Status::NotFound("data file " + path +
+                              " does not exist; check --data (or use --data builtin)");
+    }
+    return Status::FromErrno(err, "open data file " + path);
+  }
+  FdCloser closer(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat data file " + path);
+  if (S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument("data path " + path +
+                                   " is a directory; --data needs a token file or a text file");
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return Status::FromErrno(errno,
+                               "read data file " + path + " at offset " + std::to_string(done));
+    }
+    if (n == 0) {
+      return Status::IoError("data file " + path + " ended at offset " + std::to_string(done) +
+                             " while reading " + std::to_string(bytes.size()) +
+                             " bytes; was it modified while Strata read it?");
+    }
+    done += static_cast<size_t>(n);
+  }
+  return bytes;
+}
+
+int32_t LoadInt32Le(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  uint32_t v = uint32_t{u[0]} | (uint32_t{u[1]} << 8) | (uint32_t{u[2]} << 16) |
+               (uint32_t{u[3]} << 24);
+  return static_cast<int32_t>(v);
+}
+
+uint16_t LoadUint16Le(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return static_cast<uint16_t>(u[0] | (u[1] << 8));
+}
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, const std::string& bytes,
+                                             int vocab_size) {
+  const int64_t file_bytes = static_cast<int64_t>(bytes.size());
+  if (file_bytes < kTokenFileHeaderBytes) {
+    return Status::Corruption("token file " + path + " is truncated: its header needs " +
+                              std::to_string(kTokenFileHeaderBytes) + " bytes but the file has " +
+                              std::to_string(file_bytes) + "; regenerate it");
+  }
+  const int32_t version = LoadInt32Le(bytes.data() + 4);
+  const int32_t count = LoadInt32Le(bytes.data() + 8);
+  if (version != kTokenFileVersion) {
+    return Status::Corruption("token file " + path + " has version " + std::to_string(version) +
+                              " at offset 4; Strata reads version " +
+                              std::to_string(kTokenFileVersion) +
+                              " (uint16 tokens, GPT-2 style llm.c/nanoGPT files)");
+  }
+  if (count < 0) {
+    return Status::Corruption("token file " + path + " has a negative token count (" +
+                              std::to_string(count) + ") at offset 8; regenerate it");
+  }
+  const int64_t expected_bytes = kTokenFileHeaderBytes + 2 * int64_t{count};
+  if (file_bytes < expected_bytes) {
+    return Status::Corruption("token file " + path + " is truncated: its header promises " +
+                              std::to_string(count) + " tokens, i.e. " +
+                              std::to_string(expected_bytes) + " bytes, but the file has " +
+                              std::to_string(file_bytes) + " bytes; regenerate or re-copy it");
+  }
+  if (file_bytes > expected_bytes) {
+    return Status::Corruption("token file " + path + " has " +
+                              std::to_string(file_bytes - expected_bytes) +
+                              " bytes after its last token: its header promises " +
+                              std::to_string(count) + " tokens, i.e. " +
+                              std::to_string(expected_bytes) + " bytes, but the file has " +
+                              std::to_string(file_bytes) + " bytes; regenerate it");
+  }
+  if (count == 0) {
+    return Status::InvalidArgument("token file " + path +
+                                   " holds no tokens; give --data a file with training data");
+  }
+  std::vector<uint16_t> tokens(static_cast<size_t>(count));
+  const char* p = bytes.data() + kTokenFileHeaderBytes;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint16_t t = LoadUint16Le(p + 2 * i);
+    if (t >= vocab_size) {
+      return Status::OutOfRange("token file " + path + ": token " + std::to_string(i) +
+                                " (byte offset " +
+                                std::to_string(kTokenFileHeaderBytes + 2 * i) + ") is " +
+                                std::to_string(t) + ", not below the vocabulary size " +
+                                std::to_string(vocab_size) +
+                                "; pass the tokenizer's vocabulary size with --vocab");
+    }
+    tokens[static_cast<size_t>(i)] = t;
+  }
+  return tokens;
+}
+
+std::vector<uint16_t> BytesToTokens(std::string_view text) {
+  std::vector<uint16_t> tokens(text.size());
+  for (size_t i = 0; i < text.size(); ++i) tokens[i] = static_cast<unsigned char>(text[i]);
+  return tokens;
+}
+
+}  // namespace
+
+Result<TokenDataset> TokenDataset::Open(const std::string& path, int vocab_size) {
+  if (vocab_size <= 0 || vocab_size > 65536) {
+    return Status::InvalidArgument("vocabulary size " + std::to_string(vocab_size) +
+                                   " for data file " + path +
+                                   " is out of range; --vocab must be in 1..65536");
+  }
+  STRATA_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  if (bytes.empty()) {
+    return Status::InvalidArgument("data file " + path +
+                                   " is empty; give --data a file with training data");
+  }
+  const bool has_magic =
+      bytes.size() >= 4 && LoadInt32Le(bytes.data()) == kTokenFileMagic;
+  if (has_magic) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<uint16_t> tokens,
+                            ParseTokenFile(path, bytes, vocab_size));
+    return TokenDataset(std::move(tokens), path, Format::kTokenFile);
+  }
+  if (EndsWith(path, ".bin")) {
+    const int32_t magic = bytes.size() >= 4 ? LoadInt32Le(bytes.data()) : 0;
+    return Status::Corruption(
+        "token file " + path + " has bad magic " +
+        (bytes.size() >= 4 ? std::to_string(magic) : std::string("(file shorter than 4 bytes)")) +
+        " at offset 0, expected " + std::to_string(kTokenFileMagic) +
+        " (llm.c/nanoGPT format); regenerate it, or rename it if it is plain text");
+  }
+  if (vocab_size < kByteVocabSize) {
+    return Status::InvalidArgument(
+        "data file " + path + " is read as byte-level text, which needs a vocabulary of " +
+        std::to_string(kByteVocabSize) + " but --vocab is " + std::to_string(vocab_size) +
+        "; use --vocab 256 or a token file (magic " + std::to_string(kTokenFileMagic) + ")");
+  }
+  return TokenDataset(BytesToTokens(bytes), path, Format::kText);
+}
+
+TokenDataset TokenDataset::FromTokens(std::vector<uint16_t> tokens, std::string name) {
+  return TokenDataset(std::move(tokens), std::move(name), Format::kInMemory);
+}
+
+TokenDataset TokenDataset::FromText(std::string_view text, std::string name) {
+  return TokenDataset(BytesToTokens(text), std::move(name), Format::kInMemory);
+}
+
+Status TokenDataset::check_window(int T) const {
+  if (T <= 0) {
+    return Status::InvalidArgument("sequence length " + std::to_string(T) +
+                                   " must be positive; pass --seq with a value >= 1");
+  }
+  const int64_t n = num_tokens();
+  if (n < int64_t{T} + 2) {
+    return Status::InvalidArgument(
+        "data " + name_ + " has " + std::to_string(n) + " tokens, too few for sequence length " +
+        std::to_string(T) + " (a batch window needs at least T + 2 = " + std::to_string(T + 2) +
+        " tokens); use a smaller --seq (at most " + std::to_string(n >= 2 ? n - 2 : 0) +
+        ") or more data");
+  }
+  return Status::Ok();
+}
+
+int64_t TokenDataset::window_start(long step, int B, int T, int row) const {
+  STRATA_CHECK(step >= 0) << "negative step " << step;
+  STRATA_CHECK(B > 0 && row >= 0 && row < B) << "row " << row << " of a batch of " << B;
+  STRATA_CHECK(T > 0 && num_tokens() >= int64_t{T} + 2)
+      << "batch window T=" << T << " does not fit " << num_tokens()
+      << " tokens; call check_window() first";
+  // 128-bit product: step * B * T can exceed 2^63 for absurd step counts, never silently wrap.
+  const unsigned __int128 index = static_cast<unsigned __int128>(step) * B + row;
+  const unsigned __int128 offset = index * static_cast<unsigned __int128>(T);
+  const uint64_t span = static_cast<uint64_t>(num_tokens() - T - 1);
+  return static_cast<int64_t>(offset % span);
+}
+
+void TokenDataset::batch(long step, int B, int T, int32_t* x, int32_t* y) const {
+  STRATA_CHECK(x != nullptr && y != nullptr) << "batch() needs output buffers";
+  for (int i = 0; i < B; ++i) {
+    const int64_t s = window_start(step, B, T, i);
+    const uint16_t* src = tokens_.data() + s;
+    int32_t* xr = x + static_cast<int64_t>(i) * T;
+    int32_t* yr = y + static_cast<int64_t>(i) * T;
+    for (int t = 0; t < T; ++t) {
+      xr[t] = src[t];
+      yr[t] = src[t + 1];
+    }
+  }
+}
+
+}  // namespace strata
