@@ -1,11 +1,77 @@
-// `strata bench step` (in progress: returns NotSupported until implemented).
+// `strata bench step`: training throughput of one model and batch, as tokens/s and as the
+// fraction of this machine's sgemm peak that the step achieves (both measured in this run).
+//
+// FLOPs per token (PaLM's accounting, what llm.c reports): 6 * N_matmul + 12 * L * C * T, with
+// N_matmul = 12 * L * C^2 + V * C the weights that take part in matmuls (the tied head
+// included, wpe and LayerNorm/bias excluded) and the second term the attention matmuls
+// (q k^T and att v, forward and backward, counted without the causal half).
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "scheduler/trainer.h"
+#include "tools/bench_gemm.h"
 #include "tools/command.h"
+#include "tools/json_number.h"
 
 namespace strata::tools {
 
+double FlopsPerToken(const GptConfig& c, int T) {
+  const double L = c.n_layer, C = c.n_embd, V = c.vocab_size;
+  return 6.0 * (12.0 * L * C * C + V * C) + 12.0 * L * C * T;
+}
+
 void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
-  CLI::App* cmd = bench.add_subcommand("step", "(not implemented yet)");
-  cmd->callback([&ctx] { ctx.status = Status::NotSupported("strata bench step is not implemented yet"); });
+  struct Flags {
+    TrainOptions o;
+    int warmup_steps = 2;
+  };
+  auto f = std::make_shared<Flags>();
+  f->o.steps = 8;
+  f->o.threads = 2;
+  CLI::App* cmd = bench.add_subcommand(
+      "step", "Training tokens/s and achieved GFLOP/s vs sgemm peak (median of --steps)");
+  cmd->add_option("--model", f->o.model.preset, "Model preset")->capture_default_str();
+  cmd->add_option("--batch", f->o.batch, "Rows per step")->capture_default_str();
+  cmd->add_option("--seq", f->o.seq, "Tokens per row (default min(context, 256))");
+  cmd->add_option("--steps", f->o.steps, "Timed steps")->capture_default_str();
+  cmd->add_option("--warmup-steps", f->warmup_steps, "Untimed steps first")->capture_default_str();
+  cmd->add_option("--threads", f->o.threads, "Compute threads")->capture_default_str();
+  cmd->callback([f, &ctx] {
+    TrainOptions o = f->o;
+    if (o.steps <= 0 || f->warmup_steps < 0) {
+      ctx.status = Status::InvalidArgument("--steps must be positive, --warmup-steps >= 0");
+      return;
+    }
+    o.steps += f->warmup_steps;
+    auto trainer = Trainer::Create(o);
+    if (!trainer.ok()) {
+      ctx.status = trainer.status();
+      return;
+    }
+    std::vector<double> tps;
+    Status st = (*trainer)->Run([&](const StepStats& s) {
+      if (s.step > f->warmup_steps) tps.push_back(s.tokens_per_s);
+    });
+    if (!st.ok()) {
+      ctx.status = st;
+      return;
+    }
+    std::sort(tps.begin(), tps.end());
+    const double median = tps[tps.size() / 2];
+    const GptConfig& c = (*trainer)->config();
+    const int T = (*trainer)->seq();
+    const double gflops = median * FlopsPerToken(c, T) / 1e9;
+    const double peak = MeasureSgemmGflops(2048, o.threads, 3);
+    std::printf(
+        "{\"bench\":\"step\",\"model\":\"%s\",\"params\":%lld,\"batch\":%d,\"seq\":%d,"
+        "\"threads\":%d,\"steps\":%ld,\"tokens_per_s\":%s,\"flops_per_token\":%s,"
+        "\"gflops\":%s,\"gemm_peak_gflops\":%s,\"gemm_fraction\":%s}\n",
+        o.model.preset.c_str(), static_cast<long long>(c.num_params()), o.batch, T, o.threads,
+        f->o.steps, DoubleToJson(median).c_str(), DoubleToJson(FlopsPerToken(c, T)).c_str(),
+        DoubleToJson(gflops).c_str(), DoubleToJson(peak).c_str(),
+        DoubleToJson(gflops / peak).c_str());
+  });
 }
 
 }  // namespace strata::tools

@@ -1,11 +1,123 @@
-// `strata train` (in progress).
+// `strata train`: parses flags into TrainOptions, runs the Trainer, prints progress on stderr
+// and one JSON object per step to --log-json.
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+
+#include "core/util/log.h"
+#include "core/util/sizes.h"
+#include "scheduler/trainer.h"
 #include "tools/command.h"
+#include "tools/json_number.h"
 
 namespace strata::tools {
+namespace {
+
+struct TrainFlags {
+  TrainOptions o;
+  std::string gpu_mem;
+  int n_layer = 0, n_head = 0, n_embd = 0, vocab = 0, block_size = 0;
+  std::string log_json;
+  std::string log_level = "info";
+};
+
+Status RunTrain(TrainFlags& f, CLI::App& cmd) {
+  SetLogLevel(f.log_level);
+  TrainOptions& o = f.o;
+  o.model.preset_given = cmd.count("--model") > 0;
+  if (cmd.count("--n-layer")) o.model.n_layer = f.n_layer;
+  if (cmd.count("--n-head")) o.model.n_head = f.n_head;
+  if (cmd.count("--n-embd")) o.model.n_embd = f.n_embd;
+  if (cmd.count("--vocab")) o.model.vocab_size = f.vocab;
+  if (cmd.count("--block-size")) o.model.block_size = f.block_size;
+  if (!f.gpu_mem.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.gpu_mem, ParseBytes(f.gpu_mem, "--gpu-mem"));
+  }
+  std::unique_ptr<std::ofstream> log;
+  if (!f.log_json.empty()) {
+    log = std::make_unique<std::ofstream>(f.log_json, std::ios::trunc);
+    if (!*log) {
+      return Status::FromErrno(errno, "--log-json: cannot open " + f.log_json + " for writing");
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o));
+  auto logger = Logger("train");
+  logger->info("model {} | data {} | batch {} x seq {} | {} steps", trainer->config().ToString(),
+               trainer->data_name(), o.batch, trainer->seq(), o.steps);
+  Status st = trainer->Run([&](const StepStats& s) {
+    std::fprintf(stderr,
+                 "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f%s | %.0f tok/s | %.0f ms | "
+                 "device peak %s\n",
+                 s.step, o.steps, s.loss, s.lr, s.grad_norm, s.clipped ? " (clipped)" : "",
+                 s.tokens_per_s, s.step_s * 1e3, FormatBytes(s.device_peak_bytes).c_str());
+    if (log) {
+      *log << "{\"step\":" << s.step << ",\"loss\":" << FloatToJson(s.loss)
+           << ",\"tokens_per_s\":" << DoubleToJson(s.tokens_per_s)
+           << ",\"elapsed_s\":" << DoubleToJson(s.elapsed_s) << ",\"lr\":" << FloatToJson(s.lr)
+           << ",\"grad_norm\":" << DoubleToJson(s.grad_norm)
+           << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes << "}}\n";
+      log->flush();
+    }
+  });
+  return st;
+}
+
+}  // namespace
 
 void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
-  CLI::App* cmd = app.add_subcommand("train", "Train a GPT (in progress)");
-  cmd->callback([&ctx] { ctx.status = Status::NotSupported("strata train is not implemented yet"); });
+  auto flags = std::make_shared<TrainFlags>();
+  TrainOptions& o = flags->o;
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train a GPT-2-architecture model.\n"
+      "Data: --data builtin (a generated English-like corpus, byte-level, the default), a text\n"
+      "file (one token per byte, vocab 256) or an llm.c/nanoGPT token file (.bin: 256 int32\n"
+      "header with magic 20240520, then uint16 tokens). Step k row i reads the window starting\n"
+      "at token ((k*B + i) * T) mod (N - T - 1).");
+  cmd->add_option("--model", o.model.preset,
+                  "Model preset: tiny, small (~10M, vocab 256), gpt2, gpt2-medium, gpt2-large, "
+                  "gpt2-xl")
+      ->capture_default_str();
+  cmd->add_option("--n-layer", flags->n_layer, "Override: number of transformer blocks");
+  cmd->add_option("--n-head", flags->n_head, "Override: attention heads");
+  cmd->add_option("--n-embd", flags->n_embd, "Override: embedding width (divisible by heads)");
+  cmd->add_option("--vocab", flags->vocab, "Override: vocabulary size");
+  cmd->add_option("--block-size", flags->block_size, "Override: the model's context length");
+  cmd->add_option("--data", o.data, "Training data: builtin, a text file or a .bin token file")
+      ->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Rows per step (B)")->capture_default_str();
+  cmd->add_option("--seq", o.seq, "Tokens per row (T); default min(context, 256)");
+  cmd->add_option("--steps", o.steps, "Optimizer steps (0 with --export writes the initial weights)")
+      ->capture_default_str();
+  cmd->add_option("--lr", o.lr, "Peak learning rate")->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "Cosine schedule floor (default 10% of --lr)");
+  cmd->add_option("--warmup", o.warmup, "Linear warmup steps")->capture_default_str();
+  cmd->add_option("--lr-schedule", o.lr_schedule, "constant or cosine")->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay,
+                  "AdamW decoupled weight decay, on tensors with 2+ dims only")
+      ->capture_default_str();
+  cmd->add_option("--beta1", o.beta1, "AdamW beta1")->capture_default_str();
+  cmd->add_option("--beta2", o.beta2, "AdamW beta2")->capture_default_str();
+  cmd->add_option("--eps", o.eps, "AdamW epsilon")->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "Clip gradients to this global L2 norm (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of the initialisation")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Compute threads (TBB and OpenBLAS); 0 = all cores")
+      ->capture_default_str();
+  cmd->add_option("--init", o.init_path, "Start from these weights (safetensors, HF GPT-2 names)");
+  cmd->add_option("--export", o.export_path, "Write the final weights here (safetensors)");
+  cmd->add_option("--export-grads", o.export_grads_path,
+                  "Write step 1's gradients (before clipping) here (safetensors)");
+  cmd->add_option("--gpu-mem", flags->gpu_mem,
+                  "Device memory budget (e.g. 512M, 2G); default: what the run needs");
+  cmd->add_option("--log-json", flags->log_json,
+                  "Write one JSON object per step: step, loss, tokens_per_s, elapsed_s, ...");
+  cmd->add_option("--log-level", flags->log_level, "debug, info, warn, error or off")
+      ->capture_default_str();
+  cmd->callback([flags, cmd, &ctx] { ctx.status = RunTrain(*flags, *cmd); });
 }
 
 }  // namespace strata::tools

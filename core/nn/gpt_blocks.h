@@ -1,0 +1,85 @@
+// Forward and backward of each GPT block on raw pointers: the compute ops the scheduler runs.
+//
+// Conventions: B batch rows, T sequence length, BT = B*T. Parameters and gradients of a block
+// are contiguous in the layout of its BlockSpec (gpt_layout.h). Gradients accumulate (+=), so
+// micro-batches add up; the caller zeroes them once per step. `dres` is the gradient flowing
+// along the residual stream (BT, C): a block's backward reads it as the gradient of its output
+// and leaves in it the gradient of its input. All pointers must stay valid and, on the sim
+// device, device-resident for the duration of the call.
+#pragma once
+
+#include <cstdint>
+
+#include "core/nn/gpt_layout.h"
+
+namespace strata {
+
+// Activations a transformer block saves in forward for its backward.
+struct TransformerActs {
+  float* ln1;       // (BT, C)
+  float* ln1_mean;  // (BT)
+  float* ln1_rstd;  // (BT)
+  float* qkv;       // (BT, 3C)
+  float* atty;      // (BT, C) attention output before c_proj
+  float* att;       // (B, NH, T, T) softmax probabilities
+  float* res2;      // (BT, C) x + attn(x)
+  float* ln2;       // (BT, C)
+  float* ln2_mean;  // (BT)
+  float* ln2_rstd;  // (BT)
+  float* fch;       // (BT, 4C) c_fc output
+  float* fch_gelu;  // (BT, 4C)
+  float* out;       // (BT, C) the block's output, res2 + mlp(ln2)
+};
+
+// The head's saved activations.
+struct HeadActs {
+  float* lnf;       // (BT, C)
+  float* lnf_mean;  // (BT)
+  float* lnf_rstd;  // (BT)
+  float* logits;    // (BT, V)
+  float* probs;     // (BT, V)
+};
+
+// Scratch shared by every block's backward (one set per concurrent backward).
+struct BackwardScratch {
+  float* dfch_gelu;  // (BT, 4C)
+  float* dfch;       // (BT, 4C)
+  float* dln;        // (BT, C)
+  float* datty;      // (BT, C)
+  float* dqkv;       // (BT, 3C)
+  float* datt;       // (B, NH, T, T)
+  float* dlogits;    // (BT, V)
+};
+
+// Sizes in floats (each part rounded to kTensorAlignFloats) and carving of one buffer.
+int64_t TransformerActsFloats(const GptConfig& c, int B, int T);
+TransformerActs CarveTransformerActs(const GptConfig& c, int B, int T, float* base);
+int64_t HeadActsFloats(const GptConfig& c, int B, int T);
+HeadActs CarveHeadActs(const GptConfig& c, int B, int T, float* base);
+int64_t BackwardScratchFloats(const GptConfig& c, int B, int T);
+BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* base);
+
+// out (BT, C) = wte[tokens] + wpe[t]. Token ids must be < vocab (checked by the data loader).
+void EmbeddingForward(const GptLayout& layout, const float* params, const int32_t* tokens, int B,
+                      int T, float* out);
+// grads (embedding block layout) += from dres.
+void EmbeddingBackward(const GptLayout& layout, float* grads, const float* dres,
+                       const int32_t* tokens, int B, int T);
+
+void TransformerForward(const GptLayout& layout, int layer, const float* params, const float* x,
+                        int B, int T, const TransformerActs& acts);
+void TransformerBackward(const GptLayout& layout, int layer, const float* params, float* grads,
+                         const float* x, int B, int T, const TransformerActs& acts,
+                         const BackwardScratch& scratch, float* dres);
+
+// Returns the mean cross-entropy of the batch. `wte` is the tied embedding (from block 0).
+float HeadForward(const GptLayout& layout, const float* params, const float* wte, const float* x,
+                  const int32_t* targets, int B, int T, const HeadActs& acts);
+// Writes dres = gradient of the loss w.r.t. x (overwrites), head grads +=, dwte += (tied).
+// `dloss` is the gradient of the step's objective w.r.t. each token's loss (1/BT for a mean
+// over one micro-batch, 1/(BT * micro_batches) with accumulation).
+void HeadBackward(const GptLayout& layout, const float* params, float* grads, const float* wte,
+                  float* dwte, const float* x, const int32_t* targets, int B, int T,
+                  const HeadActs& acts, const BackwardScratch& scratch, float dloss, float* dres);
+
+}  // namespace strata

@@ -1,0 +1,77 @@
+#include "core/nn/gpt_config.h"
+
+#include <cstdio>
+
+namespace strata {
+namespace {
+
+struct Preset {
+  const char* name;
+  GptConfig config;
+};
+
+constexpr Preset kPresets[] = {
+    {"tiny", {2, 2, 32, 256, 64}},
+    {"small", {6, 6, 384, 256, 256}},
+    {"gpt2", {12, 12, 768, 50257, 1024}},
+    {"gpt2-medium", {24, 16, 1024, 50257, 1024}},
+    {"gpt2-large", {36, 20, 1280, 50257, 1024}},
+    {"gpt2-xl", {48, 25, 1600, 50257, 1024}},
+};
+
+}  // namespace
+
+Status GptConfig::Validate() const {
+  auto positive = [](int v, const char* flag) -> Status {
+    if (v > 0) return Status::Ok();
+    return Status::InvalidArgument(std::string(flag) + " must be positive, got " +
+                                   std::to_string(v));
+  };
+  STRATA_RETURN_IF_ERROR(positive(n_layer, "--n-layer"));
+  STRATA_RETURN_IF_ERROR(positive(n_head, "--n-head"));
+  STRATA_RETURN_IF_ERROR(positive(n_embd, "--n-embd"));
+  STRATA_RETURN_IF_ERROR(positive(vocab_size, "--vocab"));
+  STRATA_RETURN_IF_ERROR(positive(block_size, "--block-size"));
+  if (n_embd % n_head != 0) {
+    return Status::InvalidArgument("--n-embd " + std::to_string(n_embd) +
+                                   " is not divisible by --n-head " + std::to_string(n_head) +
+                                   "; each head needs n_embd / n_head channels");
+  }
+  if (vocab_size > 65536) {
+    return Status::InvalidArgument("--vocab " + std::to_string(vocab_size) +
+                                   " is above 65536, the largest id a uint16 token file holds");
+  }
+  return Status::Ok();
+}
+
+int64_t GptConfig::num_params() const {
+  const int64_t C = n_embd, L = n_layer;
+  const int64_t per_block = 2 * C + (C * 3 * C + 3 * C) + (C * C + C) + 2 * C +
+                            (C * 4 * C + 4 * C) + (4 * C * C + C);
+  return int64_t(vocab_size) * C + int64_t(block_size) * C + L * per_block + 2 * C;
+}
+
+std::string GptConfig::ToString() const {
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "gpt(n_layer=%d, n_head=%d, n_embd=%d, vocab=%d, block=%d, params=%.2fM)", n_layer,
+                n_head, n_embd, vocab_size, block_size, num_params() / 1e6);
+  return buf;
+}
+
+Result<GptConfig> GptPreset(const std::string& name) {
+  for (const auto& p : kPresets) {
+    if (name == p.name) return p.config;
+  }
+  std::string known;
+  for (const auto& p : kPresets) known += (known.empty() ? "" : ", ") + std::string(p.name);
+  return Status::InvalidArgument("--model: unknown model '" + name + "'; known: " + known);
+}
+
+std::vector<std::string> GptPresetNames() {
+  std::vector<std::string> names;
+  for (const auto& p : kPresets) names.push_back(p.name);
+  return names;
+}
+
+}  // namespace strata

@@ -1,0 +1,76 @@
+// The GPT's model state as a sequence of blocks, each a list of named tensors laid out in one
+// contiguous float range. A block is the unit the scheduler reasons about: it owns its
+// parameters (and, in the same layout, their gradients and AdamW moments).
+//
+// Blocks, in forward order:
+//   0            embedding: transformer.wte.weight (V, C), transformer.wpe.weight (block_size, C)
+//   1 .. L       transformer block l-1: ln_1, attn.c_attn (C, 3C), attn.c_proj (C, C), ln_2,
+//                mlp.c_fc (C, 4C), mlp.c_proj (4C, C) — Hugging Face GPT-2 names and Conv1D
+//                layout (weight is (in, out); y = x @ W + b)
+//   L + 1        head: transformer.ln_f; the logits use wte (tied), which lives in block 0.
+// Every tensor starts at a multiple of kTensorAlignFloats inside its block, so that kernels
+// get aligned pointers and a block's byte size is a multiple of 64.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/nn/gpt_config.h"
+
+namespace strata {
+
+inline constexpr int64_t kTensorAlignFloats = 16;  // 64 bytes
+
+enum class BlockKind { kEmbedding, kTransformer, kHead };
+
+// Tensor order inside each block kind (index into BlockSpec::tensors).
+enum EmbeddingTensor { kWte = 0, kWpe };
+enum TransformerTensor {
+  kLn1W = 0, kLn1B, kQkvW, kQkvB, kAttProjW, kAttProjB,
+  kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB,
+};
+enum HeadTensor { kLnfW = 0, kLnfB };
+
+enum class InitKind { kNormal, kZeros, kOnes };
+
+struct TensorSpec {
+  std::string name;            // full Hugging Face name, e.g. "transformer.h.0.attn.c_attn.weight"
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+  int64_t offset = 0;          // in floats from the start of the block
+  bool decay = false;          // weight decay applies (tensors with 2 or more dims)
+  InitKind init = InitKind::kZeros;
+  float init_std = 0.0f;       // for kNormal
+};
+
+struct BlockSpec {
+  BlockKind kind = BlockKind::kEmbedding;
+  int layer = -1;              // transformer layer index, -1 for embedding and head
+  std::string name;            // "embedding", "h.3", "head"
+  std::vector<TensorSpec> tensors;
+  int64_t numel = 0;           // floats including alignment padding
+};
+
+struct GptLayout {
+  GptConfig config;
+  std::vector<BlockSpec> blocks;
+  std::vector<int64_t> block_offset;  // in floats, blocks packed back to back
+  int64_t total_numel = 0;            // floats including padding
+
+  const BlockSpec& embedding() const { return blocks.front(); }
+  const BlockSpec& head() const { return blocks.back(); }
+  const BlockSpec& transformer(int layer) const { return blocks[1 + layer]; }
+  int num_blocks() const { return static_cast<int>(blocks.size()); }
+};
+
+// Pure function of the config; the config must be valid.
+GptLayout MakeGptLayout(const GptConfig& config);
+
+// Fills a block's parameters (numel floats at `block`) with GPT-2's initialisation: weights
+// normal(0, 0.02), residual projections (attn.c_proj, mlp.c_proj) normal(0, 0.02/sqrt(2L)),
+// biases 0, LayerNorm weights 1. Each tensor draws from its own stream seeded by (seed, name),
+// so a tensor's values do not depend on where it is stored.
+void InitBlockParams(const BlockSpec& block, uint64_t seed, float* block_params);
+
+}  // namespace strata

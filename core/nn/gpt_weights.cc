@@ -1,0 +1,120 @@
+#include "core/nn/gpt_weights.h"
+
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "core/io/safetensors.h"
+
+namespace strata {
+namespace {
+
+const char* kMetaKeys[] = {"n_layer", "n_head", "n_embd", "vocab_size", "block_size"};
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
+// The file's tensor for a layout name: "transformer.x" or its unprefixed form "x".
+const SafetensorsTensor* Find(const SafetensorsFile& f, const std::string& name) {
+  auto it = f.tensors.find(name);
+  if (it != f.tensors.end()) return &it->second;
+  const std::string prefix = "transformer.";
+  if (name.rfind(prefix, 0) == 0) {
+    it = f.tensors.find(name.substr(prefix.size()));
+    if (it != f.tensors.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+Result<int> ParseMetaInt(const std::string& path, const std::string& key, const std::string& v) {
+  try {
+    size_t used = 0;
+    const int x = std::stoi(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  return Status::Corruption(path + ": __metadata__ " + key + " = '" + v + "' is not an integer");
+}
+
+}  // namespace
+
+Status ExportGptSafetensors(const std::string& path, const GptLayout& layout, const float* values) {
+  std::vector<TensorView> views;
+  for (size_t b = 0; b < layout.blocks.size(); ++b) {
+    for (const auto& t : layout.blocks[b].tensors) {
+      views.push_back({t.name, t.shape, values + layout.block_offset[b] + t.offset});
+    }
+  }
+  const GptConfig& c = layout.config;
+  std::map<std::string, std::string> meta = {
+      {"n_layer", std::to_string(c.n_layer)},      {"n_head", std::to_string(c.n_head)},
+      {"n_embd", std::to_string(c.n_embd)},        {"vocab_size", std::to_string(c.vocab_size)},
+      {"block_size", std::to_string(c.block_size)}, {"format", "strata-gpt2"}};
+  return WriteSafetensors(path, views, meta).WithContext("--export " + path);
+}
+
+Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path) {
+  auto file = ReadSafetensors(path);
+  if (!file.ok()) return file.status().WithContext("--init");
+  const SafetensorsFile& f = *file;
+  GptConfig c;
+  int* fields[] = {&c.n_layer, &c.n_head, &c.n_embd, &c.vocab_size, &c.block_size};
+  bool all_meta = true;
+  for (int i = 0; i < 5; ++i) {
+    auto it = f.metadata.find(kMetaKeys[i]);
+    if (it == f.metadata.end()) {
+      all_meta = false;
+      break;
+    }
+    STRATA_ASSIGN_OR_RETURN(*fields[i], ParseMetaInt(path, kMetaKeys[i], it->second));
+  }
+  if (!all_meta) {
+    // A Hugging Face file: infer the shape from the tensors.
+    const SafetensorsTensor* wte = Find(f, "transformer.wte.weight");
+    const SafetensorsTensor* wpe = Find(f, "transformer.wpe.weight");
+    if (!wte || !wpe || wte->shape.size() != 2 || wpe->shape.size() != 2) {
+      return Status::Corruption("--init " + path +
+                                ": no model shape in __metadata__ and no 2-D "
+                                "transformer.wte.weight / transformer.wpe.weight to infer it from");
+    }
+    c.vocab_size = int(wte->shape[0]);
+    c.n_embd = int(wte->shape[1]);
+    c.block_size = int(wpe->shape[0]);
+    c.n_layer = 0;
+    while (Find(f, "transformer.h." + std::to_string(c.n_layer) + ".ln_1.weight")) ++c.n_layer;
+    c.n_head = c.n_embd % 64 == 0 ? c.n_embd / 64 : 1;
+  }
+  Status valid = c.Validate();
+  if (!valid.ok()) return Status::Corruption("--init " + path + ": bad model shape: " + valid.message());
+  return c;
+}
+
+Status ImportGptSafetensors(const std::string& path, const GptLayout& layout, float* values) {
+  auto file = ReadSafetensors(path);
+  if (!file.ok()) return file.status().WithContext("--init");
+  for (size_t b = 0; b < layout.blocks.size(); ++b) {
+    std::memset(values + layout.block_offset[b], 0, sizeof(float) * layout.blocks[b].numel);
+    for (const auto& t : layout.blocks[b].tensors) {
+      const SafetensorsTensor* src = Find(*file, t.name);
+      if (!src) {
+        return Status::Corruption("--init " + path + ": tensor " + t.name + " " +
+                                  ShapeString(t.shape) + " is missing; the file holds another "
+                                  "model or was not written for GPT-2");
+      }
+      if (src->shape != t.shape) {
+        return Status::InvalidArgument("--init " + path + ": tensor " + t.name + " has shape " +
+                                       ShapeString(src->shape) + " but the model needs " +
+                                       ShapeString(t.shape) +
+                                       "; drop the shape flags to take the file's shape");
+      }
+      std::memcpy(values + layout.block_offset[b] + t.offset, src->data.data(),
+                  sizeof(float) * t.numel);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata

@@ -1,0 +1,290 @@
+#include "scheduler/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <tbb/task_arena.h>
+
+#include "core/data/builtin_corpus.h"
+#include "core/data/token_dataset.h"
+#include "core/device/device.h"
+#include "core/kernels/adamw.h"
+#include "core/kernels/matmul.h"
+#include "core/nn/gpt_blocks.h"
+#include "core/nn/gpt_layout.h"
+#include "core/nn/gpt_weights.h"
+#include "core/util/log.h"
+#include "core/util/sizes.h"
+
+namespace strata {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Result<GptConfig> ResolveConfig(const TrainOptions& o) {
+  GptConfig c;
+  if (!o.init_path.empty() && !o.model.preset_given) {
+    STRATA_ASSIGN_OR_RETURN(c, ReadGptConfigFromSafetensors(o.init_path));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(c, GptPreset(o.model.preset));
+  }
+  const ModelChoice& m = o.model;
+  if (m.n_layer) c.n_layer = *m.n_layer;
+  if (m.n_head) c.n_head = *m.n_head;
+  if (m.n_embd) c.n_embd = *m.n_embd;
+  if (m.vocab_size) c.vocab_size = *m.vocab_size;
+  if (m.block_size) c.block_size = *m.block_size;
+  STRATA_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+Status ValidateOptions(const TrainOptions& o) {
+  auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
+  if (o.batch <= 0) return bad("--batch must be positive, got " + std::to_string(o.batch));
+  if (o.seq < 0) return bad("--seq must be positive, got " + std::to_string(o.seq));
+  if (o.steps < 0) return bad("--steps must be >= 0, got " + std::to_string(o.steps));
+  if (!(o.lr > 0) || !std::isfinite(o.lr)) return bad("--lr must be a positive number");
+  if (o.weight_decay < 0) return bad("--weight-decay must be >= 0");
+  if (o.warmup < 0) return bad("--warmup must be >= 0");
+  if (o.lr_schedule != "constant" && o.lr_schedule != "cosine") {
+    return bad("--lr-schedule must be 'constant' or 'cosine', got '" + o.lr_schedule + "'");
+  }
+  if (o.threads < 0) return bad("--threads must be >= 0 (0 = all cores)");
+  return Status::Ok();
+}
+
+// One device allocation freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Device* d, void* p) : device_(d), ptr_(p) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept : device_(o.device_), ptr_(o.ptr_) { o.ptr_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(device_, o.device_);
+    std::swap(ptr_, o.ptr_);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (ptr_) device_->free(ptr_);
+  }
+  float* f() const { return static_cast<float*>(ptr_); }
+  int32_t* i() const { return static_cast<int32_t*>(ptr_); }
+
+ private:
+  Device* device_ = nullptr;
+  void* ptr_ = nullptr;
+};
+
+class InMemoryTrainer final : public Trainer {
+ public:
+  InMemoryTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
+      : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
+
+  Status Setup() {
+    const GptConfig& c = layout_.config;
+    const int B = o_.batch, T = seq_;
+    const int64_t BT = int64_t(B) * T;
+    const int64_t P = layout_.total_numel;
+    const int64_t act_floats = BT * c.n_embd /*embedding out*/ +
+                               c.n_layer * TransformerActsFloats(c, B, T) +
+                               HeadActsFloats(c, B, T) + BackwardScratchFloats(c, B, T) +
+                               BT * c.n_embd /*dres*/;
+    const uint64_t need_bytes =
+        uint64_t(4 * P) * 4 + uint64_t(act_floats) * 4 + uint64_t(2 * BT) * 4 + 16 * kDeviceAlignment;
+    uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
+    if (capacity < need_bytes) {
+      return Status::ResourceExhausted(
+          "--gpu-mem " + FormatBytes(capacity) + " is below the " + FormatBytes(need_bytes) +
+          " that training " + c.ToString() + " in memory with --batch " + std::to_string(B) +
+          " --seq " + std::to_string(T) + " needs; raise --gpu-mem or lower --batch/--seq");
+    }
+    SimDeviceOptions dopt;
+    dopt.capacity_bytes = capacity;
+    STRATA_ASSIGN_OR_RETURN(device_, CreateSimDevice(dopt));
+    compute_ = device_->create_stream("compute");
+
+    auto alloc = [&](int64_t floats, DeviceBuffer* out) -> Status {
+      STRATA_ASSIGN_OR_RETURN(void* p, device_->alloc(size_t(floats) * 4));
+      *out = DeviceBuffer(device_.get(), p);
+      return Status::Ok();
+    };
+    STRATA_RETURN_IF_ERROR(alloc(P, &params_));
+    STRATA_RETURN_IF_ERROR(alloc(P, &grads_));
+    STRATA_RETURN_IF_ERROR(alloc(P, &m_));
+    STRATA_RETURN_IF_ERROR(alloc(P, &v_));
+    STRATA_RETURN_IF_ERROR(alloc(act_floats, &acts_));
+    STRATA_RETURN_IF_ERROR(alloc(2 * BT, &tokens_));
+    std::memset(m_.f(), 0, P * 4);
+    std::memset(v_.f(), 0, P * 4);
+
+    float* a = acts_.f();
+    emb_out_ = a;
+    a += BT * c.n_embd;
+    for (int l = 0; l < c.n_layer; ++l) {
+      layer_acts_.push_back(CarveTransformerActs(c, B, T, a));
+      a += TransformerActsFloats(c, B, T);
+    }
+    head_acts_ = CarveHeadActs(c, B, T, a);
+    a += HeadActsFloats(c, B, T);
+    scratch_ = CarveBackwardScratch(c, B, T, a);
+    a += BackwardScratchFloats(c, B, T);
+    dres_ = a;
+
+    if (!o_.init_path.empty()) {
+      STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, layout_, params_.f()));
+    } else {
+      for (int b = 0; b < layout_.num_blocks(); ++b) {
+        InitBlockParams(layout_.blocks[b], o_.seed, block(params_, b));
+      }
+    }
+    return Status::Ok();
+  }
+
+  const GptConfig& config() const override { return layout_.config; }
+  int seq() const override { return seq_; }
+  std::string data_name() const override { return data_.name(); }
+
+  Status Run(const std::function<void(const StepStats&)>& on_step) override {
+    const int threads = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
+    tbb::task_arena arena(threads);
+    kernels::set_blas_threads(threads);
+    const auto start = Clock::now();
+    for (long step = 0; step < o_.steps; ++step) {
+      const auto t0 = Clock::now();
+      StepStats s;
+      Status status;
+      compute_->launch([&] { arena.execute([&] { status = Step(step, &s); }); });
+      STRATA_RETURN_IF_ERROR(compute_->synchronize());
+      STRATA_RETURN_IF_ERROR(status);
+      const auto t1 = Clock::now();
+      s.step = step + 1;
+      s.step_s = std::chrono::duration<double>(t1 - t0).count();
+      s.elapsed_s = std::chrono::duration<double>(t1 - start).count();
+      s.tokens_per_s = double(o_.batch) * seq_ / s.step_s;
+      s.device_peak_bytes = device_->stats().peak_bytes;
+      on_step(s);
+    }
+    if (!o_.export_path.empty()) {
+      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_path, layout_, params_.f()));
+      Logger("train")->info("wrote weights to {}", o_.export_path);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  float* block(const DeviceBuffer& buf, int b) const { return buf.f() + layout_.block_offset[b]; }
+
+  // One optimizer step on batch `step` (0-based). Runs on the compute stream.
+  Status Step(long step, StepStats* s) {
+    const GptConfig& c = layout_.config;
+    const int B = o_.batch, T = seq_, L = c.n_layer;
+    int32_t* x = tokens_.i();
+    int32_t* y = x + int64_t(B) * T;
+    data_.batch(step, B, T, x, y);
+    std::memset(grads_.f(), 0, layout_.total_numel * 4);
+
+    const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
+    float* dwte = block(grads_, 0) + layout_.embedding().tensors[kWte].offset;
+    // Forward: embedding, L transformer blocks, head.
+    EmbeddingForward(layout_, block(params_, 0), x, B, T, emb_out_);
+    const float* h = emb_out_;
+    for (int l = 0; l < L; ++l) {
+      TransformerForward(layout_, l, block(params_, 1 + l), h, B, T, layer_acts_[l]);
+      h = layer_acts_[l].out;
+    }
+    s->loss = HeadForward(layout_, block(params_, L + 1), wte, h, y, B, T, head_acts_);
+    if (!std::isfinite(s->loss)) {
+      return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
+                             std::to_string(s->loss) + "; lower --lr or enable --grad-clip");
+    }
+    // Backward in reverse.
+    HeadBackward(layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,
+                 head_acts_, scratch_, 1.0f / float(int64_t(B) * T), dres_);
+    for (int l = L - 1; l >= 0; --l) {
+      const float* in = l == 0 ? emb_out_ : layer_acts_[l - 1].out;
+      TransformerBackward(layout_, l, block(params_, 1 + l), block(grads_, 1 + l), in, B, T,
+                          layer_acts_[l], scratch_, dres_);
+    }
+    EmbeddingBackward(layout_, block(grads_, 0), dres_, x, B, T);
+
+    if (step == 0 && !o_.export_grads_path.empty()) {
+      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_grads_path, layout_, grads_.f()));
+    }
+    // Clipping by global norm (torch.nn.utils.clip_grad_norm_), then AdamW per tensor.
+    s->grad_norm = std::sqrt(kernels::sum_of_squares(grads_.f(), layout_.total_numel));
+    float coef = 1.0f;
+    if (o_.grad_clip > 0) coef = kernels::clip_coefficient(s->grad_norm, o_.grad_clip);
+    s->clipped = coef < 1.0f;
+    s->lr = LearningRateAt(o_, step);
+    kernels::AdamWParams hp;
+    hp.lr = s->lr;
+    hp.beta1 = o_.beta1;
+    hp.beta2 = o_.beta2;
+    hp.eps = o_.eps;
+    hp.step = step + 1;
+    for (int b = 0; b < layout_.num_blocks(); ++b) {
+      for (const auto& t : layout_.blocks[b].tensors) {
+        hp.weight_decay = t.decay ? o_.weight_decay : 0.0f;
+        const int64_t off = layout_.block_offset[b] + t.offset;
+        kernels::adamw_update(params_.f() + off, grads_.f() + off, m_.f() + off, v_.f() + off,
+                              t.numel, hp, coef);
+      }
+    }
+    return Status::Ok();
+  }
+
+  TrainOptions o_;
+  GptLayout layout_;
+  int seq_;
+  TokenDataset data_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Stream> compute_;
+  DeviceBuffer params_, grads_, m_, v_, acts_, tokens_;
+  float* emb_out_ = nullptr;
+  std::vector<TransformerActs> layer_acts_;
+  HeadActs head_acts_{};
+  BackwardScratch scratch_{};
+  float* dres_ = nullptr;
+};
+
+}  // namespace
+
+float LearningRateAt(const TrainOptions& o, long step) {
+  if (o.warmup > 0 && step < o.warmup) return o.lr * float(step + 1) / float(o.warmup);
+  if (o.lr_schedule == "cosine" && o.steps > o.warmup) {
+    const float min_lr = o.min_lr >= 0 ? o.min_lr : 0.1f * o.lr;
+    const double ratio = double(step - o.warmup) / double(o.steps - o.warmup);
+    const double coeff = 0.5 * (1.0 + std::cos(M_PI * ratio));
+    return float(min_lr + coeff * (o.lr - min_lr));
+  }
+  return o.lr;
+}
+
+Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
+  STRATA_RETURN_IF_ERROR(ValidateOptions(options));
+  STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveConfig(options));
+  const int seq = options.seq > 0 ? options.seq : std::min(config.block_size, 256);
+  if (seq > config.block_size) {
+    return Status::InvalidArgument("--seq " + std::to_string(seq) + " is above the model's context of " +
+                                   std::to_string(config.block_size) +
+                                   " tokens; lower --seq or raise --block-size");
+  }
+  std::optional<TokenDataset> data;
+  if (options.data == "builtin") {
+    if (config.vocab_size < kByteVocabSize) {
+      return Status::InvalidArgument("--data builtin is byte-level text and needs --vocab >= 256");
+    }
+    data = BuiltinCorpusDataset();
+  } else {
+    STRATA_ASSIGN_OR_RETURN(TokenDataset d, TokenDataset::Open(options.data, config.vocab_size));
+    data = std::move(d);
+  }
+  STRATA_RETURN_IF_ERROR(data->check_window(seq));
+  auto trainer = std::make_unique<InMemoryTrainer>(options, config, seq, std::move(*data));
+  STRATA_RETURN_IF_ERROR(trainer->Setup());
+  return std::unique_ptr<Trainer>(std::move(trainer));
+}
+
+}  // namespace strata

@@ -1,0 +1,58 @@
+// Runs the built `strata` binary as a user would, capturing exit code, stdout and stderr.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace strata::testing {
+
+struct RunResult {
+  int exit_code = -1;      // -1 when the process died from a signal
+  std::string out;
+  std::string err;
+};
+
+inline std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A fresh directory under the build tree (on the real disk), removed by the test's TearDown
+// when the caller wishes; names are unique per process and call.
+inline std::string MakeTempDir(const std::string& tag) {
+  std::string tmpl = std::string(::testing::TempDir()) + "strata_" + tag + "_XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  const char* dir = mkdtemp(buf.data());
+  return dir ? std::string(dir) : std::string();
+}
+
+inline std::string ShellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// `args` are passed to strata (after the binary path), each quoted.
+inline RunResult RunStrata(const std::vector<std::string>& args, const std::string& workdir) {
+  std::string cmd = ShellQuote(STRATA_BINARY);
+  for (const auto& a : args) cmd += " " + ShellQuote(a);
+  const std::string out_path = workdir + "/stdout.txt", err_path = workdir + "/stderr.txt";
+  cmd += " >" + ShellQuote(out_path) + " 2>" + ShellQuote(err_path);
+  const int rc = std::system(cmd.c_str());
+  RunResult r;
+  if (rc != -1 && WIFEXITED(rc)) r.exit_code = WEXITSTATUS(rc);
+  r.out = ReadWholeFile(out_path);
+  r.err = ReadWholeFile(err_path);
+  return r;
+}
+
+}  // namespace strata::testing
