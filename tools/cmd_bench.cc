@@ -10,6 +10,7 @@ void AddBenchCommand(CLI::App& app, CommandContext& ctx) {
   AddBenchGemmCommand(*bench, ctx);
   AddBenchStepCommand(*bench, ctx);
   AddBenchIoCommand(*bench, ctx);
+  AddBenchPagesCommand(*bench, ctx);
 }
 
 }  // namespace strata::tools

@@ -5,6 +5,7 @@
 //
 //   void AddTrainCommand(CLI::App& app, CommandContext& ctx);
 //   void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx);
+void AddBenchPagesCommand(CLI::App& bench, CommandContext& ctx);
 //
 // The callback it sets runs the command and stores the outcome in ctx.status. main() turns
 // that into one line on stderr and the exit code: 0 ok, 2 usage errors (InvalidArgument:
@@ -27,6 +28,7 @@ void AddBenchCommand(CLI::App& app, CommandContext& ctx);
 void AddBenchGemmCommand(CLI::App& bench, CommandContext& ctx);
 void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx);
 void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx);
+void AddBenchPagesCommand(CLI::App& bench, CommandContext& ctx);
 
 // Exit code for a command's Status: 0, 2 for InvalidArgument, else 1.
 int ExitCodeFor(const Status& status);
