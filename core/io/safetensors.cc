@@ -1,0 +1,428 @@
+#include "core/io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <optional>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/util/check.h"
+
+namespace strata {
+namespace {
+
+using nlohmann::json;
+
+// The reference implementation refuses headers above 100 MB; so do we, before allocating.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+constexpr const char* kMetadataKey = "__metadata__";
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // Closes now and reports the error (close can report a deferred write error).
+  Status Close(const std::string& path) {
+    int fd = std::exchange(fd_, -1);
+    if (fd >= 0 && ::close(fd) != 0) return Status::FromErrno(errno, "close " + path);
+    return Status::Ok();
+  }
+
+ private:
+  int fd_;
+};
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+// Writes all `bytes` at the current position; `offset` tracks the file offset for messages.
+Status WriteAll(int fd, const void* data, size_t bytes, uint64_t& offset, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const size_t chunk = std::min<size_t>(bytes, size_t{1} << 30);
+    ssize_t n = ::write(fd, p, chunk);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return Status::FromErrno(errno, "write " + path + " at offset " + std::to_string(offset));
+    }
+    if (n == 0) {
+      return Status::IoError("write " + path + " at offset " + std::to_string(offset) +
+                             " wrote nothing; is the disk full?");
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Reads exactly `bytes` at `offset`; a file that ends early is Corruption (it was validated
+// against its size, so it shrank underneath us).
+Status PreadAll(int fd, void* data, size_t bytes, uint64_t offset, const std::string& path) {
+  char* p = static_cast<char*>(data);
+  while (bytes > 0) {
+    const size_t chunk = std::min<size_t>(bytes, size_t{1} << 30);
+    ssize_t n = ::pread(fd, p, chunk, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return Status::FromErrno(errno, "read " + path + " at offset " + std::to_string(offset));
+    }
+    if (n == 0) {
+      return Status::Corruption("safetensors file " + path + " ended at offset " +
+                                std::to_string(offset) + " while " + std::to_string(bytes) +
+                                " more bytes were expected; was it modified while being read?");
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Removes a temporary file unless released (the write succeeded and it was renamed).
+class TempFileGuard {
+ public:
+  explicit TempFileGuard(std::string path) : path_(std::move(path)) {}
+  ~TempFileGuard() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  void release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+Status FsyncDirectoryOf(const std::string& path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open directory " + dir.string());
+  Fd closer(fd);
+  if (::fsync(fd) != 0 && errno != EINVAL) {  // some filesystems cannot fsync a directory
+    return Status::FromErrno(errno, "fsync directory " + dir.string());
+  }
+  return Status::Ok();
+}
+
+// Bytes per element for every dtype of the format; nullopt for strings that are not one.
+std::optional<uint64_t> DtypeBytes(const std::string& dtype) {
+  static const std::map<std::string, uint64_t> kSizes = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+      {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
+  auto it = kSizes.find(dtype);
+  if (it == kSizes.end()) return std::nullopt;
+  return it->second;
+}
+
+bool GetNonNegative(const json& j, uint64_t* out) {
+  if (j.is_number_unsigned()) {
+    *out = j.get<uint64_t>();
+    return true;
+  }
+  if (j.is_number_integer() && j.get<int64_t>() >= 0) {
+    *out = static_cast<uint64_t>(j.get<int64_t>());
+    return true;
+  }
+  return false;
+}
+
+struct Entry {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t numel = 1;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+// Parses and validates one tensor entry of the header (not yet against its neighbours).
+Result<Entry> ParseEntry(const std::string& path, const std::string& name, const json& j,
+                         uint64_t data_bytes) {
+  const std::string where = "safetensors file " + path + ", tensor '" + name + "'";
+  if (!j.is_object()) return Status::Corruption(where + ": header entry is not a JSON object");
+  Entry e;
+  e.name = name;
+  auto dtype = j.find("dtype");
+  if (dtype == j.end() || !dtype->is_string()) {
+    return Status::Corruption(where + ": missing or non-string \"dtype\"");
+  }
+  e.dtype = dtype->get<std::string>();
+  const std::optional<uint64_t> elem_bytes = DtypeBytes(e.dtype);
+  if (!elem_bytes) {
+    return Status::Corruption(where + ": unknown dtype \"" + e.dtype +
+                              "\"; the file is damaged or not a safetensors file");
+  }
+  if (e.dtype != "F32" && e.dtype != "F16" && e.dtype != "BF16") {
+    return Status::NotSupported(where + " has dtype " + e.dtype +
+                                "; Strata reads F32, F16 and BF16 tensors; convert the file "
+                                "(e.g. tensor.float() in PyTorch) and save it again");
+  }
+  auto shape = j.find("shape");
+  if (shape == j.end() || !shape->is_array()) {
+    return Status::Corruption(where + ": missing or non-array \"shape\"");
+  }
+  for (const json& d : *shape) {
+    uint64_t dim;
+    if (!GetNonNegative(d, &dim) || dim > static_cast<uint64_t>(INT64_MAX)) {
+      return Status::Corruption(where + ": shape " + shape->dump() +
+                                " holds something other than a non-negative integer");
+    }
+    if (__builtin_mul_overflow(e.numel, dim, &e.numel)) {
+      return Status::Corruption(where + ": shape " + shape->dump() + " overflows 64 bits");
+    }
+    e.shape.push_back(static_cast<int64_t>(dim));
+  }
+  auto offsets = j.find("data_offsets");
+  if (offsets == j.end() || !offsets->is_array() || offsets->size() != 2 ||
+      !GetNonNegative((*offsets)[0], &e.begin) || !GetNonNegative((*offsets)[1], &e.end) ||
+      e.begin > e.end) {
+    return Status::Corruption(where + ": \"data_offsets\" must be [begin, end] with "
+                              "0 <= begin <= end");
+  }
+  if (e.end > data_bytes) {
+    return Status::Corruption(where + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                              std::to_string(e.end) + "] run past the end of the data section (" +
+                              std::to_string(data_bytes) +
+                              " bytes); the file is truncated; export it again");
+  }
+  uint64_t want;
+  if (__builtin_mul_overflow(e.numel, *elem_bytes, &want) || want != e.end - e.begin) {
+    return Status::Corruption(where + ": shape " + ShapeString(e.shape) + " of " + e.dtype +
+                              " needs " + std::to_string(e.numel) + " x " +
+                              std::to_string(*elem_bytes) + " bytes but data_offsets [" +
+                              std::to_string(e.begin) + ", " + std::to_string(e.end) + "] hold " +
+                              std::to_string(e.end - e.begin));
+  }
+  return e;
+}
+
+}  // namespace
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24, exact in float.
+    const float magnitude = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -magnitude : magnitude;
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);  // inf or NaN (payload kept)
+  } else {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float Bfloat16ToFloat(uint16_t b) {
+  const uint32_t bits = uint32_t{b} << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  // Validate and lay out, in name order.
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return tensors[a].name < tensors[b].name; });
+  json header = json::object();
+  std::vector<uint64_t> bytes_of(tensors.size());
+  uint64_t data_bytes = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const TensorView& t = tensors[order[k]];
+    const std::string where = "export to " + path + ": tensor '" + t.name + "'";
+    if (t.name.empty()) return Status::InvalidArgument("export to " + path + ": empty tensor name");
+    if (t.name == kMetadataKey) {
+      return Status::InvalidArgument(where + ": the name is reserved for metadata");
+    }
+    if (k > 0 && tensors[order[k - 1]].name == t.name) {
+      return Status::InvalidArgument(where + " appears twice; tensor names must be unique");
+    }
+    uint64_t numel = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) {
+        return Status::InvalidArgument(where + ": negative dimension in shape " +
+                                       ShapeString(t.shape));
+      }
+      if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel)) {
+        return Status::InvalidArgument(where + ": shape " + ShapeString(t.shape) +
+                                       " overflows 64 bits");
+      }
+    }
+    STRATA_CHECK(t.data != nullptr || numel == 0)
+        << "tensor '" << t.name << "' with " << numel << " elements has no data";
+    bytes_of[order[k]] = numel * sizeof(float);
+    header[t.name] = {{"dtype", "F32"},
+                      {"shape", t.shape},
+                      {"data_offsets", {data_bytes, data_bytes + numel * sizeof(float)}}};
+    data_bytes += numel * sizeof(float);
+  }
+  if (!metadata.empty()) header[kMetadataKey] = metadata;
+
+  std::string header_text;
+  try {
+    header_text = header.dump(-1, ' ', false, json::error_handler_t::strict);
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument("export to " + path +
+                                   ": a tensor name or metadata entry is not valid UTF-8 (" +
+                                   e.what() + ")");
+  }
+  // Pad so that the data section starts 8-byte aligned, as the reference writer does.
+  header_text.append((8 - header_text.size() % 8) % 8, ' ');
+  const uint64_t header_len = header_text.size();
+  unsigned char len_le[8];
+  for (int i = 0; i < 8; ++i) len_le[i] = static_cast<unsigned char>(header_len >> (8 * i));
+
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return Status::FromErrno(errno, "create " + tmp + " (export to " + path + ")");
+  TempFileGuard guard(tmp);
+  uint64_t offset = 0;
+  STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), len_le, sizeof len_le, offset, tmp));
+  STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), header_text.data(), header_text.size(), offset, tmp));
+  for (size_t idx : order) {
+    if (bytes_of[idx] == 0) continue;
+    STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), tensors[idx].data, bytes_of[idx], offset, tmp));
+  }
+  if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, "fsync " + tmp);
+  STRATA_RETURN_IF_ERROR(fd.Close(tmp));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + tmp + " to " + path);
+  }
+  guard.release();
+  return FsyncDirectoryOf(path);
+}
+
+Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) {
+      return Status::NotFound("safetensors file " + path + " does not exist; check the path");
+    }
+    return Status::FromErrno(errno, "open safetensors file " + path);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  if (S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(path + " is a directory, not a safetensors file");
+  }
+  const uint64_t file_bytes = static_cast<uint64_t>(st.st_size);
+  const std::string what = "safetensors file " + path;
+  if (file_bytes < 8) {
+    return Status::Corruption(what + " has " + std::to_string(file_bytes) +
+                              " bytes, fewer than the 8-byte header length; it is truncated or "
+                              "not a safetensors file");
+  }
+  unsigned char len_le[8];
+  STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), len_le, 8, 0, path));
+  uint64_t header_len = 0;
+  for (int i = 0; i < 8; ++i) header_len |= uint64_t{len_le[i]} << (8 * i);
+  if (header_len > kMaxHeaderBytes || header_len > file_bytes - 8) {
+    return Status::Corruption(what + ": header length " + std::to_string(header_len) +
+                              " at offset 0 does not fit the file (" + std::to_string(file_bytes) +
+                              " bytes); it is truncated or not a safetensors file");
+  }
+  std::string header_text(header_len, '\0');
+  STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), header_text.data(), header_len, 8, path));
+  const json header = json::parse(header_text, nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded() || !header.is_object()) {
+    return Status::Corruption(what + ": the " + std::to_string(header_len) +
+                              "-byte header at offset 8 is not a JSON object; the file is damaged "
+                              "or not a safetensors file");
+  }
+
+  const uint64_t data_start = 8 + header_len;
+  const uint64_t data_bytes = file_bytes - data_start;
+  SafetensorsFile out;
+  std::vector<Entry> entries;
+  for (const auto& [name, value] : header.items()) {
+    if (name == kMetadataKey) {
+      if (!value.is_object()) {
+        return Status::Corruption(what + ": \"__metadata__\" is not a JSON object");
+      }
+      for (const auto& [key, v] : value.items()) {
+        if (!v.is_string()) {
+          return Status::Corruption(what + ": metadata \"" + key +
+                                    "\" is not a string (the format allows only strings)");
+        }
+        out.metadata[key] = v.get<std::string>();
+      }
+      continue;
+    }
+    STRATA_ASSIGN_OR_RETURN(Entry e, ParseEntry(path, name, value, data_bytes));
+    entries.push_back(std::move(e));
+  }
+
+  // The tensors must tile the data section: sorted by begin, each starts where the last ended.
+  std::vector<const Entry*> by_offset;
+  for (const Entry& e : entries) by_offset.push_back(&e);
+  std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  uint64_t expect = 0;
+  for (const Entry* e : by_offset) {
+    if (e->begin != expect) {
+      return Status::Corruption(what + ", tensor '" + e->name + "': data_offsets start at " +
+                                std::to_string(e->begin) + " but the previous tensor ends at " +
+                                std::to_string(expect) +
+                                (e->begin < expect ? " (overlap)" : " (gap)"));
+    }
+    expect = e->end;
+  }
+  if (expect != data_bytes) {
+    return Status::Corruption(what + ": " + std::to_string(data_bytes - expect) +
+                              " bytes after the last tensor (the tensors cover " +
+                              std::to_string(expect) + " of " + std::to_string(data_bytes) +
+                              " data bytes)");
+  }
+
+  std::vector<uint16_t> halves;
+  for (const Entry& e : entries) {
+    SafetensorsTensor t;
+    t.shape = e.shape;
+    t.dtype = e.dtype;
+    t.data.resize(e.numel);
+    const uint64_t file_offset = data_start + e.begin;
+    if (e.dtype == "F32") {
+      STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), t.data.data(), e.end - e.begin, file_offset, path));
+    } else {
+      halves.resize(e.numel);
+      STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), halves.data(), e.end - e.begin, file_offset, path));
+      const bool bf16 = e.dtype == "BF16";
+      for (uint64_t i = 0; i < e.numel; ++i) {
+        t.data[i] = bf16 ? Bfloat16ToFloat(halves[i]) : HalfToFloat(halves[i]);
+      }
+    }
+    out.tensors.emplace(e.name, std::move(t));
+  }
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,77 @@
+// Safetensors files: weights and gradients that other frameworks (PyTorch, Hugging Face) read.
+//
+// Format (https://github.com/huggingface/safetensors):
+//   [8 bytes] N, little-endian uint64: the length of the JSON header
+//   [N bytes] JSON: {"<name>": {"dtype": "F32", "shape": [d0, d1, ...],
+//                               "data_offsets": [begin, end]}, ...,
+//                    "__metadata__": {"<key>": "<value>", ...}}
+//   [rest]    tensor data, little-endian, row-major; offsets are relative to the start of this
+//             section, and the tensors tile it exactly (no gaps, no overlap).
+//
+// Writing (WriteSafetensors):
+// - every tensor is written as F32; the data section holds the tensors sorted by name (the
+//   order the reference implementation uses for same-dtype tensors), so the input order does
+//   not matter;
+// - the header is compact JSON with sorted keys, padded with spaces to a multiple of 8 bytes:
+//   the same tensors and metadata always give the same bytes (exports can be compared with cmp);
+// - the file appears atomically: bytes go to "<path>.tmp.<pid>" in the same directory, which is
+//   fsync'd and renamed over `path` (and the directory fsync'd). On any error the temporary file
+//   is removed and an existing file at `path` is left untouched.
+//
+// Reading (ReadSafetensors): F32, F16 and BF16 tensors, converted to float. Every structural
+// problem (header length, JSON, missing or malformed fields, offsets outside the data section,
+// a byte count that does not match the shape and dtype, gaps or overlaps) is Corruption naming
+// the file and, where there is one, the tensor. A dtype Strata cannot convert (F64, I64, ...)
+// is NotSupported; a dtype string that is not in the format at all is Corruption.
+//
+// Thread safety: free functions without shared state; concurrent calls on different paths are
+// fine. The machine is assumed little-endian (x86-64, aarch64).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+
+namespace strata {
+
+// A tensor to write: `data` points at product(shape) floats (row-major) owned by the caller,
+// valid for the duration of the call. An empty shape is a scalar (one float).
+struct TensorView {
+  std::string name;
+  std::vector<int64_t> shape;
+  const float* data = nullptr;
+};
+
+// A tensor read back, converted to float.
+struct SafetensorsTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;  // product(shape) values, row-major
+  std::string dtype;        // the dtype stored in the file: "F32", "F16" or "BF16"
+};
+
+struct SafetensorsFile {
+  std::map<std::string, std::string> metadata;         // "__metadata__", empty if absent
+  std::map<std::string, SafetensorsTensor> tensors;    // by name
+};
+
+// Writes `tensors` as F32 plus `metadata` to `path` (see the contract above). Errors:
+// InvalidArgument for an empty or duplicate tensor name, the reserved name "__metadata__", a
+// negative dimension, or metadata that is not valid UTF-8; OS errors (FromErrno) naming the
+// file and offset, e.g. ResourceExhausted when the disk is full. A null `data` with a non-zero
+// element count is a caller bug (STRATA_CHECK).
+[[nodiscard]] Status WriteSafetensors(const std::string& path,
+                                      const std::vector<TensorView>& tensors,
+                                      const std::map<std::string, std::string>& metadata);
+
+// Reads the whole file at `path`. NotFound if it does not exist; Corruption / NotSupported as
+// described above; OS errors via FromErrno.
+Result<SafetensorsFile> ReadSafetensors(const std::string& path);
+
+// IEEE half and bfloat16 bit patterns to float (exact; NaN and infinities preserved).
+float HalfToFloat(uint16_t bits);
+float Bfloat16ToFloat(uint16_t bits);
+
+}  // namespace strata
