@@ -1,0 +1,20 @@
+// The CUDA entry points of device.h for builds without the CUDA toolkit (STRATA_WITH_CUDA
+// unset). With CUDA, core/device/cuda_device.cu defines them and this file is empty.
+#ifndef STRATA_WITH_CUDA
+
+#include "core/device/device.h"
+
+namespace strata {
+
+int CudaDeviceCount() { return 0; }
+
+Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t /*capacity_bytes*/) {
+  return Status::NotSupported(
+      "cuda:" + std::to_string(ordinal) +
+      ": built without CUDA; rebuild with the CUDA toolkit installed (-DSTRATA_WITH_CUDA=ON) "
+      "or use the sim device");
+}
+
+}  // namespace strata
+
+#endif  // STRATA_WITH_CUDA

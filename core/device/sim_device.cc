@@ -1,0 +1,546 @@
+#include "core/device/sim_device.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <iterator>
+#include <thread>
+#include <utility>
+
+#include "core/util/sizes.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define STRATA_SIM_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define STRATA_SIM_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define STRATA_SIM_POISON(p, n) ((void)(p), (void)(n))
+#define STRATA_SIM_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+namespace strata {
+namespace sim_internal {
+
+using Clock = std::chrono::steady_clock;
+
+// One direction of the simulated PCIe link. Thread-safe: all members are guarded by mu_.
+class Link {
+ public:
+  explicit Link(double gbps) : ns_per_byte_(1.0 / gbps) {}
+
+  // Reserves the link for a transfer of `bytes` that may start at `ready` (when it was issued
+  // and its stream predecessor finished, in modelled time) and returns its modelled end. The
+  // start is max(ready, end of the previous transfer): a late wake-up of a worker thread is
+  // not idle time of the link, so it does not slow the modelled rate.
+  Clock::time_point reserve(uint64_t bytes, Clock::time_point ready) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const double duration_ns = static_cast<double>(bytes) * ns_per_byte_ + carry_ns_;
+    const auto whole_ns = static_cast<int64_t>(duration_ns);
+    carry_ns_ = duration_ns - static_cast<double>(whole_ns);  // keep the sub-ns residue
+    free_at_ = std::max(free_at_, ready) + std::chrono::nanoseconds(whole_ns);
+    return free_at_;
+  }
+
+ private:
+  const double ns_per_byte_;  // 1 / (GB/s) == ns per byte
+  std::mutex mu_;
+  Clock::time_point free_at_{};
+  double carry_ns_ = 0.0;
+};
+
+// Fence: one recording of an Event. Signalled once by the recording stream's worker.
+class Fence {
+ public:
+  void signal() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+  }
+  bool query() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+// One queued operation. `run` gets the modelled time at which it may start (the later of its
+// enqueue time and the modelled end of its stream predecessor) and may set `done` to its
+// modelled end; left unset, the op ends when run returns.
+struct Op {
+  std::function<Status(Clock::time_point ready, Clock::time_point& done)> run;
+  Clock::time_point enqueued;
+  // Launches and copies are skipped once the stream has failed (sticky error, as on CUDA);
+  // event records and waits still run so that nothing waiting on this stream deadlocks.
+  bool skip_after_error = true;
+};
+
+// The queue and worker thread of one stream. Shared by the SimStream handle and the device's
+// stream list (for Device::synchronize), so it outlives whichever lets go last.
+// Concurrency: queue_, submitted_, completed_, error_ and stop_ are guarded by mu_; the worker
+// runs ops without holding it.
+class StreamCore {
+ public:
+  explicit StreamCore(std::string name) : name_(std::move(name)) {
+    worker_ = std::thread([this] { run_worker(); });
+  }
+  ~StreamCore() { shutdown(); }
+
+  const std::string& name() const { return name_; }
+
+  void enqueue(Op op) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      STRATA_CHECK(!stop_) << "enqueue on stream '" << name_ << "' after shutdown";
+      op.enqueued = Clock::now();
+      queue_.push_back(std::move(op));
+      ++submitted_;
+    }
+    work_cv_.notify_one();
+  }
+
+  Status synchronize() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t target = submitted_;
+    done_cv_.wait(lock, [&] { return completed_ >= target; });
+    return error_;
+  }
+
+  // Runs what is queued, then stops and joins the worker. Idempotent.
+  void shutdown() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_one();
+    if (worker_.joinable()) worker_.join();
+  }
+
+ private:
+  void run_worker() {
+    for (;;) {
+      Op op;
+      bool skip = false;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stop_ and drained
+        op = std::move(queue_.front());
+        queue_.pop_front();
+        skip = !error_.ok() && op.skip_after_error;
+      }
+      Clock::time_point done{};
+      Status status = skip ? Status::Ok() : op.run(std::max(op.enqueued, last_done_), done);
+      last_done_ = done == Clock::time_point{} ? Clock::now() : done;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!status.ok() && error_.ok()) error_ = status.WithContext("stream '" + name_ + "'");
+        ++completed_;
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  const std::string name_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  std::deque<Op> queue_;
+  uint64_t submitted_ = 0;
+  uint64_t completed_ = 0;
+  Status error_;
+  bool stop_ = false;
+  Clock::time_point last_done_{};  // modelled end of the last op; only the worker touches it
+  std::thread worker_;  // last: started after every other member is constructed
+};
+
+}  // namespace sim_internal
+
+using sim_internal::Clock;
+using sim_internal::Fence;
+using sim_internal::Op;
+using sim_internal::StreamCore;
+
+class SimEvent final : public Event {
+ public:
+  void synchronize() override {
+    if (auto fence = latest()) fence->wait();
+  }
+  bool query() override {
+    auto fence = latest();
+    return !fence || fence->query();
+  }
+
+  // A new recording: later synchronize/query/wait calls refer to it (as cudaEventRecord).
+  std::shared_ptr<Fence> start_recording() {
+    auto fence = std::make_shared<Fence>();
+    std::lock_guard<std::mutex> lock(mu_);
+    latest_ = fence;
+    return fence;
+  }
+  // The most recent recording, or nullptr when never recorded.
+  std::shared_ptr<Fence> latest() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latest_;
+  }
+
+ private:
+  std::mutex mu_;  // guards latest_
+  std::shared_ptr<Fence> latest_;
+};
+
+class SimStream final : public Stream {
+ public:
+  SimStream(SimDevice* device, std::shared_ptr<StreamCore> core)
+      : device_(device), core_(std::move(core)) {}
+  ~SimStream() override {
+    core_->shutdown();
+    device_->release_stream(core_.get());
+  }
+
+  const std::string& name() const override { return core_->name(); }
+
+  void launch(std::function<void()> fn) override {
+    Op op;
+    op.run = [fn = std::move(fn)](Clock::time_point, Clock::time_point&) -> Status {
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        return Status::Internal(std::string("launched function threw: ") + e.what());
+      } catch (...) {
+        return Status::Internal("launched function threw a non-std exception");
+      }
+      return Status::Ok();
+    };
+    core_->enqueue(std::move(op));
+  }
+
+  void record(Event& event) override {
+    auto fence = as_sim(event).start_recording();
+    Op op;
+    op.run = [fence](Clock::time_point, Clock::time_point&) {
+      fence->signal();
+      return Status::Ok();
+    };
+    op.skip_after_error = false;
+    core_->enqueue(std::move(op));
+  }
+
+  void wait(Event& event) override {
+    auto fence = as_sim(event).latest();
+    if (!fence) return;  // never recorded: complete
+    Op op;
+    op.run = [fence](Clock::time_point, Clock::time_point&) {
+      fence->wait();
+      return Status::Ok();
+    };
+    op.skip_after_error = false;
+    core_->enqueue(std::move(op));
+  }
+
+  Status synchronize() override { return core_->synchronize(); }
+
+  SimDevice* device() const { return device_; }
+  StreamCore& core() { return *core_; }
+
+ private:
+  static SimEvent& as_sim(Event& event) {
+    auto* sim = dynamic_cast<SimEvent*>(&event);
+    STRATA_CHECK(sim != nullptr) << "an Event of another backend used on a sim stream";
+    return *sim;
+  }
+
+  SimDevice* const device_;
+  std::shared_ptr<StreamCore> core_;
+};
+
+namespace {
+
+uint64_t RoundUp(uint64_t bytes) {
+  return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
+}
+
+const char* CopyKindName(CopyKind kind) {
+  switch (kind) {
+    case CopyKind::kHostToDevice: return "host->device";
+    case CopyKind::kDeviceToHost: return "device->host";
+    case CopyKind::kDeviceToDevice: return "device->device";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SimDevice>> SimDevice::Create(const SimDeviceOptions& options) {
+  if (options.capacity_bytes == 0) {
+    return Status::InvalidArgument(
+        "sim device: capacity is 0 bytes; give the device budget with --gpu-mem (e.g. 2G)");
+  }
+  if (!std::isfinite(options.link_gbps) || options.link_gbps < 0) {
+    return Status::InvalidArgument("sim device: --sim-link-gbps " +
+                                   std::to_string(options.link_gbps) +
+                                   " is not a rate; use a positive number of GB/s, or 0 for "
+                                   "unthrottled copies");
+  }
+  if (options.capacity_bytes > UINT64_MAX - kDeviceAlignment) {
+    return Status::InvalidArgument("sim device: --gpu-mem " +
+                                   std::to_string(options.capacity_bytes) + " bytes is too large");
+  }
+  const uint64_t arena_bytes = RoundUp(options.capacity_bytes);
+  void* base = mmap(nullptr, arena_bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) {
+    return Status::FromErrno(errno, "sim device: mmap of a " + FormatBytes(arena_bytes) +
+                                        " arena for --gpu-mem")
+        .WithContext("lower --gpu-mem or raise the process's address-space limit (ulimit -v)");
+  }
+  return std::unique_ptr<SimDevice>(new SimDevice(static_cast<char*>(base), arena_bytes, options));
+}
+
+SimDevice::SimDevice(char* base, uint64_t arena_bytes, const SimDeviceOptions& options)
+    : base_(base), arena_bytes_(arena_bytes), options_(options) {
+  free_blocks_.emplace(reinterpret_cast<uintptr_t>(base_), arena_bytes_);
+  if (options_.link_gbps > 0) {
+    h2d_link_ = std::make_unique<sim_internal::Link>(options_.link_gbps);
+    d2h_link_ = std::make_unique<sim_internal::Link>(options_.link_gbps);
+  }
+}
+
+SimDevice::~SimDevice() {
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    STRATA_CHECK(streams_.empty()) << streams_.size() << " stream(s) of the sim device (first '"
+                                   << streams_.front()->name()
+                                   << "') outlive it; destroy streams before their device";
+  }
+  // The arena may have been poisoned block by block; unpoison before handing it back.
+  STRATA_SIM_UNPOISON(base_, arena_bytes_);
+  munmap(base_, arena_bytes_);
+}
+
+Status SimDevice::exhausted_locked(size_t requested, uint64_t rounded, bool fragmented) const {
+  std::string msg = "sim device: cannot allocate " + FormatBytes(requested) + " (" +
+                    std::to_string(requested) + " bytes, " + std::to_string(rounded) +
+                    " after 4 KiB alignment): " + FormatBytes(current_bytes_) + " (" +
+                    std::to_string(current_bytes_) + " bytes) in use of the " +
+                    FormatBytes(options_.capacity_bytes) + " (" +
+                    std::to_string(options_.capacity_bytes) + " bytes) capacity";
+  if (fragmented) {
+    uint64_t largest = 0;
+    for (const auto& [start, bytes] : free_blocks_) largest = std::max(largest, bytes);
+    msg += ", and the arena is fragmented (largest free block " + FormatBytes(largest) + ")";
+  }
+  msg += "; raise --gpu-mem, or lower what must be resident at once (smaller --micro-batch or "
+         "page size)";
+  return Status::ResourceExhausted(std::move(msg));
+}
+
+Result<void*> SimDevice::alloc(size_t bytes) {
+  if (bytes == 0) {
+    return Status::InvalidArgument("sim device: alloc of 0 bytes; a device buffer needs a size");
+  }
+  const uint64_t rounded =
+      bytes > UINT64_MAX - (kDeviceAlignment - 1) ? UINT64_MAX : RoundUp(bytes);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (rounded > options_.capacity_bytes - current_bytes_) {
+    return exhausted_locked(bytes, rounded, /*fragmented=*/false);
+  }
+  auto it = std::find_if(free_blocks_.begin(), free_blocks_.end(),
+                         [&](const auto& block) { return block.second >= rounded; });
+  if (it == free_blocks_.end()) return exhausted_locked(bytes, rounded, /*fragmented=*/true);
+
+  const uintptr_t start = it->first;
+  const uint64_t left = it->second - rounded;
+  free_blocks_.erase(it);
+  if (left > 0) free_blocks_.emplace(start + rounded, left);
+  live_.emplace(start, Block{rounded, bytes});
+  current_bytes_ += rounded;
+  peak_bytes_ = std::max(peak_bytes_, current_bytes_);
+  ++alloc_count_;
+
+  char* p = reinterpret_cast<char*>(start);
+  STRATA_SIM_UNPOISON(p, bytes);
+  STRATA_SIM_POISON(p + bytes, rounded - bytes);
+  return static_cast<void*>(p);
+}
+
+void SimDevice::free(void* ptr) {
+  if (ptr == nullptr) return;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto it = live_.find(reinterpret_cast<uintptr_t>(ptr));
+  STRATA_CHECK(it != live_.end()) << "sim device: free of " << ptr
+                                  << ", which is not a live allocation (double free or a "
+                                     "pointer from elsewhere)";
+  uintptr_t start = it->first;
+  uint64_t bytes = it->second.rounded_bytes;
+  live_.erase(it);
+  current_bytes_ -= bytes;
+  ++free_count_;
+  STRATA_SIM_POISON(reinterpret_cast<char*>(start), bytes);
+
+  // Coalesce with the following and the preceding free block.
+  auto next = free_blocks_.lower_bound(start);
+  if (next != free_blocks_.end() && start + bytes == next->first) {
+    bytes += next->second;
+    next = free_blocks_.erase(next);
+  }
+  if (next != free_blocks_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == start) {
+      prev->second += bytes;
+      return;
+    }
+  }
+  free_blocks_.emplace_hint(next, start, bytes);
+}
+
+DeviceStats SimDevice::stats() const {
+  DeviceStats s;
+  s.capacity_bytes = options_.capacity_bytes;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    s.current_bytes = current_bytes_;
+    s.peak_bytes = peak_bytes_;
+    s.alloc_count = alloc_count_;
+    s.free_count = free_count_;
+  }
+  s.h2d_bytes = h2d_bytes_.load(std::memory_order_relaxed);
+  s.d2h_bytes = d2h_bytes_.load(std::memory_order_relaxed);
+  s.d2d_bytes = d2d_bytes_.load(std::memory_order_relaxed);
+  return s;
+}
+
+bool SimDevice::is_device_memory(const void* ptr, size_t bytes) const {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  if (p < reinterpret_cast<uintptr_t>(base_) || bytes > arena_bytes_) return false;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = live_.upper_bound(p);  // first block starting after p
+  if (it == live_.begin()) return false;
+  --it;
+  const uint64_t offset = p - it->first;
+  return offset < it->second.requested_bytes && bytes <= it->second.requested_bytes - offset;
+}
+
+bool SimDevice::overlaps_arena(const void* ptr, size_t bytes) const {
+  const auto p = reinterpret_cast<uintptr_t>(ptr);
+  const auto lo = reinterpret_cast<uintptr_t>(base_);
+  const uint64_t hi = lo + arena_bytes_;
+  return p < hi && (p >= lo || lo - p < bytes);
+}
+
+std::size_t SimDevice::free_block_count() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return free_blocks_.size();
+}
+
+uint64_t SimDevice::largest_free_block_bytes() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  uint64_t largest = 0;
+  for (const auto& [start, bytes] : free_blocks_) largest = std::max(largest, bytes);
+  return largest;
+}
+
+std::unique_ptr<Stream> SimDevice::create_stream(const std::string& name) {
+  auto core = std::make_shared<StreamCore>(name);
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    streams_.push_back(core);
+  }
+  return std::make_unique<SimStream>(this, std::move(core));
+}
+
+void SimDevice::release_stream(const StreamCore* core) {
+  std::lock_guard<std::mutex> lock(streams_mu_);
+  auto it = std::find_if(streams_.begin(), streams_.end(),
+                         [&](const auto& s) { return s.get() == core; });
+  STRATA_CHECK(it != streams_.end()) << "sim device: release of an unknown stream";
+  streams_.erase(it);
+}
+
+std::unique_ptr<Event> SimDevice::create_event() { return std::make_unique<SimEvent>(); }
+
+Status SimDevice::copy_async(void* dst, const void* src, size_t bytes, CopyKind kind,
+                             Stream& stream) {
+  auto* sim_stream = dynamic_cast<SimStream*>(&stream);
+  if (sim_stream == nullptr || sim_stream->device() != this) {
+    return Status::InvalidArgument("sim device: copy_async on stream '" + stream.name() +
+                                   "', which belongs to another device");
+  }
+  if (bytes == 0) return Status::Ok();
+  if (dst == nullptr || src == nullptr) {
+    return Status::InvalidArgument(std::string("sim device: ") + CopyKindName(kind) +
+                                   " copy with a null pointer");
+  }
+  const bool dst_on_device = kind != CopyKind::kDeviceToHost;
+  const bool src_on_device = kind != CopyKind::kHostToDevice;
+  auto check = [&](const void* p, bool on_device, const char* role) -> Status {
+    const bool ok = on_device ? is_device_memory(p, bytes) : !overlaps_arena(p, bytes);
+    if (ok) return Status::Ok();
+    std::string where = on_device ? " is not inside one live device allocation"
+                                  : " overlaps device memory";
+    return Status::InvalidArgument(
+        std::string("sim device: ") + CopyKindName(kind) + " copy of " + std::to_string(bytes) +
+        " bytes: " + role + " " + std::to_string(reinterpret_cast<uintptr_t>(p)) + where);
+  };
+  STRATA_RETURN_IF_ERROR(check(dst, dst_on_device, "dst"));
+  STRATA_RETURN_IF_ERROR(check(src, src_on_device, "src"));
+
+  sim_internal::Link* link = kind == CopyKind::kHostToDevice   ? h2d_link_.get()
+                             : kind == CopyKind::kDeviceToHost ? d2h_link_.get()
+                                                               : nullptr;
+  std::atomic<uint64_t>* counter = kind == CopyKind::kHostToDevice   ? &h2d_bytes_
+                                   : kind == CopyKind::kDeviceToHost ? &d2h_bytes_
+                                                                     : &d2d_bytes_;
+  Op op;
+  op.run = [dst, src, bytes, link, counter](Clock::time_point ready, Clock::time_point& done) {
+    std::memmove(dst, src, bytes);  // D2D within the arena may overlap
+    if (link != nullptr) {
+      // The copy is not complete (for synchronize, events, later ops) before its modelled end.
+      done = link->reserve(bytes, ready);
+      std::this_thread::sleep_until(done);
+    }
+    counter->fetch_add(bytes, std::memory_order_relaxed);
+    return Status::Ok();
+  };
+  sim_stream->core().enqueue(std::move(op));
+  return Status::Ok();
+}
+
+Status SimDevice::register_host(void* /*ptr*/, size_t /*bytes*/) { return Status::Ok(); }
+Status SimDevice::unregister_host(void* /*ptr*/) { return Status::Ok(); }
+
+Status SimDevice::synchronize() {
+  std::vector<std::shared_ptr<StreamCore>> streams;
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    streams = streams_;
+  }
+  Status first;
+  for (auto& core : streams) {
+    Status status = core->synchronize();
+    if (first.ok() && !status.ok()) first = status;
+  }
+  return first;
+}
+
+Result<std::unique_ptr<Device>> CreateSimDevice(const SimDeviceOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<SimDevice> device, SimDevice::Create(options));
+  return std::unique_ptr<Device>(std::move(device));
+}
+
+}  // namespace strata
