@@ -38,19 +38,19 @@ struct Character {
 };
 
 constexpr std::array<Character, 24> kCharacters = {{
-    {"Lily", "girl", true},     {"Tom", "boy", false},       {"Mia", "girl", true},
-    {"Ben", "boy", false},      {"Sara", "girl", true},      {"Max", "dog", false},
-    {"Lucy", "cat", true},      {"Sam", "boy", false},       {"Anna", "girl", true},
-    {"Jack", "boy", false},     {"Zoe", "bird", true},       {"Leo", "lion", false},
-    {"Emma", "girl", true},     {"Finn", "fox", false},      {"Rosa", "rabbit", true},
-    {"Bob", "bear", false},     {"Ella", "duck", true},      {"Tim", "frog", false},
-    {"Nina", "mouse", true},    {"Oscar", "owl", false},     {"Kate", "girl", true},
-    {"Pip", "puppy", false},    {"Daisy", "cow", true},      {"Hugo", "turtle", false},
+    {"Lily", "girl", true},  {"Tom", "boy", false},   {"Mia", "girl", true},
+    {"Ben", "boy", false},   {"Sara", "girl", true},  {"Max", "dog", false},
+    {"Lucy", "cat", true},   {"Sam", "boy", false},   {"Anna", "girl", true},
+    {"Jack", "boy", false},  {"Zoe", "bird", true},   {"Leo", "lion", false},
+    {"Emma", "girl", true},  {"Finn", "fox", false},  {"Rosa", "rabbit", true},
+    {"Bob", "bear", false},  {"Ella", "duck", true},  {"Tim", "frog", false},
+    {"Nina", "mouse", true}, {"Oscar", "owl", false}, {"Kate", "girl", true},
+    {"Pip", "puppy", false}, {"Daisy", "cow", true},  {"Hugo", "turtle", false},
 }};
 
 constexpr std::array<std::string_view, 14> kTraits = {
-    "little", "kind", "happy", "curious", "brave", "shy", "funny",
-    "small", "clever", "friendly", "sleepy", "quiet", "busy", "young"};
+    "little", "kind",   "happy",    "curious", "brave", "shy",  "funny",
+    "small",  "clever", "friendly", "sleepy",  "quiet", "busy", "young"};
 
 constexpr std::array<std::string_view, 16> kPlaces = {
     "park",   "forest",  "garden", "beach",  "river", "farm",   "town", "hill",
@@ -64,37 +64,46 @@ constexpr std::array<std::string_view, 10> kHomes = {
     "in a blue house with a garden",   "in a quiet village"};
 
 constexpr std::array<std::string_view, 22> kObjects = {
-    "ball", "box",   "kite", "hat",    "book",  "cake", "toy car", "flower",
-    "shell", "key",  "boat", "stone",  "apple", "drum", "map",     "balloon",
-    "cup",  "bell",  "sock", "feather", "star",  "leaf"};
+    "ball",  "box",  "kite", "hat",     "book",  "cake", "toy car", "flower",
+    "shell", "key",  "boat", "stone",   "apple", "drum", "map",     "balloon",
+    "cup",   "bell", "sock", "feather", "star",  "leaf"};
 
-constexpr std::array<std::string_view, 10> kColors = {
-    "red", "blue", "green", "yellow", "big", "shiny", "pink", "tiny", "old", "new"};
+constexpr std::array<std::string_view, 10> kColors = {"red",   "blue", "green", "yellow", "big",
+                                                      "shiny", "pink", "tiny",  "old",    "new"};
 
-constexpr std::array<std::string_view, 14> kActivities = {
-    "play outside", "read books",   "sing songs",   "draw pictures", "run in the grass",
-    "climb trees",  "bake cookies", "swim",         "dance",         "look at the stars",
-    "build towers", "pick flowers", "jump in puddles", "help mom"};
+constexpr std::array<std::string_view, 14> kActivities = {"play outside",
+                                                          "read books",
+                                                          "sing songs",
+                                                          "draw pictures",
+                                                          "run in the grass",
+                                                          "climb trees",
+                                                          "bake cookies",
+                                                          "swim",
+                                                          "dance",
+                                                          "look at the stars",
+                                                          "build towers",
+                                                          "pick flowers",
+                                                          "jump in puddles",
+                                                          "help mom"};
 
 constexpr std::array<std::string_view, 8> kSpots = {
-    "under a big tree", "next to a rock", "behind the door", "in the sand",
+    "under a big tree", "next to a rock",  "behind the door",   "in the sand",
     "near the water",   "on a high shelf", "in the tall grass", "under the bed"};
 
 // How a hero feels when something goes wrong.
-constexpr std::array<std::string_view, 7> kFeelings = {
-    "sad", "scared", "upset", "worried", "surprised", "angry", "sorry"};
+constexpr std::array<std::string_view, 7> kFeelings = {"sad",       "scared", "upset", "worried",
+                                                       "surprised", "angry",  "sorry"};
 
 constexpr std::array<std::string_view, 8> kMorals = {
-    "sharing makes everyone happy",  "it is good to help friends",
-    "being brave is not so hard",    "you should always say sorry",
-    "friends make every day better", "it is fun to try new things",
-    "being kind is the best thing",  "you should never give up"};
+    "sharing makes everyone happy", "it is good to help friends",    "being brave is not so hard",
+    "you should always say sorry",  "friends make every day better", "it is fun to try new things",
+    "being kind is the best thing", "you should never give up"};
 
 constexpr std::array<std::string_view, 6> kTimes = {
     "One day", "One morning", "One sunny day", "One evening", "Later that week", "The next day"};
 
 constexpr std::array<std::string_view, 6> kWeather = {
-    "It was a sunny day.", "The sky was blue.", "The wind was cold.",
+    "It was a sunny day.", "The sky was blue.",   "The wind was cold.",
     "It was very warm.",   "It started to rain.", "The sun was going down."};
 
 // Everything one story refers to more than once.
@@ -115,15 +124,21 @@ std::string_view Object(const Character& c) { return c.female ? "her" : "him"; }
 
 std::string_view Article(std::string_view word) {
   switch (word.empty() ? ' ' : word.front()) {
-    case 'a': case 'e': case 'i': case 'o': case 'u': return "an";
-    default: return "a";
+    case 'a':
+    case 'e':
+    case 'i':
+    case 'o':
+    case 'u':
+      return "an";
+    default:
+      return "a";
   }
 }
 
 // Expands a template. Keys: {N} hero name, {F} friend name, {he} {He} {his} {him} hero
-// pronouns ({His} capitalised), {fhe} {fHe} friend pronouns, {kind} {fkind}, {a_trait} ("a little"), {place},
-// {obj}, {color}, {a_color}, {feel}, {act} (a fresh activity), {spot}, {other} (a fresh
-// object), {moral}.
+// pronouns ({His} capitalised), {fhe} {fHe} friend pronouns, {kind} {fkind}, {a_trait} ("a
+// little"), {place}, {obj}, {color}, {a_color}, {feel}, {act} (a fresh activity), {spot}, {other}
+// (a fresh object), {moral}.
 void Expand(std::string_view tmpl, const Cast& cast, Rng& rng, std::string& out) {
   size_t i = 0;
   while (i < tmpl.size()) {
@@ -137,31 +152,60 @@ void Expand(std::string_view tmpl, const Cast& cast, Rng& rng, std::string& out)
     i = close + 1;
     const Character& h = *cast.hero;
     const Character& f = *cast.friend_;
-    if (key == "N") out += h.name;
-    else if (key == "F") out += f.name;
-    else if (key == "he") out += Subject(h);
-    else if (key == "He") out += SubjectCap(h);
-    else if (key == "his") out += Possessive(h);
-    else if (key == "His") out += h.female ? "Her" : "His";
-    else if (key == "him") out += Object(h);
-    else if (key == "fhe") out += Subject(f);
-    else if (key == "fHe") out += SubjectCap(f);
-    else if (key == "kind") out += h.kind;
-    else if (key == "fkind") out += f.kind;
-    else if (key == "a_trait") { out += Article(cast.trait); out += ' '; out += cast.trait; }
-    else if (key == "place") out += cast.place;
-    else if (key == "obj") out += cast.object;
-    else if (key == "color") out += cast.color;
-    else if (key == "a_color") { out += Article(cast.color); out += ' '; out += cast.color; }
-    else if (key == "feel") out += cast.feeling;
-    else if (key == "act") out += rng.pick(kActivities);
-    else if (key == "spot") out += rng.pick(kSpots);
-    else if (key == "other") out += rng.pick(kObjects);
-    else if (key == "moral") out += rng.pick(kMorals);
-    else if (key == "home") out += rng.pick(kHomes);
-    else if (key == "time") out += rng.pick(kTimes);
-    else if (key == "weather") out += rng.pick(kWeather);
-    else STRATA_CHECK(false) << "unknown key {" << key << "} in template " << tmpl;
+    if (key == "N")
+      out += h.name;
+    else if (key == "F")
+      out += f.name;
+    else if (key == "he")
+      out += Subject(h);
+    else if (key == "He")
+      out += SubjectCap(h);
+    else if (key == "his")
+      out += Possessive(h);
+    else if (key == "His")
+      out += h.female ? "Her" : "His";
+    else if (key == "him")
+      out += Object(h);
+    else if (key == "fhe")
+      out += Subject(f);
+    else if (key == "fHe")
+      out += SubjectCap(f);
+    else if (key == "kind")
+      out += h.kind;
+    else if (key == "fkind")
+      out += f.kind;
+    else if (key == "a_trait") {
+      out += Article(cast.trait);
+      out += ' ';
+      out += cast.trait;
+    } else if (key == "place")
+      out += cast.place;
+    else if (key == "obj")
+      out += cast.object;
+    else if (key == "color")
+      out += cast.color;
+    else if (key == "a_color") {
+      out += Article(cast.color);
+      out += ' ';
+      out += cast.color;
+    } else if (key == "feel")
+      out += cast.feeling;
+    else if (key == "act")
+      out += rng.pick(kActivities);
+    else if (key == "spot")
+      out += rng.pick(kSpots);
+    else if (key == "other")
+      out += rng.pick(kObjects);
+    else if (key == "moral")
+      out += rng.pick(kMorals);
+    else if (key == "home")
+      out += rng.pick(kHomes);
+    else if (key == "time")
+      out += rng.pick(kTimes);
+    else if (key == "weather")
+      out += rng.pick(kWeather);
+    else
+      STRATA_CHECK(false) << "unknown key {" << key << "} in template " << tmpl;
   }
 }
 

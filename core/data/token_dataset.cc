@@ -67,8 +67,8 @@ Result<std::string> ReadWholeFile(const std::string& path) {
 
 int32_t LoadInt32Le(const char* p) {
   const auto* u = reinterpret_cast<const unsigned char*>(p);
-  uint32_t v = uint32_t{u[0]} | (uint32_t{u[1]} << 8) | (uint32_t{u[2]} << 16) |
-               (uint32_t{u[3]} << 24);
+  uint32_t v =
+      uint32_t{u[0]} | (uint32_t{u[1]} << 8) | (uint32_t{u[2]} << 16) | (uint32_t{u[3]} << 24);
   return static_cast<int32_t>(v);
 }
 
@@ -110,12 +110,11 @@ Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, const std:
                               std::to_string(file_bytes) + " bytes; regenerate or re-copy it");
   }
   if (file_bytes > expected_bytes) {
-    return Status::Corruption("token file " + path + " has " +
-                              std::to_string(file_bytes - expected_bytes) +
-                              " bytes after its last token: its header promises " +
-                              std::to_string(count) + " tokens, i.e. " +
-                              std::to_string(expected_bytes) + " bytes, but the file has " +
-                              std::to_string(file_bytes) + " bytes; regenerate it");
+    return Status::Corruption(
+        "token file " + path + " has " + std::to_string(file_bytes - expected_bytes) +
+        " bytes after its last token: its header promises " + std::to_string(count) +
+        " tokens, i.e. " + std::to_string(expected_bytes) + " bytes, but the file has " +
+        std::to_string(file_bytes) + " bytes; regenerate it");
   }
   if (count == 0) {
     return Status::InvalidArgument("token file " + path +
@@ -127,9 +126,8 @@ Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, const std:
     const uint16_t t = LoadUint16Le(p + 2 * i);
     if (t >= vocab_size) {
       return Status::OutOfRange("token file " + path + ": token " + std::to_string(i) +
-                                " (byte offset " +
-                                std::to_string(kTokenFileHeaderBytes + 2 * i) + ") is " +
-                                std::to_string(t) + ", not below the vocabulary size " +
+                                " (byte offset " + std::to_string(kTokenFileHeaderBytes + 2 * i) +
+                                ") is " + std::to_string(t) + ", not below the vocabulary size " +
                                 std::to_string(vocab_size) +
                                 "; pass the tokenizer's vocabulary size with --vocab");
     }
@@ -157,11 +155,9 @@ Result<TokenDataset> TokenDataset::Open(const std::string& path, int vocab_size)
     return Status::InvalidArgument("data file " + path +
                                    " is empty; give --data a file with training data");
   }
-  const bool has_magic =
-      bytes.size() >= 4 && LoadInt32Le(bytes.data()) == kTokenFileMagic;
+  const bool has_magic = bytes.size() >= 4 && LoadInt32Le(bytes.data()) == kTokenFileMagic;
   if (has_magic) {
-    STRATA_ASSIGN_OR_RETURN(std::vector<uint16_t> tokens,
-                            ParseTokenFile(path, bytes, vocab_size));
+    STRATA_ASSIGN_OR_RETURN(std::vector<uint16_t> tokens, ParseTokenFile(path, bytes, vocab_size));
     return TokenDataset(std::move(tokens), path, Format::kTokenFile);
   }
   if (EndsWith(path, ".bin")) {

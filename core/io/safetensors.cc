@@ -9,11 +9,10 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "core/util/check.h"
 
@@ -197,7 +196,8 @@ Result<Entry> ParseEntry(const std::string& path, const std::string& name, const
   if (offsets == j.end() || !offsets->is_array() || offsets->size() != 2 ||
       !GetNonNegative((*offsets)[0], &e.begin) || !GetNonNegative((*offsets)[1], &e.end) ||
       e.begin > e.end) {
-    return Status::Corruption(where + ": \"data_offsets\" must be [begin, end] with "
+    return Status::Corruption(where +
+                              ": \"data_offsets\" must be [begin, end] with "
                               "0 <= begin <= end");
   }
   if (e.end > data_bytes) {

@@ -53,8 +53,8 @@ struct SafetensorsTensor {
 };
 
 struct SafetensorsFile {
-  std::map<std::string, std::string> metadata;         // "__metadata__", empty if absent
-  std::map<std::string, SafetensorsTensor> tensors;    // by name
+  std::map<std::string, std::string> metadata;       // "__metadata__", empty if absent
+  std::map<std::string, SafetensorsTensor> tensors;  // by name
 };
 
 // Writes `tensors` as F32 plus `metadata` to `path` (see the contract above). Errors:

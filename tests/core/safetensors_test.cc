@@ -153,16 +153,15 @@ TEST_F(SafetensorsTest, OverwritesAtomically) {
 
 TEST_F(SafetensorsTest, RejectsBadInput) {
   float v = 1;
-  EXPECT_EQ(WriteSafetensors(Path("w"), {{"", {1}, &v}}, {}).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteSafetensors(Path("w"), {{"", {1}, &v}}, {}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(WriteSafetensors(Path("w"), {{"__metadata__", {1}, &v}}, {}).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(WriteSafetensors(Path("w"), {{"a", {-1}, &v}}, {}).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(WriteSafetensors(Path("w"), {{"a", {1}, &v}}, {{"k", "\xff\xfe"}}).code(),
             StatusCode::kInvalidArgument);
-  Status s = WriteSafetensors((dir_ / "no_such_dir" / "w.safetensors").string(),
-                              {{"a", {1}, &v}}, {});
+  Status s =
+      WriteSafetensors((dir_ / "no_such_dir" / "w.safetensors").string(), {{"a", {1}, &v}}, {});
   EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
   EXPECT_TRUE(Listing().empty());
 }
@@ -208,8 +207,7 @@ TEST_F(SafetensorsTest, BadHeaderIsCorruption) {
   WriteBytes(Path("c"), huge + "{}");
   auto c = ReadSafetensors(Path("c"));
   EXPECT_EQ(c.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(c.status().message().find("header length"), std::string::npos)
-      << c.status().ToString();
+  EXPECT_NE(c.status().message().find("header length"), std::string::npos) << c.status().ToString();
   // Missing fields, bad shape, bad offsets.
   for (const char* header : {
            R"({"t":{"shape":[1],"data_offsets":[0,4]}})",
@@ -223,8 +221,8 @@ TEST_F(SafetensorsTest, BadHeaderIsCorruption) {
        }) {
     WriteBytes(Path("d"), RawFile(header, std::string(4, '\0')));
     auto d = ReadSafetensors(Path("d"));
-    EXPECT_EQ(d.status().code(), StatusCode::kCorruption) << header << " -> "
-                                                          << d.status().ToString();
+    EXPECT_EQ(d.status().code(), StatusCode::kCorruption)
+        << header << " -> " << d.status().ToString();
   }
 }
 
@@ -243,8 +241,8 @@ TEST_F(SafetensorsTest, SizeMismatchGapsAndOverlapsAreCorruption) {
        }) {
     WriteBytes(Path("f"), RawFile(header, std::string(24, '\0')));
     auto f = ReadSafetensors(Path("f"));
-    EXPECT_EQ(f.status().code(), StatusCode::kCorruption) << header << " -> "
-                                                          << f.status().ToString();
+    EXPECT_EQ(f.status().code(), StatusCode::kCorruption)
+        << header << " -> " << f.status().ToString();
   }
   WriteBytes(Path("g"), RawFile(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})",
                                 std::string(20, '\0')));

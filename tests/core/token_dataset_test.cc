@@ -102,12 +102,11 @@ TEST_F(TokenDatasetTest, TrailingBytesAreCorruption) {
 }
 
 TEST_F(TokenDatasetTest, WrongVersionIsCorruption) {
-  auto ds = TokenDataset::Open(WriteFile("v2.bin", TokenFileBytes(Iota(10, 256), 20240520, 2)),
-                               256);
+  auto ds =
+      TokenDataset::Open(WriteFile("v2.bin", TokenFileBytes(Iota(10, 256), 20240520, 2)), 256);
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(ds.status().message().find("version 2"), std::string::npos)
-      << ds.status().ToString();
+  EXPECT_NE(ds.status().message().find("version 2"), std::string::npos) << ds.status().ToString();
 }
 
 TEST_F(TokenDatasetTest, TokenAboveVocabIsOutOfRangeWithIndexAndValue) {
