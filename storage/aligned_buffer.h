@@ -1,0 +1,47 @@
+// AlignedBuffer: an owned, zero-initialised host buffer whose address and size are multiples of
+// 4 KiB, as O_DIRECT and io_uring fixed buffers require.
+//
+// Contract:
+// - Owns its memory; move-only. Not thread-safe by itself (the bytes are the caller's to share).
+// - size() is rounded up to a multiple of kIoAlignBytes; data() is kIoAlignBytes-aligned.
+// - Allocation failure is a Status (ResourceExhausted), never an abort: callers size buffers
+//   from user input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/util/status.h"
+
+namespace strata::storage {
+
+// Alignment of every offset, length and buffer address handed to the I/O layer.
+inline constexpr uint64_t kIoAlignBytes = 4096;
+
+inline constexpr uint64_t RoundUpToIoAlign(uint64_t bytes) {
+  return (bytes + kIoAlignBytes - 1) / kIoAlignBytes * kIoAlignBytes;
+}
+inline constexpr bool IsIoAligned(uint64_t value) { return value % kIoAlignBytes == 0; }
+inline bool IsIoAligned(const void* ptr) {
+  return reinterpret_cast<uintptr_t>(ptr) % kIoAlignBytes == 0;
+}
+
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  static Result<AlignedBuffer> Allocate(uint64_t bytes);
+
+  char* data() { return data_.get(); }
+  const char* data() const { return data_.get(); }
+  uint64_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(char* p) const;
+  };
+  std::unique_ptr<char, Free> data_;
+  uint64_t size_ = 0;
+};
+
+}  // namespace strata::storage

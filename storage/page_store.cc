@@ -1,0 +1,688 @@
+// Note [Commit protocol]
+// 1. write_page_version takes a free slot (marked staged, so neither the free list nor a
+//    concurrent writer can hand it out), checksums the payload and starts the write.
+// 2. commit waits for the batch's writes, then fdatasyncs every slot file it touched: the new
+//    versions are durable before anything points at them.
+// 3. One RocksDB WriteBatch (sync=true) replaces the mappings of every page in the batch. This
+//    is the commit point: before it the catalog names only old versions, after it only new.
+// 4. Only then are the old slots released — and a slot that a reader has pinned is freed when
+//    the read finishes, so a read never races with the reuse of its slot.
+// Recovery needs no log: the free slots are exactly those no catalog record (current mapping or
+// manifest) references, so a version written but not committed is simply garbage.
+#include "storage/page_store.h"
+
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <set>
+
+#include "core/util/log.h"
+#include "storage/posix_file.h"
+
+namespace strata::storage {
+namespace {
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+std::string Hex(uint64_t v) { return HexOffset(v); }
+
+std::string JoinDirs(const std::vector<std::string>& dirs) {
+  std::string out;
+  for (const std::string& d : dirs) out += (out.empty() ? "" : ", ") + d;
+  return "[" + out + "]";
+}
+
+// Canonical form of a directory, so that "/a/b/" and "/a/./b" name the same store.
+std::string Canonical(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(dir, ec);
+  return ec ? dir : p.string();
+}
+
+}  // namespace
+
+struct PageStore::BatchState {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t pending = 0;
+  Status error;
+  // The slot of each failed write, so that commit can name it.
+};
+
+PageStore::Batch::Batch(PageStore* store)
+    : store_(store), state_(std::make_shared<BatchState>()) {}
+
+PageStore::Batch::Batch(Batch&& other) noexcept
+    : store_(other.store_), staged_(std::move(other.staged_)), state_(std::move(other.state_)) {
+  other.store_ = nullptr;
+  other.staged_.clear();
+}
+
+PageStore::Batch::~Batch() {
+  if (store_ == nullptr) return;
+  store_->release_staged(*this);
+  std::lock_guard<std::mutex> lock(store_->mu_);
+  --store_->live_batches_;
+}
+
+PageStore::Batch PageStore::new_batch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++live_batches_;
+  return Batch(this);
+}
+
+Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& options) {
+  const uint64_t page_bytes = options.page_bytes;
+  if (page_bytes == 0 || !IsIoAligned(page_bytes)) {
+    return Status::InvalidArgument("page size " + std::to_string(page_bytes) +
+                                   " bytes is not a positive multiple of 4 KiB (4096 bytes); "
+                                   "use e.g. 4M or 16M");
+  }
+  if (options.dirs.empty()) {
+    return Status::InvalidArgument("no --nvme-dir given; pass one directory per NVMe disk");
+  }
+  std::vector<std::string> dirs;
+  for (const std::string& d : options.dirs) {
+    STRATA_RETURN_IF_ERROR(CheckWritableDir(d, "--nvme-dir"));
+    dirs.push_back(Canonical(d));
+  }
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (dirs[i] == dirs[j]) {
+        return Status::InvalidArgument("--nvme-dir " + options.dirs[i] +
+                                       " is given twice; pass each directory once");
+      }
+    }
+  }
+
+  std::unique_ptr<PageStore> store(new PageStore);
+  const std::string catalog_path = Catalog::PathFor(dirs[0]);
+  const bool exists = Catalog::Exists(catalog_path);
+  std::vector<std::string> created;  // files to remove if creating a new store fails
+  auto cleanup = [&created] {
+    for (const std::string& path : created) {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+
+  SlotFileOptions slot_options;
+  slot_options.slot_bytes = page_bytes;
+  slot_options.direct_io = options.direct_io;
+  slot_options.faults = options.faults;
+
+  if (exists) {
+    STRATA_ASSIGN_OR_RETURN(StoreLayout layout, Catalog::ReadLayout(catalog_path));
+    if (layout.format_version != kCatalogFormatVersion) {
+      return Status::NotSupported("store at " + catalog_path + " has format version " +
+                                  std::to_string(layout.format_version) + "; this Strata reads " +
+                                  std::to_string(kCatalogFormatVersion) +
+                                  "; use the Strata that wrote it or another --nvme-dir");
+    }
+    if (layout.page_bytes != page_bytes) {
+      return Status::InvalidArgument(
+          "store at " + catalog_path + " was made with page size " +
+          FormatBytes(layout.page_bytes) + " but this run asks for " + FormatBytes(page_bytes) +
+          "; pass the store's page size or use another --nvme-dir");
+    }
+    if (layout.dirs != dirs) {
+      return Status::InvalidArgument("store at " + catalog_path + " spans --nvme-dir " +
+                                     JoinDirs(layout.dirs) + " but this run passes " +
+                                     JoinDirs(dirs) + "; pass the same directories in order");
+    }
+    store->layout_ = layout;
+    for (const std::string& d : dirs) {
+      slot_options.dir = d;
+      slot_options.slots = layout.slots_per_file;
+      STRATA_ASSIGN_OR_RETURN(auto file, SlotFile::Open(slot_options));
+      store->files_.push_back(std::move(file));
+    }
+    STRATA_ASSIGN_OR_RETURN(store->catalog_, Catalog::Open(catalog_path, /*create=*/false));
+  } else {
+    if (options.capacity_bytes == 0) {
+      return Status::InvalidArgument("a new NVMe store in " + dirs[0] +
+                                     " needs a capacity (bytes of slots across all --nvme-dir)");
+    }
+    const uint64_t pages = (options.capacity_bytes + page_bytes - 1) / page_bytes;
+    const uint64_t slots_per_file = std::max<uint64_t>(1, (pages + dirs.size() - 1) / dirs.size());
+    const uint64_t bytes_per_file = SlotFile::BytesFor(slots_per_file, page_bytes);
+    // Check every disk before touching any: dirs sharing a filesystem need the sum.
+    std::vector<std::pair<dev_t, uint64_t>> need_by_dev;
+    for (const std::string& d : dirs) {
+      struct stat st;
+      if (::stat(d.c_str(), &st) != 0) return Status::FromErrno(errno, "--nvme-dir " + d);
+      auto it = std::find_if(need_by_dev.begin(), need_by_dev.end(),
+                             [&](const auto& p) { return p.first == st.st_dev; });
+      if (it == need_by_dev.end()) {
+        need_by_dev.emplace_back(st.st_dev, 0);
+        it = need_by_dev.end() - 1;
+      }
+      // An existing slot file from an interrupted creation already holds its space.
+      uint64_t have = 0;
+      struct stat slot_st;
+      if (::stat(SlotFile::PathFor(d).c_str(), &slot_st) == 0) {
+        have = static_cast<uint64_t>(slot_st.st_blocks) * 512;
+      }
+      it->second += bytes_per_file - std::min(have, bytes_per_file);
+      STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(d));
+      if (free_bytes < it->second) {
+        return Status::ResourceExhausted(
+            "--nvme-dir " + d + " is too small: the store needs " + FormatBytes(it->second) +
+            " there (" + std::to_string(slots_per_file) + " slots of " + FormatBytes(page_bytes) +
+            " per directory) but only " + FormatBytes(free_bytes) +
+            " are free; free space, add another --nvme-dir or lower the NVMe capacity");
+      }
+    }
+    store->layout_ = StoreLayout{kCatalogFormatVersion, page_bytes, slots_per_file, dirs};
+    for (const std::string& d : dirs) {
+      slot_options.dir = d;
+      slot_options.slots = slots_per_file;
+      const bool had_file = PathExists(SlotFile::PathFor(d));
+      Result<std::unique_ptr<SlotFile>> file = SlotFile::Create(slot_options);
+      if (!file.ok()) {
+        cleanup();
+        return file.status();
+      }
+      if (!had_file) created.push_back(SlotFile::PathFor(d));
+      store->files_.push_back(std::move(file).value());
+    }
+    created.push_back(catalog_path);
+    Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(catalog_path, /*create=*/true);
+    if (!catalog.ok()) {
+      store->files_.clear();
+      cleanup();
+      return catalog.status();
+    }
+    store->catalog_ = std::move(catalog).value();
+    // The layout is written last: a catalog without it is an interrupted creation.
+    Status s = store->catalog_->write_layout(store->layout_);
+    if (!s.ok()) {
+      store->catalog_.reset();
+      store->files_.clear();
+      cleanup();
+      return s;
+    }
+    Logger("storage")->info("created NVMe store: {} slots of {} in {}",
+                            slots_per_file * dirs.size(), FormatBytes(page_bytes), JoinDirs(dirs));
+  }
+
+  IoEngineOptions io = options.io;
+  io.faults = options.faults;
+  for (const auto& f : store->files_) {
+    if (!f->direct_io() && io.backend != IoBackend::kSync) {
+      Logger("storage")->info(
+          "--nvme-dir {} refuses O_DIRECT; using buffered pread/pwrite with fdatasync", f->dir());
+      io.backend = IoBackend::kSync;
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(store->engine_, IoEngine::Create(io));
+  for (const auto& f : store->files_) {
+    STRATA_ASSIGN_OR_RETURN(int index, store->engine_->register_file(f->fd(), f->path()));
+    store->engine_files_.push_back(index);
+  }
+  STRATA_RETURN_IF_ERROR(store->recover());
+  return store;
+}
+
+Status PageStore::recover() {
+  const uint64_t per_file = layout_.slots_per_file;
+  const uint64_t total = per_file * files_.size();
+  slots_.assign(total, SlotState{});
+  pages_.clear();
+  Status bad;
+  auto check = [&](const PageRecord& r, const std::string& where) {
+    if (!bad.ok()) return false;
+    if (r.entry.file >= files_.size() || r.entry.slot >= per_file ||
+        r.entry.length == 0 || r.entry.length > layout_.page_bytes) {
+      bad = Status::Corruption("catalog " + catalog_->path() + ": " + where + " page " +
+                               std::to_string(r.page) + " names slot " +
+                               std::to_string(r.entry.slot) + " of file " +
+                               std::to_string(r.entry.file) + " with length " +
+                               std::to_string(r.entry.length) + ", outside the store's layout");
+      return false;
+    }
+    return true;
+  };
+  STRATA_RETURN_IF_ERROR(catalog_->for_each_page([&](const PageRecord& r) {
+    if (!check(r, "current")) return;
+    SlotState& s = slots_[global_slot(r.entry)];
+    if (s.refs > 0) {
+      bad = Status::Corruption("catalog " + catalog_->path() + ": page " +
+                               std::to_string(r.page) + " shares slot " +
+                               std::to_string(r.entry.slot) + " of " +
+                               files_[r.entry.file]->path() + " with another page");
+      return;
+    }
+    ++s.refs;
+    pages_[r.page] = r.entry;
+  }));
+  STRATA_RETURN_IF_ERROR(bad);
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, catalog_->manifest_names());
+  for (const std::string& name : names) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<PageRecord> records, catalog_->get_manifest(name));
+    for (const PageRecord& r : records) {
+      if (!check(r, "manifest '" + name + "'")) break;
+      ++slots_[global_slot(r.entry)].refs;
+    }
+    STRATA_RETURN_IF_ERROR(bad);
+  }
+  free_.assign(files_.size(), {});
+  free_count_ = referenced_count_ = staged_count_ = 0;
+  for (size_t f = 0; f < files_.size(); ++f) {
+    for (uint64_t s = per_file; s-- > 0;) {
+      if (slots_[f * per_file + s].refs == 0) {
+        free_[f].push_back(s);
+        ++free_count_;
+      } else {
+        ++referenced_count_;
+      }
+    }
+  }
+  used_peak_ = total - free_count_;
+  Logger("storage")->info("opened NVMe store {}: {} pages, {} manifests, {} of {} slots free",
+                          catalog_->path(), pages_.size(), names.size(), free_count_, total);
+  return Status::Ok();
+}
+
+PageStore::~PageStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    STRATA_CHECK(live_batches_ == 0)
+        << live_batches_ << " PageStore::Batch objects outlive their store";
+  }
+  engine_.reset();  // waits for reads in flight
+}
+
+const std::string& PageStore::slot_path(uint32_t file) const {
+  STRATA_CHECK_LT(file, files_.size());
+  return files_[file]->path();
+}
+
+uint64_t PageStore::slot_offset(const PageEntry& entry) const {
+  return files_[entry.file]->offset_of(entry.slot);
+}
+
+Result<PageEntry> PageStore::allocate_slot_locked(PageId page) {
+  const size_t n = files_.size();
+  // Round-robin over the directories stripes consecutive writes across disks.
+  for (size_t k = 0; k < n; ++k) {
+    const size_t f = (next_file_ + k) % n;
+    if (free_[f].empty()) continue;
+    next_file_ = f + 1;
+    PageEntry e;
+    e.file = static_cast<uint32_t>(f);
+    e.slot = free_[f].back();
+    free_[f].pop_back();
+    --free_count_;
+    ++staged_count_;
+    slots_[global_slot(e)].staged = true;
+    used_peak_ = std::max(used_peak_, slots_.size() - free_count_);
+    return e;
+  }
+  return Status::ResourceExhausted(
+      "NVMe store is full: no free slot for page " + std::to_string(page) + " (all " +
+      std::to_string(slots_.size()) + " slots of " + FormatBytes(layout_.page_bytes) +
+      " are referenced by pages, manifests or uncommitted writes); delete old manifests, commit "
+      "fewer pages at once, or recreate the store with a larger capacity");
+}
+
+void PageStore::maybe_free_locked(uint64_t global) {
+  SlotState& s = slots_[global];
+  if (s.refs == 0 && s.pins == 0 && !s.staged) {
+    free_[global / layout_.slots_per_file].push_back(global % layout_.slots_per_file);
+    ++free_count_;
+  }
+}
+
+Status PageStore::write_page_version(Batch& batch, PageId page, uint64_t version,
+                                     const void* buffer, uint64_t bytes) {
+  STRATA_CHECK(batch.store_ == this) << "batch of another PageStore";
+  if (bytes == 0 || bytes > layout_.page_bytes) {
+    return Status::InvalidArgument("write of page " + std::to_string(page) + ": " +
+                                   std::to_string(bytes) + " bytes does not fit a page of " +
+                                   std::to_string(layout_.page_bytes));
+  }
+  if (!IsIoAligned(buffer)) {
+    return Status::InvalidArgument("write of page " + std::to_string(page) +
+                                   ": the buffer is not 4 KiB aligned");
+  }
+  for (const PageRecord& r : batch.staged_) {
+    if (r.page == page) {
+      return Status::InvalidArgument("page " + std::to_string(page) +
+                                     " is written twice in one batch");
+    }
+  }
+  PageEntry entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pages_.find(page);
+    if (it != pages_.end() && it->second.version >= version) {
+      return Status::InvalidArgument("page " + std::to_string(page) + ": version " +
+                                     std::to_string(version) + " is not newer than committed " +
+                                     std::to_string(it->second.version));
+    }
+    STRATA_ASSIGN_OR_RETURN(entry, allocate_slot_locked(page));
+    ++pages_written_;
+  }
+  entry.version = version;
+  entry.length = bytes;
+  entry.checksum = XXH3_64bits(buffer, bytes);
+  batch.staged_.push_back(PageRecord{page, entry});
+  {
+    std::lock_guard<std::mutex> lock(batch.state_->mu);
+    ++batch.state_->pending;
+  }
+  std::shared_ptr<BatchState> state = batch.state_;
+  IoRequest request{IoOp::kWrite, engine_files_[entry.file], slot_offset(entry),
+                    const_cast<void*>(buffer), RoundUpToIoAlign(bytes),
+                    [state, page, version](const Status& s) {
+                      std::lock_guard<std::mutex> lock(state->mu);
+                      if (!s.ok() && state->error.ok()) {
+                        state->error = s.WithContext("page " + std::to_string(page) +
+                                                     " version " + std::to_string(version));
+                      }
+                      if (--state->pending == 0) state->cv.notify_all();
+                    }};
+  Status s = engine_->submit(std::span<IoRequest>(&request, 1));
+  if (!s.ok()) {
+    // Not started: undo the bookkeeping for this one write.
+    std::lock_guard<std::mutex> lock(batch.state_->mu);
+    --batch.state_->pending;
+    if (batch.state_->error.ok()) batch.state_->error = s;
+  }
+  return Status::Ok();
+}
+
+void PageStore::release_staged(Batch& batch) {
+  {
+    std::unique_lock<std::mutex> lock(batch.state_->mu);
+    batch.state_->cv.wait(lock, [&] { return batch.state_->pending == 0; });
+    batch.state_->error = Status::Ok();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const PageRecord& r : batch.staged_) {
+    const uint64_t g = global_slot(r.entry);
+    if (!slots_[g].staged) continue;  // committed
+    slots_[g].staged = false;
+    --staged_count_;
+    maybe_free_locked(g);
+  }
+  batch.staged_.clear();
+}
+
+Status PageStore::commit(Batch& batch, CommitTiming* timing) {
+  STRATA_CHECK(batch.store_ == this) << "batch of another PageStore";
+  CommitTiming t;
+  const uint64_t start = NowNs();
+  if (batch.staged_.empty()) {
+    if (timing != nullptr) *timing = t;
+    return Status::Ok();
+  }
+  const std::string what = "commit of " + std::to_string(batch.staged_.size()) + " page versions";
+  Status status;
+  {
+    std::unique_lock<std::mutex> lock(batch.state_->mu);
+    batch.state_->cv.wait(lock, [&] { return batch.state_->pending == 0; });
+    status = batch.state_->error;
+  }
+  t.wait_writes_ns = NowNs() - start;
+  if (status.ok()) {
+    const uint64_t sync_start = NowNs();
+    std::vector<bool> touched(files_.size(), false);
+    for (const PageRecord& r : batch.staged_) touched[r.entry.file] = true;
+    for (size_t f = 0; f < files_.size() && status.ok(); ++f) {
+      if (touched[f]) status = files_[f]->sync();
+    }
+    t.sync_files_ns = NowNs() - sync_start;
+  }
+  std::lock_guard<std::mutex> commit_lock(commit_mu_);
+  if (status.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const PageRecord& r : batch.staged_) {
+      auto it = pages_.find(r.page);
+      if (it != pages_.end() && it->second.version >= r.entry.version) {
+        status = Status::FailedPrecondition(
+            "page " + std::to_string(r.page) + ": version " + std::to_string(r.entry.version) +
+            " is not newer than version " + std::to_string(it->second.version) +
+            " committed meanwhile by another batch");
+        break;
+      }
+    }
+  }
+  if (status.ok()) {
+    status = catalog_->commit(batch.staged_, {}, &t.catalog_ns);
+  }
+  if (!status.ok()) {
+    release_staged(batch);
+    return status.WithContext(what);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const PageRecord& r : batch.staged_) {
+      const uint64_t g = global_slot(r.entry);
+      slots_[g].staged = false;
+      --staged_count_;
+      ++slots_[g].refs;
+      ++referenced_count_;
+      auto [it, inserted] = pages_.try_emplace(r.page, r.entry);
+      if (!inserted) {
+        const uint64_t old = global_slot(it->second);
+        it->second = r.entry;
+        if (--slots_[old].refs == 0) {
+          --referenced_count_;
+          maybe_free_locked(old);
+        }
+      }
+    }
+    ++commits_;
+  }
+  batch.staged_.clear();
+  t.total_ns = NowNs() - start;
+  if (timing != nullptr) *timing = t;
+  return Status::Ok();
+}
+
+Status PageStore::read_page(PageId page, void* buffer, uint64_t buffer_bytes,
+                            PageReadCallback done) {
+  PageEntry entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pages_.find(page);
+    if (it == pages_.end()) {
+      return Status::NotFound("page " + std::to_string(page) + " has no committed version in " +
+                              catalog_->path());
+    }
+    entry = it->second;
+    ++slots_[global_slot(entry)].pins;
+  }
+  return start_read(page, entry, buffer, buffer_bytes, std::move(done));
+}
+
+std::future<Status> PageStore::read_page(PageId page, void* buffer, uint64_t buffer_bytes) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  std::future<Status> future = promise->get_future();
+  Status s = read_page(page, buffer, buffer_bytes,
+                       [promise](const Status& st, const PageEntry&) { promise->set_value(st); });
+  if (!s.ok()) promise->set_value(s);
+  return future;
+}
+
+Status PageStore::read_record(const PageRecord& record, void* buffer, uint64_t buffer_bytes,
+                              PageReadCallback done) {
+  const PageEntry& e = record.entry;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (e.file >= files_.size() || e.slot >= layout_.slots_per_file ||
+        slots_[global_slot(e)].refs == 0) {
+      return Status::FailedPrecondition("page " + std::to_string(record.page) + " version " +
+                                        std::to_string(e.version) +
+                                        " is no longer referenced by the catalog");
+    }
+    ++slots_[global_slot(e)].pins;
+  }
+  return start_read(record.page, e, buffer, buffer_bytes, std::move(done));
+}
+
+Status PageStore::start_read(PageId page, const PageEntry& entry, void* buffer,
+                             uint64_t buffer_bytes, PageReadCallback done) {
+  const uint64_t g = global_slot(entry);
+  auto unpin = [this, g] {
+    std::lock_guard<std::mutex> lock(mu_);
+    --slots_[g].pins;
+    maybe_free_locked(g);
+  };
+  const uint64_t io_bytes = RoundUpToIoAlign(entry.length);
+  if (buffer_bytes < io_bytes || !IsIoAligned(buffer)) {
+    unpin();
+    return Status::InvalidArgument("read of page " + std::to_string(page) + " needs a 4 KiB " +
+                                   "aligned buffer of at least " + std::to_string(io_bytes) +
+                                   " bytes");
+  }
+  const uint64_t offset = slot_offset(entry);
+  IoRequest request{
+      IoOp::kRead, engine_files_[entry.file], offset, buffer, io_bytes,
+      [this, page, entry, buffer, offset, unpin, done = std::move(done)](const Status& io) {
+        Status s = io;
+        if (s.ok()) {
+          const uint64_t actual = XXH3_64bits(buffer, entry.length);
+          if (actual != entry.checksum) {
+            s = Status::Corruption(
+                "page " + std::to_string(page) + " version " + std::to_string(entry.version) +
+                ": checksum mismatch at " + files_[entry.file]->path() + " offset " +
+                Hex(offset) + " (expected " + Hex(entry.checksum) + ", got " + Hex(actual) +
+                "); the file was changed outside Strata or the disk is failing; restore from a "
+                "checkpoint");
+          }
+        } else {
+          s = s.WithContext("read of page " + std::to_string(page) + " version " +
+                            std::to_string(entry.version));
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++pages_read_;
+          if (s.code() == StatusCode::kCorruption) ++checksum_failures_;
+        }
+        unpin();
+        done(s, entry);
+      }};
+  Status s = engine_->submit(std::span<IoRequest>(&request, 1));
+  if (!s.ok()) unpin();
+  return s;
+}
+
+Result<PageEntry> PageStore::lookup(PageId page) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pages_.find(page);
+  if (it == pages_.end()) {
+    return Status::NotFound("page " + std::to_string(page) + " has no committed version");
+  }
+  return it->second;
+}
+
+std::vector<PageRecord> PageStore::pages() const {
+  std::vector<PageRecord> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out.reserve(pages_.size());
+    for (const auto& [page, entry] : pages_) out.push_back(PageRecord{page, entry});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const PageRecord& a, const PageRecord& b) { return a.page < b.page; });
+  return out;
+}
+
+Status PageStore::save_manifest(const std::string& name) {
+  if (name.empty()) return Status::InvalidArgument("a manifest needs a non-empty name");
+  std::lock_guard<std::mutex> commit_lock(commit_mu_);
+  Result<std::vector<PageRecord>> existing = catalog_->get_manifest(name);
+  if (existing.ok()) {
+    return Status::AlreadyExists("manifest '" + name + "' already exists in " +
+                                 catalog_->path() + "; delete it first or pick another name");
+  }
+  if (existing.status().code() != StatusCode::kNotFound) return existing.status();
+  std::vector<PageRecord> records = pages();  // stable: commits are excluded by commit_mu_
+  STRATA_RETURN_IF_ERROR(catalog_->put_manifest(name, records));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const PageRecord& r : records) ++slots_[global_slot(r.entry)].refs;
+  return Status::Ok();
+}
+
+Result<std::vector<PageRecord>> PageStore::load_manifest(const std::string& name) const {
+  return catalog_->get_manifest(name);
+}
+
+Result<std::vector<std::string>> PageStore::manifest_names() const {
+  return catalog_->manifest_names();
+}
+
+Status PageStore::delete_manifest(const std::string& name) {
+  std::lock_guard<std::mutex> commit_lock(commit_mu_);
+  STRATA_ASSIGN_OR_RETURN(std::vector<PageRecord> records, catalog_->get_manifest(name));
+  STRATA_RETURN_IF_ERROR(catalog_->delete_manifest(name));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const PageRecord& r : records) {
+    const uint64_t g = global_slot(r.entry);
+    if (--slots_[g].refs == 0) {
+      --referenced_count_;
+      maybe_free_locked(g);
+    }
+  }
+  return Status::Ok();
+}
+
+Status PageStore::restore_manifest(const std::string& name) {
+  std::lock_guard<std::mutex> commit_lock(commit_mu_);
+  STRATA_ASSIGN_OR_RETURN(std::vector<PageRecord> records, catalog_->get_manifest(name));
+  std::unordered_map<PageId, PageEntry> restored;
+  for (const PageRecord& r : records) restored[r.page] = r.entry;
+  std::vector<PageId> erased;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [page, entry] : pages_) {
+      if (!restored.count(page)) erased.push_back(page);
+    }
+  }
+  STRATA_RETURN_IF_ERROR(catalog_->commit(records, erased));
+  std::lock_guard<std::mutex> lock(mu_);
+  // The manifest still references its slots, so none of them can be freed below.
+  for (const PageRecord& r : records) {
+    if (slots_[global_slot(r.entry)].refs++ == 0) ++referenced_count_;
+  }
+  for (const auto& [page, entry] : pages_) {
+    const uint64_t g = global_slot(entry);
+    if (--slots_[g].refs == 0) {
+      --referenced_count_;
+      maybe_free_locked(g);
+    }
+  }
+  pages_ = std::move(restored);
+  return Status::Ok();
+}
+
+PageStoreStats PageStore::stats() const {
+  PageStoreStats s;
+  const IoEngineStats io = engine_->stats();
+  s.bytes_read = io.bytes_read;
+  s.bytes_written = io.bytes_written;
+  std::lock_guard<std::mutex> lock(mu_);
+  s.pages_read = pages_read_;
+  s.pages_written = pages_written_;
+  s.commits = commits_;
+  s.pages = pages_.size();
+  s.slots_total = slots_.size();
+  s.slots_referenced = referenced_count_;
+  s.slots_staged = staged_count_;
+  s.slots_free = free_count_;
+  s.slots_used_peak = used_peak_;
+  s.checksum_failures = checksum_failures_;
+  return s;
+}
+
+}  // namespace strata::storage

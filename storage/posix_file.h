@@ -1,0 +1,57 @@
+// POSIX file primitives shared by the storage layer: an owning fd, whole-length pread/pwrite
+// loops, and the directory checks that turn a bad --nvme-dir into a one-line error.
+//
+// Contract:
+// - UniqueFd owns one descriptor and closes it on destruction; move-only.
+// - PreadFull/PwriteFull move exactly `bytes` or return a Status naming the path and offset.
+//   They retry EINTR/EAGAIN and short transfers; a read that hits end of file is OutOfRange.
+// - All functions are thread-safe (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/util/status.h"
+
+namespace strata::storage {
+
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+Status PreadFull(int fd, const std::string& path, uint64_t offset, void* buf, uint64_t bytes);
+Status PwriteFull(int fd, const std::string& path, uint64_t offset, const void* buf,
+                  uint64_t bytes);
+
+// Checks that `dir` exists, is a directory and is writable by this process. `flag` names the
+// option in the message ("--nvme-dir /mnt/x does not exist; create it or fix the path").
+Status CheckWritableDir(const std::string& dir, const std::string& flag);
+
+// Bytes available to this process on the filesystem holding `path`.
+Result<uint64_t> FreeBytes(const std::string& path);
+
+bool PathExists(const std::string& path);
+
+// "0x4a000000": offsets in messages are hex so they line up with hexdump.
+std::string HexOffset(uint64_t offset);
+
+}  // namespace strata::storage

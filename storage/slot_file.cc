@@ -1,0 +1,107 @@
+#include "storage/slot_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/util/log.h"
+#include "core/util/sizes.h"
+
+namespace strata::storage {
+
+std::string SlotFile::PathFor(const std::string& dir) {
+  if (!dir.empty() && dir.back() == '/') return dir + kSlotFileName;
+  return dir + "/" + kSlotFileName;
+}
+
+Result<std::unique_ptr<SlotFile>> SlotFile::Create(const SlotFileOptions& options) {
+  const uint64_t bytes = BytesFor(options.slots, options.slot_bytes);
+  STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(options.dir));
+  if (free_bytes < bytes) {
+    return Status::ResourceExhausted(
+        "--nvme-dir " + options.dir + " is too small: the slot file needs " + FormatBytes(bytes) +
+        " (" + std::to_string(options.slots) + " slots of " + FormatBytes(options.slot_bytes) +
+        ") but only " + FormatBytes(free_bytes) +
+        " are free; free space, add another --nvme-dir or lower the NVMe capacity");
+  }
+  return OpenFile(options, /*create=*/true);
+}
+
+Result<std::unique_ptr<SlotFile>> SlotFile::Open(const SlotFileOptions& options) {
+  return OpenFile(options, /*create=*/false);
+}
+
+Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& options,
+                                                     bool create) {
+  STRATA_CHECK(options.slot_bytes > 0 && options.slot_bytes % 4096 == 0)
+      << "slot size " << options.slot_bytes;
+  std::unique_ptr<SlotFile> file(new SlotFile);
+  file->dir_ = options.dir;
+  file->path_ = PathFor(options.dir);
+  file->slots_ = options.slots;
+  file->slot_bytes_ = options.slot_bytes;
+  const std::string& path = file->path_;
+  const bool existed = PathExists(path);
+  if (!create && !existed) {
+    return Status::NotFound("slot file " + path +
+                            " is missing; the store's catalog refers to it (was the directory "
+                            "wiped or is --nvme-dir pointing elsewhere?)");
+  }
+  const int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
+  const bool refused = options.faults != nullptr && options.faults->direct_io_refused();
+  int fd = refused ? -1 : ::open(path.c_str(), flags | O_DIRECT, 0644);
+  int err = refused ? EINVAL : errno;
+  if (fd < 0 && err == EINVAL) {
+    if (create && !existed) ::unlink(path.c_str());
+    if (options.direct_io == DirectIo::kRequire) {
+      return Status::NotSupported("--nvme-dir " + options.dir +
+                                  ": the filesystem refuses O_DIRECT; put the store on a "
+                                  "filesystem that supports direct I/O (ext4, xfs)");
+    }
+    file->direct_io_ = false;
+    fd = ::open(path.c_str(), flags, 0644);
+    err = errno;
+  }
+  if (fd < 0) return Status::FromErrno(err, "open " + path);
+  file->fd_.reset(fd);
+
+  const uint64_t bytes = BytesFor(options.slots, options.slot_bytes);
+  if (create) {
+    int r = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (r != 0) {
+      if (!existed) ::unlink(path.c_str());
+      if (r == ENOSPC) {
+        Result<uint64_t> free_bytes = FreeBytes(options.dir);
+        return Status::ResourceExhausted(
+            "--nvme-dir " + options.dir + " is too small: the slot file needs " +
+            FormatBytes(bytes) + " but only " +
+            (free_bytes.ok() ? FormatBytes(*free_bytes) : std::string("an unknown amount")) +
+            " are free; free space, add another --nvme-dir or lower the NVMe capacity");
+      }
+      return Status::FromErrno(r, "fallocate " + std::to_string(bytes) + " bytes for " + path);
+    }
+    if (::fsync(fd) != 0) {
+      int e = errno;
+      if (!existed) ::unlink(path.c_str());
+      return Status::FromErrno(e, "fsync " + path);
+    }
+  } else {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat " + path);
+    if (static_cast<uint64_t>(st.st_size) < bytes) {
+      return Status::Corruption("slot file " + path + " is " +
+                                std::to_string(st.st_size) + " bytes but the catalog expects " +
+                                std::to_string(bytes) + "; it was truncated outside Strata");
+    }
+  }
+  return file;
+}
+
+Status SlotFile::sync() const {
+  while (::fdatasync(fd_.get()) != 0) {
+    if (errno != EINTR) return Status::FromErrno(errno, "fdatasync " + path_);
+  }
+  return Status::Ok();
+}
+
+}  // namespace strata::storage

@@ -1,0 +1,67 @@
+// SlotFile: one preallocated file per NVMe directory, <dir>/strata.slots, cut into fixed-size
+// slots (one page version each). Slot i lives at byte offset i * slot_bytes.
+//
+// Contract:
+// - Create() checks free space first and fails with ResourceExhausted naming the directory,
+//   the bytes needed and the bytes free; it then fallocates the whole file so that a full disk
+//   can never surface later as a failed page write. On any failure it removes the file it
+//   created: nothing is left behind.
+// - Open() opens an existing file and checks its size (a shorter file is Corruption).
+// - Files are opened O_DIRECT. Where the filesystem refuses O_DIRECT (EINVAL), DirectIo::kAuto
+//   reopens buffered and reports direct_io() == false (the caller then uses the sync engine and
+//   fdatasync for durability); DirectIo::kRequire fails with NotSupported naming the path.
+// - Thread-safe after construction (all accessors are const; sync() is fdatasync).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/util/status.h"
+#include "storage/fault_injector.h"
+#include "storage/posix_file.h"
+
+namespace strata::storage {
+
+inline constexpr const char* kSlotFileName = "strata.slots";
+
+enum class DirectIo : uint8_t { kAuto, kRequire };
+
+struct SlotFileOptions {
+  std::string dir;
+  uint64_t slot_bytes = 0;  // multiple of 4 KiB
+  uint64_t slots = 0;
+  DirectIo direct_io = DirectIo::kAuto;
+  FaultInjector* faults = nullptr;  // borrowed; refuse_direct_io() is honoured at open
+};
+
+class SlotFile {
+ public:
+  static std::string PathFor(const std::string& dir);
+  static Result<std::unique_ptr<SlotFile>> Create(const SlotFileOptions& options);
+  static Result<std::unique_ptr<SlotFile>> Open(const SlotFileOptions& options);
+  // Bytes a slot file of `slots` slots needs on disk.
+  static uint64_t BytesFor(uint64_t slots, uint64_t slot_bytes) { return slots * slot_bytes; }
+
+  int fd() const { return fd_.get(); }
+  const std::string& path() const { return path_; }
+  const std::string& dir() const { return dir_; }
+  uint64_t slots() const { return slots_; }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  uint64_t offset_of(uint64_t slot) const { return slot * slot_bytes_; }
+  bool direct_io() const { return direct_io_; }
+  [[nodiscard]] Status sync() const;
+
+ private:
+  SlotFile() = default;
+  static Result<std::unique_ptr<SlotFile>> OpenFile(const SlotFileOptions& options, bool create);
+
+  UniqueFd fd_;
+  std::string dir_;
+  std::string path_;
+  uint64_t slots_ = 0;
+  uint64_t slot_bytes_ = 0;
+  bool direct_io_ = true;
+};
+
+}  // namespace strata::storage
