@@ -1,10 +1,20 @@
 #pragma once
 // Thin wrappers over OpenBLAS sgemm (row-major), the one place Strata calls BLAS.
+//
+// Threads and determinism (Note [Deterministic GEMM] in gemm_tiles.h): OpenBLAS's threaded
+// driver gives different bits than its single-thread one, so sgemm never lets OpenBLAS thread
+// a call. It cuts C into a fixed grid of tiles (chosen from M, N, K alone) and runs each tile as
+// a single-threaded OpenBLAS call on a TBB task of the caller's arena: results are
+// bit-identical for any thread count, and TBB's threads are the only ones computing.
 namespace strata::kernels {
 // C (M, N) = alpha * op(A) @ op(B) + beta * C, row-major; op(X) = X^T when trans_x.
-// lda/ldb/ldc are the row strides of A, B, C as stored.
+// lda/ldb/ldc are the row strides of A, B, C as stored. Call from one thread; the tiles run on
+// the caller's tbb::task_arena (whose size bounds the threads used).
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
-// Sets the number of threads OpenBLAS uses for every later sgemm (process-wide in OpenBLAS).
+// Sets how many threads every later sgemm may use (process-wide, like OpenBLAS's own setting):
+// 1 runs the tiles one after the other on the calling thread; more spreads them over the
+// caller's TBB arena. The results do not depend on it. OpenBLAS's own pool is kept at 1.
+// threads >= 1.
 void set_blas_threads(int threads);
 }  // namespace strata::kernels

@@ -1,0 +1,57 @@
+#include "core/kernels/crossentropy.h"
+
+#include <cmath>
+#include <vector>
+
+#include "core/kernels/fast_math.h"
+#include "core/kernels/partition.h"
+
+namespace strata::kernels {
+namespace {
+
+// Rows per task (Note [Fixed partitions]).
+constexpr long kRowsPerChunk = 16;
+
+}  // namespace
+
+float crossentropy_forward(float* probs, const float* logits, const int32_t* targets, int N,
+                           int V) {
+  std::vector<double> losses(static_cast<size_t>(N > 0 ? N : 0));
+  detail::for_each_chunk(N, kRowsPerChunk, [&](long r0, long r1) {
+    for (long r = r0; r < r1; ++r) {
+      const float* x = logits + r * V;
+      float* p = probs + r * V;
+      // Subtracting the row maximum keeps every exponent <= 0 (no overflow).
+      const float max = detail::max_lanes(x, V);
+      for (int v = 0; v < V; ++v) p[v] = detail::exp_approx(x[v] - max);
+      const float sum = detail::sum_lanes(p, V);
+      const float inv = 1.0f / sum;
+      for (int v = 0; v < V; ++v) p[v] *= inv;
+      // -log_softmax(x)[target] = max + log(sum) - x[target], as torch's log_softmax + nll.
+      losses[r] = static_cast<double>(max) + std::log(static_cast<double>(sum)) -
+                  static_cast<double>(x[targets[r]]);
+    }
+  });
+  // The mean, summed sequentially in double: a fixed order, and N is small next to V * N.
+  double total = 0.0;
+  for (int r = 0; r < N; ++r) total += losses[r];
+  return N > 0 ? static_cast<float>(total / N) : 0.0f;
+}
+
+void crossentropy_backward(float* dlogits, const float* probs, const int32_t* targets, float dloss,
+                           int N, int V) {
+  detail::for_each_chunk(N, kRowsPerChunk, [&](long r0, long r1) {
+    for (long r = r0; r < r1; ++r) {
+      const float* p = probs + r * V;
+      float* d = dlogits + r * V;
+      // The loop stays branch-free; the target's element is then redone from its saved value
+      // so that it gets (p - 1) * dloss with one rounding, as the formula says.
+      const int t = targets[r];
+      const float d_target = d[t];
+      for (int v = 0; v < V; ++v) d[v] += p[v] * dloss;
+      d[t] = d_target + (p[t] - 1.0f) * dloss;
+    }
+  });
+}
+
+}  // namespace strata::kernels

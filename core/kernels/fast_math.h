@@ -1,0 +1,42 @@
+// Private to core/kernels: exp and sigmoid written as straight-line float code, so that loops
+// calling them vectorise (libm's expf/tanhf are calls the compiler cannot vectorise without
+// -ffast-math, and a GPT step evaluates tens of millions of them in softmax and GELU).
+// Being plain code, they give the same bits in the vector body and in the scalar tail.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
+namespace strata::kernels::detail {
+
+// e^x for float x, within ~2 ulp of the correctly rounded value on [-87, 88]; 0 below -87
+// (where the true value is subnormal) and e^88 above 88 (no infinities).
+inline float exp_approx(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  // ln 2 split in a part with few mantissa bits (exact when multiplied by k) and the rest.
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer (without -ffast-math the
+  // compiler keeps both operations).
+  constexpr float kRound = 12582912.0f;
+  const float xc = std::min(std::max(x, -87.0f), 88.0f);
+  const float k = (xc * kLog2e + kRound) - kRound;
+  float r = xc - k * kLn2Hi;
+  r = r - k * kLn2Lo;
+  // Cephes expf polynomial for e^r - 1 - r on |r| <= ln2/2.
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * (r * r) + r + 1.0f;
+  const float scale = std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
+  return x < -87.0f ? 0.0f : y * scale;
+}
+
+// 1 / (1 + e^-z).
+inline float sigmoid_approx(float z) { return 1.0f / (1.0f + exp_approx(-z)); }
+
+}  // namespace strata::kernels::detail

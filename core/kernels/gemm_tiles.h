@@ -1,0 +1,46 @@
+// Private to core/kernels: the deterministic tiled sgemm behind kernels::sgemm.
+//
+// Note [Deterministic GEMM]
+// OpenBLAS 0.3.21 (Debian, DYNAMIC_ARCH, Haswell kernels on this machine) does not give the
+// same bits with 1 and 2 threads: measured on 2048x1152x384, 2048x384x1152, 384x1152x2048 and
+// 256x256x64 (its threaded driver blocks the work differently from the single-thread one);
+// only a few shapes (e.g. 384x384x2048) happened to agree. So Strata never lets OpenBLAS
+// thread a call. Instead C is cut into a fixed grid of tiles (a function of M, N, K only),
+// each tile is one single-threaded cblas_sgemm, and the tiles run as TBB tasks on the
+// caller's arena. A tile's result depends only on its operands, so the output is identical
+// for any number of threads, and since only TBB threads exist there is no oversubscription
+// between TBB workers and OpenBLAS's pool (which, threaded, spins for a while after each
+// call and would steal the cores from the element-wise kernels that follow).
+// Measured on the GPT-2 shapes (2 threads, N = 2048 rows): 255-275 GFLOP/s, against 240-260
+// for OpenBLAS's own 2-thread driver and 133-136 for one thread.
+#pragma once
+
+namespace strata::kernels::detail {
+
+// One single-threaded OpenBLAS sgemm, row-major (see kernels::sgemm for the arguments). Safe to
+// call concurrently from several threads. Used inside kernels that parallelise themselves
+// (attention runs one of these per (batch, head) task).
+void sgemm_one_thread(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                      int lda, const float* B, int ldb, float beta, float* C, int ldc);
+
+// The tile grid of an M x N x K product: tiles_m x tiles_n tiles.
+struct TileGrid {
+  int tiles_m = 1;
+  int tiles_n = 1;
+  // Row range of tile row i and column range of tile column j (boundaries are multiples of 16
+  // except the last).
+  int m_begin(int M, int i) const;
+  int n_begin(int N, int j) const;
+};
+TileGrid gemm_tile_grid(int M, int N, int K);
+
+// Fills the rows [m0, m1) x columns [n0, n1) of C before a tile's sgemm runs (used by
+// linear_forward to write the bias into the tile while it is about to be hot in cache).
+using TilePrologue = void (*)(void* ctx, float* C, int ldc, int m0, int m1, int n0, int n1);
+
+// kernels::sgemm with an optional per-tile prologue (may be nullptr).
+void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                 int lda, const float* B, int ldb, float beta, float* C, int ldc,
+                 TilePrologue prologue, void* prologue_ctx);
+
+}  // namespace strata::kernels::detail

@@ -1,0 +1,134 @@
+#include "core/kernels/matmul.h"
+
+#include <cblas.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/kernels/gemm_tiles.h"
+#include "core/util/check.h"
+
+namespace strata::kernels {
+namespace {
+
+// How many threads one sgemm may spread its tiles over; see set_blas_threads. Process-wide,
+// like the OpenBLAS setting it replaces.
+std::atomic<int> g_gemm_threads{2};
+
+// Note [Deterministic GEMM] (gemm_tiles.h): OpenBLAS's own pool stays at one thread. Done once,
+// before the first call, through a function-local static (thread-safe initialisation).
+void ensure_openblas_single_threaded() {
+  static const bool done = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)done;
+}
+
+// Tiles below ~16 MFLOP lose more to packing their operands than they gain from running in
+// parallel; 8 tiles balance well over 1, 2, 4 or 8 threads. Tile sides of at least 64 keep
+// OpenBLAS's micro-kernels on full panels.
+constexpr double kMinTileFlops = 16e6;
+constexpr int kMaxTiles = 8;
+constexpr int kMinTileSide = 64;
+
+}  // namespace
+
+namespace detail {
+
+void sgemm_one_thread(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                      int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  ensure_openblas_single_threaded();
+  if (K <= 0) {
+    // BLAS rejects lda = 0; the product is empty, so only beta applies.
+    for (int i = 0; i < M; ++i) {
+      float* row = C + static_cast<long>(i) * ldc;
+      for (int j = 0; j < N; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+    }
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+int TileGrid::m_begin(int M, int i) const {
+  if (i >= tiles_m) return M;
+  return static_cast<int>(static_cast<long>(M) * i / tiles_m / 16 * 16);
+}
+
+int TileGrid::n_begin(int N, int j) const {
+  if (j >= tiles_n) return N;
+  return static_cast<int>(static_cast<long>(N) * j / tiles_n / 16 * 16);
+}
+
+TileGrid gemm_tile_grid(int M, int N, int K) {
+  const double flops = 2.0 * M * N * K;
+  int tiles = 1;
+  while (tiles * 2 <= kMaxTiles && flops / (tiles * 2) >= kMinTileFlops) tiles *= 2;
+  TileGrid grid;
+  // Halve the longer side of the current tile until there are enough tiles.
+  while (grid.tiles_m * grid.tiles_n < tiles) {
+    const int rows = M / grid.tiles_m;
+    const int cols = N / grid.tiles_n;
+    const bool can_m = rows / 2 >= kMinTileSide;
+    const bool can_n = cols / 2 >= kMinTileSide;
+    if (can_m && (rows >= cols || !can_n)) {
+      grid.tiles_m *= 2;
+    } else if (can_n) {
+      grid.tiles_n *= 2;
+    } else {
+      break;
+    }
+  }
+  return grid;
+}
+
+void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                 int lda, const float* B, int ldb, float beta, float* C, int ldc,
+                 TilePrologue prologue, void* prologue_ctx) {
+  if (M <= 0 || N <= 0) return;
+  const TileGrid grid = gemm_tile_grid(M, N, K);
+  auto run_tile = [&](int t) {
+    const int i = t / grid.tiles_n;
+    const int j = t % grid.tiles_n;
+    const int m0 = grid.m_begin(M, i), m1 = grid.m_begin(M, i + 1);
+    const int n0 = grid.n_begin(N, j), n1 = grid.n_begin(N, j + 1);
+    if (prologue != nullptr) prologue(prologue_ctx, C, ldc, m0, m1, n0, n1);
+    // Rows of op(A) are rows of A, or columns when A is stored transposed; same for op(B).
+    const float* a = trans_a ? A + m0 : A + static_cast<long>(m0) * lda;
+    const float* b = trans_b ? B + static_cast<long>(n0) * ldb : B + n0;
+    sgemm_one_thread(trans_a, trans_b, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
+                     C + static_cast<long>(m0) * ldc + n0, ldc);
+  };
+  const int tiles = grid.tiles_m * grid.tiles_n;
+  if (tiles == 1 || g_gemm_threads.load(std::memory_order_relaxed) <= 1) {
+    for (int t = 0; t < tiles; ++t) run_tile(t);
+    return;
+  }
+  tbb::parallel_for(
+      tbb::blocked_range<int>(0, tiles, 1),
+      [&](const tbb::blocked_range<int>& r) {
+        for (int t = r.begin(); t < r.end(); ++t) run_tile(t);
+      },
+      tbb::simple_partitioner());
+}
+
+}  // namespace detail
+
+void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+           const float* B, int ldb, float beta, float* C, int ldc) {
+  detail::sgemm_tiled(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr,
+                      nullptr);
+}
+
+void set_blas_threads(int threads) {
+  STRATA_CHECK(threads >= 1) << "set_blas_threads(" << threads << ")";
+  ensure_openblas_single_threaded();
+  g_gemm_threads.store(threads, std::memory_order_relaxed);
+}
+
+}  // namespace strata::kernels
