@@ -164,13 +164,15 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
         need_by_dev.emplace_back(st.st_dev, 0);
         it = need_by_dev.end() - 1;
       }
-      // An existing slot file from an interrupted creation already holds its space.
-      uint64_t have = 0;
-      struct stat slot_st;
-      if (::stat(SlotFile::PathFor(d).c_str(), &slot_st) == 0) {
-        have = static_cast<uint64_t>(slot_st.st_blocks) * 512;
+      // Never create over another store's files: its pages would be overwritten.
+      if (Catalog::Exists(Catalog::PathFor(d)) || PathExists(SlotFile::PathFor(d))) {
+        return Status::AlreadyExists(
+            "--nvme-dir " + d + " already holds a Strata store (" +
+            (Catalog::Exists(Catalog::PathFor(d)) ? Catalog::PathFor(d) : SlotFile::PathFor(d)) +
+            ") that " + dirs[0] + " does not describe; pass that store's directories in their "
+            "original order (the first holds strata.catalog), or delete its files to start over");
       }
-      it->second += bytes_per_file - std::min(have, bytes_per_file);
+      it->second += bytes_per_file;
       STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(d));
       if (free_bytes < it->second) {
         return Status::ResourceExhausted(
@@ -184,13 +186,12 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
     for (const std::string& d : dirs) {
       slot_options.dir = d;
       slot_options.slots = slots_per_file;
-      const bool had_file = PathExists(SlotFile::PathFor(d));
       Result<std::unique_ptr<SlotFile>> file = SlotFile::Create(slot_options);
       if (!file.ok()) {
         cleanup();
         return file.status();
       }
-      if (!had_file) created.push_back(SlotFile::PathFor(d));
+      created.push_back(SlotFile::PathFor(d));
       store->files_.push_back(std::move(file).value());
     }
     created.push_back(catalog_path);
