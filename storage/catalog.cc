@@ -81,8 +81,9 @@ Result<StoreLayout> DecodeLayout(const std::string& path, const std::string& for
     return Status::Corruption("catalog " + path + ": key meta/format is malformed");
   }
   out.format_version = GetU32(format.data());
-  if (out.format_version != kCatalogFormatVersion) return out;  // caller reports the mismatch
   if (layout.size() < 20) {
+    // Another format may lay out meta/layout differently: the caller reports the version.
+    if (out.format_version != kCatalogFormatVersion) return out;
     return Status::Corruption("catalog " + path + ": key meta/layout is malformed");
   }
   out.page_bytes = GetU64(layout.data());
@@ -91,11 +92,13 @@ Result<StoreLayout> DecodeLayout(const std::string& path, const std::string& for
   size_t pos = 20;
   for (uint32_t i = 0; i < dirs; ++i) {
     if (pos + 4 > layout.size()) {
+      if (out.format_version != kCatalogFormatVersion) return out;
       return Status::Corruption("catalog " + path + ": key meta/layout is truncated");
     }
     const uint32_t n = GetU32(layout.data() + pos);
     pos += 4;
     if (pos + n > layout.size()) {
+      if (out.format_version != kCatalogFormatVersion) return out;
       return Status::Corruption("catalog " + path + ": key meta/layout is truncated");
     }
     out.dirs.emplace_back(layout.data() + pos, n);

@@ -1,0 +1,219 @@
+// Bad input to PageStore::Open: each is a one-line error naming what and where, nothing is
+// written, and an existing store is left as it was.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "storage/page_store.h"
+#include "tests/storage/storage_test_util.h"
+
+namespace strata::storage {
+namespace {
+
+using testing::FillPage;
+using testing::MustAllocate;
+using testing::PageMatches;
+using testing::ScratchDir;
+
+PageStoreOptions Options(const std::string& dir, uint64_t page = 64 * kKiB) {
+  PageStoreOptions o;
+  o.dirs = {dir};
+  o.page_bytes = page;
+  o.capacity_bytes = 16 * page;
+  return o;
+}
+
+void ExpectOneLine(const Status& s, const std::string& must_contain) {
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(must_contain), std::string::npos) << s.message();
+}
+
+bool DirIsEmpty(const std::string& dir) {
+  return std::filesystem::is_empty(std::filesystem::path(dir));
+}
+
+TEST(PageStoreBadInput, MissingDirectory) {
+  ScratchDir dir;
+  const std::string missing = dir.path() + "/nope";
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(missing));
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  ExpectOneLine(r.status(), missing);
+  EXPECT_FALSE(std::filesystem::exists(missing));
+}
+
+TEST(PageStoreBadInput, PathIsAFile) {
+  ScratchDir dir;
+  const std::string file = dir.path() + "/file";
+  { std::ofstream(file) << "x"; }
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(file));
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  ExpectOneLine(r.status(), "is not a directory");
+}
+
+TEST(PageStoreBadInput, UnwritableDirectory) {
+  if (::geteuid() == 0) GTEST_SKIP() << "running as root: permission bits do not stop root";
+  ScratchDir dir;
+  const std::string ro = dir.sub("ro");
+  ASSERT_EQ(::chmod(ro.c_str(), 0555), 0);
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(ro));
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  ExpectOneLine(r.status(), ro);
+  EXPECT_TRUE(DirIsEmpty(ro));
+}
+
+TEST(PageStoreBadInput, FullDiskNamesNeededAndFreeBytes) {
+  ScratchDir dir;
+  PageStoreOptions o = Options(dir.sub("a"));
+  o.capacity_bytes = uint64_t{1} << 50;  // 1 PiB: more than any disk here
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  ExpectOneLine(r.status(), dir.path() + "/a is too small");
+  EXPECT_NE(r.status().message().find("the store needs 1048576.00 GiB"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("are free"), std::string::npos);
+  EXPECT_TRUE(DirIsEmpty(dir.path() + "/a"));
+}
+
+TEST(PageStoreBadInput, SecondDirectoryFullLeavesFirstUntouched) {
+  ScratchDir dir;
+  PageStoreOptions o = Options(dir.sub("a"));
+  o.dirs.push_back(dir.sub("b"));
+  o.capacity_bytes = uint64_t{1} << 50;
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(DirIsEmpty(dir.path() + "/a"));
+  EXPECT_TRUE(DirIsEmpty(dir.path() + "/b"));
+}
+
+TEST(PageStoreBadInput, PageSizeNotMultipleOf4KiB) {
+  ScratchDir dir;
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(dir.path(), 5000));
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  ExpectOneLine(r.status(), "page size 5000 bytes is not a positive multiple of 4 KiB");
+  EXPECT_TRUE(DirIsEmpty(dir.path()));
+}
+
+TEST(PageStoreBadInput, DuplicateDirectory) {
+  ScratchDir dir;
+  PageStoreOptions o = Options(dir.path());
+  o.dirs.push_back(dir.path() + "/");
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  ExpectOneLine(r.status(), "given twice");
+}
+
+class ExistingStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<PageStore>> store = PageStore::Open(Options(dir_.path()));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    AlignedBuffer buf = MustAllocate(64 * kKiB);
+    FillPage(buf.data(), buf.size(), 3, 1);
+    PageStore::Batch batch = (*store)->new_batch();
+    ASSERT_TRUE((*store)->write_page_version(batch, 3, 1, buf.data(), buf.size()).ok());
+    ASSERT_TRUE((*store)->commit(batch).ok());
+  }
+  void expect_intact() {
+    Result<std::unique_ptr<PageStore>> store = PageStore::Open(Options(dir_.path()));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    AlignedBuffer buf = MustAllocate(64 * kKiB);
+    ASSERT_TRUE((*store)->read_page(3, buf.data(), buf.size()).get().ok());
+    EXPECT_TRUE(PageMatches(buf.data(), buf.size(), 3, 1));
+  }
+  ScratchDir dir_;
+};
+
+TEST_F(ExistingStore, OtherPageSizeIsRefused) {
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(dir_.path(), 128 * kKiB));
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  ExpectOneLine(r.status(), "was made with page size 64.00 KiB but this run asks for 128.00 KiB");
+  EXPECT_NE(r.status().message().find(dir_.path()), std::string::npos);
+  expect_intact();
+}
+
+TEST_F(ExistingStore, OtherFormatVersionIsRefused) {
+  {
+    Result<std::unique_ptr<Catalog>> catalog =
+        Catalog::Open(Catalog::PathFor(dir_.path()), /*create=*/false);
+    ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
+    Result<StoreLayout> layout = (*catalog)->read_layout();
+    ASSERT_TRUE(layout.ok());
+    StoreLayout future = *layout;
+    future.format_version = kCatalogFormatVersion + 1;
+    ASSERT_TRUE((*catalog)->write_layout(future).ok());
+  }
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(dir_.path()));
+  EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
+  ExpectOneLine(r.status(), "has format version " + std::to_string(kCatalogFormatVersion + 1));
+  {
+    Result<std::unique_ptr<Catalog>> catalog =
+        Catalog::Open(Catalog::PathFor(dir_.path()), /*create=*/false);
+    ASSERT_TRUE(catalog.ok());
+    Result<StoreLayout> layout = (*catalog)->read_layout();
+    ASSERT_TRUE(layout.ok());
+    EXPECT_EQ(layout->format_version, kCatalogFormatVersion + 1) << "refusal wrote nothing";
+    StoreLayout current = *layout;
+    current.format_version = kCatalogFormatVersion;
+    ASSERT_TRUE((*catalog)->write_layout(current).ok());
+  }
+  expect_intact();
+}
+
+TEST_F(ExistingStore, MissingSlotFileIsNamed) {
+  const std::string slots = dir_.path() + "/strata.slots";
+  ASSERT_EQ(::rename(slots.c_str(), (slots + ".moved").c_str()), 0);
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(dir_.path()));
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  ExpectOneLine(r.status(), slots);
+  ASSERT_EQ(::rename((slots + ".moved").c_str(), slots.c_str()), 0);
+  expect_intact();
+}
+
+TEST(PageStoreBadInput, DirectIoRefusedIsAnErrorWhenRequired) {
+  ScratchDir dir;
+  FaultInjector faults;
+  faults.refuse_direct_io(true);
+  PageStoreOptions o = Options(dir.path());
+  o.faults = &faults;
+  o.direct_io = DirectIo::kRequire;
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
+  EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
+  ExpectOneLine(r.status(), dir.path() + ": the filesystem refuses O_DIRECT");
+  EXPECT_TRUE(DirIsEmpty(dir.path()));
+}
+
+TEST(PageStoreBadInput, DirectIoRefusedFallsBackToBufferedSyncIo) {
+  ScratchDir dir;
+  FaultInjector faults;
+  faults.refuse_direct_io(true);
+  PageStoreOptions o = Options(dir.path());
+  o.faults = &faults;
+  Result<std::unique_ptr<PageStore>> store = PageStore::Open(o);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->engine().backend(), IoBackend::kSync);
+  AlignedBuffer buf = MustAllocate(64 * kKiB);
+  FillPage(buf.data(), buf.size(), 1, 1);
+  PageStore::Batch batch = (*store)->new_batch();
+  ASSERT_TRUE((*store)->write_page_version(batch, 1, 1, buf.data(), buf.size()).ok());
+  ASSERT_TRUE((*store)->commit(batch).ok());
+  std::memset(buf.data(), 0, buf.size());
+  ASSERT_TRUE((*store)->read_page(1, buf.data(), buf.size()).get().ok());
+  EXPECT_TRUE(PageMatches(buf.data(), buf.size(), 1, 1));
+}
+
+TEST(PageStoreBadInput, NewStoreNeedsCapacity) {
+  ScratchDir dir;
+  PageStoreOptions o = Options(dir.path());
+  o.capacity_bytes = 0;
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  ExpectOneLine(r.status(), "needs a capacity");
+  EXPECT_TRUE(DirIsEmpty(dir.path()));
+}
+
+}  // namespace
+}  // namespace strata::storage
