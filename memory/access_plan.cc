@@ -1,0 +1,25 @@
+#include "memory/access_plan.h"
+
+#include <algorithm>
+
+#include "memory/memory_manager.h"
+
+namespace strata::memory::internal {
+
+AccessPlan::AccessPlan(const std::vector<PlannedAccess>& plan) : size_(plan.size()) {
+  for (uint64_t i = 0; i < plan.size(); ++i) positions_[key(plan[i].page, plan[i].tier)].push_back(i);
+}
+
+uint64_t AccessPlan::next_use(PageId page, Tier tier, uint64_t from) const {
+  if (size_ == 0) return kNever;
+  auto it = positions_.find(key(page, tier));
+  if (it == positions_.end()) return kNever;
+  const std::vector<uint64_t>& pos = it->second;
+  const uint64_t iteration = from / size_;
+  const uint64_t offset = from % size_;
+  auto p = std::lower_bound(pos.begin(), pos.end(), offset);
+  if (p != pos.end()) return iteration * size_ + *p;
+  return (iteration + 1) * size_ + pos.front();
+}
+
+}  // namespace strata::memory::internal

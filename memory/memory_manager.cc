@@ -1,0 +1,968 @@
+#include "memory/memory_manager.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
+
+#include "core/util/log.h"
+#include "core/util/sizes.h"
+#include "memory/access_plan.h"
+#include "memory/worker_pool.h"
+#include "storage/aligned_buffer.h"
+
+// Note [Locking]
+// Page state (copies, pins, busy, staged) is guarded by that page's mutex. A frame pool's free
+// list, counters and resident set are guarded by the pool's mutex. Order: page -> pool; a pool
+// mutex is never held while taking a page mutex, and at most one page mutex is held at a time.
+// `busy` marks a page whose copies one thread is changing outside the lock (a load, a
+// write-back); while it is set nobody else pins, evicts or moves that page, so the owner may
+// read the page's frame pointers without the lock. No mutex is held across a copy, an I/O, a
+// commit or a wait for a frame.
+//
+// Note [Progress and stalls]
+// Waiters (for a page to become free, for a frame) sleep on a condition variable in slices of
+// kWaitSlice and re-check; anything that could unblock them (release, frame returned, load done,
+// commit) bumps progress_ and notifies. A waiter whose own wait lasts stall_timeout_ms fails
+// with Timeout and the stall report.
+
+namespace strata::memory {
+
+const char* TierName(Tier tier) {
+  switch (tier) {
+    case Tier::kDevice: return "device";
+    case Tier::kHost: return "host";
+    case Tier::kNvme: return "nvme";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr int kDev = 0;
+constexpr int kHostT = 1;
+constexpr auto kWaitSlice = std::chrono::milliseconds(20);
+const char* kFlag[2] = {"--gpu-mem", "--host-mem"};
+
+std::string SizeFlagValue(uint64_t bytes) {
+  if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "M";
+  return std::to_string((bytes + kKiB - 1) / kKiB) + "K";
+}
+
+struct Holder {
+  std::string name;
+  Tier tier;
+  Access access;
+};
+
+struct PageState {
+  std::mutex mu;
+  std::condition_variable cv;
+  void* frame[2] = {nullptr, nullptr};
+  bool valid[2] = {false, false};
+  bool nvme_valid = false;
+  bool nvme_staged = false;
+  bool busy = false;
+  int readers = 0;
+  bool writer = false;
+  std::vector<Holder> holders;
+  std::atomic<uint64_t> last_use[2] = {0, 0};
+};
+
+struct FramePool {
+  uint64_t capacity_frames = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<void*> free;
+  uint64_t allocated = 0;  // frames that exist
+  uint64_t in_use = 0;     // frames held by pages or in transit
+  uint64_t peak = 0;       // of in_use
+  std::unordered_set<PageId> resident;
+};
+
+class StallClock {
+ public:
+  explicit StallClock(uint64_t timeout_ms)
+      : timeout_(std::chrono::milliseconds(timeout_ms)), start_(std::chrono::steady_clock::now()) {}
+  bool expired() const { return std::chrono::steady_clock::now() - start_ >= timeout_; }
+
+ private:
+  std::chrono::milliseconds timeout_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+std::string ThisThreadName() {
+  std::ostringstream os;
+  os << "thread " << std::this_thread::get_id();
+  return os.str();
+}
+
+}  // namespace
+
+struct MemoryManager::Impl {
+  MemoryManagerOptions opt;
+  uint64_t page = 0;
+  std::unique_ptr<PageState[]> pages;
+  FramePool pools[2];
+  storage::AlignedBuffer host_pool;
+  storage::AlignedBuffer zero_page;
+  std::unique_ptr<Stream> h2d;
+  std::unique_ptr<Stream> d2h;
+  std::shared_ptr<spdlog::logger> log = Logger("memory");
+
+  std::mutex nvme_mu;  // serialises stage_write/commit with staged_pages
+  std::vector<PageId> staged_pages;
+
+  std::mutex plan_mu;  // guards the plan pointer only
+  std::shared_ptr<const internal::AccessPlan> plan;
+  std::atomic<uint64_t> plan_pos{0};
+
+  std::mutex batch_mu;  // serialises acquire_all batches (no hold-and-wait between batches)
+
+  std::atomic<uint64_t> tick{1};
+  std::atomic<uint64_t> progress{0};
+  std::atomic<uint64_t> h2d_bytes{0}, d2h_bytes{0}, nvme_read_bytes{0}, nvme_write_bytes{0};
+  std::atomic<uint64_t> hits{0}, misses{0}, evictions{0}, write_backs{0};
+  std::atomic<uint64_t> commits{0}, forced_commits{0}, admission_waits{0};
+
+  std::mutex prefetch_mu;
+  std::condition_variable prefetch_cv;
+  uint64_t prefetches = 0;
+
+  std::unique_ptr<internal::WorkerPool> workers;
+
+  // ---- helpers ---------------------------------------------------------------------------
+  void bump(int t) {
+    progress.fetch_add(1, std::memory_order_relaxed);
+    { std::lock_guard lock(pools[t].mu); }
+    pools[t].cv.notify_all();
+  }
+
+  std::shared_ptr<const internal::AccessPlan> current_plan() {
+    std::lock_guard lock(plan_mu);
+    return plan;
+  }
+
+  void advance_plan(PageId p, Tier t) {
+    auto pl = current_plan();
+    if (!pl || pl->size() == 0) return;
+    uint64_t cur = plan_pos.load(std::memory_order_relaxed);
+    const uint64_t next = pl->next_use(p, t, cur);
+    if (next == internal::AccessPlan::kNever || next >= cur + pl->size()) return;
+    while (cur < next + 1 &&
+           !plan_pos.compare_exchange_weak(cur, next + 1, std::memory_order_relaxed)) {
+    }
+  }
+
+  bool compatible(const PageState& s, Access a) const {
+    return a == Access::kRead ? !s.writer : (!s.writer && s.readers == 0);
+  }
+
+  void put_frame(int t, void* f) {
+    {
+      std::lock_guard lock(pools[t].mu);
+      pools[t].free.push_back(f);
+      --pools[t].in_use;
+    }
+    progress.fetch_add(1, std::memory_order_relaxed);
+    pools[t].cv.notify_all();
+  }
+
+  void add_resident(int t, PageId p) {
+    std::lock_guard lock(pools[t].mu);
+    pools[t].resident.insert(p);
+  }
+  void remove_resident(int t, PageId p) {
+    std::lock_guard lock(pools[t].mu);
+    pools[t].resident.erase(p);
+  }
+
+  // Pins a copy that is valid on t; expects p's mutex held and compatibility checked.
+  PageRef pin_locked(MemoryManager* mm, PageId p, int t, Access a, const std::string& holder) {
+    PageState& s = pages[p];
+    if (a != Access::kRead) {
+      for (int o = 0; o < 2; ++o) {
+        if (o == t || !s.valid[o]) continue;
+        void* f = s.frame[o];
+        s.frame[o] = nullptr;
+        s.valid[o] = false;
+        remove_resident(o, p);
+        put_frame(o, f);
+      }
+      s.nvme_valid = false;
+      s.writer = true;
+    } else {
+      ++s.readers;
+    }
+    s.holders.push_back(Holder{holder, Tier(t), a});
+    s.last_use[t].store(tick.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+    return PageRef(mm, p, Tier(t), a, s.frame[t]);
+  }
+
+  Status copy(void* dst, const void* src, CopyKind kind) {
+    Stream& stream = kind == CopyKind::kHostToDevice ? *h2d : *d2h;
+    STRATA_RETURN_IF_ERROR(opt.device->copy_async(dst, src, page, kind, stream));
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    stream.launch([done] { done->store(true, std::memory_order_release); });
+    std::unique_ptr<Event> event = opt.device->create_event();
+    stream.record(*event);
+    event->synchronize();
+    if (!done->load(std::memory_order_acquire)) {
+      Status st = stream.synchronize();
+      return st.ok() ? Status::Internal("page copy on stream " + stream.name() + " did not run")
+                     : st.WithContext("page copy on stream " + stream.name());
+    }
+    (kind == CopyKind::kHostToDevice ? h2d_bytes : d2h_bytes).fetch_add(page);
+    return Status::Ok();
+  }
+
+  Status nvme_read(PageId p, void* buffer) {
+    Status st = opt.nvme->read(p, buffer).get();
+    if (!st.ok()) return st.WithContext("reading page " + std::to_string(p) + " from NVMe");
+    nvme_read_bytes.fetch_add(page);
+    return st;
+  }
+
+  // Stages p's host copy on NVMe. Expects p busy (owned by the caller) and host-valid.
+  Status stage(PageId p) {
+    PageState& s = pages[p];
+    void* f;
+    {
+      std::lock_guard lock(s.mu);
+      f = s.frame[kHostT];
+      s.nvme_staged = true;
+    }
+    Status st;
+    {
+      std::lock_guard lock(nvme_mu);
+      st = opt.nvme->stage_write(p, f);
+      if (st.ok()) staged_pages.push_back(p);
+    }
+    if (!st.ok()) {
+      std::lock_guard lock(s.mu);
+      s.nvme_staged = false;
+      return st.WithContext("writing page " + std::to_string(p) + " to NVMe");
+    }
+    nvme_write_bytes.fetch_add(page);
+    return st;
+  }
+
+  Status commit(bool forced) {
+    if (opt.nvme == nullptr) {
+      return Status::FailedPrecondition("no NVMe tier: there is nothing to commit; give --nvme-dir");
+    }
+    std::vector<PageId> list;
+    Status st;
+    {
+      std::lock_guard lock(nvme_mu);
+      list.swap(staged_pages);
+      st = opt.nvme->commit();
+    }
+    for (PageId p : list) {
+      PageState& s = pages[p];
+      std::lock_guard lock(s.mu);
+      s.nvme_staged = false;
+      if (st.ok()) s.nvme_valid = true;
+      s.cv.notify_all();
+    }
+    commits.fetch_add(1);
+    if (forced) forced_commits.fetch_add(1);
+    bump(kHostT);
+    return st.ok() ? st : st.WithContext("committing " + std::to_string(list.size()) +
+                                         " NVMe page versions");
+  }
+
+  // Writes the only copy of p on tier t one tier down. Expects p busy (owned by the caller).
+  Status write_back(PageId p, int t) {
+    PageState& s = pages[p];
+    if (t == kHostT) {
+      STRATA_RETURN_IF_ERROR(stage(p));
+      write_backs.fetch_add(1);
+      return commit(/*forced=*/true);
+    }
+    void* dev_frame;
+    {
+      std::lock_guard lock(s.mu);
+      dev_frame = s.frame[kDev];
+    }
+    STRATA_ASSIGN_OR_RETURN(void* hf, get_frame(kHostT, p, /*may_wait=*/true, 0));
+    Status st = copy(hf, dev_frame, CopyKind::kDeviceToHost);
+    if (!st.ok()) {
+      put_frame(kHostT, hf);
+      return st;
+    }
+    {
+      std::lock_guard lock(s.mu);
+      s.frame[kHostT] = hf;
+      s.valid[kHostT] = true;
+      add_resident(kHostT, p);
+    }
+    write_backs.fetch_add(1);
+    return Status::Ok();
+  }
+
+  // Tries to take v's copy on tier t for reuse. Returns the frame, nullptr when v cannot be
+  // dropped now, or an error from a write-back.
+  Result<void*> try_evict(PageId v, int t) {
+    PageState& s = pages[v];
+    std::unique_lock lock(s.mu);
+    if (s.busy || !s.valid[t] || s.readers > 0 || s.writer) return static_cast<void*>(nullptr);
+    if (t == kHostT && s.nvme_staged) return static_cast<void*>(nullptr);
+    auto other_copy = [&] {
+      return t == kDev ? (s.valid[kHostT] || s.nvme_valid) : (s.valid[kDev] || s.nvme_valid);
+    };
+    if (!other_copy()) {
+      if (t == kHostT && opt.nvme == nullptr) return static_cast<void*>(nullptr);
+      s.busy = true;
+      lock.unlock();
+      Status st = write_back(v, t);
+      lock.lock();
+      s.busy = false;
+      s.cv.notify_all();
+      if (!st.ok()) return st;
+      if (s.readers > 0 || s.writer || !s.valid[t] || !other_copy()) {
+        return static_cast<void*>(nullptr);
+      }
+    }
+    void* f = s.frame[t];
+    s.frame[t] = nullptr;
+    s.valid[t] = false;
+    remove_resident(t, v);
+    evictions.fetch_add(1, std::memory_order_relaxed);
+    return f;
+  }
+
+  // Victims in the order to try: Belady (farthest next use first) or LRU (oldest first).
+  std::vector<PageId> rank(int t, std::vector<PageId> candidates, uint64_t* min_next_use) {
+    auto pl = opt.policy == EvictionPolicy::kBelady ? current_plan() : nullptr;
+    std::vector<std::pair<uint64_t, PageId>> scored;
+    scored.reserve(candidates.size());
+    const uint64_t pos = plan_pos.load(std::memory_order_relaxed);
+    for (PageId c : candidates) {
+      uint64_t score;
+      if (pl && pl->size() > 0) {
+        score = pl->next_use(c, Tier(t), pos);
+      } else {
+        score = UINT64_MAX - pages[c].last_use[t].load(std::memory_order_relaxed);
+      }
+      scored.emplace_back(score, c);
+    }
+    std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::vector<PageId> out;
+    out.reserve(scored.size());
+    for (const auto& [score, c] : scored) {
+      if (min_next_use != nullptr && score <= *min_next_use) break;
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  // A frame on tier t for page `for_page`: a free one, a new one, or one taken from a victim.
+  // may_wait=false (prefetch) returns nullptr instead of waiting; `prefetch_next_use` > 0 then
+  // also forbids evicting pages needed no later than it.
+  Result<void*> get_frame(int t, PageId for_page, bool may_wait, uint64_t prefetch_next_use) {
+    FramePool& pool = pools[t];
+    StallClock clock(opt.stall_timeout_ms);
+    bool counted_wait = false;
+    Status alloc_error;
+    for (;;) {
+      const uint64_t seen = progress.load(std::memory_order_relaxed);
+      std::vector<PageId> candidates;
+      {
+        std::lock_guard lock(pool.mu);
+        void* f = nullptr;
+        if (!pool.free.empty()) {
+          f = pool.free.back();
+          pool.free.pop_back();
+        } else if (pool.allocated < pool.capacity_frames) {
+          if (t == kHostT) {
+            f = host_pool.data() + pool.allocated * page;
+          } else {
+            Result<void*> r = opt.device->alloc(page);
+            if (r.ok()) {
+              f = *r;
+            } else {
+              alloc_error = r.status();
+            }
+          }
+          if (f != nullptr) ++pool.allocated;
+        }
+        if (f != nullptr) {
+          ++pool.in_use;
+          pool.peak = std::max(pool.peak, pool.in_use);
+          return f;
+        }
+        candidates.assign(pool.resident.begin(), pool.resident.end());
+        if (candidates.empty() && !alloc_error.ok() && pool.in_use == 0) {
+          return alloc_error.WithContext("allocating a " + FormatBytes(page) + " device page");
+        }
+      }
+      const bool prefetching = !may_wait;
+      for (PageId v : rank(t, std::move(candidates),
+                           prefetching && prefetch_next_use > 0 ? &prefetch_next_use : nullptr)) {
+        if (v == for_page) continue;
+        STRATA_ASSIGN_OR_RETURN(void* f, try_evict(v, t));
+        if (f != nullptr) return f;
+      }
+      if (t == kHostT && opt.nvme != nullptr) {
+        bool any_staged;
+        {
+          std::lock_guard lock(nvme_mu);
+          any_staged = !staged_pages.empty();
+        }
+        if (any_staged) {
+          STRATA_RETURN_IF_ERROR(commit(/*forced=*/true));
+          continue;
+        }
+      }
+      if (!may_wait) return static_cast<void*>(nullptr);
+      if (!counted_wait) {
+        admission_waits.fetch_add(1, std::memory_order_relaxed);
+        counted_wait = true;
+      }
+      {
+        std::unique_lock lock(pool.mu);
+        pool.cv.wait_for(lock, kWaitSlice,
+                         [&] { return progress.load(std::memory_order_relaxed) != seen; });
+      }
+      if (clock.expired()) return stall_status(for_page, Tier(t), "a free page frame");
+    }
+  }
+
+  Status stall_status(PageId page_id, Tier t, const std::string& what) {
+    std::string report = stall_report_impl();
+    std::string msg = "page " + std::to_string(page_id) + " on " + TierName(t) + ": waited " +
+                      std::to_string(opt.stall_timeout_ms) + " ms for " + what +
+                      " without progress; raise " + (t == Tier::kDevice ? "--gpu-mem" : "--host-mem") +
+                      " or release pages sooner. Who holds what:\n" + report;
+    log->warn("{}", msg);
+    return Status::Timeout(msg);
+  }
+
+  std::string stall_report_impl() {
+    std::ostringstream os;
+    for (int t = 0; t < 2; ++t) {
+      std::lock_guard lock(pools[t].mu);
+      os << "  " << TierName(Tier(t)) << ": " << pools[t].in_use << "/" << pools[t].capacity_frames
+         << " frames in use, " << pools[t].resident.size() << " resident pages\n";
+    }
+    int listed = 0;
+    for (PageId p = 0; p < opt.num_pages && listed < 64; ++p) {
+      PageState& s = pages[p];
+      std::lock_guard lock(s.mu);
+      if (s.holders.empty() && !s.busy) continue;
+      ++listed;
+      os << "  page " << p << (s.busy ? " (move in flight)" : "") << ":";
+      for (const Holder& h : s.holders) {
+        os << " [" << (h.access == Access::kRead ? "read" : "write") << " on "
+           << TierName(h.tier) << " by " << h.name << "]";
+      }
+      os << "\n";
+    }
+    if (listed == 0) os << "  no page is pinned or moving\n";
+    return os.str();
+  }
+
+  // Brings a valid copy of p into `frame` on tier t. Expects p busy (owned by the caller).
+  Status load(PageId p, int t, Access a, void* frame) {
+    PageState& s = pages[p];
+    void* src_dev = nullptr;
+    void* src_host = nullptr;
+    bool nvme_valid;
+    {
+      std::lock_guard lock(s.mu);
+      if (s.valid[kDev]) src_dev = s.frame[kDev];
+      if (s.valid[kHostT]) src_host = s.frame[kHostT];
+      nvme_valid = s.nvme_valid;
+    }
+    if (a == Access::kOverwrite) return Status::Ok();
+    if (t == kHostT) {
+      if (src_dev != nullptr) return copy(frame, src_dev, CopyKind::kDeviceToHost);
+      if (nvme_valid) return nvme_read(p, frame);
+      std::memset(frame, 0, page);
+      return Status::Ok();
+    }
+    if (src_host != nullptr) return copy(frame, src_host, CopyKind::kHostToDevice);
+    if (!nvme_valid) return copy(frame, zero_page.data(), CopyKind::kHostToDevice);
+    // NVMe -> device stages through a host frame, which stays as a clean host copy.
+    STRATA_ASSIGN_OR_RETURN(void* hf, get_frame(kHostT, p, /*may_wait=*/true, 0));
+    Status st = nvme_read(p, hf);
+    if (!st.ok()) {
+      put_frame(kHostT, hf);
+      return st;
+    }
+    {
+      std::lock_guard lock(s.mu);
+      s.frame[kHostT] = hf;
+      s.valid[kHostT] = true;
+      add_resident(kHostT, p);
+    }
+    return copy(frame, hf, CopyKind::kHostToDevice);
+  }
+
+  // The blocking acquire (and prefetch when !pin). Returns an empty PageRef for a prefetch.
+  Result<PageRef> acquire_blocking(MemoryManager* mm, PageId p, int t, Access a,
+                                   const std::string& holder, bool pin) {
+    PageState& s = pages[p];
+    StallClock clock(opt.stall_timeout_ms);
+    std::unique_lock lock(s.mu);
+    for (;;) {
+      if (s.busy || (pin && !compatible(s, a)) || (!pin && s.writer)) {
+        if (!pin) return PageRef();  // a prefetch never waits
+        s.cv.wait_for(lock, kWaitSlice);
+        if (clock.expired()) {
+          lock.unlock();
+          return stall_status(p, Tier(t), std::string(a == Access::kRead ? "read" : "write") +
+                                              " access to the page");
+        }
+        continue;
+      }
+      if (pin && a != Access::kRead && s.nvme_staged) {
+        lock.unlock();
+        STRATA_RETURN_IF_ERROR(commit(/*forced=*/true));
+        lock.lock();
+        continue;
+      }
+      if (s.valid[t]) {
+        if (!pin) return PageRef();
+        hits.fetch_add(1, std::memory_order_relaxed);
+        return pin_locked(mm, p, t, a, holder);
+      }
+      s.busy = true;
+      lock.unlock();
+      uint64_t prefetch_next_use = 0;
+      if (!pin) {
+        auto pl = current_plan();
+        if (pl && opt.policy == EvictionPolicy::kBelady) {
+          prefetch_next_use = pl->next_use(p, Tier(t), plan_pos.load(std::memory_order_relaxed));
+        }
+      }
+      Result<void*> frame = get_frame(t, p, /*may_wait=*/pin, prefetch_next_use);
+      Status st = frame.status();
+      if (st.ok() && *frame != nullptr) {
+        st = load(p, t, a, *frame);
+        if (!st.ok()) put_frame(t, *frame);
+      }
+      lock.lock();
+      s.busy = false;
+      s.cv.notify_all();
+      if (!st.ok() || *frame == nullptr) {
+        lock.unlock();
+        bump(t);
+        if (!st.ok()) return st;
+        return PageRef();  // prefetch found no room
+      }
+      s.frame[t] = *frame;
+      s.valid[t] = true;
+      add_resident(t, p);
+      s.last_use[t].store(tick.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+      if (!pin) return PageRef();
+      misses.fetch_add(1, std::memory_order_relaxed);
+      return pin_locked(mm, p, t, a, holder);
+    }
+  }
+
+  Status check_request(PageId p, Tier t) const {
+    if (p >= opt.num_pages) {
+      return Status::InvalidArgument("page " + std::to_string(p) + " does not exist (the plan has " +
+                                     std::to_string(opt.num_pages) + " pages)");
+    }
+    if (t == Tier::kNvme) {
+      return Status::InvalidArgument("page " + std::to_string(p) +
+                                     ": pages are acquired on the device or the host, not on NVMe");
+    }
+    if (t == Tier::kDevice && opt.device == nullptr) {
+      return Status::InvalidArgument("page " + std::to_string(p) +
+                                     ": no device tier (the manager was built without a device)");
+    }
+    return Status::Ok();
+  }
+};
+
+// ---- PageRef ------------------------------------------------------------------------------
+
+PageRef& PageRef::operator=(PageRef&& other) noexcept {
+  if (this != &other) {
+    release();
+    manager_ = std::exchange(other.manager_, nullptr);
+    page_ = other.page_;
+    tier_ = other.tier_;
+    access_ = other.access_;
+    data_ = std::exchange(other.data_, nullptr);
+  }
+  return *this;
+}
+
+uint64_t PageRef::bytes() const { return manager_ == nullptr ? 0 : manager_->page_bytes(); }
+
+void PageRef::release() {
+  if (manager_ == nullptr) return;
+  MemoryManager* m = std::exchange(manager_, nullptr);
+  data_ = nullptr;
+  m->release(page_, tier_, access_);
+}
+
+// ---- MemoryManager ------------------------------------------------------------------------
+
+Result<std::unique_ptr<MemoryManager>> MemoryManager::Create(const MemoryManagerOptions& o) {
+  const uint64_t page = o.page_bytes;
+  if (page < kMinPageBytes || (page & (page - 1)) != 0) {
+    return Status::InvalidArgument("--page-size " + std::to_string(page) +
+                                   " bytes is not a power of two of at least 4 KiB; use e.g. 16M");
+  }
+  if (o.num_pages == 0) return Status::InvalidArgument("memory manager: the page plan has no pages");
+  if (o.nvme != nullptr && o.nvme->page_bytes() != page) {
+    return Status::InvalidArgument("the NVMe store has " + FormatBytes(o.nvme->page_bytes()) +
+                                   " pages but --page-size is " + FormatBytes(page) +
+                                   "; use the store's page size or a new --nvme-dir");
+  }
+  const uint64_t budget[2] = {o.budgets.device_bytes, o.budgets.host_bytes};
+  for (int t = 0; t < 2; ++t) {
+    if (t == kDev && o.device == nullptr) continue;
+    if (budget[t] < page) {
+      return Status::ResourceExhausted(
+          std::string(kFlag[t]) + " " + FormatBytes(budget[t]) + " is below one page (" +
+          FormatBytes(page) + "); raise " + kFlag[t] + " to at least " + SizeFlagValue(page) +
+          " or lower --page-size");
+    }
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->opt = o;
+  impl->page = page;
+  impl->pages = std::make_unique<PageState[]>(o.num_pages);
+  impl->pools[kDev].capacity_frames = o.device == nullptr ? 0 : o.budgets.device_bytes / page;
+  impl->pools[kHostT].capacity_frames = o.budgets.host_bytes / page;
+  STRATA_ASSIGN_OR_RETURN(impl->host_pool, storage::AlignedBuffer::Allocate(
+                                               impl->pools[kHostT].capacity_frames * page));
+  if (o.device != nullptr) {
+    STRATA_RETURN_IF_ERROR(o.device->register_host(impl->host_pool.data(), impl->host_pool.size()));
+    STRATA_ASSIGN_OR_RETURN(impl->zero_page, storage::AlignedBuffer::Allocate(page));
+    impl->h2d = o.device->create_stream("memory.h2d");
+    impl->d2h = o.device->create_stream("memory.d2h");
+  }
+  if (o.nvme != nullptr) {
+    STRATA_RETURN_IF_ERROR(o.nvme->register_buffer(impl->host_pool.data(), impl->host_pool.size()));
+  }
+  impl->workers = std::make_unique<internal::WorkerPool>(o.max_workers);
+  impl->log->info("memory: {} pages of {}; device {} ({} pages), host pool {} ({} pages), nvme {}, "
+                  "eviction {}",
+                  o.num_pages, FormatBytes(page), FormatBytes(impl->pools[kDev].capacity_frames * page),
+                  impl->pools[kDev].capacity_frames, FormatBytes(impl->host_pool.size()),
+                  impl->pools[kHostT].capacity_frames, o.nvme != nullptr ? "on" : "off",
+                  o.policy == EvictionPolicy::kBelady ? "belady" : "lru");
+  return std::unique_ptr<MemoryManager>(new MemoryManager(std::move(impl)));
+}
+
+MemoryManager::MemoryManager(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+MemoryManager::~MemoryManager() {
+  Impl& m = *impl_;
+  m.workers.reset();  // runs what is queued (prefetches), joins
+  for (PageId p = 0; p < m.opt.num_pages; ++p) {
+    PageState& s = m.pages[p];
+    STRATA_CHECK(s.readers == 0 && !s.writer)
+        << "MemoryManager destroyed while page " << p << " is still pinned";
+  }
+  if (m.opt.nvme != nullptr) m.opt.nvme->unregister_buffer(m.host_pool.data());
+  if (m.opt.device != nullptr) {
+    m.h2d.reset();
+    m.d2h.reset();
+    for (PageId p = 0; p < m.opt.num_pages; ++p) {
+      if (m.pages[p].frame[kDev] != nullptr) m.opt.device->free(m.pages[p].frame[kDev]);
+    }
+    for (void* f : m.pools[kDev].free) m.opt.device->free(f);
+    m.opt.device->unregister_host(m.host_pool.data()).IgnoreError();
+  }
+}
+
+const MemoryManagerOptions& MemoryManager::options() const { return impl_->opt; }
+uint64_t MemoryManager::page_bytes() const { return impl_->page; }
+
+std::future<Result<PageRef>> MemoryManager::acquire(PageId page, Tier tier, Access access,
+                                                    const AcquireOptions& options) {
+  Impl& m = *impl_;
+  std::promise<Result<PageRef>> promise;
+  std::future<Result<PageRef>> future = promise.get_future();
+  Status st = m.check_request(page, tier);
+  if (!st.ok()) {
+    promise.set_value(st);
+    return future;
+  }
+  std::string holder = options.holder.empty() ? ThisThreadName() : options.holder;
+  m.advance_plan(page, tier);
+  const int t = static_cast<int>(tier);
+  {
+    PageState& s = m.pages[page];
+    std::lock_guard lock(s.mu);
+    if (!s.busy && s.valid[t] && m.compatible(s, access) &&
+        !(access != Access::kRead && s.nvme_staged)) {
+      m.hits.fetch_add(1, std::memory_order_relaxed);
+      promise.set_value(m.pin_locked(this, page, t, access, holder));
+      return future;
+    }
+  }
+  auto shared = std::make_shared<std::promise<Result<PageRef>>>(std::move(promise));
+  m.workers->submit([this, shared, page, t, access, holder = std::move(holder)] {
+    shared->set_value(impl_->acquire_blocking(this, page, t, access, holder, /*pin=*/true));
+  });
+  return future;
+}
+
+Result<PageRef> MemoryManager::acquire_sync(PageId page, Tier tier, Access access,
+                                            const AcquireOptions& options) {
+  return acquire(page, tier, access, options).get();
+}
+
+std::future<Result<std::vector<PageRef>>> MemoryManager::acquire_all(
+    std::vector<PageRequest> requests, const AcquireOptions& options) {
+  Impl& m = *impl_;
+  std::promise<Result<std::vector<PageRef>>> promise;
+  auto future = promise.get_future();
+  uint64_t per_tier[2] = {0, 0};
+  std::unordered_set<PageId> seen;
+  for (const PageRequest& r : requests) {
+    Status st = m.check_request(r.page, r.tier);
+    if (st.ok() && !seen.insert(r.page).second) {
+      st = Status::InvalidArgument("acquire_all: page " + std::to_string(r.page) + " is listed twice");
+    }
+    if (!st.ok()) {
+      promise.set_value(st);
+      return future;
+    }
+    ++per_tier[static_cast<int>(r.tier)];
+  }
+  for (int t = 0; t < 2; ++t) {
+    if (per_tier[t] > m.pools[t].capacity_frames) {
+      const uint64_t need = per_tier[t] * m.page;
+      promise.set_value(Status::ResourceExhausted(
+          "acquire_all: " + std::to_string(per_tier[t]) + " pages (" + FormatBytes(need) +
+          ") must be pinned on the " + TierName(Tier(t)) + " at once but " + kFlag[t] +
+          " allows " + std::to_string(m.pools[t].capacity_frames) + " pages (" +
+          FormatBytes(m.pools[t].capacity_frames * m.page) + "); raise " + kFlag[t] +
+          " to at least " + SizeFlagValue(need) + " or lower --page-size"));
+      return future;
+    }
+  }
+  std::string holder = options.holder.empty() ? ThisThreadName() : options.holder;
+  auto shared = std::make_shared<std::promise<Result<std::vector<PageRef>>>>(std::move(promise));
+  m.workers->submit([this, shared, requests = std::move(requests), holder = std::move(holder)] {
+    Impl& im = *impl_;
+    std::lock_guard batch(im.batch_mu);
+    std::vector<PageRef> refs;
+    for (const PageRequest& r : requests) {
+      im.advance_plan(r.page, r.tier);
+      Result<PageRef> ref =
+          im.acquire_blocking(this, r.page, static_cast<int>(r.tier), r.access, holder, true);
+      if (!ref.ok()) {
+        shared->set_value(ref.status());
+        return;
+      }
+      refs.push_back(std::move(*ref));
+    }
+    shared->set_value(std::move(refs));
+  });
+  return future;
+}
+
+void MemoryManager::prefetch(PageId page, Tier tier) {
+  Impl& m = *impl_;
+  if (!m.check_request(page, tier).ok()) return;
+  {
+    std::lock_guard lock(m.prefetch_mu);
+    ++m.prefetches;
+  }
+  m.workers->submit([this, page, tier] {
+    Impl& im = *impl_;
+    Result<PageRef> r = im.acquire_blocking(this, page, static_cast<int>(tier), Access::kRead, "",
+                                            /*pin=*/false);
+    if (!r.ok()) im.log->debug("prefetch of page {} to {} failed: {}", page, TierName(tier),
+                               r.status().ToString());
+    {
+      std::lock_guard lock(im.prefetch_mu);
+      --im.prefetches;
+    }
+    im.prefetch_cv.notify_all();
+  });
+}
+
+void MemoryManager::drain_prefetches() {
+  std::unique_lock lock(impl_->prefetch_mu);
+  impl_->prefetch_cv.wait(lock, [&] { return impl_->prefetches == 0; });
+}
+
+void MemoryManager::release(PageId page, Tier tier, Access access) {
+  Impl& m = *impl_;
+  PageState& s = m.pages[page];
+  {
+    std::lock_guard lock(s.mu);
+    if (access == Access::kRead) {
+      STRATA_CHECK(s.readers > 0) << "release of page " << page << " that is not pinned for read";
+      --s.readers;
+    } else {
+      STRATA_CHECK(s.writer) << "release of page " << page << " that is not pinned for write";
+      s.writer = false;
+    }
+    for (auto it = s.holders.begin(); it != s.holders.end(); ++it) {
+      if (it->tier == tier && (it->access == Access::kRead) == (access == Access::kRead)) {
+        s.holders.erase(it);
+        break;
+      }
+    }
+    const int t = static_cast<int>(tier);
+    s.last_use[t].store(m.tick.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+    s.cv.notify_all();
+  }
+  m.bump(static_cast<int>(tier));
+}
+
+Status MemoryManager::flush(std::span<const PageId> pages) {
+  Impl& m = *impl_;
+  if (m.opt.nvme == nullptr) {
+    return Status::FailedPrecondition("flush: no NVMe tier; give --nvme-dir");
+  }
+  for (PageId p : pages) {
+    STRATA_RETURN_IF_ERROR(m.check_request(p, Tier::kHost));
+    PageState& s = m.pages[p];
+    StallClock clock(m.opt.stall_timeout_ms);
+    std::unique_lock lock(s.mu);
+    while (s.busy || s.writer) {
+      s.cv.wait_for(lock, kWaitSlice);
+      if (clock.expired()) {
+        lock.unlock();
+        return m.stall_status(p, Tier::kHost, "the page to flush it");
+      }
+    }
+    if (s.nvme_valid || s.nvme_staged || (!s.valid[kDev] && !s.valid[kHostT])) continue;
+    s.busy = true;
+    const bool need_host = !s.valid[kHostT];
+    void* dev_frame = s.frame[kDev];
+    lock.unlock();
+    Status st;
+    if (need_host) {
+      Result<void*> hf = m.get_frame(kHostT, p, /*may_wait=*/true, 0);
+      st = hf.status();
+      if (st.ok()) {
+        st = m.copy(*hf, dev_frame, CopyKind::kDeviceToHost);
+        if (st.ok()) {
+          std::lock_guard relock(s.mu);
+          s.frame[kHostT] = *hf;
+          s.valid[kHostT] = true;
+          m.add_resident(kHostT, p);
+        } else {
+          m.put_frame(kHostT, *hf);
+        }
+      }
+    }
+    if (st.ok()) st = m.stage(p);
+    lock.lock();
+    s.busy = false;
+    s.cv.notify_all();
+    lock.unlock();
+    m.bump(kHostT);
+    STRATA_RETURN_IF_ERROR(st);
+  }
+  return Status::Ok();
+}
+
+Status MemoryManager::flush_all() {
+  std::vector<PageId> all(impl_->opt.num_pages);
+  for (PageId p = 0; p < all.size(); ++p) all[p] = p;
+  return flush(all);
+}
+
+Status MemoryManager::commit_nvme() { return impl_->commit(/*forced=*/false); }
+
+Status MemoryManager::evict_all(Tier tier) {
+  Impl& m = *impl_;
+  if (tier == Tier::kNvme) return Status::InvalidArgument("evict_all: NVMe copies are not evicted");
+  const int t = static_cast<int>(tier);
+  if (t == kHostT && m.opt.nvme != nullptr) {
+    STRATA_RETURN_IF_ERROR(flush_all());
+    STRATA_RETURN_IF_ERROR(commit_nvme());
+  }
+  std::vector<PageId> resident;
+  {
+    std::lock_guard lock(m.pools[t].mu);
+    resident.assign(m.pools[t].resident.begin(), m.pools[t].resident.end());
+  }
+  for (PageId p : resident) {
+    STRATA_ASSIGN_OR_RETURN(void* f, m.try_evict(p, t));
+    if (f != nullptr) m.put_frame(t, f);
+  }
+  return Status::Ok();
+}
+
+void MemoryManager::set_access_plan(std::vector<PlannedAccess> plan) {
+  auto p = std::make_shared<const internal::AccessPlan>(plan);
+  std::lock_guard lock(impl_->plan_mu);
+  impl_->plan = std::move(p);
+  impl_->plan_pos.store(0, std::memory_order_relaxed);
+}
+
+void MemoryManager::set_plan_position(uint64_t position) {
+  impl_->plan_pos.store(position, std::memory_order_relaxed);
+}
+
+MemoryStats MemoryManager::stats() const {
+  Impl& m = *impl_;
+  MemoryStats out;
+  for (int t = 0; t < 2; ++t) {
+    TierStats& ts = out.tiers[t];
+    std::lock_guard lock(m.pools[t].mu);
+    ts.capacity_bytes = m.pools[t].capacity_frames * m.page;
+    ts.current_bytes = m.pools[t].in_use * m.page;
+    ts.peak_bytes = m.pools[t].peak * m.page;
+    ts.resident_pages = m.pools[t].resident.size();
+  }
+  for (PageId p = 0; p < m.opt.num_pages; ++p) {
+    PageState& s = m.pages[p];
+    std::lock_guard lock(s.mu);
+    for (const Holder& h : s.holders) ++out.tiers[static_cast<int>(h.tier)].pinned_pages;
+    if (s.nvme_valid || s.nvme_staged) ++out.tiers[2].resident_pages;
+  }
+  if (m.opt.nvme != nullptr) {
+    const NvmeTierStats ns = m.opt.nvme->stats();
+    out.tiers[2].capacity_bytes = ns.capacity_bytes;
+    out.tiers[2].current_bytes = ns.used_bytes;
+    out.tiers[2].peak_bytes = ns.peak_bytes;
+  }
+  out.h2d_bytes = m.h2d_bytes.load();
+  out.d2h_bytes = m.d2h_bytes.load();
+  out.nvme_read_bytes = m.nvme_read_bytes.load();
+  out.nvme_write_bytes = m.nvme_write_bytes.load();
+  out.hits = m.hits.load();
+  out.misses = m.misses.load();
+  out.evictions = m.evictions.load();
+  out.write_backs = m.write_backs.load();
+  out.nvme_commits = m.commits.load();
+  out.forced_commits = m.forced_commits.load();
+  out.admission_waits = m.admission_waits.load();
+  return out;
+}
+
+PageResidency MemoryManager::residency(PageId page) const {
+  STRATA_CHECK(page < impl_->opt.num_pages) << "page " << page << " out of range";
+  PageState& s = impl_->pages[page];
+  std::lock_guard lock(s.mu);
+  PageResidency r;
+  r.valid[0] = s.valid[kDev];
+  r.valid[1] = s.valid[kHostT];
+  r.valid[2] = s.nvme_valid;
+  r.nvme_staged = s.nvme_staged;
+  r.readers = s.readers;
+  r.writer = s.writer;
+  r.busy = s.busy;
+  return r;
+}
+
+std::string MemoryManager::stall_report() const { return impl_->stall_report_impl(); }
+
+}  // namespace strata::memory

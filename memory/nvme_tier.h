@@ -1,0 +1,50 @@
+// NvmeTier: the NVMe copy of pages as the memory manager sees it. The manager depends on this
+// small interface only; PageStoreTier (memory/page_store_tier.h) adapts the storage layer's
+// copy-on-write PageStore to it, and tests may supply an in-memory implementation.
+//
+// Semantics (copy-on-write, as the PageStore gives them):
+// - stage_write(page, buffer) starts writing a new version of `page` from `buffer`
+//   (page_bytes() long, 4 KiB aligned). The new version is not readable and the buffer must
+//   stay unchanged until commit() returns. At most one staged version per page between commits
+//   (the manager never stages a page twice).
+// - commit() makes every staged version current, atomically and durably, and returns the first
+//   error of any staged write or of the commit itself. On error no staged version became
+//   current and the previously committed versions stay readable.
+// - read(page, buffer) reads the last committed version; NotFound when the page never was
+//   committed.
+// Threads: every method may be called from any thread; commits are serialised by the
+// implementation. Errors are Statuses naming the page, the file and the offset.
+#pragma once
+
+#include <cstdint>
+#include <future>
+
+#include "core/util/status.h"
+#include "memory/page_plan.h"
+
+namespace strata::memory {
+
+struct NvmeTierStats {
+  uint64_t capacity_bytes = 0;  // slot bytes available to pages (the NVMe budget)
+  uint64_t used_bytes = 0;      // slots holding committed or staged versions
+  uint64_t peak_bytes = 0;
+};
+
+class NvmeTier {
+ public:
+  virtual ~NvmeTier() = default;
+  virtual uint64_t page_bytes() const = 0;
+  // Registers a long-lived host buffer (the pinned host pool) for faster I/O (io_uring fixed
+  // buffers). Both are optional to honour: the default does nothing.
+  virtual Status register_buffer(void* /*buffer*/, uint64_t /*bytes*/) { return Status::Ok(); }
+  virtual void unregister_buffer(void* /*buffer*/) {}
+
+  [[nodiscard]] virtual Status stage_write(PageId page, const void* buffer) = 0;
+  [[nodiscard]] virtual Status commit() = 0;
+  // The future holds the read's Status; the buffer belongs to the tier until it is ready.
+  virtual std::future<Status> read(PageId page, void* buffer) = 0;
+
+  virtual NvmeTierStats stats() const = 0;
+};
+
+}  // namespace strata::memory

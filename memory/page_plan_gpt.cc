@@ -1,0 +1,17 @@
+#include "memory/page_plan_gpt.h"
+
+namespace strata::memory {
+
+std::vector<TensorEntry> GptTensorEntries(const GptLayout& layout, std::span<const Role> roles) {
+  std::vector<TensorEntry> out;
+  for (int b = 0; b < layout.num_blocks(); ++b) {
+    for (Role role : roles) {
+      for (const TensorSpec& t : layout.blocks[b].tensors) {
+        out.push_back(TensorEntry{b, role, t.name, t.numel});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace strata::memory
