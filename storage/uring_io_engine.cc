@@ -76,34 +76,22 @@ class UringIoEngine final : public IoEngineBase {
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (buffers_.empty()) return Status::Ok();  // no fixed buffers on this kernel: plain I/O
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      if (buffers_[i].base != nullptr) continue;
-      iovec iov{buffer, bytes};
-      int r = io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(i), &iov,
-                                                   nullptr, 1);
-      if (r < 0) {
-        return Status::FromErrno(-r, "io_uring register buffer of " + std::to_string(bytes) +
-                                         " bytes (raise RLIMIT_MEMLOCK, ulimit -l)");
+    // The kernel caps one fixed buffer at 1 GiB: longer buffers take several table entries
+    // (a request that straddles two of them uses plain I/O).
+    char* const base = static_cast<char*>(buffer);
+    for (uint64_t off = 0; off < bytes; off += kMaxFixedBufferBytes) {
+      Status s = register_piece_locked(base, base + off, std::min(kMaxFixedBufferBytes, bytes - off));
+      if (!s.ok()) {
+        unregister_locked(base);
+        return s;
       }
-      buffers_[i] = {static_cast<char*>(buffer), bytes};
-      return Status::Ok();
     }
-    return Status::ResourceExhausted("io_uring fixed-buffer table full (" +
-                                     std::to_string(buffers_.size()) +
-                                     " buffers); raise max_fixed_buffers");
+    return Status::Ok();
   }
 
   void unregister_buffer(void* buffer) override {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      if (buffers_[i].base != buffer) continue;
-      iovec iov{nullptr, 0};
-      int r = io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(i), &iov,
-                                                   nullptr, 1);
-      STRATA_CHECK(r >= 0) << "io_uring unregister buffer: " << std::strerror(-r);
-      buffers_[i] = {};
-      return;
-    }
+    unregister_locked(static_cast<char*>(buffer));
   }
 
   IoBackend backend() const override { return IoBackend::kUring; }
@@ -134,9 +122,42 @@ class UringIoEngine final : public IoEngineBase {
 
  private:
   struct FixedBuffer {
+    char* owner = nullptr;  // the address passed to register_buffer
     char* base = nullptr;
     uint64_t bytes = 0;
   };
+
+  static constexpr uint64_t kMaxFixedBufferBytes = 1 * kGiB;
+
+  Status register_piece_locked(char* owner, char* piece, uint64_t bytes) {
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (buffers_[i].base != nullptr) continue;
+      iovec iov{piece, bytes};
+      int r = io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(i), &iov,
+                                                   nullptr, 1);
+      if (r < 0) {
+        return Status::FromErrno(-r, "io_uring register buffer of " + std::to_string(bytes) +
+                                         " bytes (raise RLIMIT_MEMLOCK, ulimit -l)");
+      }
+      buffers_[i] = {owner, piece, bytes};
+      return Status::Ok();
+    }
+    return Status::ResourceExhausted("io_uring fixed-buffer table full (" +
+                                     std::to_string(buffers_.size()) +
+                                     " entries); raise max_fixed_buffers");
+  }
+
+  void unregister_locked(char* owner) {
+    if (owner == nullptr) return;
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (buffers_[i].owner != owner) continue;
+      iovec iov{nullptr, 0};
+      int r = io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(i), &iov,
+                                                   nullptr, 1);
+      STRATA_CHECK(r >= 0) << "io_uring unregister buffer: " << std::strerror(-r);
+      buffers_[i] = {};
+    }
+  }
 
   int find_buffer_locked(const char* p, uint64_t bytes) const {
     for (size_t i = 0; i < buffers_.size(); ++i) {
