@@ -5,7 +5,6 @@
 //
 //   void AddTrainCommand(CLI::App& app, CommandContext& ctx);
 //   void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx);
-void AddBenchPagesCommand(CLI::App& bench, CommandContext& ctx);
 //
 // The callback it sets runs the command and stores the outcome in ctx.status. main() turns
 // that into one line on stderr and the exit code: 0 ok, 2 usage errors (InvalidArgument:
