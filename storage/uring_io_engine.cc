@@ -117,7 +117,9 @@ class UringIoEngine final : public IoEngineBase {
       c->buffer_index = find_buffer_locked(c->buffer, c->bytes);
       pending_.push_back(c);
     }
-    fill_locked();
+    // Transfers chained from callbacks are submitted together once the callbacks of this
+    // round of completions have run: one io_uring_enter instead of one per callback.
+    fill_locked(/*submit=*/tls_completing_ != this);
   }
 
  private:
@@ -170,7 +172,7 @@ class UringIoEngine final : public IoEngineBase {
   }
 
   // Moves pending chunks into the SQ while fewer than queue_depth are in flight, then submits.
-  void fill_locked() {
+  void fill_locked(bool submit = true) {
     unsigned prepared = 0;
     while (in_flight_ < options_.queue_depth && !pending_.empty()) {
       io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
@@ -202,10 +204,12 @@ class UringIoEngine final : public IoEngineBase {
       ++in_flight_;
       ++prepared;
     }
-    if (prepared > 0) submit_locked();
+    unsubmitted_ += prepared;
+    if (submit && unsubmitted_ > 0) submit_locked();
   }
 
   void submit_locked() {
+    unsubmitted_ = 0;
     for (int attempt = 0;; ++attempt) {
       int r = io_uring_submit(&ring_);
       if (r >= 0) return;
@@ -218,6 +222,7 @@ class UringIoEngine final : public IoEngineBase {
   }
 
   void complete_loop() {
+    tls_completing_ = this;
     std::vector<std::pair<Chunk*, int>> finished;  // errno 0 = done, -1 = end of file
     std::vector<Chunk*> requeue;
     for (;;) {
@@ -253,6 +258,7 @@ class UringIoEngine final : public IoEngineBase {
       }
       if (!finished.empty()) {
         std::lock_guard<std::mutex> lock(mu_);
+        if (unsubmitted_ > 0) submit_locked();
         live_chunks_ -= finished.size();
         if (live_chunks_ == 0) idle_cv_.notify_all();
       }
@@ -292,6 +298,9 @@ class UringIoEngine final : public IoEngineBase {
     finished.emplace_back(c, err);
   }
 
+  // The engine whose completion thread is the current thread, if any.
+  static thread_local UringIoEngine* tls_completing_;
+
   io_uring ring_;
   bool ring_ready_ = false;
   bool fixed_files_ = false;
@@ -301,9 +310,12 @@ class UringIoEngine final : public IoEngineBase {
   std::condition_variable idle_cv_;
   std::deque<Chunk*> pending_;
   uint32_t in_flight_ = 0;
+  uint32_t unsubmitted_ = 0;  // SQEs prepared but not yet passed to the kernel
   uint64_t live_chunks_ = 0;  // dispatched and not yet finished (callbacks included)
   std::vector<FixedBuffer> buffers_;
 };
+
+thread_local UringIoEngine* UringIoEngine::tls_completing_ = nullptr;
 
 }  // namespace
 
