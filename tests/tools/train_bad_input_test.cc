@@ -33,8 +33,8 @@ class TrainBadInput : public ::testing::Test {
     f.write(reinterpret_cast<const char*>(tokens.data()), tokens.size() * 2);
   }
 
-  RunResult Train(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"train", "--model", "tiny", "--steps", "1", "--batch", "2",
+  RunResult Train(std::vector<std::string> extra, const std::string& model = "tiny") {
+    std::vector<std::string> args = {"train", "--model", model, "--steps", "1", "--batch", "2",
                                      "--threads", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     return RunStrata(args, dir_);
@@ -128,7 +128,7 @@ TEST_F(TrainBadInput, UnreadableInit) {
 TEST_F(TrainBadInput, UnknownFlagAndModel) {
   auto r = Train({"--no-such-flag"});
   EXPECT_EQ(r.exit_code, 2);
-  auto m = Train({"--model", "gpt5"});
+  auto m = Train({}, "gpt5");
   ExpectOneClearLine(m, {"gpt5"});
   EXPECT_EQ(m.exit_code, 2);
 }

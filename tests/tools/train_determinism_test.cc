@@ -12,20 +12,20 @@
 namespace strata::testing {
 namespace {
 
-struct Run {
+struct TrainRun {
   std::vector<std::string> loss_texts;  // the JSON text of each loss, to compare exact bits
   std::vector<double> losses;
   std::string weights;
 };
 
-Run TrainTiny(const std::string& dir, const std::string& tag, int threads, int steps) {
+TrainRun TrainTiny(const std::string& dir, const std::string& tag, int threads, int steps) {
   const std::string log = dir + "/" + tag + ".jsonl", out = dir + "/" + tag + ".safetensors";
   auto r = RunStrata({"train", "--model", "tiny", "--batch", "4", "--seq", "64", "--steps",
                       std::to_string(steps), "--lr", "1e-3", "--seed", "7", "--threads",
                       std::to_string(threads), "--log-json", log, "--export", out},
                      dir);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  Run run;
+  TrainRun run;
   std::istringstream lines(ReadWholeFile(log));
   std::string line;
   long expected_step = 1;
@@ -45,9 +45,9 @@ Run TrainTiny(const std::string& dir, const std::string& tag, int threads, int s
 
 TEST(TrainDeterminism, SameSeedSameLossesAndBytes) {
   const std::string dir = MakeTempDir("determinism");
-  Run a = TrainTiny(dir, "a", 2, 6);
-  Run b = TrainTiny(dir, "b", 2, 6);
-  Run one_thread = TrainTiny(dir, "c", 1, 6);
+  TrainRun a = TrainTiny(dir, "a", 2, 6);
+  TrainRun b = TrainTiny(dir, "b", 2, 6);
+  TrainRun one_thread = TrainTiny(dir, "c", 1, 6);
   EXPECT_EQ(a.loss_texts, b.loss_texts);
   EXPECT_EQ(a.loss_texts, one_thread.loss_texts);
   ASSERT_FALSE(a.weights.empty());
@@ -57,7 +57,7 @@ TEST(TrainDeterminism, SameSeedSameLossesAndBytes) {
 
 TEST(TrainDeterminism, LossFallsOnBuiltinCorpus) {
   const std::string dir = MakeTempDir("lossfalls");
-  Run r = TrainTiny(dir, "fall", 2, 30);
+  TrainRun r = TrainTiny(dir, "fall", 2, 30);
   ASSERT_EQ(r.losses.size(), 30u);
   EXPECT_NEAR(r.losses.front(), std::log(256.0), 0.3);  // about uniform at init
   EXPECT_LT(r.losses.back(), r.losses.front() - 1.0);
@@ -65,7 +65,7 @@ TEST(TrainDeterminism, LossFallsOnBuiltinCorpus) {
 
 TEST(TrainDeterminism, ZeroStepsExportsInitialWeights) {
   const std::string dir = MakeTempDir("zerosteps");
-  Run r0 = TrainTiny(dir, "zero", 1, 0);
+  TrainRun r0 = TrainTiny(dir, "zero", 1, 0);
   EXPECT_FALSE(r0.weights.empty());
   // Starting from the exported initial weights gives the same run as starting from the seed.
   const std::string log = dir + "/from_init.jsonl";
@@ -73,7 +73,7 @@ TEST(TrainDeterminism, ZeroStepsExportsInitialWeights) {
                       "64", "--steps", "3", "--lr", "1e-3", "--threads", "1", "--log-json", log},
                      dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  Run seeded = TrainTiny(dir, "seeded", 1, 3);
+  TrainRun seeded = TrainTiny(dir, "seeded", 1, 3);
   std::istringstream lines(ReadWholeFile(log));
   std::string line;
   std::vector<double> losses;
