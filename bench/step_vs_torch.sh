@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Training throughput, Strata vs PyTorch, same model, batch and thread budget, in one run:
+#   - strata bench step: tokens/s and the step's GFLOP/s against sgemm peak (measured in the
+#     same process, same thread count);
+#   - bench/torch_step.py: PyTorch at its best thread split on this machine.
+# Prints one JSON object: both rates, strata/torch ratio, gemm fraction, and the targets.
+# Usage: bench/step_vs_torch.sh [--model small] [--batch 8] [--seq 256] [--threads 2] [--steps 5]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=small batch=8 seq=256 threads=2 steps=5
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --model) model=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    --seq) seq=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    *) echo "step_vs_torch.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+strata=${STRATA_BIN:-build/tools/strata}
+[[ -x "$strata" ]] || { echo "step_vs_torch.sh: $strata not built; run tools/build.sh" >&2; exit 1; }
+case "$model" in
+  small) shape=(--n-layer 6 --n-head 6 --n-embd 384 --vocab 256) ;;
+  tiny) shape=(--n-layer 2 --n-head 2 --n-embd 32 --vocab 256) ;;
+  *) echo "step_vs_torch.sh: only --model small or tiny have a torch twin here" >&2; exit 2 ;;
+esac
+s=$("$strata" bench step --model "$model" --batch "$batch" --seq "$seq" --threads "$threads" \
+      --steps "$steps")
+t=$(/usr/bin/python3 bench/torch_step.py "${shape[@]}" --seq "$seq" --batch "$batch" \
+      --threads "$threads" --steps "$steps")
+/usr/bin/python3 - "$s" "$t" <<'PY'
+import json, sys
+s, t = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+out = {"bench": "step_vs_torch", "model": s["model"], "batch": s["batch"], "seq": s["seq"],
+       "threads": s["threads"], "strata_tokens_per_s": s["tokens_per_s"],
+       "torch_tokens_per_s": t["tokens_per_s"], "torch_best_setting": t["best_setting"],
+       "torch_ratio": s["tokens_per_s"] / t["tokens_per_s"], "torch_ratio_target": 1.2,
+       "gflops": s["gflops"], "gemm_peak_gflops": s["gemm_peak_gflops"],
+       "gemm_fraction": s["gemm_fraction"], "gemm_fraction_target": 0.6}
+print(json.dumps(out))
+PY
