@@ -386,8 +386,9 @@ def selfcheck():
     print(f"  vectorised vs naive float64 model: loss rel {fmt(d_loss)}, worst grad rel "
           f"{fmt(d_grad)} (tolerance 1e-10)")
     if d_loss > 1e-10 or d_grad > 1e-10:
-        failures.append(f"vectorised model differs from the naive one (loss {d_loss}, grad {d_grad})")
-    # Position T..block_size-1 of wpe gets no gradient, the rest does.
+        failures.append(f"vectorised model differs from the naive one (loss {d_loss}, "
+                        f"grad {d_grad})")
+    # Rows T..block_size-1 of wpe get no gradient.
     if grads["transformer.wpe.weight"][5:].abs().max().item() != 0:
         failures.append("wpe rows beyond T received gradient")
 
@@ -395,7 +396,8 @@ def selfcheck():
     worst_fd = 0.0
     for trial in range(3):
         gd = torch.Generator().manual_seed(100 + trial)
-        dirs = {n: torch.randn(p.shape, generator=gd, dtype=torch.float64) for n, p in params.items()}
+        dirs = {n: torch.randn(p.shape, generator=gd, dtype=torch.float64)
+                for n, p in params.items()}
         eps = 1e-6
         plus = gpt2_loss({n: params[n] + eps * dirs[n] for n in params}, cfg, x, y).item()
         minus = gpt2_loss({n: params[n] - eps * dirs[n] for n in params}, cfg, x, y).item()
