@@ -23,6 +23,7 @@ void FaultInjector::clear() {
   write_budget_bytes_.store(kDisarmed, std::memory_order_relaxed);
   latency_ns_.store(0, std::memory_order_relaxed);
   refuse_direct_.store(false, std::memory_order_relaxed);
+  refuse_uring_.store(false, std::memory_order_relaxed);
 }
 
 int FaultInjector::on_request(IoOp op, uint64_t bytes) {

@@ -8,7 +8,9 @@
 //     completes with ENOSPC;
 //   - set_latency_ns(ns): every request completes no sooner than ns after it was issued;
 //   - refuse_direct_io(true): opening a slot file with O_DIRECT fails with EINVAL, as on a
-//     filesystem that does not support it.
+//     filesystem that does not support it;
+//   - refuse_io_uring(true): IoEngine::Create cannot set up io_uring (EPERM, as under a seccomp
+//     policy or io_uring_disabled=2), so kAuto falls back to the pread/pwrite pool.
 // FlipByteOnDisk() changes one byte of a file behind Strata's back (bit rot).
 //
 // Thread safety: every method may be called from any thread at any time; the knobs are atomics
@@ -34,6 +36,7 @@ class FaultInjector {
   void enospc_after_bytes(uint64_t bytes);
   void set_latency_ns(uint64_t ns) { latency_ns_.store(ns, std::memory_order_relaxed); }
   void refuse_direct_io(bool refuse) { refuse_direct_.store(refuse, std::memory_order_relaxed); }
+  void refuse_io_uring(bool refuse) { refuse_uring_.store(refuse, std::memory_order_relaxed); }
   // Disarms every fault (latency included).
   void clear();
 
@@ -41,6 +44,7 @@ class FaultInjector {
   int on_request(IoOp op, uint64_t bytes);
   uint64_t latency_ns() const { return latency_ns_.load(std::memory_order_relaxed); }
   bool direct_io_refused() const { return refuse_direct_.load(std::memory_order_relaxed); }
+  bool io_uring_refused() const { return refuse_uring_.load(std::memory_order_relaxed); }
   // Number of requests failed so far by this injector.
   uint64_t injected() const { return injected_.load(std::memory_order_relaxed); }
 
@@ -51,6 +55,7 @@ class FaultInjector {
   std::atomic<uint64_t> write_budget_bytes_{kDisarmed};
   std::atomic<uint64_t> latency_ns_{0};
   std::atomic<bool> refuse_direct_{false};
+  std::atomic<bool> refuse_uring_{false};
   std::atomic<uint64_t> injected_{0};
 };
 

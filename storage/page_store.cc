@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -218,8 +219,12 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
   io.faults = options.faults;
   for (const auto& f : store->files_) {
     if (!f->direct_io() && io.backend != IoBackend::kSync) {
-      Logger("storage")->info(
-          "--nvme-dir {} refuses O_DIRECT; using buffered pread/pwrite with fdatasync", f->dir());
+      static std::atomic<bool> logged{false};
+      if (!logged.exchange(true)) {
+        Logger("storage")->info(
+            "--nvme-dir {} refuses O_DIRECT; using buffered pread/pwrite with fdatasync",
+            f->dir());
+      }
       io.backend = IoBackend::kSync;
     }
   }

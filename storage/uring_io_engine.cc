@@ -26,6 +26,9 @@ class UringIoEngine final : public IoEngineBase {
   explicit UringIoEngine(const IoEngineOptions& options) : IoEngineBase(options) {}
 
   Status init() {
+    if (options_.faults != nullptr && options_.faults->io_uring_refused()) {
+      return Status::FromErrno(EPERM, "io_uring_queue_init (refused by the fault injector)");
+    }
     io_uring_params params;
     std::memset(&params, 0, sizeof(params));
     params.flags = IORING_SETUP_CQSIZE;

@@ -232,5 +232,19 @@ TEST(IoEngineCreate, AutoPrefersIoUring) {
   EXPECT_EQ((*r)->backend(), IoBackend::kUring) << "io_uring works on this machine";
 }
 
+TEST(IoEngineCreate, FallsBackToThreadPoolWhereIoUringIsRefused) {
+  FaultInjector faults;
+  faults.refuse_io_uring(true);
+  IoEngineOptions options;
+  options.faults = &faults;
+  Result<std::unique_ptr<IoEngine>> fallback = IoEngine::Create(options);
+  ASSERT_TRUE(fallback.ok()) << fallback.status().ToString();
+  EXPECT_EQ((*fallback)->backend(), IoBackend::kSync);
+  options.backend = IoBackend::kUring;
+  Result<std::unique_ptr<IoEngine>> forced = IoEngine::Create(options);
+  EXPECT_EQ(forced.status().code(), StatusCode::kNotSupported);
+  EXPECT_NE(forced.status().message().find("io_uring"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::storage
