@@ -36,11 +36,11 @@ inline constexpr const char* kCatalogDirName = "strata.catalog";
 using PageId = uint64_t;
 
 struct PageEntry {
-  uint32_t file = 0;       // index of the slot file (position of its --nvme-dir)
-  uint64_t slot = 0;       // slot within that file
-  uint64_t version = 0;    // caller-chosen, strictly increasing per page (e.g. the step)
-  uint64_t checksum = 0;   // XXH3-64 of the first `length` bytes
-  uint64_t length = 0;     // bytes of payload, <= page size
+  uint32_t file = 0;      // index of the slot file (position of its --nvme-dir)
+  uint64_t slot = 0;      // slot within that file
+  uint64_t version = 0;   // caller-chosen, strictly increasing per page (e.g. the step)
+  uint64_t checksum = 0;  // XXH3-64 of the first `length` bytes
+  uint64_t length = 0;    // bytes of payload, <= page size
   friend bool operator==(const PageEntry&, const PageEntry&) = default;
 };
 

@@ -19,9 +19,12 @@ namespace strata::storage {
 
 const char* IoBackendName(IoBackend backend) {
   switch (backend) {
-    case IoBackend::kAuto: return "auto";
-    case IoBackend::kUring: return "io_uring";
-    case IoBackend::kSync: return "sync";
+    case IoBackend::kAuto:
+      return "auto";
+    case IoBackend::kUring:
+      return "io_uring";
+    case IoBackend::kSync:
+      return "sync";
   }
   return "unknown";
 }
@@ -53,8 +56,8 @@ std::future<Status> SubmitOne(IoEngine& engine, IoOp op, int file, uint64_t offs
                               uint64_t bytes) {
   auto promise = std::make_shared<std::promise<Status>>();
   std::future<Status> future = promise->get_future();
-  IoRequest request{op, file, offset, buffer, bytes,
-                    [promise](const Status& s) { promise->set_value(s); }};
+  IoRequest request{op,     file,  offset,
+                    buffer, bytes, [promise](const Status& s) { promise->set_value(s); }};
   Status s = engine.submit(std::span<IoRequest>(&request, 1));
   if (!s.ok()) promise->set_value(s);
   return future;
@@ -66,8 +69,7 @@ std::future<Status> IoEngine::read(int file, uint64_t offset, void* buffer, uint
   return SubmitOne(*this, IoOp::kRead, file, offset, buffer, bytes);
 }
 
-std::future<Status> IoEngine::write(int file, uint64_t offset, const void* buffer,
-                                    uint64_t bytes) {
+std::future<Status> IoEngine::write(int file, uint64_t offset, const void* buffer, uint64_t bytes) {
   // The engine never writes into the buffer of a write request.
   return SubmitOne(*this, IoOp::kWrite, file, offset, const_cast<void*>(buffer), bytes);
 }

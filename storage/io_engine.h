@@ -60,18 +60,18 @@ using IoCallback = std::function<void(const Status&)>;
 
 struct IoRequest {
   IoOp op = IoOp::kRead;
-  int file = -1;         // index returned by register_file
-  uint64_t offset = 0;   // bytes, 4 KiB aligned
+  int file = -1;           // index returned by register_file
+  uint64_t offset = 0;     // bytes, 4 KiB aligned
   void* buffer = nullptr;  // 4 KiB aligned; const for writes
-  uint64_t bytes = 0;    // 4 KiB multiple, > 0
-  IoCallback done;       // called exactly once when submit() returned OK
+  uint64_t bytes = 0;      // 4 KiB multiple, > 0
+  IoCallback done;         // called exactly once when submit() returned OK
 };
 
 struct IoEngineStats {
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
-  uint64_t requests = 0;          // after splitting
-  uint64_t requeued = 0;          // short transfers and -EAGAIN/-EINTR resubmitted
+  uint64_t requests = 0;  // after splitting
+  uint64_t requeued = 0;  // short transfers and -EAGAIN/-EINTR resubmitted
   uint64_t fixed_buffer_requests = 0;
   uint64_t failed_transfers = 0;
 };

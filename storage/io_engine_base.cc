@@ -42,7 +42,8 @@ void IoEngineBase::unregister_file(int file) {
 
 std::string IoEngineBase::file_path(int file) const {
   std::lock_guard<std::mutex> lock(files_mu_);
-  if (file < 0 || static_cast<size_t>(file) >= files_.size()) return "<file " + std::to_string(file) + ">";
+  if (file < 0 || static_cast<size_t>(file) >= files_.size())
+    return "<file " + std::to_string(file) + ">";
   return files_[file].path;
 }
 

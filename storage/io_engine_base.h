@@ -32,17 +32,17 @@ struct Transfer {
 
 struct Chunk {
   Transfer* transfer = nullptr;
-  int fd = -1;              // the OS fd (sync backend, and io_uring without fixed files)
-  int file = -1;            // engine file index
-  uint64_t offset = 0;      // of the next byte to move
-  char* buffer = nullptr;   // next byte to move
-  uint64_t bytes = 0;       // bytes still to move
+  int fd = -1;                  // the OS fd (sync backend, and io_uring without fixed files)
+  int file = -1;                // engine file index
+  uint64_t offset = 0;          // of the next byte to move
+  char* buffer = nullptr;       // next byte to move
+  uint64_t bytes = 0;           // bytes still to move
   uint64_t request_offset = 0;  // where this chunk started, for error messages
   uint64_t request_bytes = 0;
-  int buffer_index = -1;    // io_uring fixed buffer, or -1
-  int retries = 0;          // consecutive no-progress attempts
-  int injected_errno = 0;   // set by the fault injector: fail without touching the disk
-  uint64_t issued_ns = 0;   // for injected latency
+  int buffer_index = -1;   // io_uring fixed buffer, or -1
+  int retries = 0;         // consecutive no-progress attempts
+  int injected_errno = 0;  // set by the fault injector: fail without touching the disk
+  uint64_t issued_ns = 0;  // for injected latency
 };
 
 class IoEngineBase : public IoEngine {

@@ -57,8 +57,7 @@ struct PageStore::BatchState {
   // The slot of each failed write, so that commit can name it.
 };
 
-PageStore::Batch::Batch(PageStore* store)
-    : store_(store), state_(std::make_shared<BatchState>()) {}
+PageStore::Batch::Batch(PageStore* store) : store_(store), state_(std::make_shared<BatchState>()) {}
 
 PageStore::Batch::Batch(Batch&& other) noexcept
     : store_(other.store_), staged_(std::move(other.staged_)), state_(std::move(other.state_)) {
@@ -128,10 +127,10 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
                                   "; use the Strata that wrote it or another --nvme-dir");
     }
     if (layout.page_bytes != page_bytes) {
-      return Status::InvalidArgument(
-          "store at " + catalog_path + " was made with page size " +
-          FormatBytes(layout.page_bytes) + " but this run asks for " + FormatBytes(page_bytes) +
-          "; pass the store's page size or use another --nvme-dir");
+      return Status::InvalidArgument("store at " + catalog_path + " was made with page size " +
+                                     FormatBytes(layout.page_bytes) + " but this run asks for " +
+                                     FormatBytes(page_bytes) +
+                                     "; pass the store's page size or use another --nvme-dir");
     }
     if (layout.dirs != dirs) {
       return Status::InvalidArgument("store at " + catalog_path + " spans --nvme-dir " +
@@ -170,7 +169,8 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
         return Status::AlreadyExists(
             "--nvme-dir " + d + " already holds a Strata store (" +
             (Catalog::Exists(Catalog::PathFor(d)) ? Catalog::PathFor(d) : SlotFile::PathFor(d)) +
-            ") that " + dirs[0] + " does not describe; pass that store's directories in their "
+            ") that " + dirs[0] +
+            " does not describe; pass that store's directories in their "
             "original order (the first holds strata.catalog), or delete its files to start over");
       }
       it->second += bytes_per_file;
@@ -222,8 +222,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
       static std::atomic<bool> logged{false};
       if (!logged.exchange(true)) {
         Logger("storage")->info(
-            "--nvme-dir {} refuses O_DIRECT; using buffered pread/pwrite with fdatasync",
-            f->dir());
+            "--nvme-dir {} refuses O_DIRECT; using buffered pread/pwrite with fdatasync", f->dir());
       }
       io.backend = IoBackend::kSync;
     }
@@ -245,8 +244,8 @@ Status PageStore::recover() {
   Status bad;
   auto check = [&](const PageRecord& r, const std::string& where) {
     if (!bad.ok()) return false;
-    if (r.entry.file >= files_.size() || r.entry.slot >= per_file ||
-        r.entry.length == 0 || r.entry.length > layout_.page_bytes) {
+    if (r.entry.file >= files_.size() || r.entry.slot >= per_file || r.entry.length == 0 ||
+        r.entry.length > layout_.page_bytes) {
       bad = Status::Corruption("catalog " + catalog_->path() + ": " + where + " page " +
                                std::to_string(r.page) + " names slot " +
                                std::to_string(r.entry.slot) + " of file " +
@@ -260,9 +259,8 @@ Status PageStore::recover() {
     if (!check(r, "current")) return;
     SlotState& s = slots_[global_slot(r.entry)];
     if (s.refs > 0) {
-      bad = Status::Corruption("catalog " + catalog_->path() + ": page " +
-                               std::to_string(r.page) + " shares slot " +
-                               std::to_string(r.entry.slot) + " of " +
+      bad = Status::Corruption("catalog " + catalog_->path() + ": page " + std::to_string(r.page) +
+                               " shares slot " + std::to_string(r.entry.slot) + " of " +
                                files_[r.entry.file]->path() + " with another page");
       return;
     }
@@ -386,13 +384,16 @@ Status PageStore::write_page_version(Batch& batch, PageId page, uint64_t version
     ++batch.state_->pending;
   }
   std::shared_ptr<BatchState> state = batch.state_;
-  IoRequest request{IoOp::kWrite, engine_files_[entry.file], slot_offset(entry),
-                    const_cast<void*>(buffer), RoundUpToIoAlign(bytes),
+  IoRequest request{IoOp::kWrite,
+                    engine_files_[entry.file],
+                    slot_offset(entry),
+                    const_cast<void*>(buffer),
+                    RoundUpToIoAlign(bytes),
                     [state, page, version](const Status& s) {
                       std::lock_guard<std::mutex> lock(state->mu);
                       if (!s.ok() && state->error.ok()) {
-                        state->error = s.WithContext("page " + std::to_string(page) +
-                                                     " version " + std::to_string(version));
+                        state->error = s.WithContext("page " + std::to_string(page) + " version " +
+                                                     std::to_string(version));
                       }
                       if (--state->pending == 0) state->cv.notify_all();
                     }};
@@ -553,7 +554,11 @@ Status PageStore::start_read(PageId page, const PageEntry& entry, void* buffer,
   }
   const uint64_t offset = slot_offset(entry);
   IoRequest request{
-      IoOp::kRead, engine_files_[entry.file], offset, buffer, io_bytes,
+      IoOp::kRead,
+      engine_files_[entry.file],
+      offset,
+      buffer,
+      io_bytes,
       [this, page, entry, buffer, offset, unpin, done = std::move(done)](const Status& io) {
         Status s = io;
         if (s.ok()) {
@@ -561,8 +566,8 @@ Status PageStore::start_read(PageId page, const PageEntry& entry, void* buffer,
           if (actual != entry.checksum) {
             s = Status::Corruption(
                 "page " + std::to_string(page) + " version " + std::to_string(entry.version) +
-                ": checksum mismatch at " + files_[entry.file]->path() + " offset " +
-                Hex(offset) + " (expected " + Hex(entry.checksum) + ", got " + Hex(actual) +
+                ": checksum mismatch at " + files_[entry.file]->path() + " offset " + Hex(offset) +
+                " (expected " + Hex(entry.checksum) + ", got " + Hex(actual) +
                 "); the file was changed outside Strata or the disk is failing; restore from a "
                 "checkpoint");
           }
@@ -609,8 +614,8 @@ Status PageStore::save_manifest(const std::string& name) {
   std::lock_guard<std::mutex> commit_lock(commit_mu_);
   Result<std::vector<PageRecord>> existing = catalog_->get_manifest(name);
   if (existing.ok()) {
-    return Status::AlreadyExists("manifest '" + name + "' already exists in " +
-                                 catalog_->path() + "; delete it first or pick another name");
+    return Status::AlreadyExists("manifest '" + name + "' already exists in " + catalog_->path() +
+                                 "; delete it first or pick another name");
   }
   if (existing.status().code() != StatusCode::kNotFound) return existing.status();
   std::vector<PageRecord> records = pages();  // stable: commits are excluded by commit_mu_

@@ -67,12 +67,12 @@ struct PageStoreStats {
   uint64_t pages_read = 0;
   uint64_t pages_written = 0;  // page versions written (committed or not)
   uint64_t commits = 0;
-  uint64_t pages = 0;              // pages with a current mapping
+  uint64_t pages = 0;  // pages with a current mapping
   uint64_t slots_total = 0;
-  uint64_t slots_referenced = 0;   // by a current mapping or a manifest
-  uint64_t slots_staged = 0;       // holding written, not yet committed versions
+  uint64_t slots_referenced = 0;  // by a current mapping or a manifest
+  uint64_t slots_staged = 0;      // holding written, not yet committed versions
   uint64_t slots_free = 0;
-  uint64_t slots_used_peak = 0;    // max over time of slots_total - slots_free
+  uint64_t slots_used_peak = 0;  // max over time of slots_total - slots_free
   uint64_t checksum_failures = 0;
 };
 
@@ -133,8 +133,8 @@ class PageStore {
   [[nodiscard]] Status read_page(PageId page, void* buffer, uint64_t buffer_bytes,
                                  PageReadCallback done);
   std::future<Status> read_page(PageId page, void* buffer, uint64_t buffer_bytes);
-  // Reads a specific version (e.g. from a manifest). FailedPrecondition if its slot is no
-  // longer referenced by the catalog.
+  // Reads a specific version (e.g. a record of load_manifest()) while the manifest or mapping
+  // that names it still exists. FailedPrecondition if its slot is no longer referenced.
   [[nodiscard]] Status read_record(const PageRecord& record, void* buffer, uint64_t buffer_bytes,
                                    PageReadCallback done);
 
@@ -156,15 +156,17 @@ class PageStore {
 
  private:
   struct SlotState {
-    uint32_t refs = 0;   // current mapping + manifests
-    uint32_t pins = 0;   // reads in flight
+    uint32_t refs = 0;  // current mapping + manifests
+    uint32_t pins = 0;  // reads in flight
     bool staged = false;
   };
   struct BatchState;
 
   PageStore() = default;
   Status recover();
-  uint64_t global_slot(const PageEntry& e) const { return e.file * layout_.slots_per_file + e.slot; }
+  uint64_t global_slot(const PageEntry& e) const {
+    return e.file * layout_.slots_per_file + e.slot;
+  }
   Result<PageEntry> allocate_slot_locked(PageId page);
   void maybe_free_locked(uint64_t global);
   void release_staged(Batch& batch);
@@ -177,7 +179,7 @@ class PageStore {
   std::unique_ptr<Catalog> catalog_;
   std::unique_ptr<IoEngine> engine_;
 
-  std::mutex commit_mu_;  // serialises commits and manifest changes; taken before mu_
+  std::mutex commit_mu_;   // serialises commits and manifest changes; taken before mu_
   mutable std::mutex mu_;  // guards everything below
   std::unordered_map<PageId, PageEntry> pages_;
   std::vector<SlotState> slots_;

@@ -31,8 +31,7 @@ Result<std::unique_ptr<SlotFile>> SlotFile::Open(const SlotFileOptions& options)
   return OpenFile(options, /*create=*/false);
 }
 
-Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& options,
-                                                     bool create) {
+Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& options, bool create) {
   STRATA_CHECK(options.slot_bytes > 0 && options.slot_bytes % 4096 == 0)
       << "slot size " << options.slot_bytes;
   std::unique_ptr<SlotFile> file(new SlotFile);
@@ -89,9 +88,9 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
     struct stat st;
     if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat " + path);
     if (static_cast<uint64_t>(st.st_size) < bytes) {
-      return Status::Corruption("slot file " + path + " is " +
-                                std::to_string(st.st_size) + " bytes but the catalog expects " +
-                                std::to_string(bytes) + "; it was truncated outside Strata");
+      return Status::Corruption("slot file " + path + " is " + std::to_string(st.st_size) +
+                                " bytes but the catalog expects " + std::to_string(bytes) +
+                                "; it was truncated outside Strata");
     }
   }
   return file;

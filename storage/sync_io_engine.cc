@@ -75,10 +75,10 @@ class SyncIoEngine final : public IoEngineBase {
     }
     const bool is_read = chunk->transfer->op == IoOp::kRead;
     while (chunk->bytes > 0) {
-      ssize_t n = is_read ? ::pread(chunk->fd, chunk->buffer, chunk->bytes,
-                                    static_cast<off_t>(chunk->offset))
-                          : ::pwrite(chunk->fd, chunk->buffer, chunk->bytes,
-                                     static_cast<off_t>(chunk->offset));
+      ssize_t n =
+          is_read
+              ? ::pread(chunk->fd, chunk->buffer, chunk->bytes, static_cast<off_t>(chunk->offset))
+              : ::pwrite(chunk->fd, chunk->buffer, chunk->bytes, static_cast<off_t>(chunk->offset));
       if (n > 0) {
         account_progress(chunk, static_cast<uint64_t>(n));
         chunk->retries = 0;

@@ -8,10 +8,10 @@
 // SQE user_data) until the completion thread reaps it.
 #include <liburing.h>
 
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <condition_variable>
 #include <thread>
 #include <vector>
 
@@ -34,8 +34,9 @@ class UringIoEngine final : public IoEngineBase {
     params.flags = IORING_SETUP_CQSIZE;
     params.cq_entries = 2 * options_.queue_depth + 2;  // + the stop sentinel: never overflows
     int r = io_uring_queue_init_params(options_.queue_depth + 1, &ring_, &params);
-    if (r < 0) return Status::FromErrno(-r, "io_uring_queue_init (queue depth " +
-                                                std::to_string(options_.queue_depth) + ")");
+    if (r < 0)
+      return Status::FromErrno(
+          -r, "io_uring_queue_init (queue depth " + std::to_string(options_.queue_depth) + ")");
     ring_ready_ = true;
     r = io_uring_register_files_sparse(&ring_, options_.max_files);
     fixed_files_ = r == 0;
@@ -83,7 +84,8 @@ class UringIoEngine final : public IoEngineBase {
     // (a request that straddles two of them uses plain I/O).
     char* const base = static_cast<char*>(buffer);
     for (uint64_t off = 0; off < bytes; off += kMaxFixedBufferBytes) {
-      Status s = register_piece_locked(base, base + off, std::min(kMaxFixedBufferBytes, bytes - off));
+      Status s =
+          register_piece_locked(base, base + off, std::min(kMaxFixedBufferBytes, bytes - off));
       if (!s.ok()) {
         unregister_locked(base);
         return s;
@@ -138,8 +140,8 @@ class UringIoEngine final : public IoEngineBase {
     for (size_t i = 0; i < buffers_.size(); ++i) {
       if (buffers_[i].base != nullptr) continue;
       iovec iov{piece, bytes};
-      int r = io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(i), &iov,
-                                                   nullptr, 1);
+      int r =
+          io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(i), &iov, nullptr, 1);
       if (r < 0) {
         return Status::FromErrno(-r, "io_uring register buffer of " + std::to_string(bytes) +
                                          " bytes (raise RLIMIT_MEMLOCK, ulimit -l)");
@@ -157,8 +159,8 @@ class UringIoEngine final : public IoEngineBase {
     for (size_t i = 0; i < buffers_.size(); ++i) {
       if (buffers_[i].owner != owner) continue;
       iovec iov{nullptr, 0};
-      int r = io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(i), &iov,
-                                                   nullptr, 1);
+      int r =
+          io_uring_register_buffers_update_tag(&ring_, static_cast<unsigned>(i), &iov, nullptr, 1);
       STRATA_CHECK(r >= 0) << "io_uring unregister buffer: " << std::strerror(-r);
       buffers_[i] = {};
     }

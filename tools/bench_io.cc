@@ -12,13 +12,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/util/log.h"
 #include "core/util/sizes.h"
@@ -75,8 +74,12 @@ void IssueNext(const std::shared_ptr<PatternRun>& run, uint32_t slot) {
     if (run->issued == run->order.size() || !run->first_error.ok()) return;
     index = run->order[run->issued++];
   }
-  IoRequest r{run->write ? IoOp::kWrite : IoOp::kRead, run->file, index * run->block,
-              run->buffers + slot * run->block, run->block, [run, slot](const Status& s) {
+  IoRequest r{run->write ? IoOp::kWrite : IoOp::kRead,
+              run->file,
+              index * run->block,
+              run->buffers + slot * run->block,
+              run->block,
+              [run, slot](const Status& s) {
                 {
                   std::lock_guard<std::mutex> lock(run->mu);
                   ++run->finished;
@@ -237,9 +240,9 @@ Status RunBenchIo(const BenchIoFlags& f) {
   } remove{path, f.keep};
   if (int r = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(size)); r != 0) {
     Result<uint64_t> free_bytes = storage::FreeBytes(f.dir);
-    return Status::FromErrno(r, "--dir " + f.dir + ": preallocate " + FormatBytes(size) +
-                                    " (free: " +
-                                    (free_bytes.ok() ? FormatBytes(*free_bytes) : "?") + ")");
+    return Status::FromErrno(
+        r, "--dir " + f.dir + ": preallocate " + FormatBytes(size) +
+               " (free: " + (free_bytes.ok() ? FormatBytes(*free_bytes) : "?") + ")");
   }
 
   storage::IoEngineOptions io;
@@ -266,13 +269,13 @@ Status RunBenchIo(const BenchIoFlags& f) {
       // Reads of never-written (unwritten-extent) blocks skip the disk: lay the file out first.
       Logger("storage")->info("bench io: laying out {} of {} before reading", FormatBytes(size),
                               path);
-      STRATA_ASSIGN_OR_RETURN(double ignored,
-                              RunPattern(*engine, file, buffers, size, block, f.depth, true, false));
+      STRATA_ASSIGN_OR_RETURN(
+          double ignored, RunPattern(*engine, file, buffers, size, block, f.depth, true, false));
       (void)ignored;
     }
     written = written || write;
-    STRATA_ASSIGN_OR_RETURN(double seconds,
-                            RunPattern(*engine, file, buffers, size, block, f.depth, write, random));
+    STRATA_ASSIGN_OR_RETURN(
+        double seconds, RunPattern(*engine, file, buffers, size, block, f.depth, write, random));
     nlohmann::json j;
     j["rw"] = known[i];
     j["bytes"] = size;

@@ -122,8 +122,8 @@ TEST(CrashConsistency, RandomKillsLoseNoAcknowledgedCommit) {
   const char* env = std::getenv("STRATA_CRASH_KILLS");
   const int kills = env != nullptr ? std::atoi(env) : 100;
   const char* seed_env = std::getenv("STRATA_CRASH_SEED");
-  const uint64_t seed = seed_env != nullptr ? std::strtoull(seed_env, nullptr, 10)
-                                            : std::random_device{}();
+  const uint64_t seed =
+      seed_env != nullptr ? std::strtoull(seed_env, nullptr, 10) : std::random_device{}();
   std::mt19937_64 rng(seed);
   SCOPED_TRACE("STRATA_CRASH_SEED=" + std::to_string(seed));
   SetLogLevel("warn");

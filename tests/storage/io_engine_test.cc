@@ -99,8 +99,7 @@ TEST_P(IoEngineTest, MisalignedRequestsAreRejectedAtTheApi) {
   Status offset = engine->read(*file, 512, buf.data(), 4096).get();
   EXPECT_EQ(offset.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(offset.message().find(path_), std::string::npos) << offset.message();
-  EXPECT_EQ(engine->read(*file, 0, buf.data(), 1000).get().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->read(*file, 0, buf.data(), 1000).get().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->read(*file, 0, buf.data() + 8, 4096).get().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->read(*file + 5, 0, buf.data(), 4096).get().code(),

@@ -193,8 +193,9 @@ TEST_F(PageStoreTest, ManifestsPinVersionsUntilDeleted) {
   ASSERT_EQ(m->size(), 2u);
   AlignedBuffer buf = MustAllocate(kPage);
   std::promise<Status> done;
-  ASSERT_TRUE(store->read_record((*m)[0], buf.data(), buf.size(),
-                                 [&](const Status& s, const PageEntry&) { done.set_value(s); })
+  ASSERT_TRUE(store
+                  ->read_record((*m)[0], buf.data(), buf.size(),
+                                [&](const Status& s, const PageEntry&) { done.set_value(s); })
                   .ok());
   ASSERT_TRUE(done.get_future().get().ok());
   EXPECT_TRUE(PageMatches(buf.data(), kPage, (*m)[0].page, 1));
