@@ -105,14 +105,6 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
   std::unique_ptr<PageStore> store(new PageStore);
   const std::string catalog_path = Catalog::PathFor(dirs[0]);
   const bool exists = Catalog::Exists(catalog_path);
-  std::vector<std::string> created;  // files to remove if creating a new store fails
-  auto cleanup = [&created] {
-    for (const std::string& path : created) {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  };
-
   SlotFileOptions slot_options;
   slot_options.slot_bytes = page_bytes;
   slot_options.direct_io = options.direct_io;
@@ -141,6 +133,10 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
     for (const std::string& d : dirs) {
       slot_options.dir = d;
       slot_options.slots = layout.slots_per_file;
+      if (!PathExists(SlotFile::PathFor(d)) && PathExists(SlotFile::PendingPathFor(d))) {
+        // The creation committed (the catalog exists) but was cut before this rename.
+        STRATA_RETURN_IF_ERROR(RenameDurably(SlotFile::PendingPathFor(d), SlotFile::PathFor(d)));
+      }
       STRATA_ASSIGN_OR_RETURN(auto file, SlotFile::Open(slot_options));
       store->files_.push_back(std::move(file));
     }
@@ -184,33 +180,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
       }
     }
     store->layout_ = StoreLayout{kCatalogFormatVersion, page_bytes, slots_per_file, dirs};
-    for (const std::string& d : dirs) {
-      slot_options.dir = d;
-      slot_options.slots = slots_per_file;
-      Result<std::unique_ptr<SlotFile>> file = SlotFile::Create(slot_options);
-      if (!file.ok()) {
-        cleanup();
-        return file.status();
-      }
-      created.push_back(SlotFile::PathFor(d));
-      store->files_.push_back(std::move(file).value());
-    }
-    created.push_back(catalog_path);
-    Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(catalog_path, /*create=*/true);
-    if (!catalog.ok()) {
-      store->files_.clear();
-      cleanup();
-      return catalog.status();
-    }
-    store->catalog_ = std::move(catalog).value();
-    // The layout is written last: a catalog without it is an interrupted creation.
-    Status s = store->catalog_->write_layout(store->layout_);
-    if (!s.ok()) {
-      store->catalog_.reset();
-      store->files_.clear();
-      cleanup();
-      return s;
-    }
+    STRATA_RETURN_IF_ERROR(store->create_files(slot_options));
     Logger("storage")->info("created NVMe store: {} slots of {} in {}",
                             slots_per_file * dirs.size(), FormatBytes(page_bytes), JoinDirs(dirs));
   }
@@ -234,6 +204,54 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
   }
   STRATA_RETURN_IF_ERROR(store->recover());
   return store;
+}
+
+// Note [Creating a store]
+// A crash while a store is being created must leave nothing that later looks like a store
+// (Open refuses to create over one), and must not leave a store without its files:
+//   1. each directory gets strata.slots.new (fallocated, fsynced);
+//   2. the catalog is built as strata.catalog.new with its layout (sync);
+//   3. renaming it to strata.catalog (and fsyncing the directory) is the commit point;
+//   4. the slot files are renamed to strata.slots; Open completes this step if it was cut.
+// Leftover *.new files without a committed catalog are an interrupted creation and are
+// replaced by the next creation.
+Status PageStore::create_files(SlotFileOptions slot_options) {
+  const std::string catalog_path = Catalog::PathFor(layout_.dirs[0]);
+  const std::string pending_catalog = catalog_path + ".new";
+  std::vector<std::string> created;
+  auto fail = [&](const Status& s) {
+    files_.clear();
+    for (const std::string& path : created) {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+    return s;
+  };
+  {
+    std::error_code ec;
+    std::filesystem::remove_all(pending_catalog, ec);
+  }
+  for (const std::string& d : layout_.dirs) {
+    ::unlink(SlotFile::PendingPathFor(d).c_str());
+    slot_options.dir = d;
+    slot_options.slots = layout_.slots_per_file;
+    slot_options.pending = true;
+    Result<std::unique_ptr<SlotFile>> file = SlotFile::Create(slot_options);
+    if (!file.ok()) return fail(file.status());
+    created.push_back(SlotFile::PendingPathFor(d));
+    files_.push_back(std::move(file).value());
+  }
+  created.push_back(pending_catalog);
+  {
+    Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(pending_catalog, /*create=*/true);
+    if (!catalog.ok()) return fail(catalog.status());
+    Status s = (*catalog)->write_layout(layout_);
+    if (!s.ok()) return fail(s);
+  }  // closed before the rename: RocksDB keeps using the path it was opened with
+  if (Status s = RenameDurably(pending_catalog, catalog_path); !s.ok()) return fail(s);
+  for (auto& file : files_) STRATA_RETURN_IF_ERROR(file->publish());
+  STRATA_ASSIGN_OR_RETURN(catalog_, Catalog::Open(catalog_path, /*create=*/false));
+  return Status::Ok();
 }
 
 Status PageStore::recover() {

@@ -163,6 +163,7 @@ class PageStore {
   struct BatchState;
 
   PageStore() = default;
+  Status create_files(SlotFileOptions slot_options);
   Status recover();
   uint64_t global_slot(const PageEntry& e) const {
     return e.file * layout_.slots_per_file + e.slot;

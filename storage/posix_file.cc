@@ -106,4 +106,16 @@ bool PathExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+Status RenameDurably(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + from + " to " + to);
+  }
+  const size_t slash = to.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : to.substr(0, slash + 1);
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno(errno, "open directory " + dir);
+  if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, "fsync directory " + dir);
+  return Status::Ok();
+}
+
 }  // namespace strata::storage

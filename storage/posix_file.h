@@ -51,6 +51,10 @@ Result<uint64_t> FreeBytes(const std::string& path);
 
 bool PathExists(const std::string& path);
 
+// rename(from, to) and fsync of the directory holding `to`, so that the new name survives a
+// crash.
+Status RenameDurably(const std::string& from, const std::string& to);
+
 // "0x4a000000": offsets in messages are hex so they line up with hexdump.
 std::string HexOffset(uint64_t offset);
 

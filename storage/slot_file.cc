@@ -36,7 +36,7 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
       << "slot size " << options.slot_bytes;
   std::unique_ptr<SlotFile> file(new SlotFile);
   file->dir_ = options.dir;
-  file->path_ = PathFor(options.dir);
+  file->path_ = create && options.pending ? PendingPathFor(options.dir) : PathFor(options.dir);
   file->slots_ = options.slots;
   file->slot_bytes_ = options.slot_bytes;
   const std::string& path = file->path_;
@@ -94,6 +94,14 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
     }
   }
   return file;
+}
+
+Status SlotFile::publish() {
+  const std::string final_path = PathFor(dir_);
+  if (path_ == final_path) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(RenameDurably(path_, final_path));
+  path_ = final_path;
+  return Status::Ok();
 }
 
 Status SlotFile::sync() const {

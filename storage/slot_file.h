@@ -2,6 +2,9 @@
 // slots (one page version each). Slot i lives at byte offset i * slot_bytes.
 //
 // Contract:
+// - A new store's files are created under the pending name strata.slots.new and publish()ed
+//   (renamed to strata.slots) once the store's catalog exists, so that a crash during creation
+//   leaves only files that are recognisably unfinished (Note [Creating a store], page_store.cc).
 // - Create() checks free space first and fails with ResourceExhausted naming the directory,
 //   the bytes needed and the bytes free; it then fallocates the whole file so that a full disk
 //   can never surface later as a failed page write. On any failure it removes the file it
@@ -32,12 +35,14 @@ struct SlotFileOptions {
   uint64_t slot_bytes = 0;  // multiple of 4 KiB
   uint64_t slots = 0;
   DirectIo direct_io = DirectIo::kAuto;
+  bool pending = false;             // Create(): use the pending name strata.slots.new
   FaultInjector* faults = nullptr;  // borrowed; refuse_direct_io() is honoured at open
 };
 
 class SlotFile {
  public:
   static std::string PathFor(const std::string& dir);
+  static std::string PendingPathFor(const std::string& dir) { return PathFor(dir) + ".new"; }
   static Result<std::unique_ptr<SlotFile>> Create(const SlotFileOptions& options);
   static Result<std::unique_ptr<SlotFile>> Open(const SlotFileOptions& options);
   // Bytes a slot file of `slots` slots needs on disk.
@@ -51,6 +56,8 @@ class SlotFile {
   uint64_t offset_of(uint64_t slot) const { return slot * slot_bytes_; }
   bool direct_io() const { return direct_io_; }
   [[nodiscard]] Status sync() const;
+  // Renames a pending file to its final name, durably. No-op when not pending.
+  [[nodiscard]] Status publish();
 
  private:
   SlotFile() = default;

@@ -157,5 +157,23 @@ TEST(CrashConsistency, RandomKillsLoseNoAcknowledgedCommit) {
   EXPECT_GT(committed, static_cast<uint64_t>(kills)) << "the children made too little progress";
 }
 
+// Kills land while the child creates a fresh store: what is left is either no store or a whole
+// one, and the next open always succeeds (Note [Creating a store]).
+TEST(CrashConsistency, KillsDuringCreationLeaveNoHalfStore) {
+  std::mt19937_64 rng(std::random_device{}());
+  SetLogLevel("warn");
+  for (int kill = 0; kill < 20 && !::testing::Test::HasFailure(); ++kill) {
+    ScratchDir dir;
+    Child child = Spawn(dir.path());
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 15000));
+    ::kill(child.pid, SIGKILL);
+    ::waitpid(child.pid, nullptr, 0);
+    uint64_t acked = 0, batch = 0;
+    while (ReadAck(child.ack_fd, &batch)) acked = batch;
+    ::close(child.ack_fd);
+    Verify(dir.path(), acked, kill);
+  }
+}
+
 }  // namespace
 }  // namespace strata::storage
