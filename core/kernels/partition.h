@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <vector>
 
 namespace strata::kernels::detail {
@@ -54,61 +55,90 @@ void reduce_rows(float* out, int width, long rows, long rows_per_chunk, const Bo
     body(k * rows_per_chunk, std::min(rows, (k + 1) * rows_per_chunk),
          partials.data() + static_cast<size_t>(k) * width);
   });
-  // Column blocks of 256 keep the inner loop vectorised over columns.
-  for_each_chunk(width, 256, [&](long c0, long c1) {
-    for (long c = c0; c < c1; ++c) {
-      float sum = 0.0f;
-      for (long k = 0; k < chunks; ++k) sum += partials[static_cast<size_t>(k) * width + c];
-      out[c] += sum;
+  // Column blocks of 256; the loop over columns is innermost so that it vectorises, while each
+  // column still adds its partials in chunk order.
+  constexpr long kColumns = 256;
+  for_each_chunk(width, kColumns, [&](long c0, long c1) {
+    float sum[kColumns] = {};
+    for (long k = 0; k < chunks; ++k) {
+      const float* p = partials.data() + static_cast<size_t>(k) * width;
+      for (long c = c0; c < c1; ++c) sum[c - c0] += p[c];
     }
+    for (long c = c0; c < c1; ++c) out[c] += sum[c - c0];
   });
 }
 
-// Sum of x[0..n) with 16 independent lanes combined in a fixed order: vectorisable (the
-// compiler may not reorder a plain float sum) and deterministic.
+// Note [Lane reductions]
+// A float sum along a row is reordered into 16 lanes (lane l adds elements l, l+16, ...), the
+// lanes are combined by a fixed tree, and the elements past the last multiple of 16 are added
+// last, in order. The order depends on n alone: deterministic, and vectorisable, which a plain
+// float sum is not (the compiler may not reassociate it). The lanes are a GCC/Clang vector
+// type rather than a float[16]: with arrays, GCC vectorised the outer loop of the layernorm
+// backward instead (strided permutes, 4x slower).
+// Lanes never cross a function boundary by value: GCC warns (-Wpsabi) that such a call's ABI
+// depends on AVX-512, and CI builds without -march=native too.
+using Lanes = float __attribute__((vector_size(64)));
+constexpr int kLaneCount = 16;
+
+inline void load_lanes(Lanes& v, const float* p) { std::memcpy(&v, p, sizeof(v)); }
+
+// Lanes combined by a fixed tree: (0+8, 1+9, ...), then (0+4, ...), (0+2, ...), (0+1).
+inline float reduce_lanes(const Lanes& v) {
+  float a[kLaneCount];
+  std::memcpy(a, &v, sizeof(a));
+  for (int w = kLaneCount / 2; w > 0; w /= 2) {
+    for (int l = 0; l < w; ++l) a[l] += a[l + w];
+  }
+  return a[0];
+}
+
+// Sum of x[0..n) (Note [Lane reductions]).
 inline float sum_lanes(const float* x, long n) {
-  constexpr int kLanes = 16;
-  float acc[kLanes] = {};
+  Lanes acc = {};
   long i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l];
+  for (; i + kLaneCount <= n; i += kLaneCount) {
+    Lanes v;
+    load_lanes(v, x + i);
+    acc += v;
   }
-  for (int l = 0; i < n; ++i, ++l) acc[l] += x[i];
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-  }
-  return acc[0];
+  float s = reduce_lanes(acc);
+  for (; i < n; ++i) s += x[i];
+  return s;
 }
 
-// Dot product of x and y over n, same lane scheme as sum_lanes.
+// Sum of x[i] * y[i] over [0, n), same order as sum_lanes.
 inline float dot_lanes(const float* x, const float* y, long n) {
-  constexpr int kLanes = 16;
-  float acc[kLanes] = {};
+  Lanes acc = {};
   long i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += x[i + l] * y[i + l];
+  for (; i + kLaneCount <= n; i += kLaneCount) {
+    Lanes a, b;
+    load_lanes(a, x + i);
+    load_lanes(b, y + i);
+    acc += a * b;
   }
-  for (int l = 0; i < n; ++i, ++l) acc[l] += x[i] * y[i];
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-  }
-  return acc[0];
+  float s = reduce_lanes(acc);
+  for (; i < n; ++i) s += x[i] * y[i];
+  return s;
 }
 
-// Maximum of x[0..n), n >= 1.
+// Maximum of x[0..n), n >= 1 (order does not matter for max, except with NaNs).
 inline float max_lanes(const float* x, long n) {
-  constexpr int kLanes = 16;
-  float acc[kLanes];
-  for (int l = 0; l < kLanes; ++l) acc[l] = x[0];
+  float m = x[0];
   long i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] = std::max(acc[l], x[i + l]);
+  if (n >= kLaneCount) {
+    Lanes acc;
+    load_lanes(acc, x);
+    for (i = kLaneCount; i + kLaneCount <= n; i += kLaneCount) {
+      Lanes v;
+      load_lanes(v, x + i);
+      acc = v > acc ? v : acc;
+    }
+    float a[kLaneCount];
+    std::memcpy(a, &acc, sizeof(a));
+    for (float f : a) m = std::max(m, f);
   }
-  for (int l = 0; i < n; ++i, ++l) acc[l] = std::max(acc[l], x[i]);
-  for (int w = kLanes / 2; w > 0; w /= 2) {
-    for (int l = 0; l < w; ++l) acc[l] = std::max(acc[l], acc[l + w]);
-  }
-  return acc[0];
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
 }
 
 }  // namespace strata::kernels::detail
