@@ -313,7 +313,10 @@ Result<std::unique_ptr<SimDevice>> SimDevice::Create(const SimDeviceOptions& opt
 }
 
 SimDevice::SimDevice(char* base, uint64_t arena_bytes, const SimDeviceOptions& options)
-    : base_(base), arena_bytes_(arena_bytes), options_(options) {
+    : base_(base),
+      arena_bytes_(arena_bytes),
+      options_(options),
+      touched_end_(reinterpret_cast<uintptr_t>(base)) {
   free_blocks_.emplace(reinterpret_cast<uintptr_t>(base_), arena_bytes_);
   if (options_.link_gbps > 0) {
     h2d_link_ = std::make_unique<sim_internal::Link>(options_.link_gbps);
@@ -328,8 +331,10 @@ SimDevice::~SimDevice() {
                                    << streams_.front()->name()
                                    << "') outlive it; destroy streams before their device";
   }
-  // The arena may have been poisoned block by block; unpoison before handing it back.
-  STRATA_SIM_UNPOISON(base_, arena_bytes_);
+  // Blocks were poisoned one by one, only ever below touched_end_; unpoison that much before
+  // handing the range back (not the whole arena: ASan writes shadow for every byte named, which
+  // for a 1 TiB --gpu-mem would be 128 GiB).
+  STRATA_SIM_UNPOISON(base_, touched_end_ - reinterpret_cast<uintptr_t>(base_));
   munmap(base_, arena_bytes_);
 }
 
@@ -372,6 +377,7 @@ Result<void*> SimDevice::alloc(size_t bytes) {
   current_bytes_ += rounded;
   peak_bytes_ = std::max(peak_bytes_, current_bytes_);
   ++alloc_count_;
+  touched_end_ = std::max(touched_end_, start + rounded);
 
   char* p = reinterpret_cast<char*>(start);
   STRATA_SIM_UNPOISON(p, bytes);

@@ -124,6 +124,7 @@ class SimDevice final : public Device {
   uint64_t peak_bytes_ = 0;
   uint64_t alloc_count_ = 0;
   uint64_t free_count_ = 0;
+  uintptr_t touched_end_;  // end of the highest block ever allocated (ASan poisoning extent)
 
   std::atomic<uint64_t> h2d_bytes_{0};
   std::atomic<uint64_t> d2h_bytes_{0};

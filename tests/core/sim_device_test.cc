@@ -426,23 +426,41 @@ double MeasureH2dGbps(double link_gbps, size_t bytes, int count) {
   return best;
 }
 
+// The throttle can only be checked where unthrottled copies are well above the asked rate; in a
+// sanitizer build or on a saturated machine they may not be, and the test says so and skips.
+constexpr double kAskedGbps = 2.0;
+constexpr double kHeadroom = 1.3;
+
+// Why the throttle cannot be checked for copies of this shape here, or "" when it can.
+std::string CopiesTooSlow(size_t bytes, int count) {
+  const double raw = MeasureH2dGbps(0.0, bytes, count);
+  if (raw >= kHeadroom * kAskedGbps) return "";
+  return "unthrottled copies of this shape reach only " + std::to_string(raw) +
+         " GB/s in this build/on this machine now (sanitizers? load?); checking a " +
+         std::to_string(kAskedGbps) + " GB/s throttle needs " +
+         std::to_string(kHeadroom * kAskedGbps);
+}
+
 TEST(SimDeviceThrottle, OneLargeCopyAchievesLinkRate) {
-  const double gbps = MeasureH2dGbps(2.0, 64 << 20, 1);
-  EXPECT_GT(gbps, 2.0 * 0.9);
-  EXPECT_LT(gbps, 2.0 * 1.1);
+  if (std::string why = CopiesTooSlow(64 << 20, 1); !why.empty()) GTEST_SKIP() << why;
+  const double gbps = MeasureH2dGbps(kAskedGbps, 64 << 20, 1);
+  EXPECT_GT(gbps, kAskedGbps * 0.9);
+  EXPECT_LT(gbps, kAskedGbps * 1.1);
   RecordProperty("achieved_gbps", std::to_string(gbps));
 }
 
 TEST(SimDeviceThrottle, ManySmallCopiesAchieveLinkRate) {
-  const double gbps = MeasureH2dGbps(2.0, 16 << 10, 4096);  // 64 MiB in 16 KiB copies
-  EXPECT_GT(gbps, 2.0 * 0.9);
-  EXPECT_LT(gbps, 2.0 * 1.1);
+  if (std::string why = CopiesTooSlow(16 << 10, 4096); !why.empty()) GTEST_SKIP() << why;
+  const double gbps = MeasureH2dGbps(kAskedGbps, 16 << 10, 4096);  // 64 MiB in 16 KiB copies
+  EXPECT_GT(gbps, kAskedGbps * 0.9);
+  EXPECT_LT(gbps, kAskedGbps * 1.1);
   RecordProperty("achieved_gbps", std::to_string(gbps));
 }
 
-TEST(SimDeviceThrottle, StreamsShareOneLinkPerDirection) {
+TEST(SimDeviceThrottle, LinkIsSharedByAllCopiesOfOneDirection) {
+  if (std::string why = CopiesTooSlow(16 << 20, 1); !why.empty()) GTEST_SKIP() << why;
   const size_t n = 16 << 20;
-  auto device = MakeDevice(3 * n, 2.0);
+  auto device = MakeDevice(3 * n, kAskedGbps);
   auto s1 = device->create_stream("h2d-1");
   auto s2 = device->create_stream("h2d-2");
   auto s3 = device->create_stream("d2h");
@@ -450,16 +468,23 @@ TEST(SimDeviceThrottle, StreamsShareOneLinkPerDirection) {
   void* d1 = Alloc(*device, n);
   void* d2 = Alloc(*device, n);
   void* d3 = Alloc(*device, n);
-  const auto start = Clock::now();
-  ASSERT_TRUE(device->copy_async(d1, h1.data(), n, CopyKind::kHostToDevice, *s1).ok());
-  ASSERT_TRUE(device->copy_async(d2, h2.data(), n, CopyKind::kHostToDevice, *s2).ok());
-  ASSERT_TRUE(device->copy_async(h3.data(), d3, n, CopyKind::kDeviceToHost, *s3).ok());
-  ASSERT_TRUE(device->synchronize().ok());
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  // Two H2D copies share the H2D link (2n at 2 GB/s); the D2H copy runs alongside (duplex).
-  const double expected = 2.0 * n / 2e9;
-  EXPECT_GT(seconds, expected * 0.95);
-  EXPECT_LT(seconds, expected * 1.3);
+  // Two H2D copies share the H2D link (2n at the link rate); the D2H copy runs alongside on its
+  // own link (PCIe is duplex), so all three take 2n, not 3n. Best of three runs.
+  const double shared_s = 2.0 * n / (kAskedGbps * 1e9);
+  const double serial_s = 3.0 * n / (kAskedGbps * 1e9);
+  double best_s = 1e9;
+  for (int run = 0; run < 3; ++run) {
+    const auto start = Clock::now();
+    ASSERT_TRUE(device->copy_async(d1, h1.data(), n, CopyKind::kHostToDevice, *s1).ok());
+    ASSERT_TRUE(device->copy_async(d2, h2.data(), n, CopyKind::kHostToDevice, *s2).ok());
+    ASSERT_TRUE(device->copy_async(h3.data(), d3, n, CopyKind::kDeviceToHost, *s3).ok());
+    ASSERT_TRUE(device->synchronize().ok());
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    // Never faster than the shared link allows, whatever the load.
+    EXPECT_GE(seconds, shared_s * 0.99) << "run " << run;
+    best_s = std::min(best_s, seconds);
+  }
+  EXPECT_LT(best_s, (shared_s + serial_s) / 2) << "D2H seems to share the H2D link";
   device->free(d1);
   device->free(d2);
   device->free(d3);

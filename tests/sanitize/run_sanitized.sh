@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds Strata with sanitizers in a separate tree and runs the module test binaries there.
+#
+#   run_sanitized.sh <address,undefined|thread> <source-dir> <build-dir>
+#
+# - address,undefined: ASan + UBSan over every test of each module binary except `*Stress*`.
+# - thread: TSan over the concurrent tests only, chosen by tests/sanitize/tsan_filter.txt.
+# The build is RelWithDebInfo with CUDA off (sanitizers do not see into device code) and builds
+# only the module test binaries whose tests/<module>/*_test.cc exist. Any sanitizer report stops
+# the binary with a non-zero exit (halt_on_error), and any failing binary fails this script.
+# Environment: STRATA_SANITIZE_JOBS (build parallelism, default nproc), CMAKE_GENERATOR,
+# CC/CXX (passed by the ctest entry so the nested tree uses the outer tree's toolchain).
+set -euo pipefail
+
+if [[ $# -ne 3 ]]; then
+  echo "usage: $0 <address,undefined|thread> <source-dir> <build-dir>" >&2
+  exit 2
+fi
+kind=$1
+src=$(cd "$2" && pwd)
+build=$3
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+jobs=${STRATA_SANITIZE_JOBS:-$(nproc)}
+
+case "$kind" in
+  address,undefined | thread) ;;
+  *) echo "$0: unknown sanitizer kind '$kind'; use address,undefined or thread" >&2; exit 2 ;;
+esac
+
+# The module binaries to build and run: only those whose test sources exist.
+modules=(core storage memory scheduler)
+targets=()
+for m in "${modules[@]}"; do
+  if compgen -G "$src/tests/$m/*_test.cc" > /dev/null; then
+    targets+=("strata_${m}_tests")
+  fi
+done
+if [[ ${#targets[@]} -eq 0 ]]; then
+  echo "$0: no module tests under $src/tests; nothing to sanitize" >&2
+  exit 1
+fi
+
+generator_args=()
+if [[ -n "${CMAKE_GENERATOR:-}" ]]; then generator_args=(-G "$CMAKE_GENERATOR"); fi
+
+echo "== sanitize $kind: configuring $build"
+cmake -S "$src" -B "$build" "${generator_args[@]}" \
+  -DSTRATA_SANITIZE="$kind" -DSTRATA_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+
+echo "== sanitize $kind: building ${targets[*]} (-j$jobs)"
+start=$(date +%s)
+cmake --build "$build" --target "${targets[@]}" -j"$jobs"
+echo "== sanitize $kind: build took $(( $(date +%s) - start )) s"
+
+# Sanitizer runtime options: stop at the first report with a non-zero exit.
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1:exitcode=23"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=24${UBSAN_EXTRA:+:$UBSAN_EXTRA}"
+tsan_options="halt_on_error=1:second_deadlock_stack=1:exitcode=66"
+if [[ -f "$here/tsan.supp" ]]; then tsan_options+=":suppressions=$here/tsan.supp"; fi
+export TSAN_OPTIONS="$tsan_options"
+# Library threads the tests do not need; fewer threads keep TSan fast and reports readable.
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-2}
+
+if [[ "$kind" == thread ]]; then
+  filter=$(grep -v '^[[:space:]]*#' "$here/tsan_filter.txt" | tr -d '[:blank:]' | grep -v '^$' |
+           paste -sd: -)
+  filter="${filter}-*Stress*"
+else
+  filter="-*Stress*"
+fi
+
+failed=()
+for target in "${targets[@]}"; do
+  binary="$build/tests/$target"
+  echo "== sanitize $kind: $target --gtest_filter='$filter'"
+  start=$(date +%s)
+  if (cd "$build/tests" && "$binary" --gtest_filter="$filter" --gtest_brief=1); then
+    echo "== sanitize $kind: $target passed in $(( $(date +%s) - start )) s"
+  else
+    rc=$?
+    echo "== sanitize $kind: $target FAILED (exit $rc) in $(( $(date +%s) - start )) s" >&2
+    failed+=("$target")
+  fi
+done
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "== sanitize $kind: FAILED: ${failed[*]} (see the sanitizer report above)" >&2
+  exit 1
+fi
+echo "== sanitize $kind: all passed"
