@@ -88,14 +88,15 @@ void attention_backward(float* dqkv, float* datt, const float* dout, const float
       detail::sgemm_one_thread(false, true, i1 - i0, i1, hs, 1.0f, dy + static_cast<long>(i0) * C,
                                C, v, ld, 0.0f, da + static_cast<long>(i0) * T, T);
       // Softmax backward: dpre[j] = att[j] * (datt[j] - sum_k att[k] datt[k]) for j <= i;
-      // 0 above the diagonal, which the GEMMs below read.
+      // 0 for i < j < i1, the part above the diagonal that the GEMMs below read (the dk, dv
+      // GEMMs of keys [j0, j1) read rows >= j0, whose blocks end at or after j1).
       for (int i = i0; i < i1; ++i) {
         const float* ar = a + static_cast<long>(i) * T;
         float* dr = da + static_cast<long>(i) * T;
         const int n = i + 1;
         const float dot = detail::dot_lanes(ar, dr, n);
         for (int j = 0; j < n; ++j) dr[j] = ar[j] * (dr[j] - dot);
-        std::fill(dr + n, dr + T, 0.0f);
+        std::fill(dr + n, dr + i1, 0.0f);
       }
       // dq[i0:i1] += scale * dpre[i0:i1, 0:i1] @ k[0:i1]
       detail::sgemm_one_thread(false, false, i1 - i0, hs, i1, scale, da + static_cast<long>(i0) * T,
