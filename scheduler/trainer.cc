@@ -17,6 +17,8 @@
 #include "core/nn/gpt_weights.h"
 #include "core/util/log.h"
 #include "core/util/sizes.h"
+#include "scheduler/grad_norm.h"
+#include "scheduler/paged_trainer.h"
 
 namespace strata {
 namespace {
@@ -52,7 +54,27 @@ Status ValidateOptions(const TrainOptions& o) {
     return bad("--lr-schedule must be 'constant' or 'cosine', got '" + o.lr_schedule + "'");
   }
   if (o.threads < 0) return bad("--threads must be >= 0 (0 = all cores)");
+  if (o.micro_batch < 0 || (o.micro_batch > 0 && o.batch % o.micro_batch != 0)) {
+    return bad("--micro-batch " + std::to_string(o.micro_batch) + " must divide --batch " +
+               std::to_string(o.batch) + " (e.g. --micro-batch 1, or 0 for one micro-batch)");
+  }
+  if (o.engine != "auto" && o.engine != "memory" && o.engine != "paged") {
+    return bad("--engine must be auto, memory or paged, got '" + o.engine + "'");
+  }
   return Status::Ok();
+}
+
+// Device bytes the in-memory trainer allocates: params, grads, m, v, activations for one
+// micro-batch, the step's tokens, alignment slack.
+uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T) {
+  const int B = o.micro_batch > 0 ? o.micro_batch : o.batch;
+  const int64_t BT = int64_t(B) * T;
+  const int64_t P = MakeGptLayout(c).total_numel;
+  const int64_t act_floats = BT * c.n_embd /*embedding out*/ +
+                             c.n_layer * TransformerActsFloats(c, B, T) + HeadActsFloats(c, B, T) +
+                             BackwardScratchFloats(c, B, T) + BT * c.n_embd /*dres*/;
+  return uint64_t(4 * P) * 4 + uint64_t(act_floats) * 4 + uint64_t(2 * o.batch * T) * 4 +
+         16 * kDeviceAlignment;
 }
 
 // One device allocation freed on destruction.
@@ -84,15 +106,14 @@ class InMemoryTrainer final : public Trainer {
 
   Status Setup() {
     const GptConfig& c = layout_.config;
-    const int B = o_.batch, T = seq_;
+    const int B = micro_rows(), T = seq_;
     const int64_t BT = int64_t(B) * T;
     const int64_t P = layout_.total_numel;
     const int64_t act_floats = BT * c.n_embd /*embedding out*/ +
                                c.n_layer * TransformerActsFloats(c, B, T) +
                                HeadActsFloats(c, B, T) + BackwardScratchFloats(c, B, T) +
                                BT * c.n_embd /*dres*/;
-    const uint64_t need_bytes =
-        uint64_t(4 * P) * 4 + uint64_t(act_floats) * 4 + uint64_t(2 * BT) * 4 + 16 * kDeviceAlignment;
+    const uint64_t need_bytes = InMemoryDeviceBytes(o_, c, T);
     uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
     if (capacity < need_bytes) {
       return Status::ResourceExhausted(
@@ -115,7 +136,7 @@ class InMemoryTrainer final : public Trainer {
     STRATA_RETURN_IF_ERROR(alloc(P, &m_));
     STRATA_RETURN_IF_ERROR(alloc(P, &v_));
     STRATA_RETURN_IF_ERROR(alloc(act_floats, &acts_));
-    STRATA_RETURN_IF_ERROR(alloc(2 * BT, &tokens_));
+    STRATA_RETURN_IF_ERROR(alloc(2 * int64_t(o_.batch) * T, &tokens_));
     std::memset(m_.f(), 0, P * 4);
     std::memset(v_.f(), 0, P * 4);
 
@@ -176,44 +197,61 @@ class InMemoryTrainer final : public Trainer {
  private:
   float* block(const DeviceBuffer& buf, int b) const { return buf.f() + layout_.block_offset[b]; }
 
+  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch; }
+
   // One optimizer step on batch `step` (0-based). Runs on the compute stream.
   Status Step(long step, StepStats* s) {
     const GptConfig& c = layout_.config;
-    const int B = o_.batch, T = seq_, L = c.n_layer;
-    int32_t* x = tokens_.i();
-    int32_t* y = x + int64_t(B) * T;
-    data_.batch(step, B, T, x, y);
+    const int T = seq_, L = c.n_layer, B = micro_rows();
+    const int micro_batches = o_.batch / B;
+    int32_t* xs = tokens_.i();
+    int32_t* ys = xs + int64_t(o_.batch) * T;
+    data_.batch(step, o_.batch, T, xs, ys);
     std::memset(grads_.f(), 0, layout_.total_numel * 4);
 
     const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
     float* dwte = block(grads_, 0) + layout_.embedding().tensors[kWte].offset;
-    // Forward: embedding, L transformer blocks, head.
-    EmbeddingForward(layout_, block(params_, 0), x, B, T, emb_out_);
-    const float* h = emb_out_;
-    for (int l = 0; l < L; ++l) {
-      TransformerForward(layout_, l, block(params_, 1 + l), h, B, T, layer_acts_[l]);
-      h = layer_acts_[l].out;
+    const float dloss = 1.0f / float(int64_t(o_.batch) * T);
+    double loss_sum = 0.0;
+    // Micro-batches accumulate into grads_ in the kernels (Note [Canonical arithmetic]).
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      const int32_t* x = xs + int64_t(mb) * B * T;
+      const int32_t* y = ys + int64_t(mb) * B * T;
+      // Forward: embedding, L transformer blocks, head.
+      EmbeddingForward(layout_, block(params_, 0), x, B, T, emb_out_);
+      const float* h = emb_out_;
+      for (int l = 0; l < L; ++l) {
+        TransformerForward(layout_, l, block(params_, 1 + l), h, B, T, layer_acts_[l]);
+        h = layer_acts_[l].out;
+      }
+      const float loss = HeadForward(layout_, block(params_, L + 1), wte, h, y, B, T, head_acts_);
+      if (!std::isfinite(loss)) {
+        return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
+                               std::to_string(loss) + "; lower --lr or enable --grad-clip");
+      }
+      loss_sum += loss;
+      // Backward in reverse.
+      HeadBackward(layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,
+                   head_acts_, scratch_, dloss, dres_);
+      for (int l = L - 1; l >= 0; --l) {
+        const float* in = l == 0 ? emb_out_ : layer_acts_[l - 1].out;
+        TransformerBackward(layout_, l, block(params_, 1 + l), block(grads_, 1 + l), in, B, T,
+                            layer_acts_[l], scratch_, dres_);
+      }
+      EmbeddingBackward(layout_, block(grads_, 0), dres_, x, B, T);
     }
-    s->loss = HeadForward(layout_, block(params_, L + 1), wte, h, y, B, T, head_acts_);
-    if (!std::isfinite(s->loss)) {
-      return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
-                             std::to_string(s->loss) + "; lower --lr or enable --grad-clip");
-    }
-    // Backward in reverse.
-    HeadBackward(layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,
-                 head_acts_, scratch_, 1.0f / float(int64_t(B) * T), dres_);
-    for (int l = L - 1; l >= 0; --l) {
-      const float* in = l == 0 ? emb_out_ : layer_acts_[l - 1].out;
-      TransformerBackward(layout_, l, block(params_, 1 + l), block(grads_, 1 + l), in, B, T,
-                          layer_acts_[l], scratch_, dres_);
-    }
-    EmbeddingBackward(layout_, block(grads_, 0), dres_, x, B, T);
+    s->loss = static_cast<float>(loss_sum / micro_batches);
 
     if (step == 0 && !o_.export_grads_path.empty()) {
       STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_grads_path, layout_, grads_.f()));
     }
-    // Clipping by global norm (torch.nn.utils.clip_grad_norm_), then AdamW per tensor.
-    s->grad_norm = std::sqrt(kernels::sum_of_squares(grads_.f(), layout_.total_numel));
+    // Clipping by global norm (torch.nn.utils.clip_grad_norm_), then AdamW per tensor. The norm
+    // is summed per block in the canonical order the Engine uses too.
+    std::vector<double> block_sums(layout_.num_blocks());
+    for (int b = 0; b < layout_.num_blocks(); ++b) {
+      block_sums[b] = BlockGradSumOfSquares(layout_.blocks[b], block(grads_, b));
+    }
+    s->grad_norm = GlobalGradNorm(block_sums);
     float coef = 1.0f;
     if (o_.grad_clip > 0) coef = kernels::clip_coefficient(s->grad_norm, o_.grad_clip);
     s->clipped = coef < 1.0f;
@@ -282,6 +320,12 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
     data = std::move(d);
   }
   STRATA_RETURN_IF_ERROR(data->check_window(seq));
+  bool paged = options.engine == "paged";
+  if (options.engine == "auto") {
+    paged = options.paging_flag_given ||
+            (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
+  }
+  if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));
   auto trainer = std::make_unique<InMemoryTrainer>(options, config, seq, std::move(*data));
   STRATA_RETURN_IF_ERROR(trainer->Setup());
   return std::unique_ptr<Trainer>(std::move(trainer));

@@ -1,6 +1,21 @@
-// Trainer: the whole training loop of a GPT with every byte of state in device memory — data,
-// forward, backward, global-norm clipping, AdamW, logging hooks. It is the in-memory reference
-// that every offloaded configuration must reproduce bit for bit.
+// Trainer: the whole training loop of a GPT — data, forward, backward, global-norm clipping,
+// AdamW, logging hooks. Two implementations behind Trainer::Create:
+// - the in-memory trainer (scheduler/trainer.cc): every byte of state in device memory. It is the
+//   reference that every offloaded configuration must reproduce bit for bit;
+// - the paged trainer (scheduler/paged_trainer.cc): model state in pages under --gpu-mem,
+//   --host-mem and --nvme-dir budgets, run by the Engine (scheduler/engine.h).
+// Which one runs: --engine memory|paged, or auto (the default): paged as soon as any paging
+// flag is given (--host-mem, --nvme-dir, --page-size, --params-on, --optimizer-on, --micro-batch,
+// --recompute, --trace, --ckpt-dir), or when --gpu-mem is below what the in-memory trainer needs.
+//
+// Note [Canonical arithmetic] (why both give the same bits)
+// - The global gradient norm is summed per block: per tensor sum_of_squares (double) on the
+//   block's contiguous gradients, added over the block's tensors in order, then over blocks in
+//   index order (BlockGradSumOfSquares in scheduler/grad_norm.h). It never depends on pages.
+// - AdamW is element-wise (its vector and scalar paths give the same bits), so running it per
+//   page, split at tensor boundaries, equals running it per tensor.
+// - Micro-batches accumulate in the kernels (+=) into the block's gradients, micro-batch after
+//   micro-batch, exactly as the in-memory trainer does; dloss = 1 / (batch * seq).
 //
 // Threads: Create and Run from one thread. Compute runs on the device's compute stream inside
 // a tbb::task_arena of `threads` threads; OpenBLAS uses the same count.
@@ -11,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/nn/gpt_config.h"
 #include "core/util/status.h"
@@ -44,6 +60,19 @@ struct TrainOptions {
   std::string export_path;       // --export: final weights as safetensors
   std::string export_grads_path; // --export-grads: step 1's gradients before clipping
   uint64_t gpu_mem = 0;          // --gpu-mem: sim device capacity; 0 = what the run needs
+  int micro_batch = 0;           // --micro-batch: rows per micro-batch; 0 = --batch (one)
+
+  // Paging (the paged trainer; see the header comment for when it runs).
+  std::string engine = "auto";   // auto | memory | paged
+  uint64_t host_mem = 0;         // --host-mem: the pinned host pool; 0 = what the run needs
+  std::vector<std::string> nvme_dirs;  // --nvme-dir (repeatable): the NVMe tier
+  uint64_t nvme_mem = 0;         // --nvme-mem: NVMe slot capacity; 0 = 3x the model state
+  uint64_t page_bytes = 0;       // --page-size; 0 = 16 MiB (power of two, >= 4 KiB)
+  std::string params_on = "auto";     // device | host | nvme | auto
+  std::string optimizer_on = "auto";  // device | host | nvme | auto (AdamW moments)
+  std::string recompute = "none";     // none | all | auto (activation checkpointing per block)
+  std::string trace_path;        // --trace: Chrome trace JSON of every op and move
+  bool paging_flag_given = false;  // set by the CLI when any paging flag was given
 };
 
 struct StepStats {
@@ -56,6 +85,15 @@ struct StepStats {
   double elapsed_s = 0;      // since the first step started
   double tokens_per_s = 0;   // this step's tokens / step_s
   uint64_t device_peak_bytes = 0;
+
+  // Paged trainer only (zero for the in-memory trainer).
+  bool paged = false;
+  struct Moved {
+    uint64_t h2d = 0, d2h = 0, nvme_read = 0, nvme_write = 0;
+  } moved_bytes;             // during this step
+  double overlap = 0;        // fraction of the step in which compute ran while something moved
+  uint64_t host_peak_bytes = 0;
+  uint64_t nvme_peak_bytes = 0;
 };
 
 class Trainer {

@@ -18,7 +18,7 @@ namespace {
 
 struct TrainFlags {
   TrainOptions o;
-  std::string gpu_mem;
+  std::string gpu_mem, host_mem, nvme_mem, page_size;
   int n_layer = 0, n_head = 0, n_embd = 0, vocab = 0, block_size = 0;
   std::string log_json;
   std::string log_level = "info";
@@ -35,6 +35,19 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
   if (cmd.count("--block-size")) o.model.block_size = f.block_size;
   if (!f.gpu_mem.empty()) {
     STRATA_ASSIGN_OR_RETURN(o.gpu_mem, ParseBytes(f.gpu_mem, "--gpu-mem"));
+  }
+  if (!f.host_mem.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.host_mem, ParseBytes(f.host_mem, "--host-mem"));
+  }
+  if (!f.nvme_mem.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.nvme_mem, ParseBytes(f.nvme_mem, "--nvme-mem"));
+  }
+  if (!f.page_size.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(f.page_size, "--page-size"));
+  }
+  for (const char* flag : {"--host-mem", "--nvme-dir", "--nvme-mem", "--page-size", "--params-on",
+                           "--optimizer-on", "--micro-batch", "--recompute", "--trace"}) {
+    if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
   std::unique_ptr<std::ofstream> log;
   if (!f.log_json.empty()) {
@@ -53,12 +66,31 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
                  "device peak %s\n",
                  s.step, o.steps, s.loss, s.lr, s.grad_norm, s.clipped ? " (clipped)" : "",
                  s.tokens_per_s, s.step_s * 1e3, FormatBytes(s.device_peak_bytes).c_str());
+    if (s.paged) {
+      std::fprintf(stderr,
+                   "           moved h2d %s d2h %s nvme read %s write %s | overlap %.0f%% | "
+                   "peak host %s nvme %s\n",
+                   FormatBytes(s.moved_bytes.h2d).c_str(), FormatBytes(s.moved_bytes.d2h).c_str(),
+                   FormatBytes(s.moved_bytes.nvme_read).c_str(),
+                   FormatBytes(s.moved_bytes.nvme_write).c_str(), s.overlap * 100,
+                   FormatBytes(s.host_peak_bytes).c_str(), FormatBytes(s.nvme_peak_bytes).c_str());
+    }
     if (log) {
       *log << "{\"step\":" << s.step << ",\"loss\":" << FloatToJson(s.loss)
            << ",\"tokens_per_s\":" << DoubleToJson(s.tokens_per_s)
            << ",\"elapsed_s\":" << DoubleToJson(s.elapsed_s) << ",\"lr\":" << FloatToJson(s.lr)
            << ",\"grad_norm\":" << DoubleToJson(s.grad_norm)
-           << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes << "}}\n";
+           << ",\"clipped\":" << (s.clipped ? "true" : "false");
+      if (s.paged) {
+        *log << ",\"moved_bytes\":{\"h2d\":" << s.moved_bytes.h2d
+             << ",\"d2h\":" << s.moved_bytes.d2h << ",\"nvme_read\":" << s.moved_bytes.nvme_read
+             << ",\"nvme_write\":" << s.moved_bytes.nvme_write
+             << "},\"overlap\":" << DoubleToJson(s.overlap)
+             << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes
+             << ",\"host\":" << s.host_peak_bytes << ",\"nvme\":" << s.nvme_peak_bytes << "}}\n";
+      } else {
+        *log << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes << "}}\n";
+      }
       log->flush();
     }
   });
@@ -113,8 +145,34 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
                   "Write step 1's gradients (before clipping) here (safetensors)");
   cmd->add_option("--gpu-mem", flags->gpu_mem,
                   "Device memory budget (e.g. 512M, 2G); default: what the run needs");
+  cmd->add_option("--host-mem", flags->host_mem,
+                  "Pinned host pool budget (paged engine); default: every page of state");
+  cmd->add_option("--nvme-dir", o.nvme_dirs,
+                  "NVMe tier directory (repeatable: pages stripe across them); must be empty");
+  cmd->add_option("--nvme-mem", flags->nvme_mem,
+                  "NVMe slot capacity across --nvme-dir; default 3x the model state");
+  cmd->add_option("--page-size", flags->page_size,
+                  "Page size of model state (power of two >= 4K); default 16M");
+  cmd->add_option("--params-on", o.params_on, "Home of parameters: device, host, nvme or auto")
+      ->capture_default_str();
+  cmd->add_option("--optimizer-on", o.optimizer_on,
+                  "Home of the AdamW moments: host, nvme or auto (device: not yet)")
+      ->capture_default_str();
+  cmd->add_option("--micro-batch", o.micro_batch,
+                  "Rows per micro-batch (divides --batch; gradients accumulate); 0 = --batch");
+  cmd->add_option("--recompute", o.recompute,
+                  "Activation checkpointing per block: none, all or auto (when the budget needs it)")
+      ->capture_default_str();
+  cmd->add_option("--trace", o.trace_path,
+                  "Write a Chrome trace (Perfetto) of every op and move: one track per queue");
+  cmd->add_option("--engine", o.engine,
+                  "memory (all state on the device), paged (the Engine), or auto: paged when a "
+                  "paging flag is given or --gpu-mem is below the in-memory need")
+      ->capture_default_str();
   cmd->add_option("--log-json", flags->log_json,
-                  "Write one JSON object per step: step, loss, tokens_per_s, elapsed_s, ...");
+                  "Write one JSON object per step: step, loss, tokens_per_s, elapsed_s, grad_norm, "
+                  "moved_bytes {h2d, d2h, nvme_read, nvme_write}, overlap, peak_bytes {device, "
+                  "host, nvme}");
   cmd->add_option("--log-level", flags->log_level, "debug, info, warn, error or off")
       ->capture_default_str();
   cmd->callback([flags, cmd, &ctx] { ctx.status = RunTrain(*flags, *cmd); });

@@ -1,0 +1,543 @@
+#include "scheduler/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/kernels/adamw.h"
+#include "core/util/log.h"
+#include "scheduler/grad_norm.h"
+
+namespace strata::scheduler {
+
+using memory::Access;
+using memory::PageId;
+using memory::PageRef;
+using memory::Role;
+using memory::Tier;
+
+namespace {
+
+float* AlignedTake(float*& cursor, int64_t floats) {
+  float* p = cursor;
+  cursor += (floats + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
+  return p;
+}
+
+bool Contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+}  // namespace
+
+Engine::Engine(const EngineOptions& o)
+    : o_(o),
+      layout_(*o.layout),
+      sp_(*o.pages),
+      mm_(*o.memory),
+      device_(*o.device),
+      timeline_(*o.timeline) {}
+
+Engine::~Engine() {
+  Drain().IgnoreError();
+  {
+    std::lock_guard lock(pins_mu_);
+    pins_.clear();
+  }
+  // Streams run what is still queued (page releases) before they go.
+  compute_.reset();
+  h2d_.reset();
+  d2h_.reset();
+  for (void* p : allocations_) device_.free(p);
+}
+
+Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
+  STRATA_CHECK(options.layout && options.pages && options.memory && options.device &&
+               options.timeline);
+  STRATA_CHECK(options.micro_rows > 0 && options.batch % options.micro_rows == 0);
+  std::unique_ptr<Engine> e(new Engine(options));
+  STRATA_RETURN_IF_ERROR(e->Setup());
+  return e;
+}
+
+Status Engine::Setup() {
+  const GptConfig& c = layout_.config;
+  const int L = c.n_layer, B = o_.micro_rows, T = o_.seq;
+  micro_batches_ = o_.batch / o_.micro_rows;
+  dloss_ = 1.0f / float(int64_t(o_.batch) * T);
+  program_ = BuildStepProgram(L, micro_batches_, o_.grad_clip > 0);
+  const int blocks = layout_.num_blocks();
+  param_version_.assign(blocks, 0);
+  update_done_.resize(blocks);
+  grad_ready_.resize(blocks);
+  block_sums_.assign(blocks, 0.0);
+  losses_.assign(micro_batches_, 0.0f);
+
+  compute_ = device_.create_stream("compute");
+  h2d_ = device_.create_stream("h2d");
+  d2h_ = device_.create_stream("d2h");
+  compute_arena_ = std::make_unique<tbb::task_arena>(o_.threads);
+  optimizer_arena_ = std::make_unique<tbb::task_arena>(o_.threads);
+  optimizer_ = std::make_unique<HostQueue>("optimizer");
+
+  auto alloc = [&](uint64_t bytes, const char* what) -> Result<void*> {
+    Result<void*> r = device_.alloc(bytes);
+    if (!r.ok()) return r.status().WithContext(std::string("allocating ") + what);
+    allocations_.push_back(*r);
+    return *r;
+  };
+  STRATA_ASSIGN_OR_RETURN(void* tokens, alloc(o_.plan.tokens_bytes, "the step's tokens"));
+  tokens_ = static_cast<int32_t*>(tokens);
+  STRATA_ASSIGN_OR_RETURN(void* acts, alloc(o_.plan.acts_bytes, "activations"));
+  float* cur = static_cast<float*>(acts);
+  const int64_t residual = int64_t(B) * T * c.n_embd;
+  if (o_.plan.recompute) {
+    for (int l = 0; l <= L; ++l) states_.push_back(AlignedTake(cur, residual));
+    emb_out_ = states_[0];
+    work_acts_ = CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T)));
+  } else {
+    emb_out_ = AlignedTake(cur, residual);
+    for (int l = 0; l < L; ++l) {
+      layer_acts_.push_back(
+          CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T))));
+    }
+  }
+  head_acts_ = CarveHeadActs(c, B, T, AlignedTake(cur, HeadActsFloats(c, B, T)));
+  scratch_ = CarveBackwardScratch(c, B, T, AlignedTake(cur, BackwardScratchFloats(c, B, T)));
+  dres_ = AlignedTake(cur, residual);
+  STRATA_CHECK(reinterpret_cast<char*>(cur) <= static_cast<char*>(acts) + o_.plan.acts_bytes)
+      << "activation carving overflows its buffer";
+  for (int i = 0; i < o_.plan.slots; ++i) {
+    STRATA_ASSIGN_OR_RETURN(void* s, alloc(o_.plan.slot_bytes, "a block slot"));
+    Slot slot;
+    slot.ptr = static_cast<float*>(s);
+    slots_.push_back(std::move(slot));
+  }
+  tokens_host_.resize(size_t(2) * o_.batch * T);
+  return PinHostHomes();
+}
+
+Status Engine::PinHostHomes() {
+  pins_.resize(sp_.num_pages());
+  pinned_home_.assign(sp_.num_pages(), false);
+  std::vector<Role> roles;
+  if (o_.plan.params == Home::kHost) roles.push_back(Role::kParam);
+  if (o_.plan.optimizer == Home::kHost) {
+    roles.push_back(Role::kAdamM);
+    roles.push_back(Role::kAdamV);
+  }
+  for (Role r : roles) {
+    for (int b = 0; b < layout_.num_blocks(); ++b) {
+      for (PageId p : sp_.pages(b, r)) {
+        pinned_home_[p] = true;
+        STRATA_RETURN_IF_ERROR(Repin(p));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void Engine::Unpin(PageId page) {
+  if (!pinned_home_[page]) return;
+  std::lock_guard lock(pins_mu_);
+  pins_[page].release();
+}
+
+Status Engine::Repin(PageId page) {
+  if (!pinned_home_[page]) return Status::Ok();
+  memory::AcquireOptions ao;
+  ao.holder = "host home pin";
+  STRATA_ASSIGN_OR_RETURN(PageRef ref, mm_.acquire_sync(page, Tier::kHost, Access::kRead, ao));
+  std::lock_guard lock(pins_mu_);
+  pins_[page] = std::move(ref);
+  return Status::Ok();
+}
+
+std::shared_ptr<Event> Engine::Record(Stream& stream) {
+  std::shared_ptr<Event> ev = device_.create_event();
+  stream.record(*ev);
+  return ev;
+}
+
+void Engine::Mark(Stream& stream, Queue queue, std::string name, uint64_t bytes, long step,
+                  const std::function<void()>& enqueue) {
+  auto t0 = std::make_shared<int64_t>(0);
+  Timeline* tl = &timeline_;
+  stream.launch([t0, tl] { *t0 = tl->now_ns(); });
+  enqueue();
+  stream.launch([t0, tl, queue, name = std::move(name), bytes, step] {
+    tl->add(Slice{queue, name, *t0, tl->now_ns(), bytes, step});
+  });
+}
+
+int Engine::FindSlot(int block, SlotRole role) const {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.block != block || s.role != role) continue;
+    if (role == SlotRole::kParam && s.version == param_version_[block]) return int(i);
+    if (role == SlotRole::kGrad && s.grad_active) return int(i);
+  }
+  return -1;
+}
+
+int Engine::ChooseVictim(size_t pos, const std::vector<int>& taken) const {
+  int best = -1;
+  uint64_t best_score = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (Contains(taken, int(i))) continue;
+    const Slot& s = slots_[i];
+    uint64_t score = StepProgram::kNever;
+    if (s.block >= 0 && s.role == SlotRole::kGrad && s.grad_active) continue;
+    if (s.block >= 0 && s.role == SlotRole::kParam && s.version == param_version_[s.block]) {
+      // A use after the end of this step is dead: every block is updated in between.
+      const uint64_t d = program_.next_use(s.block, SlotRole::kParam, pos);
+      score = (d == StepProgram::kNever || pos + d >= program_.ops.size()) ? StepProgram::kNever
+                                                                           : d;
+    }
+    if (best < 0 || score > best_score) {
+      best = int(i);
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+Status Engine::LoadSlot(int slot, int block, Role role, long step) {
+  Slot& s = slots_[slot];
+  if (s.last_use) h2d_->wait(*s.last_use);
+  const auto& pages = sp_.pages(block, role);
+  if (mm_.options().nvme != nullptr) {
+    for (PageId p : pages) mm_.prefetch(p, Tier::kHost);
+  }
+  memory::AcquireOptions ao;
+  ao.holder = "load block " + std::to_string(block) + " " + memory::RoleName(role);
+  for (size_t k = 0; k < pages.size(); ++k) {
+    const int64_t t0 = timeline_.now_ns();
+    STRATA_ASSIGN_OR_RETURN(PageRef ref, mm_.acquire_sync(pages[k], Tier::kHost, Access::kRead, ao));
+    timeline_.add(Slice{Queue::kFetch, "page " + std::to_string(pages[k]), t0, timeline_.now_ns(),
+                        sp_.page_bytes(), step});
+    const auto& pieces = sp_.pieces(block, role, k);
+    uint64_t bytes = 0;
+    for (const Piece& p : pieces) bytes += p.bytes;
+    auto held = std::make_shared<PageRef>(std::move(ref));
+    Status st;
+    Mark(*h2d_, Queue::kH2D,
+         std::string(memory::RoleName(role)) + " b" + std::to_string(block) + " p" +
+             std::to_string(k),
+         bytes, step, [&] {
+           const char* src = static_cast<const char*>(held->data());
+           char* dst = reinterpret_cast<char*>(s.ptr);
+           for (const Piece& p : pieces) {
+             if (!st.ok()) break;
+             st = device_.copy_async(dst + p.block_offset, src + p.page_offset, p.bytes,
+                                     CopyKind::kHostToDevice, *h2d_);
+           }
+           h2d_->launch([held] { held->release(); });
+         });
+    STRATA_RETURN_IF_ERROR(st);
+  }
+  s.ready = Record(*h2d_);
+  s.last_use = s.ready;
+  return Status::Ok();
+}
+
+Status Engine::CopyGradDown(int slot, int block, const std::shared_ptr<Event>& after, long step) {
+  Slot& s = slots_[slot];
+  d2h_->wait(*after);
+  const auto& pages = sp_.pages(block, Role::kGrad);
+  memory::AcquireOptions ao;
+  ao.holder = "grad block " + std::to_string(block);
+  for (size_t k = 0; k < pages.size(); ++k) {
+    const int64_t t0 = timeline_.now_ns();
+    STRATA_ASSIGN_OR_RETURN(PageRef ref,
+                            mm_.acquire_sync(pages[k], Tier::kHost, Access::kOverwrite, ao));
+    timeline_.add(Slice{Queue::kFetch, "grad page " + std::to_string(pages[k]), t0,
+                        timeline_.now_ns(), 0, step});
+    const auto& pieces = sp_.pieces(block, Role::kGrad, k);
+    uint64_t bytes = 0;
+    for (const Piece& p : pieces) bytes += p.bytes;
+    auto held = std::make_shared<PageRef>(std::move(ref));
+    Status st;
+    Mark(*d2h_, Queue::kD2H, "grad b" + std::to_string(block) + " p" + std::to_string(k), bytes,
+         step, [&] {
+           char* dst = static_cast<char*>(held->data());
+           const char* src = reinterpret_cast<const char*>(s.ptr);
+           for (const Piece& p : pieces) {
+             if (!st.ok()) break;
+             st = device_.copy_async(dst + p.page_offset, src + p.block_offset, p.bytes,
+                                     CopyKind::kDeviceToHost, *d2h_);
+           }
+           d2h_->launch([held] { held->release(); });
+         });
+    STRATA_RETURN_IF_ERROR(st);
+  }
+  s.last_use = Record(*d2h_);
+  s.grad_active = false;
+  grad_ready_[block] = s.last_use;
+  return Status::Ok();
+}
+
+Status Engine::Schedule(size_t pos, const Op& op, long step) {
+  std::vector<int> chosen(op.uses.size(), -1), taken;
+  // Hits first, so that a miss never picks a slot this op still needs.
+  for (size_t i = 0; i < op.uses.size(); ++i) {
+    const SlotUse& u = op.uses[i];
+    if (u.role == SlotRole::kGrad && Contains(op.grads_started, u.block)) continue;
+    const int idx = FindSlot(u.block, u.role);
+    if (u.role == SlotRole::kGrad) {
+      STRATA_CHECK(idx >= 0) << op.label() << ": gradient of block " << u.block << " not started";
+    }
+    if (idx >= 0) {
+      chosen[i] = idx;
+      taken.push_back(idx);
+    }
+  }
+  for (size_t i = 0; i < op.uses.size(); ++i) {
+    if (chosen[i] >= 0) continue;
+    const SlotUse& u = op.uses[i];
+    const int v = ChooseVictim(pos, taken);
+    STRATA_CHECK(v >= 0) << op.label() << ": no device slot to evict (" << slots_.size()
+                         << " slots)";
+    chosen[i] = v;
+    taken.push_back(v);
+    Slot& s = slots_[v];
+    s.block = u.block;
+    s.role = u.role;
+    if (u.role == SlotRole::kParam) {
+      if (update_done_[u.block].valid()) {
+        STRATA_RETURN_IF_ERROR(update_done_[u.block].get().WithContext(
+            "optimizer update of block " + std::to_string(u.block)));
+      }
+      s.version = param_version_[u.block];
+      s.grad_active = false;
+      STRATA_RETURN_IF_ERROR(LoadSlot(v, u.block, Role::kParam, step));
+    } else {
+      s.grad_active = true;
+      if (op.micro_batch == 0) {
+        s.ready = s.last_use;  // zeroed by the op itself on the compute stream
+      } else {
+        STRATA_RETURN_IF_ERROR(LoadSlot(v, u.block, Role::kGrad, step));
+      }
+    }
+  }
+  for (int idx : chosen) {
+    if (slots_[idx].ready) compute_->wait(*slots_[idx].ready);
+  }
+  std::vector<float*> ptrs;
+  for (int idx : chosen) ptrs.push_back(slots_[idx].ptr);
+  Mark(*compute_, Queue::kCompute, op.label(), 0, step,
+       [&] { compute_->launch([this, &op, ptrs] { RunOp(op, ptrs); }); });
+  std::shared_ptr<Event> done = Record(*compute_);
+  last_compute_ = done;
+  for (int idx : chosen) slots_[idx].last_use = done;
+  for (int b : op.grads_done) {
+    const int idx = FindSlot(b, SlotRole::kGrad);
+    STRATA_CHECK(idx >= 0);
+    STRATA_RETURN_IF_ERROR(CopyGradDown(idx, b, done, step));
+  }
+  return Status::Ok();
+}
+
+const float* Engine::BlockInput(int layer) const {
+  if (o_.plan.recompute) return states_[layer];
+  return layer == 0 ? emb_out_ : layer_acts_[layer - 1].out;
+}
+
+const TransformerActs& Engine::ActsFor(int layer) {
+  if (!o_.plan.recompute) return layer_acts_[layer];
+  work_acts_.out = states_[layer + 1];
+  return work_acts_;
+}
+
+void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
+  const GptConfig& c = layout_.config;
+  const int B = o_.micro_rows, T = o_.seq, L = c.n_layer;
+  // The sim device's honesty check: the op touches only device-resident memory.
+  for (size_t i = 0; i < ptrs.size(); ++i) {
+    const int64_t floats = layout_.blocks[op.uses[i].block].numel;
+    STRATA_CHECK(device_.is_device_memory(ptrs[i], size_t(floats) * 4))
+        << op.label() << ": slot " << i << " is not device memory";
+  }
+  STRATA_CHECK(device_.is_device_memory(emb_out_, 4) && device_.is_device_memory(tokens_, 4));
+  const int32_t* x = tokens_ + int64_t(op.micro_batch) * B * T;
+  const int32_t* y = tokens_ + int64_t(o_.batch) * T + int64_t(op.micro_batch) * B * T;
+  const float* head_in = o_.plan.recompute ? states_[L] : (L > 0 ? layer_acts_[L - 1].out : emb_out_);
+  const int64_t wte_offset = layout_.embedding().tensors[kWte].offset;
+  compute_arena_->execute([&] {
+    if (op.micro_batch == 0) {
+      for (size_t i = 0; i < op.uses.size(); ++i) {
+        if (op.uses[i].role == SlotRole::kGrad && Contains(op.grads_started, op.uses[i].block)) {
+          std::memset(ptrs[i], 0, size_t(layout_.blocks[op.uses[i].block].numel) * 4);
+        }
+      }
+    }
+    switch (op.kind) {
+      case OpKind::kEmbedFwd:
+        EmbeddingForward(layout_, ptrs[0], x, B, T, emb_out_);
+        break;
+      case OpKind::kBlockFwd: {
+        const int l = op.block - 1;
+        TransformerForward(layout_, l, ptrs[0], BlockInput(l), B, T, ActsFor(l));
+        break;
+      }
+      case OpKind::kHeadFwd:
+        losses_[op.micro_batch] =
+            HeadForward(layout_, ptrs[0], ptrs[1] + wte_offset, head_in, y, B, T, head_acts_);
+        break;
+      case OpKind::kHeadBwd:
+        HeadBackward(layout_, ptrs[0], ptrs[2], ptrs[1] + wte_offset, ptrs[3] + wte_offset, head_in,
+                     y, B, T, head_acts_, scratch_, dloss_, dres_);
+        break;
+      case OpKind::kBlockBwd: {
+        const int l = op.block - 1;
+        if (o_.plan.recompute) {
+          TransformerForward(layout_, l, ptrs[0], BlockInput(l), B, T, ActsFor(l));
+        }
+        TransformerBackward(layout_, l, ptrs[0], ptrs[1], BlockInput(l), B, T, ActsFor(l),
+                            scratch_, dres_);
+        break;
+      }
+      case OpKind::kEmbedBwd:
+        EmbeddingBackward(layout_, ptrs[0], dres_, x, B, T);
+        break;
+    }
+    for (int b : op.grads_final) {
+      for (size_t i = 0; i < op.uses.size(); ++i) {
+        if (op.uses[i].block == b && op.uses[i].role == SlotRole::kGrad) {
+          block_sums_[b] = BlockGradSumOfSquares(layout_.blocks[b], ptrs[i]);
+        }
+      }
+    }
+  });
+}
+
+void Engine::SubmitUpdate(int block, long step, float lr, float coef) {
+  ++param_version_[block];
+  auto promise = std::make_shared<std::promise<Status>>();
+  update_done_[block] = promise->get_future().share();
+  std::shared_ptr<Event> grads = grad_ready_[block];
+  optimizer_->submit([this, promise, grads, block, step, lr, coef] {
+    grads->synchronize();
+    promise->set_value(UpdateBlock(block, step, lr, coef));
+  });
+}
+
+Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
+  kernels::AdamWParams hp;
+  hp.lr = lr;
+  hp.beta1 = o_.beta1;
+  hp.beta2 = o_.beta2;
+  hp.eps = o_.eps;
+  hp.step = step + 1;
+  const BlockSpec& spec = layout_.blocks[block];
+  const auto& pp = sp_.pages(block, Role::kParam);
+  const auto& gp = sp_.pages(block, Role::kGrad);
+  const auto& mp = sp_.pages(block, Role::kAdamM);
+  const auto& vp = sp_.pages(block, Role::kAdamV);
+  const bool nvme = mm_.options().nvme != nullptr;
+  memory::AcquireOptions ao;
+  ao.holder = "adamw block " + std::to_string(block);
+  for (size_t k = 0; k < pp.size(); ++k) {
+    if (nvme && k + 1 < pp.size()) {
+      for (PageId p : {gp[k + 1], mp[k + 1], vp[k + 1], pp[k + 1]}) mm_.prefetch(p, Tier::kHost);
+    }
+    const int64_t t0 = timeline_.now_ns();
+    Unpin(pp[k]);
+    Unpin(mp[k]);
+    Unpin(vp[k]);
+    STRATA_ASSIGN_OR_RETURN(PageRef g, mm_.acquire_sync(gp[k], Tier::kHost, Access::kRead, ao));
+    STRATA_ASSIGN_OR_RETURN(PageRef m, mm_.acquire_sync(mp[k], Tier::kHost, Access::kWrite, ao));
+    STRATA_ASSIGN_OR_RETURN(PageRef v, mm_.acquire_sync(vp[k], Tier::kHost, Access::kWrite, ao));
+    STRATA_ASSIGN_OR_RETURN(PageRef p, mm_.acquire_sync(pp[k], Tier::kHost, Access::kWrite, ao));
+    const int64_t t1 = timeline_.now_ns();
+    timeline_.add(Slice{Queue::kFetch, "adamw pages b" + std::to_string(block) + " p" +
+                                           std::to_string(k),
+                        t0, t1, 4 * sp_.page_bytes(), step});
+    uint64_t bytes = 0;
+    optimizer_arena_->execute([&] {
+      for (const Piece& piece : sp_.pieces(block, Role::kParam, k)) {
+        hp.weight_decay = spec.tensors[piece.tensor].decay ? o_.weight_decay : 0.0f;
+        auto at = [&](const PageRef& r) {
+          return reinterpret_cast<float*>(static_cast<char*>(r.data()) + piece.page_offset);
+        };
+        kernels::adamw_update(at(p), at(g), at(m), at(v), long(piece.bytes / 4), hp, coef);
+        bytes += piece.bytes;
+      }
+    });
+    timeline_.add(Slice{Queue::kOptimizer,
+                        "adamw b" + std::to_string(block) + " p" + std::to_string(k), t1,
+                        timeline_.now_ns(), bytes, step});
+    p.release();
+    m.release();
+    v.release();
+    g.release();
+    STRATA_RETURN_IF_ERROR(Repin(pp[k]));
+    STRATA_RETURN_IF_ERROR(Repin(mp[k]));
+    STRATA_RETURN_IF_ERROR(Repin(vp[k]));
+  }
+  return Status::Ok();
+}
+
+Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepResult* result,
+                       const std::function<Status()>& on_grads) {
+  // The tokens: the staging buffer is free once the previous step's copy ran.
+  if (tokens_copied_) tokens_copied_->synchronize();
+  std::memcpy(tokens_host_.data(), tokens, tokens_host_.size() * sizeof(int32_t));
+  if (last_compute_) h2d_->wait(*last_compute_);
+  STRATA_RETURN_IF_ERROR(device_.copy_async(tokens_, tokens_host_.data(),
+                                            tokens_host_.size() * sizeof(int32_t),
+                                            CopyKind::kHostToDevice, *h2d_));
+  tokens_copied_ = Record(*h2d_);
+  compute_->wait(*tokens_copied_);
+
+  for (size_t pos = 0; pos < program_.ops.size(); ++pos) {
+    const Op& op = program_.ops[pos];
+    STRATA_RETURN_IF_ERROR(Schedule(pos, op, step));
+    if (!program_.wait_for_norm) {
+      for (int b : op.updates) SubmitUpdate(b, step, lr, 1.0f);
+    }
+  }
+  STRATA_RETURN_IF_ERROR(compute_->synchronize().WithContext("compute stream"));
+  double loss_sum = 0.0;
+  for (float l : losses_) {
+    if (!std::isfinite(l)) {
+      return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
+                             std::to_string(l) + "; lower --lr or enable --grad-clip");
+    }
+    loss_sum += l;
+  }
+  result->loss = static_cast<float>(loss_sum / micro_batches_);
+  result->grad_norm = GlobalGradNorm(block_sums_);
+  float coef = 1.0f;
+  if (o_.grad_clip > 0) coef = kernels::clip_coefficient(result->grad_norm, o_.grad_clip);
+  result->clipped = coef < 1.0f;
+  if (on_grads) {
+    STRATA_RETURN_IF_ERROR(d2h_->synchronize().WithContext("d2h stream"));
+    STRATA_RETURN_IF_ERROR(on_grads());
+  }
+  if (program_.wait_for_norm) {
+    for (int b : program_.ops.back().updates) SubmitUpdate(b, step, lr, coef);
+  }
+  return Status::Ok();
+}
+
+Status Engine::Drain() {
+  Status first;
+  if (h2d_) first = h2d_->synchronize();
+  if (d2h_) {
+    Status st = d2h_->synchronize();
+    if (first.ok()) first = st;
+  }
+  if (compute_) {
+    Status st = compute_->synchronize();
+    if (first.ok()) first = st;
+  }
+  if (optimizer_) optimizer_->drain();
+  for (size_t b = 0; b < update_done_.size(); ++b) {
+    if (!update_done_[b].valid()) continue;
+    Status st = update_done_[b].get();
+    if (first.ok() && !st.ok()) first = st.WithContext("optimizer update of block " + std::to_string(b));
+  }
+  return first;
+}
+
+}  // namespace strata::scheduler

@@ -1,0 +1,176 @@
+// Engine: runs the step program (scheduler/step_program.h) over paged model state.
+//
+// Queues (each its own thread, joined by Events): compute (the Device's compute stream: the
+// block ops), h2d and d2h (Device streams: pieces of pages into and out of block slots), the
+// driver (the thread calling RunStep: walks the program, acquires host pages from the
+// MemoryManager — NVMe reads and write-backs happen there — and enqueues everything), and the
+// optimizer (a HostQueue: AdamW per page on the host over TBB; NVMe-resident moments stream
+// through the host pool).
+//
+// Note [Driver and prefetch]
+// The driver never waits for compute inside a step: it enqueues op after op, so the loads of
+// later ops are issued as soon as a slot can be given to them. Slots are chosen Belady-style over
+// the program's known future (the slot whose content is next used farthest away, empty or stale
+// slots first); the H2D stream waits only on the Event of the victim's last use. Host pages are
+// pinned only while their pieces are in flight (released by a callback on the copying stream).
+// Progress is guaranteed because every Event a stream waits on belongs to work already enqueued.
+//
+// Note [Exact updates]
+// With clipping (--grad-clip > 0) every update waits for the global norm (known after the last
+// backward op), then the blocks are updated in forward order while the next step's forward
+// starts: the forward of block b waits only on block b's update (per-block futures, the version
+// counter param_version_ marks device slots stale). Speculative update + rollback is a later
+// improvement. Without clipping a block's update starts as soon as its gradient is final, during
+// backward. Either way the arithmetic is the in-memory trainer's (Note [Canonical arithmetic] in
+// trainer.h), so results are bit-identical.
+//
+// Honesty of the sim device: every compute op checks (STRATA_CHECK) that each buffer it touches
+// lies inside a live device allocation before it runs.
+//
+// Threads: Create, RunStep, Drain and ReadParams from one thread (the driver). Borrowed objects
+// (layout, pages, memory manager, device, timeline) must outlive the Engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <tbb/task_arena.h>
+
+#include "core/device/device.h"
+#include "core/nn/gpt_blocks.h"
+#include "core/nn/gpt_layout.h"
+#include "core/util/status.h"
+#include "memory/memory_manager.h"
+#include "scheduler/host_queue.h"
+#include "scheduler/memory_plan.h"
+#include "scheduler/state_pages.h"
+#include "scheduler/step_program.h"
+#include "scheduler/trace.h"
+
+namespace strata::scheduler {
+
+struct EngineOptions {
+  const GptLayout* layout = nullptr;
+  const StatePages* pages = nullptr;
+  memory::MemoryManager* memory = nullptr;
+  Device* device = nullptr;
+  Timeline* timeline = nullptr;
+  MemoryPlan plan;
+  int batch = 1;       // rows per step
+  int micro_rows = 1;  // rows per micro-batch (divides batch)
+  int seq = 1;
+  int threads = 1;     // compute and optimizer TBB arenas
+  float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
+  float grad_clip = 1.0f;  // <= 0: no clipping, updates start during backward
+};
+
+struct EngineStepResult {
+  float loss = 0;
+  double grad_norm = 0;
+  bool clipped = false;
+};
+
+class Engine {
+ public:
+  // Allocates the activations, the tokens buffer and plan.slots slots from the device, creates the
+  // streams and pins the pages whose home is the host. ResourceExhausted when the device refuses.
+  static Result<std::unique_ptr<Engine>> Create(const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const StepProgram& program() const { return program_; }
+
+  // One optimizer step (0-based `step`) on `tokens`: batch*seq inputs then batch*seq targets.
+  // Returns when the step's compute has finished; its updates may still run (see
+  // Note [Exact updates]). `on_grads`, if set, runs after backward with every gradient on its
+  // host pages (used by --export-grads; updates only read them meanwhile).
+  Status RunStep(long step, float lr, const int32_t* tokens, EngineStepResult* result,
+                 const std::function<Status()>& on_grads = nullptr);
+  // Waits for every queued move and update; returns the first error.
+  Status Drain();
+
+ private:
+  struct Slot {
+    float* ptr = nullptr;
+    int block = -1;  // -1: empty
+    SlotRole role = SlotRole::kParam;
+    uint64_t version = 0;       // param_version_ of the block when loaded
+    bool grad_active = false;   // a gradient being accumulated (must not be evicted)
+    std::shared_ptr<Event> ready;     // compute waits on it before using the content
+    std::shared_ptr<Event> last_use;  // whoever overwrites the slot waits on it
+  };
+
+  explicit Engine(const EngineOptions& options);
+  Status Setup();
+  Status PinHostHomes();
+
+  // Driver helpers.
+  Status Schedule(size_t pos, const Op& op, long step);
+  int FindSlot(int block, SlotRole role) const;
+  int ChooseVictim(size_t pos, const std::vector<int>& taken) const;
+  Status LoadSlot(int slot, int block, memory::Role role, long step);
+  Status CopyGradDown(int slot, int block, const std::shared_ptr<Event>& after, long step);
+  void SubmitUpdate(int block, long step, float lr, float coef);
+  Status UpdateBlock(int block, long step, float lr, float coef);
+  std::shared_ptr<Event> Record(Stream& stream);
+  void Mark(Stream& stream, Queue queue, std::string name, uint64_t bytes, long step,
+            const std::function<void()>& enqueue);
+
+  // Compute.
+  void RunOp(const Op& op, const std::vector<float*>& slot_ptrs);
+  const float* BlockInput(int layer) const;
+  const TransformerActs& ActsFor(int layer);
+
+  // Host pins of pages whose home is the host (any thread; pins_mu_).
+  void Unpin(memory::PageId page);
+  Status Repin(memory::PageId page);
+
+  EngineOptions o_;
+  const GptLayout& layout_;
+  const StatePages& sp_;
+  memory::MemoryManager& mm_;
+  Device& device_;
+  Timeline& timeline_;
+  StepProgram program_;
+  int micro_batches_ = 1;
+  float dloss_ = 0;
+
+  std::unique_ptr<Stream> compute_, h2d_, d2h_;
+  std::unique_ptr<tbb::task_arena> compute_arena_, optimizer_arena_;
+  std::unique_ptr<HostQueue> optimizer_;
+  std::vector<void*> allocations_;  // device buffers, freed in the destructor
+
+  // Device buffers.
+  int32_t* tokens_ = nullptr;
+  float* emb_out_ = nullptr;
+  std::vector<float*> states_;  // recompute: input of block l at states_[l], output at l + 1
+  std::vector<TransformerActs> layer_acts_;  // one per layer, or one (recompute)
+  TransformerActs work_acts_{};
+  HeadActs head_acts_{};
+  BackwardScratch scratch_{};
+  float* dres_ = nullptr;
+
+  std::vector<Slot> slots_;
+  std::vector<uint64_t> param_version_;
+  std::vector<std::shared_future<Status>> update_done_;
+  std::vector<std::shared_ptr<Event>> grad_ready_;  // the final gradient is on its host pages
+  std::shared_ptr<Event> norm_ready_;
+  std::shared_ptr<Event> last_compute_;
+  std::vector<int32_t> tokens_host_;
+  std::shared_ptr<Event> tokens_copied_;
+
+  // Written by compute ops, read after the step's compute (or an Event) completed.
+  std::vector<double> block_sums_;
+  std::vector<float> losses_;
+
+  std::mutex pins_mu_;
+  std::vector<memory::PageRef> pins_;  // indexed by page id; empty refs for other pages
+  std::vector<bool> pinned_home_;      // page's home is the host
+};
+
+}  // namespace strata::scheduler

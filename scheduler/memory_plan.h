@@ -1,0 +1,80 @@
+// MemoryPlan: where each kind of model state lives and how the device budget is cut, decided once
+// before step 1 from the model, the page plan and the user's budgets and placement flags.
+//
+// Device (Note [Block slots]): kernels need contiguous tensors and a page boundary may cut a
+// tensor, so the device side works in *slots*: contiguous device buffers of slot_bytes (the
+// largest block's parameters, rounded to 4 KiB), each holding one block's parameters or its
+// gradient in the block's own layout (core/nn/gpt_layout.h). Slots, the activations and the
+// step's tokens are allocated once from the Device arena; nothing else is, so the arena's peak is
+// exactly their sum and cannot exceed --gpu-mem.
+// The minimal working set is 4 slots (head backward holds the head's and the embedding's
+// parameters and gradients: the head is tied to wte) plus one prefetch slot, plus activations.
+//
+// Host: the MemoryManager's pinned pool of --host-mem. Without NVMe every page must fit in it.
+// With NVMe, pages whose home is the host are pinned there for the whole run; the rest pass
+// through the pool (cached Belady/LRU by the MemoryManager). The optimizer holds four pages
+// (param, grad, adam_m, adam_v of one page index) and the engine one more in flight, so the pool
+// needs kHostWorkingPages beyond the pinned ones.
+//
+// Placement (--params-on, --optimizer-on): device | host | nvme | auto.
+//   params device: every block's parameters stay in a slot (the host pages stay the master copy
+//     that AdamW updates; a block's slot is refreshed after its update);
+//   host: pinned in the host pool; nvme: live on NVMe and pass through the pool;
+//   auto fills the faster tier first with what is used most often: parameters (read forward and
+//     backward and written by the optimizer) before the AdamW moments (used by the optimizer only):
+//     host when they fit beside the working pages, else NVMe.
+//   --optimizer-on device (AdamW on the device) is not implemented: NotSupported.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/nn/gpt_layout.h"
+#include "core/util/status.h"
+
+namespace strata::scheduler {
+
+enum class Home : uint8_t { kDevice = 0, kHost = 1, kNvme = 2 };
+const char* HomeName(Home home);
+
+inline constexpr int kMinWorkingSlots = 4;   // head backward: P_head, P_emb, G_head, G_emb
+inline constexpr int kPrefetchSlots = 1;
+inline constexpr uint64_t kHostWorkingPages = 6;
+
+struct MemoryPlanInput {
+  const GptLayout* layout = nullptr;
+  int micro_rows = 1;  // rows per micro-batch
+  int batch = 1;       // rows per step (tokens buffer)
+  int seq = 1;
+  uint64_t gpu_mem = 0;   // 0: enough for everything resident
+  uint64_t host_mem = 0;  // 0: enough for every page
+  bool has_nvme = false;
+  uint64_t page_bytes = 0;
+  uint64_t param_pages = 0, grad_pages = 0, moment_pages = 0;  // moment = adam_m + adam_v
+  std::string params_on = "auto", optimizer_on = "auto", recompute = "none";
+};
+
+struct MemoryPlan {
+  Home params = Home::kHost;
+  Home optimizer = Home::kHost;
+  bool recompute = false;
+  uint64_t slot_bytes = 0;      // one slot (rounded to 4 KiB)
+  int slots = 0;                // slots allocated
+  uint64_t acts_bytes = 0;      // activations + scratch (rounded to 4 KiB)
+  uint64_t tokens_bytes = 0;    // the step's inputs and targets (rounded to 4 KiB)
+  uint64_t device_bytes = 0;    // the --gpu-mem budget in force
+  uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
+  uint64_t host_bytes = 0;      // the --host-mem budget in force (whole pages)
+  std::string ToString() const;
+};
+
+// Errors: InvalidArgument (unknown placement/recompute value, nvme without --nvme-dir),
+// ResourceExhausted (a budget below what the plan needs: the message gives the number and the
+// flag), NotSupported (--optimizer-on device).
+Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in);
+
+// Activation floats for one micro-batch: with recompute, only each block's input is kept and
+// one block's activations are rebuilt in backward.
+int64_t ActivationFloats(const GptConfig& c, int micro_rows, int seq, bool recompute);
+
+}  // namespace strata::scheduler

@@ -1,0 +1,246 @@
+#include "scheduler/paged_trainer.h"
+
+#include <tbb/info.h>
+
+#include <chrono>
+#include <vector>
+
+#include "core/device/device.h"
+#include "core/kernels/matmul.h"
+#include "core/nn/gpt_layout.h"
+#include "core/nn/gpt_weights.h"
+#include "core/util/log.h"
+#include "core/util/sizes.h"
+#include "memory/memory_manager.h"
+#include "memory/page_store_tier.h"
+#include "scheduler/engine.h"
+#include "scheduler/memory_plan.h"
+#include "scheduler/state_pages.h"
+#include "scheduler/trace.h"
+#include "storage/catalog.h"
+#include "storage/page_store.h"
+
+namespace strata {
+namespace {
+
+using memory::Role;
+using scheduler::Engine;
+using scheduler::MemoryPlan;
+using scheduler::StatePages;
+
+class PagedTrainer final : public Trainer {
+ public:
+  PagedTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
+      : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
+
+  ~PagedTrainer() override {
+    engine_.reset();
+    mm_.reset();
+    tier_.reset();
+    store_.reset();
+  }
+
+  Status Setup();
+  const GptConfig& config() const override { return layout_.config; }
+  int seq() const override { return seq_; }
+  std::string data_name() const override { return data_.name(); }
+  Status Run(const std::function<void(const StepStats&)>& on_step) override;
+
+ private:
+  Status OpenNvme(uint64_t state_bytes);
+  Status WriteInitialParams();
+  Status ExportRole(Role role, const std::string& path);
+
+  TrainOptions o_;
+  GptLayout layout_;
+  int seq_;
+  TokenDataset data_;
+  int threads_ = 1;
+  std::unique_ptr<StatePages> pages_;
+  MemoryPlan plan_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<storage::PageStore> store_;
+  std::unique_ptr<memory::PageStoreTier> tier_;
+  std::unique_ptr<memory::MemoryManager> mm_;
+  scheduler::Timeline timeline_;
+  std::unique_ptr<Engine> engine_;
+};
+
+Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
+  const std::string catalog = storage::Catalog::PathFor(o_.nvme_dirs[0]);
+  if (storage::Catalog::Exists(catalog)) {
+    return Status::InvalidArgument("--nvme-dir " + o_.nvme_dirs[0] +
+                                   " already holds a Strata page store (" + catalog +
+                                   ") from an earlier run; give an empty directory or remove it");
+  }
+  storage::PageStoreOptions so;
+  so.dirs = o_.nvme_dirs;
+  so.page_bytes = pages_->page_bytes();
+  so.capacity_bytes = o_.nvme_mem > 0 ? o_.nvme_mem : 3 * state_bytes;
+  STRATA_ASSIGN_OR_RETURN(store_, storage::PageStore::Open(so));
+  tier_ = std::make_unique<memory::PageStoreTier>(store_.get());
+  return Status::Ok();
+}
+
+Status PagedTrainer::Setup() {
+  threads_ = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
+  const uint64_t page = o_.page_bytes > 0 ? o_.page_bytes : memory::kDefaultPageBytes;
+  if (page < memory::kMinPageBytes || (page & (page - 1)) != 0) {
+    return Status::InvalidArgument("--page-size " + FormatBytes(page) +
+                                   " must be a power of two of at least 4K (e.g. 64K, 16M)");
+  }
+  STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page));
+  pages_ = std::make_unique<StatePages>(std::move(sp));
+  const int micro_rows = o_.micro_batch > 0 ? o_.micro_batch : o_.batch;
+
+  scheduler::MemoryPlanInput in;
+  in.layout = &layout_;
+  in.micro_rows = micro_rows;
+  in.batch = o_.batch;
+  in.seq = seq_;
+  in.gpu_mem = o_.gpu_mem;
+  in.host_mem = o_.host_mem;
+  in.has_nvme = !o_.nvme_dirs.empty();
+  in.page_bytes = page;
+  in.param_pages = pages_->pages_of_role(Role::kParam);
+  in.grad_pages = pages_->pages_of_role(Role::kGrad);
+  in.moment_pages = pages_->pages_of_role(Role::kAdamM) + pages_->pages_of_role(Role::kAdamV);
+  in.params_on = o_.params_on;
+  in.optimizer_on = o_.optimizer_on;
+  in.recompute = o_.recompute;
+  STRATA_ASSIGN_OR_RETURN(plan_, scheduler::MakeMemoryPlan(in));
+  Logger("train")->info("paged engine: {} pages of {} ({} of state); {}", pages_->num_pages(),
+                        FormatBytes(page), FormatBytes(pages_->plan().total_bytes()),
+                        plan_.ToString());
+
+  SimDeviceOptions dopt;
+  dopt.capacity_bytes = plan_.device_bytes;
+  STRATA_ASSIGN_OR_RETURN(device_, CreateSimDevice(dopt));
+  if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(OpenNvme(pages_->plan().total_bytes()));
+
+  memory::MemoryManagerOptions mo;
+  mo.page_bytes = page;
+  mo.num_pages = pages_->num_pages();
+  mo.budgets.host_bytes = plan_.host_bytes;
+  mo.device = nullptr;  // the engine's block slots are the device side (Note [Block slots])
+  mo.nvme = tier_.get();
+  STRATA_ASSIGN_OR_RETURN(mm_, memory::MemoryManager::Create(mo));
+  STRATA_RETURN_IF_ERROR(WriteInitialParams());
+
+  scheduler::EngineOptions eo;
+  eo.layout = &layout_;
+  eo.pages = pages_.get();
+  eo.memory = mm_.get();
+  eo.device = device_.get();
+  eo.timeline = &timeline_;
+  eo.plan = plan_;
+  eo.batch = o_.batch;
+  eo.micro_rows = micro_rows;
+  eo.seq = seq_;
+  eo.threads = threads_;
+  eo.beta1 = o_.beta1;
+  eo.beta2 = o_.beta2;
+  eo.eps = o_.eps;
+  eo.weight_decay = o_.weight_decay;
+  eo.grad_clip = o_.grad_clip;
+  STRATA_ASSIGN_OR_RETURN(engine_, Engine::Create(eo));
+  timeline_.set_keep_all(!o_.trace_path.empty());
+  return Status::Ok();
+}
+
+Status PagedTrainer::WriteInitialParams() {
+  std::vector<float> all;
+  if (!o_.init_path.empty()) {
+    all.resize(layout_.total_numel);
+    STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, layout_, all.data()));
+  }
+  std::vector<float> block;
+  for (int b = 0; b < layout_.num_blocks(); ++b) {
+    const float* values;
+    if (all.empty()) {
+      block.assign(layout_.blocks[b].numel, 0.0f);
+      InitBlockParams(layout_.blocks[b], o_.seed, block.data());
+      values = block.data();
+    } else {
+      values = all.data() + layout_.block_offset[b];
+    }
+    STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kParam, values));
+  }
+  return Status::Ok();
+}
+
+Status PagedTrainer::ExportRole(Role role, const std::string& path) {
+  std::vector<float> all(layout_.total_numel, 0.0f);
+  for (int b = 0; b < layout_.num_blocks(); ++b) {
+    STRATA_RETURN_IF_ERROR(scheduler::ReadBlockPages(*mm_, *pages_, b, role,
+                                                     all.data() + layout_.block_offset[b]));
+  }
+  return ExportGptSafetensors(path, layout_, all.data());
+}
+
+Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
+  kernels::set_blas_threads(threads_);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  std::vector<int32_t> tokens(size_t(2) * o_.batch * seq_);
+  for (long step = 0; step < o_.steps; ++step) {
+    data_.batch(step, o_.batch, seq_, tokens.data(), tokens.data() + size_t(o_.batch) * seq_);
+    const DeviceStats d0 = device_->stats();
+    const memory::MemoryStats m0 = mm_->stats();
+    const auto c0 = Clock::now();
+    const int64_t t0 = timeline_.now_ns();
+    scheduler::EngineStepResult r;
+    std::function<Status()> on_grads;
+    if (step == 0 && !o_.export_grads_path.empty()) {
+      on_grads = [&] { return ExportRole(Role::kGrad, o_.export_grads_path); };
+    }
+    STRATA_RETURN_IF_ERROR(engine_->RunStep(step, LearningRateAt(o_, step), tokens.data(), &r,
+                                            on_grads));
+    const int64_t t1 = timeline_.now_ns();
+    const auto c1 = Clock::now();
+    const DeviceStats d1 = device_->stats();
+    const memory::MemoryStats m1 = mm_->stats();
+    StepStats s;
+    s.step = step + 1;
+    s.loss = r.loss;
+    s.lr = LearningRateAt(o_, step);
+    s.grad_norm = r.grad_norm;
+    s.clipped = r.clipped;
+    s.step_s = std::chrono::duration<double>(c1 - c0).count();
+    s.elapsed_s = std::chrono::duration<double>(c1 - start).count();
+    s.tokens_per_s = double(o_.batch) * seq_ / s.step_s;
+    s.device_peak_bytes = d1.peak_bytes;
+    s.paged = true;
+    s.moved_bytes.h2d = d1.h2d_bytes - d0.h2d_bytes;
+    s.moved_bytes.d2h = d1.d2h_bytes - d0.d2h_bytes;
+    s.moved_bytes.nvme_read = m1.nvme_read_bytes - m0.nvme_read_bytes;
+    s.moved_bytes.nvme_write = m1.nvme_write_bytes - m0.nvme_write_bytes;
+    s.overlap = timeline_.Overlap(t0, t1);
+    s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes;
+    s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;
+    timeline_.Forget(t0);
+    on_step(s);
+  }
+  STRATA_RETURN_IF_ERROR(engine_->Drain());
+  if (!o_.export_path.empty()) {
+    STRATA_RETURN_IF_ERROR(ExportRole(Role::kParam, o_.export_path));
+    Logger("train")->info("wrote weights to {}", o_.export_path);
+  }
+  if (!o_.trace_path.empty()) {
+    STRATA_RETURN_IF_ERROR(timeline_.WriteChromeTrace(o_.trace_path));
+    Logger("train")->info("wrote trace to {}", o_.trace_path);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Trainer>> CreatePagedTrainer(const TrainOptions& options,
+                                                    const GptConfig& config, int seq,
+                                                    TokenDataset data) {
+  auto t = std::make_unique<PagedTrainer>(options, config, seq, std::move(data));
+  STRATA_RETURN_IF_ERROR(t->Setup());
+  return std::unique_ptr<Trainer>(std::move(t));
+}
+
+}  // namespace strata

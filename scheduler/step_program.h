@@ -1,0 +1,71 @@
+// StepProgram: one training step as a static list of compute ops, what each needs on the device,
+// and when each block's gradient is final and its optimizer update may start. Built once from the
+// model's block count, the number of micro-batches and the clipping rule; the Engine
+// (scheduler/engine.h) runs it once per step and uses its known future for Belady eviction of
+// device slots.
+//
+// Order, per micro-batch m = 0 .. M-1:
+//   embed_fwd, block_fwd 1..L, head_fwd, head_bwd, block_bwd L..1, embed_bwd
+// The head is tied to the embedding: head_fwd / head_bwd read block 0's parameters and head_bwd
+// starts block 0's gradient (dwte), which embed_bwd finishes. A gradient slot is "started" by the
+// first op that writes it in a micro-batch (zeroed in micro-batch 0, loaded with the sum so far in
+// later ones) and "done" by the last one (copied down to its host pages).
+//
+// Collectives: at one rank they are no-ops, but the program names where they go: an all-gather
+// of a block's sharded parameters before each use (Op::all_gather) and a reduce-scatter of its
+// gradient when it is final (Op::reduce_scatter).
+//
+// Pure data; immutable after BuildStepProgram. Safe to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata::scheduler {
+
+enum class OpKind : uint8_t { kEmbedFwd, kBlockFwd, kHeadFwd, kHeadBwd, kBlockBwd, kEmbedBwd };
+const char* OpKindName(OpKind kind);
+
+// What a compute op holds in a device slot: a block's parameters or its gradient.
+enum class SlotRole : uint8_t { kParam = 0, kGrad = 1 };
+
+struct SlotUse {
+  int block = 0;
+  SlotRole role = SlotRole::kParam;
+};
+
+struct Op {
+  OpKind kind = OpKind::kEmbedFwd;
+  int block = 0;        // the model block this op computes (0 embedding .. L+1 head)
+  int micro_batch = 0;
+  std::vector<SlotUse> uses;          // every slot the op touches (params read, grads +=)
+  std::vector<int> grads_started;     // grad slots this op starts (zero or load, then +=)
+  std::vector<int> grads_done;        // grad slots complete for this micro-batch after the op
+  std::vector<int> grads_final;       // blocks whose step gradient is final after the op
+  std::vector<int> updates;           // blocks whose optimizer update may start after the op
+  std::vector<int> all_gather;        // collectives (no-ops at one rank)
+  std::vector<int> reduce_scatter;
+  std::string label() const;          // "fwd h.3 mb0", for traces and stall reports
+};
+
+struct StepProgram {
+  int num_blocks = 0;     // L + 2
+  int micro_batches = 1;
+  bool wait_for_norm = true;  // clipping: updates start after the last op (norm known)
+  std::vector<Op> ops;
+
+  // Distance (in ops, counted cyclically over repeating steps) from position `pos` to the
+  // next op at or after it that uses (block, role); kNever when no op uses it.
+  static constexpr uint64_t kNever = ~uint64_t{0};
+  uint64_t next_use(int block, SlotRole role, size_t pos) const;
+  // Most slots any single op uses at once.
+  int max_slots_per_op() const;
+};
+
+// num_layers >= 0, micro_batches >= 1. wait_for_norm: every update waits for the last op (the
+// global norm needs every gradient); otherwise a block's update starts as soon as its gradient is
+// final (during backward).
+StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_norm);
+
+}  // namespace strata::scheduler
