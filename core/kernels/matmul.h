@@ -8,8 +8,9 @@
 // bit-identical for any thread count, and TBB's threads are the only ones computing.
 namespace strata::kernels {
 // C (M, N) = alpha * op(A) @ op(B) + beta * C, row-major; op(X) = X^T when trans_x.
-// lda/ldb/ldc are the row strides of A, B, C as stored. Call from one thread; the tiles run on
-// the caller's tbb::task_arena (whose size bounds the threads used).
+// lda/ldb/ldc are the row strides of A, B, C as stored. The tiles run on the caller's
+// tbb::task_arena (whose size bounds the threads used). Calls from several threads at once are
+// safe when their C do not overlap. K = 0 leaves C = beta * C; M = 0 or N = 0 does nothing.
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
 // Sets how many threads every later sgemm may use (process-wide, like OpenBLAS's own setting):
