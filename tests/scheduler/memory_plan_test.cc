@@ -1,0 +1,94 @@
+#include "scheduler/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "core/nn/gpt_config.h"
+
+namespace strata::scheduler {
+namespace {
+
+class MemoryPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    layout_ = MakeGptLayout(*GptPreset("tiny"));
+    in_.layout = &layout_;
+    in_.micro_rows = 4;
+    in_.batch = 4;
+    in_.seq = 64;
+    in_.page_bytes = 16384;
+    in_.param_pages = 16;
+    in_.grad_pages = 16;
+    in_.moment_pages = 32;
+  }
+  GptLayout layout_;
+  MemoryPlanInput in_;
+};
+
+TEST_F(MemoryPlanTest, DefaultsHoldEverything) {
+  auto plan = MakeMemoryPlan(in_);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->slots, layout_.num_blocks() + 3);
+  EXPECT_EQ(plan->params, Home::kHost);
+  EXPECT_EQ(plan->optimizer, Home::kHost);
+  EXPECT_EQ(plan->host_bytes, 64u * 16384);
+  EXPECT_LE(plan->min_device_bytes, plan->device_bytes);
+}
+
+TEST_F(MemoryPlanTest, BudgetBelowMinimumIsRefusedWithTheNumber) {
+  auto full = MakeMemoryPlan(in_);
+  ASSERT_TRUE(full.ok());
+  in_.gpu_mem = full->min_device_bytes - 1;
+  auto plan = MakeMemoryPlan(in_);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(plan.status().message().find(std::to_string(full->min_device_bytes)), std::string::npos)
+      << plan.status().message();
+  EXPECT_NE(plan.status().message().find("--gpu-mem"), std::string::npos);
+  in_.gpu_mem = full->min_device_bytes;
+  auto at_min = MakeMemoryPlan(in_);
+  ASSERT_TRUE(at_min.ok()) << at_min.status().ToString();
+  EXPECT_EQ(at_min->slots, kMinWorkingSlots + kPrefetchSlots);
+}
+
+TEST_F(MemoryPlanTest, RecomputeAutoKicksInWhenActivationsDoNotFit) {
+  auto none = MakeMemoryPlan(in_);
+  ASSERT_TRUE(none.ok());
+  in_.recompute = "auto";
+  in_.gpu_mem = none->min_device_bytes - 1;
+  auto plan = MakeMemoryPlan(in_);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->recompute);
+  EXPECT_LT(plan->acts_bytes, none->acts_bytes);
+}
+
+TEST_F(MemoryPlanTest, AutoPlacementFillsHostWithParamsFirst) {
+  in_.has_nvme = true;
+  in_.host_mem = (kHostWorkingPages + 16) * in_.page_bytes;  // room for params only
+  auto plan = MakeMemoryPlan(in_);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->params, Home::kHost);
+  EXPECT_EQ(plan->optimizer, Home::kNvme);
+  in_.optimizer_on = "host";
+  auto refused = MakeMemoryPlan(in_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("--optimizer-on"), std::string::npos);
+}
+
+TEST_F(MemoryPlanTest, BadChoices) {
+  in_.params_on = "gpu";
+  EXPECT_EQ(MakeMemoryPlan(in_).status().code(), StatusCode::kInvalidArgument);
+  in_.params_on = "nvme";
+  EXPECT_EQ(MakeMemoryPlan(in_).status().code(), StatusCode::kInvalidArgument);  // no --nvme-dir
+  in_.params_on = "auto";
+  in_.optimizer_on = "device";
+  EXPECT_EQ(MakeMemoryPlan(in_).status().code(), StatusCode::kNotSupported);
+  in_.optimizer_on = "auto";
+  in_.host_mem = 10 * in_.page_bytes;  // no NVMe: everything must fit
+  auto plan = MakeMemoryPlan(in_);
+  EXPECT_EQ(plan.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(plan.status().message().find("--nvme-dir"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::scheduler

@@ -1,0 +1,154 @@
+// Offload transparency (DESIGN invariant 1) and hard budgets (invariant 2): a fixed-seed run gives
+// bit-identical losses and exported weights whatever the budgets, page size or placement, and no
+// tier's peak exceeds its budget. The in-memory trainer is the reference.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tests/scheduler/scheduler_test_util.h"
+
+namespace strata::testing {
+namespace {
+
+// The minimal device working set, read from the refusal of a 1-byte budget ("... (N bytes) ...").
+uint64_t MinimalDeviceBytes(TrainOptions o) {
+  o.engine = "paged";
+  o.gpu_mem = 1;
+  auto t = Trainer::Create(o);
+  EXPECT_FALSE(t.ok());
+  if (t.ok()) return 0;
+  const std::string& m = t.status().message();
+  EXPECT_EQ(t.status().code(), StatusCode::kResourceExhausted) << m;
+  const size_t open = m.find('(');
+  EXPECT_NE(open, std::string::npos) << m;
+  return std::strtoull(m.c_str() + open + 1, nullptr, 10);
+}
+
+class OffloadTransparency : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = TinyRun(4);
+    base_.grad_clip = 2.0f;  // clips steps 1-2 (norm ~2.5), not 3-4 (~1.8, ~1.5)
+  }
+
+  TrainOutcome Reference(TrainOptions o, const std::string& tag) {
+    o.engine = "memory";
+    TrainOutcome r = TrainInProcess(o, dir_.path() + "/" + tag + ".safetensors");
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(r.steps.size(), size_t(o.steps));
+    EXPECT_FALSE(r.weights.empty());
+    return r;
+  }
+
+  // Runs `o` paged and checks it against `ref` bit for bit and against its budgets.
+  TrainOutcome ExpectSame(TrainOptions o, const TrainOutcome& ref, const std::string& tag) {
+    o.engine = "paged";
+    TrainOutcome r = TrainInProcess(o, dir_.path() + "/" + tag + ".safetensors");
+    EXPECT_TRUE(r.status.ok()) << tag << ": " << r.status.ToString();
+    EXPECT_EQ(r.steps.size(), ref.steps.size()) << tag;
+    for (size_t i = 0; i < std::min(r.steps.size(), ref.steps.size()); ++i) {
+      const StepStats &a = r.steps[i], &b = ref.steps[i];
+      EXPECT_EQ(a.loss, b.loss) << tag << " step " << a.step;
+      EXPECT_EQ(a.grad_norm, b.grad_norm) << tag << " step " << a.step;
+      EXPECT_EQ(a.clipped, b.clipped) << tag << " step " << a.step;
+      EXPECT_TRUE(a.paged);
+      if (o.gpu_mem > 0) {
+        EXPECT_LE(a.device_peak_bytes, o.gpu_mem) << tag;
+      }
+      if (o.host_mem > 0) {
+        EXPECT_LE(a.host_peak_bytes, o.host_mem) << tag;
+      }
+      if (o.nvme_mem > 0) {
+        EXPECT_LE(a.nvme_peak_bytes, o.nvme_mem) << tag;
+      }
+      EXPECT_GT(a.moved_bytes.h2d, 0u) << tag;
+      EXPECT_GT(a.moved_bytes.d2h, 0u) << tag;
+    }
+    EXPECT_TRUE(r.weights == ref.weights) << tag << ": exported weights differ";
+    return r;
+  }
+
+  uint64_t NvmeRead(const TrainOutcome& r) {
+    uint64_t n = 0;
+    for (const StepStats& s : r.steps) n += s.moved_bytes.nvme_read;
+    return n;
+  }
+
+  ScratchDir dir_{"transparency"};
+  TrainOptions base_;
+};
+
+TEST_F(OffloadTransparency, FourBudgetAndPlacementConfigs) {
+  const TrainOutcome ref = Reference(base_, "ref");
+  ASSERT_TRUE(ref.steps.size() == 4 && ref.steps[0].clipped && !ref.steps[3].clipped)
+      << "the run should clip on some steps only";
+
+  // 1. Everything in memory (paged engine, every budget large enough).
+  TrainOptions all_in_memory = base_;
+  all_in_memory.page_bytes = 16384;
+  ExpectSame(all_in_memory, ref, "all_in_memory");
+
+  // 2. The device budget at the minimal working set.
+  TrainOptions device_min = base_;
+  device_min.page_bytes = 16384;
+  device_min.gpu_mem = MinimalDeviceBytes(device_min);
+  ASSERT_GT(device_min.gpu_mem, 0u);
+  ExpectSame(device_min, ref, "device_min");
+
+  // 3. The optimizer's moments on NVMe, the host pool too small to cache them all.
+  TrainOptions opt_nvme = base_;
+  opt_nvme.page_bytes = 16384;
+  opt_nvme.nvme_dirs = {dir_.sub("nvme_opt")};
+  opt_nvme.nvme_mem = 4 << 20;
+  opt_nvme.host_mem = 40 * 16384;
+  opt_nvme.params_on = "host";
+  opt_nvme.optimizer_on = "nvme";
+  EXPECT_GT(NvmeRead(ExpectSame(opt_nvme, ref, "optimizer_nvme")), 0u);
+
+  // 4. Everything on NVMe, a host pool of a few pages, the device at its minimum, 4 KiB pages.
+  TrainOptions all_nvme = base_;
+  all_nvme.page_bytes = 4096;
+  all_nvme.nvme_dirs = {dir_.sub("nvme_all_a"), dir_.sub("nvme_all_b")};
+  all_nvme.nvme_mem = 4 << 20;
+  all_nvme.host_mem = 8 * 4096;
+  all_nvme.params_on = "nvme";
+  all_nvme.optimizer_on = "nvme";
+  all_nvme.gpu_mem = MinimalDeviceBytes(all_nvme);
+  EXPECT_GT(NvmeRead(ExpectSame(all_nvme, ref, "all_nvme")), 0u);
+}
+
+TEST_F(OffloadTransparency, MicroBatchesAndRecompute) {
+  TrainOptions o = base_;
+  o.micro_batch = 2;
+  const TrainOutcome ref = Reference(o, "ref_mb");
+  o.page_bytes = 8192;
+  o.recompute = "all";
+  o.gpu_mem = MinimalDeviceBytes(o);
+  ExpectSame(o, ref, "mb_recompute_min");
+  o.nvme_dirs = {dir_.sub("nvme_mb")};
+  o.host_mem = 10 * 8192;
+  o.params_on = "nvme";
+  o.optimizer_on = "nvme";
+  ExpectSame(o, ref, "mb_recompute_nvme");
+}
+
+TEST_F(OffloadTransparency, UpdatesDuringBackwardWithoutClipping) {
+  TrainOptions o = base_;
+  o.grad_clip = 0;
+  const TrainOutcome ref = Reference(o, "ref_noclip");
+  o.page_bytes = 16384;
+  o.nvme_dirs = {dir_.sub("nvme_noclip")};
+  o.host_mem = 10 * 16384;
+  o.params_on = "nvme";
+  o.optimizer_on = "nvme";
+  ExpectSame(o, ref, "noclip_nvme");
+  o.nvme_dirs.clear();
+  o.host_mem = 0;
+  o.params_on = "device";
+  o.optimizer_on = "auto";
+  ExpectSame(o, ref, "noclip_params_on_device");
+}
+
+}  // namespace
+}  // namespace strata::testing
