@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Runs Strata's benchmarks and rewrites BENCHMARKS.md from their output.
+
+Every number in BENCHMARKS.md comes from here: each benchmark prints one JSON object (its
+last line starting with '{'), which is stored in bench/results/<name>.json with the date and
+the exact command; BENCHMARKS.md is then rendered from every stored result, so running one
+benchmark keeps the others' latest figures.
+
+    bench/update_benchmarks.py                 # run all, rewrite BENCHMARKS.md
+    bench/update_benchmarks.py step io         # run these only
+    bench/update_benchmarks.py --render-only   # re-render from bench/results/
+Env: NVME_DIR (default build/bench-io) is the directory the disk benchmarks use.
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+RESULTS = os.path.join(ROOT, "bench", "results")
+NVME_DIR = os.environ.get("NVME_DIR", os.path.join(ROOT, "build", "bench-io"))
+
+
+def ratio_row(name, value, target, what):
+    met = value >= target
+    return {"metric": name, "value": value, "target": f">= {target}", "met": met, "what": what}
+
+
+def step_rows(j):
+    return [
+        ratio_row("torch_ratio", j["torch_ratio"], 1.2,
+                  f"Strata {j['strata_tokens_per_s']:.0f} tokens/s vs PyTorch "
+                  f"{j['torch_tokens_per_s']:.0f} (its best thread split: "
+                  f"torch {j['torch_best_setting']['torch_threads']} x OpenBLAS "
+                  f"{j['torch_best_setting']['blas_threads']})"),
+        ratio_row("gemm_fraction", j["gemm_fraction"], 0.6,
+                  f"step {j['gflops']:.1f} GFLOP/s vs sgemm 2048^3 {j['gemm_peak_gflops']:.1f} "
+                  f"GFLOP/s, {j['threads']} threads"),
+    ]
+
+
+def io_rows(j):
+    rows = []
+    for p in j["patterns"]:
+        rows.append(ratio_row(f"{p['rw']}_ratio", p["ratio"], p["target"],
+                              f"Strata {p['strata_bytes_per_s'] / 2**20:.0f} MiB/s vs fio "
+                              f"{p['fio_bytes_per_s'] / 2**20:.0f} MiB/s"))
+    c = j.get("commit")
+    if c:
+        rows.append({"metric": "commit_latency", "value": None, "target": "report", "met": True,
+                     "what": f"sync WriteBatch p50 {c['catalog_p50_us']:.0f} us, p99 "
+                             f"{c['catalog_p99_us']:.0f} us ({c['pages_per_commit']} pages per "
+                             f"commit)"})
+    return rows
+
+
+def generic_rows(j):
+    """Every `<what>_ratio` field, with its `<what>_target` when the benchmark gives one."""
+    rows = []
+    for k, v in j.items():
+        if k.endswith("_ratio") and isinstance(v, (int, float)):
+            base = k[: -len("_ratio")]
+            target = j.get(base + "_target")
+            context = ", ".join(f"{kk}={vv:.4g}" if isinstance(vv, float) else f"{kk}={vv}"
+                                for kk, vv in j.items()
+                                if kk.startswith(base) and kk != k and kk != base + "_target")
+            if target is None:
+                rows.append({"metric": k, "value": v, "target": "report", "met": True,
+                             "what": context})
+            else:
+                rows.append(ratio_row(k, v, target, context))
+    return rows
+
+
+BENCHES = {
+    "step": {
+        "title": "Training step: Strata vs PyTorch, and vs sgemm peak (issue: foundation)",
+        "measures": "tokens/s of a full training step (forward, backward, clipping, AdamW) of "
+                    "the `small` GPT (6 layers, 384 wide, 6 heads, vocab 256), batch 8 x seq "
+                    "256, 2 threads, against PyTorch 1.13 (Debian) running the same model, "
+                    "batch and optimizer at its best thread split; and the step's achieved "
+                    "GFLOP/s (6N + attention FLOPs per token) against OpenBLAS sgemm 2048^3 "
+                    "measured in the same process.",
+        "cmd": ["bench/step_vs_torch.sh", "--model", "small", "--batch", "8", "--seq", "256",
+                "--threads", "2", "--steps", "5"],
+        "rows": step_rows,
+    },
+    "io": {
+        "title": "NVMe tier: IoEngine vs fio (issue: NVMe tier)",
+        "measures": "sequential and random 1 MiB reads and writes at queue depth 16 over a 4 GiB "
+                    "file with O_DIRECT, Strata's IoEngine vs fio (io_uring, direct=1, fixed "
+                    "buffers and files) alternating in the same run; and the latency of the "
+                    "page store's sync RocksDB commit.",
+        "cmd": ["bench/io_vs_fio.sh", NVME_DIR, "4G", "1M", "16"],
+        "rows": io_rows,
+    },
+    "pages": {
+        "title": "Page moves vs memcpy and the IoEngine; Belady vs LRU (issue: memory manager)",
+        "measures": "host->device and device->host page moves through the memory manager vs "
+                    "memcpy of the same bytes, host<->NVMe page moves vs the IoEngine's raw "
+                    "rate, and bytes moved under Belady vs LRU on a training-like trace.",
+        "cmd": ["build/tools/strata", "bench", "pages", "--json", "--dir", NVME_DIR],
+        "rows": generic_rows,
+    },
+    "offload": {
+        "title": "Offload: overlap, cost and scale (issue: unified scheduler)",
+        "measures": "step time vs max(compute-only, movement-only); tokens/s with 25% device "
+                    "and 50% host budgets vs all in memory; a model >= 4x the host budget and "
+                    ">= 16x the device budget.",
+        "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR],
+        "rows": generic_rows,
+    },
+}
+
+
+def run(name):
+    b = BENCHES[name]
+    os.makedirs(NVME_DIR, exist_ok=True)
+    print(f"update_benchmarks: running {name}: {' '.join(b['cmd'])}", file=sys.stderr)
+    p = subprocess.run(b["cmd"], cwd=ROOT, capture_output=True, text=True)
+    sys.stderr.write(p.stderr[-4000:])
+    if p.returncode != 0:
+        print(f"update_benchmarks: {name} failed with exit code {p.returncode}", file=sys.stderr)
+        return False
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if not lines:
+        print(f"update_benchmarks: {name} printed no JSON", file=sys.stderr)
+        return False
+    result = {"name": name, "date": datetime.date.today().isoformat(),
+              "command": " ".join(b["cmd"]).replace(ROOT + "/", ""),
+              "json": json.loads(lines[-1])}
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, name + ".json"), "w") as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+    return True
+
+
+def fmt(v):
+    return "-" if v is None else f"{v:.3f}"
+
+
+def render():
+    out = ["# Benchmarks", "",
+           "Every figure below is written by `bench/update_benchmarks.py` from the benchmark's "
+           "own JSON output (kept in `bench/results/`); none is edited by hand. Each is a ratio "
+           "measured side by side in one run on this machine (2 cores, no GPU; see the README), "
+           "because absolute times on a shared machine drift. A target that is missed says "
+           "MISSED, with its numbers.", ""]
+    for name, b in BENCHES.items():
+        path = os.path.join(RESULTS, name + ".json")
+        out += [f"## {b['title']}", "", b["measures"], ""]
+        if not os.path.exists(path):
+            out += ["Not measured yet.", ""]
+            continue
+        r = json.load(open(path))
+        out += [f"Reproduce: `{r['command']}` — last run {r['date']}.", "",
+                "| metric | value | target | | what |", "|---|---|---|---|---|"]
+        for row in b["rows"](r["json"]):
+            status = "met" if row["met"] else "**MISSED**"
+            if row["target"] == "report":
+                status = ""
+            out.append(f"| {row['metric']} | {fmt(row['value'])} | {row['target']} | {status} "
+                       f"| {row['what']} |")
+        out.append("")
+    with open(os.path.join(ROOT, "BENCHMARKS.md"), "w") as f:
+        f.write("\n".join(out))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("names", nargs="*", help=f"benchmarks to run: {', '.join(BENCHES)}")
+    p.add_argument("--render-only", action="store_true")
+    args = p.parse_args()
+    ok = True
+    if not args.render_only:
+        for name in args.names or list(BENCHES):
+            if name not in BENCHES:
+                sys.exit(f"update_benchmarks: unknown benchmark {name}; known: {', '.join(BENCHES)}")
+            ok = run(name) and ok
+    render()
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
