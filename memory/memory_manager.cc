@@ -26,6 +26,14 @@
 // read the page's frame pointers without the lock. No mutex is held across a copy, an I/O, a
 // commit or a wait for a frame.
 //
+// Note [No hold and wait]
+// Frames are taken in one direction only: a device frame may wait for a host frame (write-back
+// of a dirty device copy, NVMe -> device staging), a host frame may wait for NVMe (write-back
+// and commit), never the reverse. A request that waits for a frame of its own holds no busy
+// page and no other frame, and if the page turns out busy or pinned once it has the frame, it
+// gives the frame back before waiting. So every wait for a frame ends when callers release
+// pins, whatever the budgets (down to one page per tier).
+//
 // Note [Progress and stalls]
 // Waiters (for a page to become free, for a frame) sleep on a condition variable in slices of
 // kWaitSlice and re-check; anything that could unblock them (release, frame returned, load done,
@@ -68,7 +76,8 @@ struct PageState {
   bool valid[2] = {false, false};
   bool nvme_valid = false;
   bool nvme_staged = false;
-  bool busy = false;
+  bool busy = false;                  // one thread moves this page's copies (Note [Locking])
+  bool loading[2] = {false, false};   // one request is getting a frame for this tier's copy
   int readers = 0;
   bool writer = false;
   std::vector<Holder> holders;
@@ -187,6 +196,7 @@ struct MemoryManager::Impl {
   PageRef pin_locked(MemoryManager* mm, PageId p, int t, Access a, const std::string& holder) {
     PageState& s = pages[p];
     if (a != Access::kRead) {
+      STRATA_CHECK(!s.nvme_staged) << "write pin of page " << p << " whose NVMe version is staged";
       for (int o = 0; o < 2; ++o) {
         if (o == t || !s.valid[o]) continue;
         void* f = s.frame[o];
@@ -366,6 +376,7 @@ struct MemoryManager::Impl {
   }
 
   // A frame on tier t for page `for_page`: a free one, a new one, or one taken from a victim.
+  // for_page's own copy on t (put there meanwhile by a write-back) is a victim like any other.
   // may_wait=false (prefetch) returns nullptr instead of waiting; `prefetch_next_use` > 0 then
   // also forbids evicting pages needed no later than it.
   Result<void*> get_frame(int t, PageId for_page, bool may_wait, uint64_t prefetch_next_use) {
@@ -408,7 +419,6 @@ struct MemoryManager::Impl {
       const bool prefetching = !may_wait;
       for (PageId v : rank(t, std::move(candidates),
                            prefetching && prefetch_next_use > 0 ? &prefetch_next_use : nullptr)) {
-        if (v == for_page) continue;
         STRATA_ASSIGN_OR_RETURN(void* f, try_evict(v, t));
         if (f != nullptr) return f;
       }
@@ -433,16 +443,20 @@ struct MemoryManager::Impl {
         pool.cv.wait_for(lock, kWaitSlice,
                          [&] { return progress.load(std::memory_order_relaxed) != seen; });
       }
-      if (clock.expired()) return stall_status(for_page, Tier(t), "a free page frame");
+      if (clock.expired()) return stall_status(for_page, Tier(t), "a free page frame", true);
     }
   }
 
-  Status stall_status(PageId page_id, Tier t, const std::string& what) {
+  // `for_frame`: the wait was for a frame (the budget is the limit), else for the page itself.
+  Status stall_status(PageId page_id, Tier t, const std::string& what, bool for_frame = false) {
     std::string report = stall_report_impl();
+    std::string hint = for_frame ? std::string("raise ") +
+                                       (t == Tier::kDevice ? "--gpu-mem" : "--host-mem") +
+                                       " or have holders release pages sooner"
+                                 : "the holders below must release it";
     std::string msg = "page " + std::to_string(page_id) + " on " + TierName(t) + ": waited " +
                       std::to_string(opt.stall_timeout_ms) + " ms for " + what +
-                      " without progress; raise " + (t == Tier::kDevice ? "--gpu-mem" : "--host-mem") +
-                      " or release pages sooner. Who holds what:\n" + report;
+                      " without progress; " + hint + ". Who holds what:\n" + report;
     log->warn("{}", msg);
     return Status::Timeout(msg);
   }
@@ -458,9 +472,11 @@ struct MemoryManager::Impl {
     for (PageId p = 0; p < opt.num_pages && listed < 64; ++p) {
       PageState& s = pages[p];
       std::lock_guard lock(s.mu);
-      if (s.holders.empty() && !s.busy) continue;
+      if (s.holders.empty() && !s.busy && !s.loading[0] && !s.loading[1]) continue;
       ++listed;
-      os << "  page " << p << (s.busy ? " (move in flight)" : "") << ":";
+      os << "  page " << p << (s.busy ? " (move in flight)" : "")
+         << (s.loading[0] ? " (waiting for a device frame)" : "")
+         << (s.loading[1] ? " (waiting for a host frame)" : "") << ":";
       for (const Holder& h : s.holders) {
         os << " [" << (h.access == Access::kRead ? "read" : "write") << " on "
            << TierName(h.tier) << " by " << h.name << "]";
@@ -509,13 +525,16 @@ struct MemoryManager::Impl {
   }
 
   // The blocking acquire (and prefetch when !pin). Returns an empty PageRef for a prefetch.
+  // The frame is taken while the page is *not* busy (only loading[t] is set, so that a second
+  // request for this copy waits and shares the move): a request waiting for a frame holds no
+  // page busy, so the evictions it waits for can always write back (Note [No hold and wait]).
   Result<PageRef> acquire_blocking(MemoryManager* mm, PageId p, int t, Access a,
                                    const std::string& holder, bool pin) {
     PageState& s = pages[p];
     StallClock clock(opt.stall_timeout_ms);
     std::unique_lock lock(s.mu);
     for (;;) {
-      if (s.busy || (pin && !compatible(s, a)) || (!pin && s.writer)) {
+      if (s.busy || s.loading[t] || (pin && !compatible(s, a)) || (!pin && s.writer)) {
         if (!pin) return PageRef();  // a prefetch never waits
         s.cv.wait_for(lock, kWaitSlice);
         if (clock.expired()) {
@@ -536,7 +555,7 @@ struct MemoryManager::Impl {
         hits.fetch_add(1, std::memory_order_relaxed);
         return pin_locked(mm, p, t, a, holder);
       }
-      s.busy = true;
+      s.loading[t] = true;
       lock.unlock();
       uint64_t prefetch_next_use = 0;
       if (!pin) {
@@ -546,19 +565,36 @@ struct MemoryManager::Impl {
         }
       }
       Result<void*> frame = get_frame(t, p, /*may_wait=*/pin, prefetch_next_use);
-      Status st = frame.status();
-      if (st.ok() && *frame != nullptr) {
-        st = load(p, t, a, *frame);
-        if (!st.ok()) put_frame(t, *frame);
+      lock.lock();
+      if (!frame.ok() || *frame == nullptr) {
+        s.loading[t] = false;
+        s.cv.notify_all();
+        if (!frame.ok()) return frame.status();
+        return PageRef();  // prefetch found no room
       }
+      if (s.busy || s.valid[t] || (pin && !compatible(s, a)) || (!pin && s.writer) ||
+          (pin && a != Access::kRead && s.nvme_staged)) {
+        // Someone moves or holds the page, or a write-back or NVMe staging put a copy on this
+        // tier meanwhile: give the frame back rather than wait holding it (or keep two copies).
+        s.loading[t] = false;
+        s.cv.notify_all();
+        lock.unlock();
+        put_frame(t, *frame);
+        lock.lock();
+        continue;
+      }
+      s.busy = true;
+      lock.unlock();
+      Status st = load(p, t, a, *frame);
+      if (!st.ok()) put_frame(t, *frame);
       lock.lock();
       s.busy = false;
+      s.loading[t] = false;
       s.cv.notify_all();
-      if (!st.ok() || *frame == nullptr) {
+      if (!st.ok()) {
         lock.unlock();
         bump(t);
-        if (!st.ok()) return st;
-        return PageRef();  // prefetch found no room
+        return st;
       }
       s.frame[t] = *frame;
       s.valid[t] = true;
