@@ -449,7 +449,7 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
     STRATA_ASSIGN_OR_RETURN(PageRef v, mm_.acquire_sync(vp[k], Tier::kHost, Access::kWrite, ao));
     STRATA_ASSIGN_OR_RETURN(PageRef p, mm_.acquire_sync(pp[k], Tier::kHost, Access::kWrite, ao));
     const int64_t t1 = timeline_.now_ns();
-    timeline_.add(Slice{Queue::kFetch, "adamw pages b" + std::to_string(block) + " p" +
+    timeline_.add(Slice{Queue::kOptimizerIo, "adamw pages b" + std::to_string(block) + " p" +
                                            std::to_string(k),
                         t0, t1, 4 * sp_.page_bytes(), step});
     uint64_t bytes = 0;

@@ -3,6 +3,7 @@
 #include <tbb/info.h>
 
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "core/device/device.h"
@@ -13,6 +14,7 @@
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
 #include "memory/page_store_tier.h"
+#include "scheduler/checkpoint.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/state_pages.h"
@@ -49,6 +51,10 @@ class PagedTrainer final : public Trainer {
  private:
   Status OpenNvme(uint64_t state_bytes);
   Status WriteInitialParams();
+  Status LoadCheckpointPages();
+  Status Checkpoint(long steps_done);
+  std::string RunFingerprint() const;
+  std::vector<memory::PageId> DurablePages() const;
   Status ExportRole(Role role, const std::string& path);
 
   TrainOptions o_;
@@ -64,20 +70,58 @@ class PagedTrainer final : public Trainer {
   std::unique_ptr<memory::MemoryManager> mm_;
   scheduler::Timeline timeline_;
   std::unique_ptr<Engine> engine_;
+  std::optional<scheduler::CheckpointRecord> resume_from_;
+  long start_step_ = 0;
 };
+
+std::string PagedTrainer::RunFingerprint() const {
+  return layout_.config.ToString() + " batch " + std::to_string(o_.batch) + " micro " +
+         std::to_string(o_.micro_batch) + " seq " + std::to_string(seq_) + " page " +
+         std::to_string(pages_->page_bytes()) + " seed " + std::to_string(o_.seed);
+}
+
+// Params and moments: what a checkpoint must hold (gradients are rebuilt every step).
+std::vector<memory::PageId> PagedTrainer::DurablePages() const {
+  std::vector<memory::PageId> out;
+  for (int b = 0; b < layout_.num_blocks(); ++b) {
+    for (Role r : {Role::kParam, Role::kAdamM, Role::kAdamV}) {
+      for (memory::PageId p : pages_->pages(b, r)) out.push_back(p);
+    }
+  }
+  return out;
+}
 
 Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
   const std::string catalog = storage::Catalog::PathFor(o_.nvme_dirs[0]);
-  if (storage::Catalog::Exists(catalog)) {
+  if (o_.resume) {
+    STRATA_ASSIGN_OR_RETURN(resume_from_, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
+    if (resume_from_ && !storage::Catalog::Exists(catalog)) {
+      return Status::NotFound("--resume: " + o_.ckpt_dir + " names checkpoint " +
+                              resume_from_->manifest + " but --nvme-dir " + o_.nvme_dirs[0] +
+                              " holds no page store; give the --nvme-dir of the checkpointed run");
+    }
+    if (resume_from_ && resume_from_->run != RunFingerprint()) {
+      return Status::InvalidArgument("--resume: the checkpoint in " + o_.ckpt_dir +
+                                     " is of another run (" + resume_from_->run + "), not " +
+                                     RunFingerprint() + "; use the same flags or another --ckpt-dir");
+    }
+  } else if (storage::Catalog::Exists(catalog)) {
     return Status::InvalidArgument("--nvme-dir " + o_.nvme_dirs[0] +
                                    " already holds a Strata page store (" + catalog +
-                                   ") from an earlier run; give an empty directory or remove it");
+                                   ") from an earlier run; add --resume to continue it, or give "
+                                   "an empty directory");
   }
   storage::PageStoreOptions so;
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
   so.capacity_bytes = o_.nvme_mem > 0 ? o_.nvme_mem : 3 * state_bytes;
   STRATA_ASSIGN_OR_RETURN(store_, storage::PageStore::Open(so));
+  if (resume_from_) {
+    // Before the tier reads the committed versions: the manifest's become the current ones.
+    STRATA_RETURN_IF_ERROR(store_->restore_manifest(resume_from_->manifest)
+                               .WithContext("--resume from " + o_.ckpt_dir));
+    start_step_ = resume_from_->step;
+  }
   tier_ = std::make_unique<memory::PageStoreTier>(store_.get());
   return Status::Ok();
 }
@@ -125,7 +169,13 @@ Status PagedTrainer::Setup() {
   mo.device = nullptr;  // the engine's block slots are the device side (Note [Block slots])
   mo.nvme = tier_.get();
   STRATA_ASSIGN_OR_RETURN(mm_, memory::MemoryManager::Create(mo));
-  STRATA_RETURN_IF_ERROR(WriteInitialParams());
+  if (resume_from_) {
+    STRATA_RETURN_IF_ERROR(LoadCheckpointPages());
+    Logger("train")->info("resuming after step {} from {} ({})", start_step_,
+                          resume_from_->manifest, o_.ckpt_dir);
+  } else {
+    STRATA_RETURN_IF_ERROR(WriteInitialParams());
+  }
 
   scheduler::EngineOptions eo;
   eo.layout = &layout_;
@@ -169,6 +219,42 @@ Status PagedTrainer::WriteInitialParams() {
   return Status::Ok();
 }
 
+// The MemoryManager cannot yet be told that pages already have a committed NVMe version, so each
+// page is read from the store into a host frame and handed to the manager as freshly written
+// (it writes it back as a new version when it evicts it). One extra pass over the state at
+// resume; see docs/scheduler.md.
+Status PagedTrainer::LoadCheckpointPages() {
+  std::vector<bool> in_manifest(pages_->num_pages(), false);
+  for (const storage::PageRecord& r : store_->pages()) {
+    if (r.page < in_manifest.size()) in_manifest[r.page] = true;
+  }
+  for (memory::PageId p : DurablePages()) {
+    if (!in_manifest[p]) continue;  // never written: reads as zeros, as it did when saved
+    STRATA_ASSIGN_OR_RETURN(memory::PageRef ref, mm_->acquire_sync(p, memory::Tier::kHost,
+                                                                   memory::Access::kOverwrite));
+    STRATA_RETURN_IF_ERROR(
+        store_->read_page(p, ref.data(), pages_->page_bytes()).get().WithContext("--resume"));
+  }
+  return Status::Ok();
+}
+
+Status PagedTrainer::Checkpoint(long steps_done) {
+  STRATA_RETURN_IF_ERROR(engine_->Drain());
+  const std::vector<memory::PageId> pages = DurablePages();
+  STRATA_RETURN_IF_ERROR(mm_->flush(pages));
+  STRATA_RETURN_IF_ERROR(mm_->commit_nvme());
+  const std::string name = scheduler::ManifestNameForStep(steps_done);
+  STRATA_RETURN_IF_ERROR(store_->save_manifest(name));
+  STRATA_RETURN_IF_ERROR(
+      scheduler::WriteCheckpointRecord(o_.ckpt_dir, {steps_done, name, RunFingerprint()}));
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, store_->manifest_names());
+  for (const std::string& n : names) {
+    if (n != name && n.rfind("step-", 0) == 0) STRATA_RETURN_IF_ERROR(store_->delete_manifest(n));
+  }
+  Logger("train")->debug("checkpoint {} in {}", name, o_.ckpt_dir);
+  return Status::Ok();
+}
+
 Status PagedTrainer::ExportRole(Role role, const std::string& path) {
   std::vector<float> all(layout_.total_numel, 0.0f);
   for (int b = 0; b < layout_.num_blocks(); ++b) {
@@ -183,7 +269,7 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::vector<int32_t> tokens(size_t(2) * o_.batch * seq_);
-  for (long step = 0; step < o_.steps; ++step) {
+  for (long step = start_step_; step < o_.steps; ++step) {
     data_.batch(step, o_.batch, seq_, tokens.data(), tokens.data() + size_t(o_.batch) * seq_);
     const DeviceStats d0 = device_->stats();
     const memory::MemoryStats m0 = mm_->stats();
@@ -220,6 +306,9 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
     s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;
     timeline_.Forget(t0);
     on_step(s);
+    if (o_.ckpt_every > 0 && (step + 1) % o_.ckpt_every == 0) {
+      STRATA_RETURN_IF_ERROR(Checkpoint(step + 1));
+    }
   }
   STRATA_RETURN_IF_ERROR(engine_->Drain());
   if (!o_.export_path.empty()) {

@@ -38,6 +38,7 @@ const char* QueueName(Queue queue) {
     case Queue::kH2D: return "h2d";
     case Queue::kD2H: return "d2h";
     case Queue::kFetch: return "fetch (host pages, nvme)";
+    case Queue::kOptimizerIo: return "optimizer io (host pages, nvme)";
     case Queue::kOptimizer: return "optimizer (host AdamW)";
   }
   return "?";

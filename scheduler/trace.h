@@ -2,9 +2,9 @@
 // the --trace Chrome trace (chrome://tracing, Perfetto: one track per queue, one slice per op or
 // move with its bytes).
 //
-// Queues: compute, h2d, d2h, fetch (host pages acquired by the engine: NVMe reads and the
-// write-backs that make room happen here), optimizer (AdamW on the host, including its page
-// acquires). Times are nanoseconds since the Timeline was created (steady clock).
+// Queues: compute, h2d, d2h, fetch (host pages acquired by the driver for moves: NVMe reads
+// and the write-backs that make room happen here), optimizer io (the pages AdamW acquires: NVMe
+// reads of moments and write-backs), optimizer (AdamW arithmetic on the host). Times are nanoseconds since the Timeline was created (steady clock).
 //
 // Threads: add() and now_ns() from any thread (mu_ guards the slices). Overlap() and
 // WriteChromeTrace() read a snapshot.
@@ -19,8 +19,8 @@
 
 namespace strata::scheduler {
 
-enum class Queue : uint8_t { kCompute = 0, kH2D, kD2H, kFetch, kOptimizer };
-inline constexpr int kNumQueues = 5;
+enum class Queue : uint8_t { kCompute = 0, kH2D, kD2H, kFetch, kOptimizerIo, kOptimizer };
+inline constexpr int kNumQueues = 6;
 const char* QueueName(Queue queue);
 
 struct Slice {
@@ -37,7 +37,8 @@ class Timeline {
   Timeline();
   int64_t now_ns() const;
   void add(Slice slice);
-  // Fraction of [t0, t1) in which a compute slice overlapped a movement slice (h2d, d2h, fetch).
+  // Fraction of [t0, t1) in which a compute slice overlapped a movement slice (h2d, d2h, fetch,
+  // optimizer io).
   double Overlap(int64_t t0_ns, int64_t t1_ns) const;
   // Drops slices that ended before t_ns unless they are kept for the trace.
   void Forget(int64_t before_ns);

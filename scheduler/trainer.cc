@@ -58,6 +58,16 @@ Status ValidateOptions(const TrainOptions& o) {
     return bad("--micro-batch " + std::to_string(o.micro_batch) + " must divide --batch " +
                std::to_string(o.batch) + " (e.g. --micro-batch 1, or 0 for one micro-batch)");
   }
+  if (o.ckpt_every < 0) return bad("--ckpt-every must be >= 0");
+  if ((o.ckpt_every > 0 || o.resume) && (o.ckpt_dir.empty() || o.nvme_dirs.empty())) {
+    return bad(std::string(o.resume ? "--resume" : "--ckpt-every") +
+               " needs --ckpt-dir and --nvme-dir (checkpoints are manifests of the NVMe page "
+               "store)");
+  }
+  if (o.engine == "memory" && (o.ckpt_every > 0 || o.resume || !o.nvme_dirs.empty())) {
+    return bad("--engine memory keeps everything on the device: drop --nvme-dir, --ckpt-every "
+               "and --resume, or use --engine paged");
+  }
   if (o.engine != "auto" && o.engine != "memory" && o.engine != "paged") {
     return bad("--engine must be auto, memory or paged, got '" + o.engine + "'");
   }
@@ -322,7 +332,8 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
   STRATA_RETURN_IF_ERROR(data->check_window(seq));
   bool paged = options.engine == "paged";
   if (options.engine == "auto") {
-    paged = options.paging_flag_given ||
+    paged = options.paging_flag_given || !options.nvme_dirs.empty() || options.resume ||
+            !options.ckpt_dir.empty() ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
   }
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));

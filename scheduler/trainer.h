@@ -6,7 +6,8 @@
 //   --host-mem and --nvme-dir budgets, run by the Engine (scheduler/engine.h).
 // Which one runs: --engine memory|paged, or auto (the default): paged as soon as any paging
 // flag is given (--host-mem, --nvme-dir, --page-size, --params-on, --optimizer-on, --micro-batch,
-// --recompute, --trace, --ckpt-dir), or when --gpu-mem is below what the in-memory trainer needs.
+// --recompute, --trace, --ckpt-dir, --resume), or when --gpu-mem is below what the in-memory
+// trainer needs. Checkpoints and --resume need the paged trainer and --nvme-dir.
 //
 // Note [Canonical arithmetic] (why both give the same bits)
 // - The global gradient norm is summed per block: per tensor sum_of_squares (double) on the
@@ -72,6 +73,9 @@ struct TrainOptions {
   std::string optimizer_on = "auto";  // device | host | nvme | auto (AdamW moments)
   std::string recompute = "none";     // none | all | auto (activation checkpointing per block)
   std::string trace_path;        // --trace: Chrome trace JSON of every op and move
+  std::string ckpt_dir;          // --ckpt-dir: checkpoint records (scheduler/checkpoint.h)
+  long ckpt_every = 0;           // --ckpt-every N: checkpoint after every N steps; 0 = never
+  bool resume = false;           // --resume: continue from the checkpoint in --ckpt-dir
   bool paging_flag_given = false;  // set by the CLI when any paging flag was given
 };
 

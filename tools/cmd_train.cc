@@ -46,7 +46,8 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
     STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(f.page_size, "--page-size"));
   }
   for (const char* flag : {"--host-mem", "--nvme-dir", "--nvme-mem", "--page-size", "--params-on",
-                           "--optimizer-on", "--micro-batch", "--recompute", "--trace"}) {
+                           "--optimizer-on", "--micro-batch", "--recompute", "--trace",
+                           "--ckpt-dir", "--ckpt-every", "--resume"}) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
   std::unique_ptr<std::ofstream> log;
@@ -165,6 +166,13 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--trace", o.trace_path,
                   "Write a Chrome trace (Perfetto) of every op and move: one track per queue");
+  cmd->add_option("--ckpt-dir", o.ckpt_dir,
+                  "Checkpoint records (the state itself: manifests of the --nvme-dir page store)");
+  cmd->add_option("--ckpt-every", o.ckpt_every, "Checkpoint after every N steps (0: never)")
+      ->capture_default_str();
+  cmd->add_flag("--resume", o.resume,
+                "Continue from the checkpoint in --ckpt-dir (same model, batch, dirs); starts "
+                "fresh when there is none yet");
   cmd->add_option("--engine", o.engine,
                   "memory (all state on the device), paged (the Engine), or auto: paged when a "
                   "paging flag is given or --gpu-mem is below the in-memory need")
