@@ -685,6 +685,14 @@ Result<std::unique_ptr<MemoryManager>> MemoryManager::Create(const MemoryManager
     impl->d2h = o.device->create_stream("memory.d2h");
   }
   if (o.nvme != nullptr) {
+    uint64_t known = 0;
+    for (PageId p : o.nvme->committed_pages()) {
+      if (p < o.num_pages) {
+        impl->pages[p].nvme_valid = true;
+        ++known;
+      }
+    }
+    if (known > 0) impl->log->info("memory: {} pages found on NVMe", known);
     STRATA_RETURN_IF_ERROR(o.nvme->register_buffer(impl->host_pool.data(), impl->host_pool.size()));
   }
   impl->workers = std::make_unique<internal::WorkerPool>(o.max_workers);

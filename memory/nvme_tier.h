@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <future>
+#include <vector>
 
 #include "core/util/status.h"
 #include "memory/page_plan.h"
@@ -43,6 +44,10 @@ class NvmeTier {
   [[nodiscard]] virtual Status commit() = 0;
   // The future holds the read's Status; the buffer belongs to the tier until it is ready.
   virtual std::future<Status> read(PageId page, void* buffer) = 0;
+
+  // Pages with a committed version now (a reopened store). The manager marks them as having a
+  // valid NVMe copy at creation, so a resumed run reads them instead of zeros.
+  virtual std::vector<PageId> committed_pages() const = 0;
 
   virtual NvmeTierStats stats() const = 0;
 };

@@ -76,6 +76,12 @@ std::future<Status> PageStoreTier::read(PageId page, void* buffer) {
   return store_->read_page(page, buffer, page_bytes());
 }
 
+std::vector<PageId> PageStoreTier::committed_pages() const {
+  std::vector<PageId> out;
+  for (const storage::PageRecord& r : store_->pages()) out.push_back(r.page);
+  return out;
+}
+
 NvmeTierStats PageStoreTier::stats() const {
   const storage::PageStoreStats s = store_->stats();
   NvmeTierStats out;

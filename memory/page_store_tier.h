@@ -29,6 +29,7 @@ class PageStoreTier final : public NvmeTier {
   Status stage_write(PageId page, const void* buffer) override;
   Status commit() override;
   std::future<Status> read(PageId page, void* buffer) override;
+  std::vector<PageId> committed_pages() const override;
   NvmeTierStats stats() const override;
 
  private:

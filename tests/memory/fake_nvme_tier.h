@@ -63,6 +63,13 @@ class FakeNvmeTier final : public NvmeTier {
     return p.get_future();
   }
 
+  std::vector<PageId> committed_pages() const override {
+    std::lock_guard lock(mu_);
+    std::vector<PageId> out;
+    for (const auto& [page, bytes] : committed_) out.push_back(page);
+    return out;
+  }
+
   NvmeTierStats stats() const override {
     std::lock_guard lock(mu_);
     NvmeTierStats s;

@@ -24,6 +24,7 @@ struct StressParams {
   uint64_t device_pages;
   uint64_t host_pages;
   EvictionPolicy policy;
+  bool real_store = false;
 };
 
 class MemoryManagerConcurrentStress : public ::testing::TestWithParam<StressParams> {};
@@ -41,6 +42,7 @@ TEST_P(MemoryManagerConcurrentStress, ConcurrentRandomAccessMatchesShadow) {
   c.host_pages = sp.host_pages;
   c.nvme_pages = 2 * c.num_pages;
   c.policy = sp.policy;
+  c.real_store = sp.real_store;
   c.stall_timeout_ms = 60'000;
   Rig rig = MakeRig(c);
   const uint64_t page = c.page_bytes;
@@ -137,11 +139,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(StressParams{1, 1, EvictionPolicy::kLru},  // the minimum that can work
                       StressParams{1, 2, EvictionPolicy::kBelady},
                       StressParams{2, 3, EvictionPolicy::kLru},
-                      StressParams{4, 6, EvictionPolicy::kBelady}),
+                      StressParams{4, 6, EvictionPolicy::kBelady},
+                      StressParams{1, 2, EvictionPolicy::kLru, /*real_store=*/true},
+                      StressParams{3, 4, EvictionPolicy::kBelady, /*real_store=*/true}),
     [](const ::testing::TestParamInfo<StressParams>& info) {
       return "dev" + std::to_string(info.param.device_pages) + "_host" +
              std::to_string(info.param.host_pages) +
-             (info.param.policy == EvictionPolicy::kLru ? "_lru" : "_belady");
+             (info.param.policy == EvictionPolicy::kLru ? "_lru" : "_belady") +
+             (info.param.real_store ? "_pagestore" : "_fake");
     });
 
 // A training-like step over `blocks` blocks, each with one page per role (pages 4b..4b+3:

@@ -4,21 +4,68 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/device/device.h"
 #include "memory/memory_manager.h"
+#include "memory/page_store_tier.h"
+#include "storage/page_store.h"
 #include "tests/memory/fake_nvme_tier.h"
 
 namespace strata::memory::testing {
 
+// A fresh directory on the real disk: under $STRATA_TEST_TMPDIR, else under the working
+// directory (the build tree when run by ctest) — never tmpfs, where O_DIRECT is not checked.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* base = std::getenv("STRATA_TEST_TMPDIR");
+    std::string tmpl = (base != nullptr ? std::string(base)
+                                        : std::filesystem::current_path().string()) +
+                       "/strata-memory-XXXXXX";
+    char* p = ::mkdtemp(tmpl.data());
+    STRATA_CHECK(p != nullptr) << "mkdtemp " << tmpl << ": " << std::strerror(errno);
+    path_ = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline std::unique_ptr<storage::PageStore> OpenStore(const std::string& dir, uint64_t page_bytes,
+                                                     uint64_t pages) {
+  storage::PageStoreOptions o;
+  o.dirs = {dir};
+  o.page_bytes = page_bytes;
+  o.capacity_bytes = pages * page_bytes;
+  auto store = storage::PageStore::Open(o);
+  STRATA_CHECK(store.ok()) << store.status().ToString();
+  return std::move(store).value();
+}
+
+// Members are destroyed bottom-up: the manager first, the scratch directory last.
 struct Rig {
+  std::unique_ptr<ScratchDir> dir;
+  std::unique_ptr<storage::PageStore> store;
+  std::unique_ptr<PageStoreTier> store_tier;
   std::unique_ptr<Device> device;
   std::unique_ptr<FakeNvmeTier> nvme;
-  std::unique_ptr<MemoryManager> mm;  // destroyed first (declared last)
+  std::unique_ptr<MemoryManager> mm;
 };
 
 struct RigConfig {
@@ -32,6 +79,7 @@ struct RigConfig {
   uint64_t stall_timeout_ms = 30'000;
   double link_gbps = 0.0;
   int nvme_latency_us = 0;
+  bool real_store = false;  // the storage PageStore in a scratch dir instead of the fake
 };
 
 inline Rig MakeRig(const RigConfig& c) {
@@ -43,8 +91,15 @@ inline Rig MakeRig(const RigConfig& c) {
   auto device = CreateSimDevice(dopt);
   STRATA_CHECK(device.ok()) << device.status().ToString();
   rig.device = std::move(*device);
-  if (c.with_nvme) {
+  NvmeTier* nvme = nullptr;
+  if (c.with_nvme && c.real_store) {
+    rig.dir = std::make_unique<ScratchDir>();
+    rig.store = OpenStore(rig.dir->path(), c.page_bytes, c.nvme_pages);
+    rig.store_tier = std::make_unique<PageStoreTier>(rig.store.get());
+    nvme = rig.store_tier.get();
+  } else if (c.with_nvme) {
     rig.nvme = std::make_unique<FakeNvmeTier>(c.page_bytes, c.nvme_pages, c.nvme_latency_us);
+    nvme = rig.nvme.get();
   }
   MemoryManagerOptions o;
   o.page_bytes = c.page_bytes;
@@ -52,7 +107,7 @@ inline Rig MakeRig(const RigConfig& c) {
   o.budgets.device_bytes = c.device_pages * c.page_bytes;
   o.budgets.host_bytes = c.host_pages * c.page_bytes;
   o.device = rig.device.get();
-  o.nvme = rig.nvme.get();
+  o.nvme = nvme;
   o.policy = c.policy;
   o.stall_timeout_ms = c.stall_timeout_ms;
   auto mm = MemoryManager::Create(o);
