@@ -1,3 +1,9 @@
 # Extra scheduler test entries (included by tests/CMakeLists.txt; sees strata_scheduler_tests).
 # The CLI tests run the built `strata` binary.
 add_dependencies(strata_scheduler_tests strata)
+
+# `ctest -L stress`: the kill-and-resume loop with 100 kills instead of the default suite's 10.
+add_test(NAME scheduler_kill_resume_stress
+         COMMAND strata_scheduler_tests --gtest_filter=KillResume.*)
+set_tests_properties(scheduler_kill_resume_stress PROPERTIES
+                     LABELS stress ENVIRONMENT STRATA_SCHED_KILLS=100 TIMEOUT 3600)
