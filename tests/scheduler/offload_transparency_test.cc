@@ -133,7 +133,7 @@ TEST_F(OffloadTransparency, MicroBatchesAndRecompute) {
   ExpectSame(o, ref, "mb_recompute_nvme");
 }
 
-TEST_F(OffloadTransparency, UpdatesDuringBackwardWithoutClipping) {
+TEST_F(OffloadTransparency, ConcurrentUpdatesDuringBackwardWithoutClipping) {
   TrainOptions o = base_;
   o.grad_clip = 0;
   const TrainOutcome ref = Reference(o, "ref_noclip");
