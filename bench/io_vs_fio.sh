@@ -4,19 +4,23 @@
 # store's commit latency.
 #
 #   bench/io_vs_fio.sh DIR [SIZE=4G] [BLOCK=1M] [DEPTH=16]
-#   env: STRATA=path/to/strata (default: build/tools/strata), ROUNDS=2 (fio and strata alternate;
-#        each pattern's figure is the mean over rounds), PATTERNS=write,read,randwrite,randread
+#   env: STRATA=path/to/strata (default: build/tools/strata), ROUNDS=5,
+#        PATTERNS=write,read,randwrite,randread
 #
-# fio runs with ioengine=io_uring, direct=1, fixedbufs=1, registerfiles=1 (what Strata uses),
-# one job per pattern in sequence (stonewall), each over the whole file. Both tools write a file
-# before reading it, so reads hit the disk rather than unwritten extents.
+# fio runs with ioengine=io_uring, direct=1, fixedbufs=1, registerfiles=1 (what Strata uses).
+# Both tools use the same file, written in full once (untimed): on a virtual disk the host's
+# page cache holds part of it, and with one file that state favours neither tool. Then, ROUNDS
+# times, every pattern runs once with each tool back to back, the tools taking turns going
+# first, so that drift on a shared machine hits both alike. A pattern's figure is the median
+# over rounds (a virtual disk's throughput swings by 2x from run to run). The file is kept until the end: deleting it on a filesystem mounted with `discard`
+# makes the disk trim it while something else is measured.
 set -euo pipefail
 
 DIR=${1:?usage: bench/io_vs_fio.sh DIR [SIZE] [BLOCK] [DEPTH]}
 SIZE=${2:-4G}
 BLOCK=${3:-1M}
 DEPTH=${4:-16}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-5}
 PATTERNS=${PATTERNS:-write,read,randwrite,randread}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 STRATA=${STRATA:-$HERE/build/tools/strata}
@@ -29,61 +33,63 @@ command -v fio >/dev/null || { echo "io_vs_fio: fio is not installed (apt-get in
 WORK=$(mktemp -d "$DIR/io_vs_fio.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-run_fio() {  # $1: output json
-  local args=(--output-format=json --filename="$WORK/fio.dat" --size="$SIZE" --bs="$BLOCK"
-              --iodepth="$DEPTH" --ioengine=io_uring --direct=1 --fixedbufs=1 --registerfiles=1
-              --numjobs=1 --group_reporting=0)
-  local first=1
-  for p in ${PATTERNS//,/ }; do
-    if [ "$first" = 1 ] && [[ "$p" != *write* ]]; then
-      args+=(--name=layout --rw=write --stonewall)  # reads need written blocks
-    fi
-    first=0
-    args+=(--name="$p" --rw="$p" --stonewall)
-  done
-  fio "${args[@]}" > "$1"
-  rm -f "$WORK/fio.dat"
+fio_run() {  # $1: pattern, $2: output json
+  fio --output-format=json --filename="$WORK/strata-bench-io.dat" --size="$SIZE" --bs="$BLOCK" \
+    --iodepth="$DEPTH" --ioengine=io_uring --direct=1 --fixedbufs=1 --registerfiles=1 \
+    --name="$1" --rw="$1" > "$2"
 }
 
-run_strata() {  # $1: output json lines; commit latency only in the last round
-  local commits=$2
+strata_run() {  # $1: pattern, $2: output json lines, $3: commits to measure
   "$STRATA" bench io --dir "$WORK" --size "$SIZE" --block "$BLOCK" --depth "$DEPTH" \
-    --rw "$PATTERNS" --commits "$commits" --json > "$1"
+    --rw "$1" --commits "$3" --json --keep --no-layout > "$2"
 }
+
+echo "laying out $SIZE" >&2
+"$STRATA" bench io --dir "$WORK" --size "$SIZE" --block "$BLOCK" --depth "$DEPTH" --rw write \
+  --commits 0 --json --keep > /dev/null
 
 for r in $(seq 1 "$ROUNDS"); do
-  echo "round $r/$ROUNDS: fio" >&2
-  run_fio "$WORK/fio.$r.json"
-  echo "round $r/$ROUNDS: strata" >&2
-  run_strata "$WORK/strata.$r.jsonl" $([ "$r" = "$ROUNDS" ] && echo 200 || echo 0)
+  for p in ${PATTERNS//,/ }; do
+    echo "round $r/$ROUNDS: $p" >&2
+    if [ $((r % 2)) = 1 ]; then
+      fio_run "$p" "$WORK/fio.$r.$p.json"
+      strata_run "$p" "$WORK/strata.$r.$p.jsonl" 0
+    else
+      strata_run "$p" "$WORK/strata.$r.$p.jsonl" 0
+      fio_run "$p" "$WORK/fio.$r.$p.json"
+    fi
+  done
 done
+echo "commit latency" >&2
+"$STRATA" bench io --dir "$WORK" --size "$BLOCK" --block "$BLOCK" --depth "$DEPTH" --rw write \
+  --commits 200 --json > "$WORK/commit.jsonl"
 
 "$PY" - "$WORK" "$ROUNDS" "$PATTERNS" "$SIZE" "$BLOCK" "$DEPTH" <<'PYEOF'
 import json, sys
 work, rounds, patterns, size, block, depth = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), *sys.argv[4:]
 fio, strata, commit = {}, {}, None
 for r in range(1, rounds + 1):
-    for job in json.load(open(f"{work}/fio.{r}.json"))["jobs"]:
-        name = job["jobname"]
-        if name == "layout":
-            continue
-        bw = job["write" if "write" in name else "read"]["bw_bytes"]
-        fio.setdefault(name, []).append(bw)
-    for line in open(f"{work}/strata.{r}.jsonl"):
-        j = json.loads(line)
-        if j["rw"] == "commit":
-            commit = j
-        else:
-            strata.setdefault(j["rw"], []).append(j["bytes_per_s"])
-mean = lambda v: sum(v) / len(v)
+    for p in patterns:
+        job = json.load(open(f"{work}/fio.{r}.{p}.json"))["jobs"][0]
+        fio.setdefault(p, []).append(job["write" if "write" in p else "read"]["bw_bytes"])
+        for line in open(f"{work}/strata.{r}.{p}.jsonl"):
+            strata.setdefault(p, []).append(json.loads(line)["bytes_per_s"])
+for line in open(f"{work}/commit.jsonl"):
+    j = json.loads(line)
+    if j["rw"] == "commit":
+        commit = j
+mean = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
 target = {"write": 0.95, "read": 0.95, "randwrite": 0.90, "randread": 0.90}
-print(f"# Strata IoEngine vs fio: size {size}, block {block}, depth {depth}, mean of {rounds} rounds")
+print(f"# Strata IoEngine vs fio: size {size}, block {block}, depth {depth}, median of {rounds} rounds")
 print(f"{'pattern':<10} {'strata MiB/s':>13} {'fio MiB/s':>10} {'ratio':>6} {'target':>7}")
 for p in patterns:
     s, f = mean(strata[p]), mean(fio[p])
     ratio = s / f
     mark = "ok" if ratio >= target[p] else "BELOW"
     print(f"{p:<10} {s / 2**20:13.1f} {f / 2**20:10.1f} {ratio:6.3f} {'>=' + str(target[p]):>7} {mark}")
+print("per round (MiB/s, strata/fio): " + "; ".join(
+    f"{p} " + ", ".join(f"{s / 2**20:.0f}/{f / 2**20:.0f}" for s, f in zip(strata[p], fio[p]))
+    for p in patterns))
 if commit:
     print(f"commit ({commit['commits']} commits of {commit['pages_per_commit']} pages of "
           f"{commit['page_bytes']} B): sync WriteBatch p50 {commit['catalog_p50_us']:.0f} us, "

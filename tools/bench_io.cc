@@ -45,6 +45,7 @@ struct BenchIoFlags {
   uint32_t commit_pages = 8;
   bool json = false;
   bool keep = false;
+  bool no_layout = false;
 };
 
 double Seconds(std::chrono::steady_clock::duration d) {
@@ -260,7 +261,7 @@ Status RunBenchIo(const BenchIoFlags& f) {
   if (Status s = engine->register_buffer(buffers.data(), buffers.size()); !s.ok()) {
     Logger("storage")->warn("bench io: fixed buffers not registered ({})", s.message());
   }
-  bool written = false;
+  bool written = f.no_layout;
   for (size_t i = 0; i < known.size(); ++i) {
     if (!wanted[i]) continue;
     const bool write = known[i].find("write") != std::string::npos;
@@ -317,6 +318,9 @@ void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "One JSON object per line (else key=value lines)");
   cmd->add_flag("--keep", flags->keep, "Keep the data file afterwards");
+  cmd->add_flag("--no-layout", flags->no_layout,
+                "The file in --dir is already fully written (by an earlier --keep run): read "
+                "patterns skip laying it out");
   cmd->callback([flags, &ctx] { ctx.status = RunBenchIo(*flags); });
 }
 
