@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "memory/memory_manager.h"
+#include "memory/training_trace.h"
 #include "tests/memory/memory_test_util.h"
 
 namespace strata::memory {
@@ -149,33 +150,6 @@ INSTANTIATE_TEST_SUITE_P(
              (info.param.real_store ? "_pagestore" : "_fake");
     });
 
-// A training-like step over `blocks` blocks, each with one page per role (pages 4b..4b+3:
-// param, grad, adam_m, adam_v): forward reads params on the device; backward reads params and
-// writes grads on the device in reverse; the optimizer reads grads and updates moments and
-// params on the host.
-struct TraceOp {
-  PageId page;
-  Tier tier;
-  Access access;
-};
-
-std::vector<TraceOp> TrainingTrace(int blocks) {
-  std::vector<TraceOp> ops;
-  auto id = [](int b, int role) { return PageId(4 * b + role); };
-  for (int b = 0; b < blocks; ++b) ops.push_back({id(b, 0), Tier::kDevice, Access::kRead});
-  for (int b = blocks - 1; b >= 0; --b) {
-    ops.push_back({id(b, 0), Tier::kDevice, Access::kRead});
-    ops.push_back({id(b, 1), Tier::kDevice, Access::kOverwrite});
-  }
-  for (int b = 0; b < blocks; ++b) {
-    ops.push_back({id(b, 1), Tier::kHost, Access::kRead});
-    ops.push_back({id(b, 2), Tier::kHost, Access::kWrite});
-    ops.push_back({id(b, 3), Tier::kHost, Access::kWrite});
-    ops.push_back({id(b, 0), Tier::kHost, Access::kWrite});
-  }
-  return ops;
-}
-
 uint64_t RunTrace(EvictionPolicy policy, int blocks, uint64_t device_pages, uint64_t host_pages,
                   int steps, MemoryStats* out) {
   RigConfig c;
@@ -186,14 +160,10 @@ uint64_t RunTrace(EvictionPolicy policy, int blocks, uint64_t device_pages, uint
   c.nvme_pages = 4 * c.num_pages;
   c.policy = policy;
   Rig rig = MakeRig(c);
-  const std::vector<TraceOp> trace = TrainingTrace(blocks);
-  if (policy == EvictionPolicy::kBelady) {
-    std::vector<PlannedAccess> plan;
-    for (const TraceOp& op : trace) plan.push_back({op.page, op.tier});
-    rig.mm->set_access_plan(std::move(plan));
-  }
+  const std::vector<TraceAccess> trace = SyntheticTrainingStep(blocks);
+  if (policy == EvictionPolicy::kBelady) rig.mm->set_access_plan(PlanOf(trace));
   for (int s = 0; s < steps; ++s) {
-    for (const TraceOp& op : trace) {
+    for (const TraceAccess& op : trace) {
       auto ref = rig.mm->acquire_sync(op.page, op.tier, op.access);
       STRATA_CHECK(ref.ok()) << ref.status().ToString();
     }
