@@ -1,4 +1,5 @@
-// Randomised concurrent stress against a shadow copy, and Belady vs LRU on a training trace.
+// Randomised concurrent access against a shadow copy (runs under TSan: no `Stress` in the
+// names), and Belady vs LRU on a training trace.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -28,13 +29,13 @@ struct StressParams {
   bool real_store = false;
 };
 
-class MemoryManagerConcurrentStress : public ::testing::TestWithParam<StressParams> {};
+class MemoryManagerConcurrentRandom : public ::testing::TestWithParam<StressParams> {};
 
 // Several threads acquire random pages on random tiers for read, write or overwrite, one page
 // at a time. Writers fill the page with a pattern tagged uniquely and record the tag in the
 // shadow while they hold the write pin; readers check the page against the shadow. Pages are
 // checked on the device through an honest device->host copy on the thread's own stream.
-TEST_P(MemoryManagerConcurrentStress, ConcurrentRandomAccessMatchesShadow) {
+TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
   const StressParams sp = GetParam();
   RigConfig c;
   c.page_bytes = 16 * 1024;
@@ -136,7 +137,7 @@ TEST_P(MemoryManagerConcurrentStress, ConcurrentRandomAccessMatchesShadow) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Budgets, MemoryManagerConcurrentStress,
+    Budgets, MemoryManagerConcurrentRandom,
     ::testing::Values(StressParams{1, 1, EvictionPolicy::kLru},  // the minimum that can work
                       StressParams{1, 2, EvictionPolicy::kBelady},
                       StressParams{2, 3, EvictionPolicy::kLru},
