@@ -6,6 +6,7 @@
 #include "core/kernels/fast_math.h"
 #include "core/kernels/gemm_tiles.h"
 #include "core/kernels/partition.h"
+#include "core/util/check.h"
 
 namespace strata::kernels {
 namespace {
@@ -40,6 +41,7 @@ void softmax_row(float* row, int i, int T) {
 }  // namespace
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  STRATA_CHECK(NH > 0 && C % NH == 0) << "attention_forward: C = " << C << ", NH = " << NH;
   const int hs = C / NH;
   const int ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
@@ -66,6 +68,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 
 void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH) {
+  STRATA_CHECK(NH > 0 && C % NH == 0) << "attention_backward: C = " << C << ", NH = " << NH;
   const int hs = C / NH;
   const int ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
