@@ -403,14 +403,14 @@ TEST(SimDeviceStream, DestroyingAStreamRunsQueuedWork) {
 // ---- link throttle --------------------------------------------------------------------------
 
 // Achieved host->device rate in GB/s (1e9 B/s) of `count` copies of `bytes` on one stream, best
-// of three runs (interference from other processes only ever slows a run down).
+// of five runs (interference from other processes only ever slows a run down).
 double MeasureH2dGbps(double link_gbps, size_t bytes, int count) {
   auto device = MakeDevice(bytes * count, link_gbps);
   auto s = device->create_stream("h2d");
   std::vector<uint8_t> host(bytes * count, 1);
   char* d = static_cast<char*>(Alloc(*device, bytes * count));
   double best = 0.0;
-  for (int run = 0; run < 3; ++run) {
+  for (int run = 0; run < 5; ++run) {
     const auto start = Clock::now();
     for (int i = 0; i < count; ++i) {
       EXPECT_TRUE(device
@@ -429,7 +429,7 @@ double MeasureH2dGbps(double link_gbps, size_t bytes, int count) {
 // The throttle can only be checked where unthrottled copies are well above the asked rate; in a
 // sanitizer build or on a saturated machine they may not be, and the test says so and skips.
 constexpr double kAskedGbps = 2.0;
-constexpr double kHeadroom = 1.3;
+constexpr double kHeadroom = 1.5;
 
 // Why the throttle cannot be checked for copies of this shape here, or "" when it can.
 std::string CopiesTooSlow(size_t bytes, int count) {
@@ -457,10 +457,10 @@ TEST(SimDeviceThrottle, ManySmallCopiesAchieveLinkRate) {
   RecordProperty("achieved_gbps", std::to_string(gbps));
 }
 
-TEST(SimDeviceThrottle, LinkIsSharedByAllCopiesOfOneDirection) {
-  if (std::string why = CopiesTooSlow(16 << 20, 1); !why.empty()) GTEST_SKIP() << why;
-  const size_t n = 16 << 20;
-  auto device = MakeDevice(3 * n, kAskedGbps);
+// Two H2D copies and one D2H copy of `n` bytes on three streams at once, best of five runs;
+// returns seconds. Every run also checks that no run beats the modelled minimum `floor_s`.
+double RunTwoUpOneDown(double link_gbps, size_t n, double floor_s) {
+  auto device = MakeDevice(3 * n, link_gbps);
   auto s1 = device->create_stream("h2d-1");
   auto s2 = device->create_stream("h2d-2");
   auto s3 = device->create_stream("d2h");
@@ -468,26 +468,37 @@ TEST(SimDeviceThrottle, LinkIsSharedByAllCopiesOfOneDirection) {
   void* d1 = Alloc(*device, n);
   void* d2 = Alloc(*device, n);
   void* d3 = Alloc(*device, n);
-  // Two H2D copies share the H2D link (2n at the link rate); the D2H copy runs alongside on its
-  // own link (PCIe is duplex), so all three take 2n, not 3n. Best of three runs.
-  const double shared_s = 2.0 * n / (kAskedGbps * 1e9);
-  const double serial_s = 3.0 * n / (kAskedGbps * 1e9);
   double best_s = 1e9;
-  for (int run = 0; run < 3; ++run) {
+  for (int run = 0; run < 5; ++run) {
     const auto start = Clock::now();
-    ASSERT_TRUE(device->copy_async(d1, h1.data(), n, CopyKind::kHostToDevice, *s1).ok());
-    ASSERT_TRUE(device->copy_async(d2, h2.data(), n, CopyKind::kHostToDevice, *s2).ok());
-    ASSERT_TRUE(device->copy_async(h3.data(), d3, n, CopyKind::kDeviceToHost, *s3).ok());
-    ASSERT_TRUE(device->synchronize().ok());
+    EXPECT_TRUE(device->copy_async(d1, h1.data(), n, CopyKind::kHostToDevice, *s1).ok());
+    EXPECT_TRUE(device->copy_async(d2, h2.data(), n, CopyKind::kHostToDevice, *s2).ok());
+    EXPECT_TRUE(device->copy_async(h3.data(), d3, n, CopyKind::kDeviceToHost, *s3).ok());
+    EXPECT_TRUE(device->synchronize().ok());
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    // Never faster than the shared link allows, whatever the load.
-    EXPECT_GE(seconds, shared_s * 0.99) << "run " << run;
+    EXPECT_GE(seconds, floor_s * 0.99) << "run " << run << " beat the modelled link";
     best_s = std::min(best_s, seconds);
   }
-  EXPECT_LT(best_s, (shared_s + serial_s) / 2) << "D2H seems to share the H2D link";
   device->free(d1);
   device->free(d2);
   device->free(d3);
+  return best_s;
+}
+
+TEST(SimDeviceThrottle, LinkIsSharedByAllCopiesOfOneDirection) {
+  // Two H2D copies share the H2D link (2n at the link rate); the D2H copy runs alongside on its
+  // own link (PCIe is duplex), so all three take the time of 2n, not 3n.
+  const size_t n = 16 << 20;
+  const double shared_s = 2.0 * n / (kAskedGbps * 1e9);
+  const double serial_s = 3.0 * n / (kAskedGbps * 1e9);
+  const double raw_s = RunTwoUpOneDown(0.0, n, 0.0);
+  if (raw_s * kHeadroom > shared_s) {
+    GTEST_SKIP() << "the three copies take " << raw_s << " s unthrottled in this build/on this "
+                 << "machine now (sanitizers? load?), too close to the " << shared_s
+                 << " s the throttled link needs to tell shared from duplex";
+  }
+  const double best_s = RunTwoUpOneDown(kAskedGbps, n, shared_s);
+  EXPECT_LT(best_s, (shared_s + serial_s) / 2) << "D2H seems to share the H2D link";
 }
 
 // ---- concurrency (also run under TSan: see tests/sanitize/tsan_filter.txt) -------------------
