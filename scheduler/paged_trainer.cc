@@ -159,6 +159,7 @@ Status PagedTrainer::Setup() {
 
   SimDeviceOptions dopt;
   dopt.capacity_bytes = plan_.device_bytes;
+  dopt.link_gbps = o_.sim_link_gbps;
   STRATA_ASSIGN_OR_RETURN(device_, CreateSimDevice(dopt));
   if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(OpenNvme(pages_->plan().total_bytes()));
 

@@ -133,6 +133,7 @@ class InMemoryTrainer final : public Trainer {
     }
     SimDeviceOptions dopt;
     dopt.capacity_bytes = capacity;
+    dopt.link_gbps = o_.sim_link_gbps;
     STRATA_ASSIGN_OR_RETURN(device_, CreateSimDevice(dopt));
     compute_ = device_->create_stream("compute");
 

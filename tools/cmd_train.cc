@@ -146,6 +146,8 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
                   "Write step 1's gradients (before clipping) here (safetensors)");
   cmd->add_option("--gpu-mem", flags->gpu_mem,
                   "Device memory budget (e.g. 512M, 2G); default: what the run needs");
+  cmd->add_option("--sim-link-gbps", o.sim_link_gbps,
+                  "Sim device: host<->device copy rate in GB/s, to model PCIe (0: memcpy speed)");
   cmd->add_option("--host-mem", flags->host_mem,
                   "Pinned host pool budget (paged engine); default: every page of state");
   cmd->add_option("--nvme-dir", o.nvme_dirs,
