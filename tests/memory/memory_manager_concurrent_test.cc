@@ -22,21 +22,21 @@ using testing::MakeRig;
 using testing::Rig;
 using testing::RigConfig;
 
-struct StressParams {
+struct RandomAccessParams {
   uint64_t device_pages;
   uint64_t host_pages;
   EvictionPolicy policy;
   bool real_store = false;
 };
 
-class MemoryManagerConcurrentRandom : public ::testing::TestWithParam<StressParams> {};
+class MemoryManagerConcurrentRandom : public ::testing::TestWithParam<RandomAccessParams> {};
 
 // Several threads acquire random pages on random tiers for read, write or overwrite, one page
 // at a time. Writers fill the page with a pattern tagged uniquely and record the tag in the
 // shadow while they hold the write pin; readers check the page against the shadow. Pages are
 // checked on the device through an honest device->host copy on the thread's own stream.
 TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
-  const StressParams sp = GetParam();
+  const RandomAccessParams sp = GetParam();
   RigConfig c;
   c.page_bytes = 16 * 1024;
   c.num_pages = 12;
@@ -138,13 +138,13 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
 
 INSTANTIATE_TEST_SUITE_P(
     Budgets, MemoryManagerConcurrentRandom,
-    ::testing::Values(StressParams{1, 1, EvictionPolicy::kLru},  // the minimum that can work
-                      StressParams{1, 2, EvictionPolicy::kBelady},
-                      StressParams{2, 3, EvictionPolicy::kLru},
-                      StressParams{4, 6, EvictionPolicy::kBelady},
-                      StressParams{1, 2, EvictionPolicy::kLru, /*real_store=*/true},
-                      StressParams{3, 4, EvictionPolicy::kBelady, /*real_store=*/true}),
-    [](const ::testing::TestParamInfo<StressParams>& info) {
+    ::testing::Values(RandomAccessParams{1, 1, EvictionPolicy::kLru},  // the minimum that can work
+                      RandomAccessParams{1, 2, EvictionPolicy::kBelady},
+                      RandomAccessParams{2, 3, EvictionPolicy::kLru},
+                      RandomAccessParams{4, 6, EvictionPolicy::kBelady},
+                      RandomAccessParams{1, 2, EvictionPolicy::kLru, /*real_store=*/true},
+                      RandomAccessParams{3, 4, EvictionPolicy::kBelady, /*real_store=*/true}),
+    [](const ::testing::TestParamInfo<RandomAccessParams>& info) {
       return "dev" + std::to_string(info.param.device_pages) + "_host" +
              std::to_string(info.param.host_pages) +
              (info.param.policy == EvictionPolicy::kLru ? "_lru" : "_belady") +
