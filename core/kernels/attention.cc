@@ -24,7 +24,9 @@ namespace {
 // Causality is exploited by row blocks of kBlock queries: rows [i0, i1) only see keys
 // [0, i1), so their scores, softmax and att @ v only touch the first i1 columns, and dk, dv
 // are computed by column blocks over the rows that see them. For T = 256 that is 62.5% of
-// the full GEMM work, in GEMMs still large enough to run at OpenBLAS's full speed.
+// the full GEMM work. Measured on one core at B=8, T=256, C=384, NH=6 (forward / backward):
+// blocks of 64 rows 7.0 / 13.4 ms, of 32 rows the same, of 128 rows 7.8 / 15.1, no blocks
+// 9.6 / 18.3.
 constexpr int kBlock = 64;
 
 // In-place causal softmax of the scores of row i (already scaled): entries [0, i] become
