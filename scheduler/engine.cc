@@ -441,12 +441,14 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
       for (PageId p : {gp[k + 1], mp[k + 1], vp[k + 1], pp[k + 1]}) mm_.prefetch(p, Tier::kHost);
     }
     const int64_t t0 = timeline_.now_ns();
-    Unpin(pp[k]);
-    Unpin(mp[k]);
-    Unpin(vp[k]);
+    // Each host-home page is unpinned just before it is taken for write, so that making room
+    // for the others never evicts it.
     STRATA_ASSIGN_OR_RETURN(PageRef g, mm_.acquire_sync(gp[k], Tier::kHost, Access::kRead, ao));
+    Unpin(mp[k]);
     STRATA_ASSIGN_OR_RETURN(PageRef m, mm_.acquire_sync(mp[k], Tier::kHost, Access::kWrite, ao));
+    Unpin(vp[k]);
     STRATA_ASSIGN_OR_RETURN(PageRef v, mm_.acquire_sync(vp[k], Tier::kHost, Access::kWrite, ao));
+    Unpin(pp[k]);
     STRATA_ASSIGN_OR_RETURN(PageRef p, mm_.acquire_sync(pp[k], Tier::kHost, Access::kWrite, ao));
     const int64_t t1 = timeline_.now_ns();
     timeline_.add(Slice{Queue::kOptimizerIo, "adamw pages b" + std::to_string(block) + " p" +
