@@ -38,6 +38,24 @@ Result<StatePages> StatePages::Make(const GptLayout& layout, uint64_t page_bytes
                                       t});
     }
   }
+  // The engine relies on every role of a block having the same pieces at the same page index.
+  for (int b = 0; b < layout.num_blocks(); ++b) {
+    const Group& param = sp.groups_[sp.index(b, Role::kParam)];
+    for (int r = 1; r < memory::kNumRoles; ++r) {
+      const Group& other = sp.groups_[sp.index(b, Role(r))];
+      if (other.pages.empty()) continue;  // a role the plan does not hold
+      STRATA_CHECK_EQ(other.pieces.size(), param.pieces.size());
+      for (size_t k = 0; k < param.pieces.size(); ++k) {
+        STRATA_CHECK_EQ(other.pieces[k].size(), param.pieces[k].size());
+        for (size_t i = 0; i < param.pieces[k].size(); ++i) {
+          const Piece &a = param.pieces[k][i], &o = other.pieces[k][i];
+          STRATA_CHECK(a.page_offset == o.page_offset && a.block_offset == o.block_offset &&
+                       a.bytes == o.bytes && a.tensor == o.tensor)
+              << "block " << b << " role " << r << " page index " << k;
+        }
+      }
+    }
+  }
   return sp;
 }
 

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/nn/gpt_config.h"
+#include "core/nn/gpt_layout.h"
 #include "tests/scheduler/scheduler_test_util.h"
 
 namespace strata::testing {
@@ -84,10 +86,21 @@ TEST_F(OffloadTransparency, FourBudgetAndPlacementConfigs) {
   ASSERT_TRUE(ref.steps.size() == 4 && ref.steps[0].clipped && !ref.steps[3].clipped)
       << "the run should clip on some steps only";
 
-  // 1. Everything in memory (paged engine, every budget large enough).
+  // 1. Everything in memory (paged engine, every budget large enough): each block's parameters
+  // go to the device once per step (after their update) and its gradient comes back once.
   TrainOptions all_in_memory = base_;
   all_in_memory.page_bytes = 16384;
-  ExpectSame(all_in_memory, ref, "all_in_memory");
+  const TrainOutcome in_memory = ExpectSame(all_in_memory, ref, "all_in_memory");
+  const GptLayout layout = MakeGptLayout(*GptPreset("tiny"));
+  uint64_t tensor_bytes = 0;
+  for (const BlockSpec& b : layout.blocks) {
+    for (const TensorSpec& t : b.tensors) tensor_bytes += uint64_t(t.numel) * 4;
+  }
+  const uint64_t token_bytes = 2ull * base_.batch * base_.seq * 4;
+  for (const StepStats& s : in_memory.steps) {
+    EXPECT_EQ(s.moved_bytes.h2d, tensor_bytes + token_bytes) << "step " << s.step;
+    EXPECT_EQ(s.moved_bytes.nvme_read + s.moved_bytes.nvme_write, 0u);
+  }
 
   // 2. The device budget at the minimal working set.
   TrainOptions device_min = base_;
