@@ -7,7 +7,8 @@
 namespace strata::memory::internal {
 
 AccessPlan::AccessPlan(const std::vector<PlannedAccess>& plan) : size_(plan.size()) {
-  for (uint64_t i = 0; i < plan.size(); ++i) positions_[key(plan[i].page, plan[i].tier)].push_back(i);
+  for (uint64_t i = 0; i < plan.size(); ++i)
+    positions_[key(plan[i].page, plan[i].tier)].push_back(i);
 }
 
 uint64_t AccessPlan::next_use(PageId page, Tier tier, uint64_t from) const {

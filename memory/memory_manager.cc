@@ -44,9 +44,12 @@ namespace strata::memory {
 
 const char* TierName(Tier tier) {
   switch (tier) {
-    case Tier::kDevice: return "device";
-    case Tier::kHost: return "host";
-    case Tier::kNvme: return "nvme";
+    case Tier::kDevice:
+      return "device";
+    case Tier::kHost:
+      return "host";
+    case Tier::kNvme:
+      return "nvme";
   }
   return "unknown";
 }
@@ -76,8 +79,8 @@ struct PageState {
   bool valid[2] = {false, false};
   bool nvme_valid = false;
   bool nvme_staged = false;
-  bool busy = false;                  // one thread moves this page's copies (Note [Locking])
-  bool loading[2] = {false, false};   // one request is getting a frame for this tier's copy
+  bool busy = false;                 // one thread moves this page's copies (Note [Locking])
+  bool loading[2] = {false, false};  // one request is getting a frame for this tier's copy
   int readers = 0;
   bool writer = false;
   std::vector<Holder> holders;
@@ -265,7 +268,8 @@ struct MemoryManager::Impl {
 
   Status commit(bool forced) {
     if (opt.nvme == nullptr) {
-      return Status::FailedPrecondition("no NVMe tier: there is nothing to commit; give --nvme-dir");
+      return Status::FailedPrecondition(
+          "no NVMe tier: there is nothing to commit; give --nvme-dir");
     }
     std::vector<PageId> list;
     Status st;
@@ -284,8 +288,9 @@ struct MemoryManager::Impl {
     commits.fetch_add(1);
     if (forced) forced_commits.fetch_add(1);
     bump(kHostT);
-    return st.ok() ? st : st.WithContext("committing " + std::to_string(list.size()) +
-                                         " NVMe page versions");
+    return st.ok() ? st
+                   : st.WithContext("committing " + std::to_string(list.size()) +
+                                    " NVMe page versions");
   }
 
   // Writes the only copy of p on tier t one tier down. Expects p busy (owned by the caller).
@@ -478,8 +483,8 @@ struct MemoryManager::Impl {
          << (s.loading[0] ? " (waiting for a device frame)" : "")
          << (s.loading[1] ? " (waiting for a host frame)" : "") << ":";
       for (const Holder& h : s.holders) {
-        os << " [" << (h.access == Access::kRead ? "read" : "write") << " on "
-           << TierName(h.tier) << " by " << h.name << "]";
+        os << " [" << (h.access == Access::kRead ? "read" : "write") << " on " << TierName(h.tier)
+           << " by " << h.name << "]";
       }
       os << "\n";
     }
@@ -539,8 +544,9 @@ struct MemoryManager::Impl {
         s.cv.wait_for(lock, kWaitSlice);
         if (clock.expired()) {
           lock.unlock();
-          return stall_status(p, Tier(t), std::string(a == Access::kRead ? "read" : "write") +
-                                              " access to the page");
+          return stall_status(
+              p, Tier(t),
+              std::string(a == Access::kRead ? "read" : "write") + " access to the page");
         }
         continue;
       }
@@ -608,7 +614,8 @@ struct MemoryManager::Impl {
 
   Status check_request(PageId p, Tier t) const {
     if (p >= opt.num_pages) {
-      return Status::InvalidArgument("page " + std::to_string(p) + " does not exist (the plan has " +
+      return Status::InvalidArgument("page " + std::to_string(p) +
+                                     " does not exist (the plan has " +
                                      std::to_string(opt.num_pages) + " pages)");
     }
     if (t == Tier::kNvme) {
@@ -654,7 +661,8 @@ Result<std::unique_ptr<MemoryManager>> MemoryManager::Create(const MemoryManager
     return Status::InvalidArgument("--page-size " + std::to_string(page) +
                                    " bytes is not a power of two of at least 4 KiB; use e.g. 16M");
   }
-  if (o.num_pages == 0) return Status::InvalidArgument("memory manager: the page plan has no pages");
+  if (o.num_pages == 0)
+    return Status::InvalidArgument("memory manager: the page plan has no pages");
   if (o.nvme != nullptr && o.nvme->page_bytes() != page) {
     return Status::InvalidArgument("the NVMe store has " + FormatBytes(o.nvme->page_bytes()) +
                                    " pages but --page-size is " + FormatBytes(page) +
@@ -664,10 +672,10 @@ Result<std::unique_ptr<MemoryManager>> MemoryManager::Create(const MemoryManager
   for (int t = 0; t < 2; ++t) {
     if (t == kDev && o.device == nullptr) continue;
     if (budget[t] < page) {
-      return Status::ResourceExhausted(
-          std::string(kFlag[t]) + " " + FormatBytes(budget[t]) + " is below one page (" +
-          FormatBytes(page) + "); raise " + kFlag[t] + " to at least " + SizeFlagValue(page) +
-          " or lower --page-size");
+      return Status::ResourceExhausted(std::string(kFlag[t]) + " " + FormatBytes(budget[t]) +
+                                       " is below one page (" + FormatBytes(page) + "); raise " +
+                                       kFlag[t] + " to at least " + SizeFlagValue(page) +
+                                       " or lower --page-size");
     }
   }
   auto impl = std::make_unique<Impl>();
@@ -696,12 +704,13 @@ Result<std::unique_ptr<MemoryManager>> MemoryManager::Create(const MemoryManager
     STRATA_RETURN_IF_ERROR(o.nvme->register_buffer(impl->host_pool.data(), impl->host_pool.size()));
   }
   impl->workers = std::make_unique<internal::WorkerPool>(o.max_workers);
-  impl->log->info("memory: {} pages of {}; device {} ({} pages), host pool {} ({} pages), nvme {}, "
-                  "eviction {}",
-                  o.num_pages, FormatBytes(page), FormatBytes(impl->pools[kDev].capacity_frames * page),
-                  impl->pools[kDev].capacity_frames, FormatBytes(impl->host_pool.size()),
-                  impl->pools[kHostT].capacity_frames, o.nvme != nullptr ? "on" : "off",
-                  o.policy == EvictionPolicy::kBelady ? "belady" : "lru");
+  impl->log->info(
+      "memory: {} pages of {}; device {} ({} pages), host pool {} ({} pages), nvme {}, "
+      "eviction {}",
+      o.num_pages, FormatBytes(page), FormatBytes(impl->pools[kDev].capacity_frames * page),
+      impl->pools[kDev].capacity_frames, FormatBytes(impl->host_pool.size()),
+      impl->pools[kHostT].capacity_frames, o.nvme != nullptr ? "on" : "off",
+      o.policy == EvictionPolicy::kBelady ? "belady" : "lru");
   return std::unique_ptr<MemoryManager>(new MemoryManager(std::move(impl)));
 }
 
@@ -775,7 +784,8 @@ std::future<Result<std::vector<PageRef>>> MemoryManager::acquire_all(
   for (const PageRequest& r : requests) {
     Status st = m.check_request(r.page, r.tier);
     if (st.ok() && !seen.insert(r.page).second) {
-      st = Status::InvalidArgument("acquire_all: page " + std::to_string(r.page) + " is listed twice");
+      st = Status::InvalidArgument("acquire_all: page " + std::to_string(r.page) +
+                                   " is listed twice");
     }
     if (!st.ok()) {
       promise.set_value(st);
@@ -788,8 +798,8 @@ std::future<Result<std::vector<PageRef>>> MemoryManager::acquire_all(
       const uint64_t need = per_tier[t] * m.page;
       promise.set_value(Status::ResourceExhausted(
           "acquire_all: " + std::to_string(per_tier[t]) + " pages (" + FormatBytes(need) +
-          ") must be pinned on the " + TierName(Tier(t)) + " at once but " + kFlag[t] +
-          " allows " + std::to_string(m.pools[t].capacity_frames) + " pages (" +
+          ") must be pinned on the " + TierName(Tier(t)) + " at once but " + kFlag[t] + " allows " +
+          std::to_string(m.pools[t].capacity_frames) + " pages (" +
           FormatBytes(m.pools[t].capacity_frames * m.page) + "); raise " + kFlag[t] +
           " to at least " + SizeFlagValue(need) + " or lower --page-size"));
       return future;
@@ -827,8 +837,9 @@ void MemoryManager::prefetch(PageId page, Tier tier) {
     Impl& im = *impl_;
     Result<PageRef> r = im.acquire_blocking(this, page, static_cast<int>(tier), Access::kRead, "",
                                             /*pin=*/false);
-    if (!r.ok()) im.log->debug("prefetch of page {} to {} failed: {}", page, TierName(tier),
-                               r.status().ToString());
+    if (!r.ok())
+      im.log->debug("prefetch of page {} to {} failed: {}", page, TierName(tier),
+                    r.status().ToString());
     {
       std::lock_guard lock(im.prefetch_mu);
       --im.prefetches;

@@ -111,8 +111,8 @@ struct TierStats {
   uint64_t capacity_bytes = 0;
   uint64_t current_bytes = 0;  // frames held (device: allocated from the arena)
   uint64_t peak_bytes = 0;
-  uint64_t pinned_pages = 0;   // now
-  uint64_t resident_pages = 0; // pages with a valid copy here now
+  uint64_t pinned_pages = 0;    // now
+  uint64_t resident_pages = 0;  // pages with a valid copy here now
 };
 
 struct MemoryStats {
@@ -121,14 +121,16 @@ struct MemoryStats {
   uint64_t d2h_bytes = 0;
   uint64_t nvme_read_bytes = 0;
   uint64_t nvme_write_bytes = 0;
-  uint64_t hits = 0;           // acquires served by a copy already on the tier
+  uint64_t hits = 0;  // acquires served by a copy already on the tier
   uint64_t misses = 0;
-  uint64_t evictions = 0;      // copies dropped to make room
-  uint64_t write_backs = 0;    // dirty copies written down before a drop
+  uint64_t evictions = 0;    // copies dropped to make room
+  uint64_t write_backs = 0;  // dirty copies written down before a drop
   uint64_t nvme_commits = 0;
-  uint64_t forced_commits = 0; // commits the manager made to free host frames
+  uint64_t forced_commits = 0;  // commits the manager made to free host frames
   uint64_t admission_waits = 0;
-  uint64_t moved_bytes() const { return h2d_bytes + d2h_bytes + nvme_read_bytes + nvme_write_bytes; }
+  uint64_t moved_bytes() const {
+    return h2d_bytes + d2h_bytes + nvme_read_bytes + nvme_write_bytes;
+  }
 };
 
 // Where a page's copies are (diagnostics and tests).

@@ -8,11 +8,16 @@ namespace strata::memory {
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kParam: return "param";
-    case Role::kGrad: return "grad";
-    case Role::kAdamM: return "adam_m";
-    case Role::kAdamV: return "adam_v";
-    case Role::kMaster: return "master";
+    case Role::kParam:
+      return "param";
+    case Role::kGrad:
+      return "grad";
+    case Role::kAdamM:
+      return "adam_m";
+    case Role::kAdamV:
+      return "adam_v";
+    case Role::kMaster:
+      return "master";
   }
   return "unknown";
 }
@@ -66,7 +71,8 @@ Result<PagePlan> MakePagePlan(std::span<const TensorEntry> tensors,
     if (t.numel <= 0 || t.block < 0) {
       return Status::InvalidArgument("page plan: tensor '" + t.name + "' (block " +
                                      std::to_string(t.block) + ") has numel " +
-                                     std::to_string(t.numel) + "; numel must be positive and "
+                                     std::to_string(t.numel) +
+                                     "; numel must be positive and "
                                      "the block non-negative");
     }
   }

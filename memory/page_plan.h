@@ -78,10 +78,10 @@ struct PagePlan {
   std::vector<TensorEntry> tensors;         // as given
   std::vector<TensorPlacement> placements;  // one per tensor, same index
   std::vector<TensorSpan> spans;
-  std::vector<PageInfo> pages;              // index = PageId
+  std::vector<PageInfo> pages;  // index = PageId
 
   uint64_t num_pages() const { return pages.size(); }
-  uint64_t tensor_bytes() const;   // sum of tensor bytes
+  uint64_t tensor_bytes() const;  // sum of tensor bytes
   uint64_t total_bytes() const { return num_pages() * options.page_bytes; }
   uint64_t padding_bytes() const { return total_bytes() - tensor_bytes(); }
   double waste_fraction() const;  // padding / total, 0 for an empty plan

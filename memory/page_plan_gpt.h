@@ -11,8 +11,7 @@
 
 namespace strata::memory {
 
-inline constexpr Role kGptTrainingRoles[] = {Role::kParam, Role::kGrad, Role::kAdamM,
-                                             Role::kAdamV};
+inline constexpr Role kGptTrainingRoles[] = {Role::kParam, Role::kGrad, Role::kAdamM, Role::kAdamV};
 
 // Roles default to every role the AdamW training state has: param, grad, adam_m, adam_v.
 std::vector<TensorEntry> GptTensorEntries(

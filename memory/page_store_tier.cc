@@ -18,8 +18,8 @@ PageStoreTier::PageStoreTier(storage::PageStore* store) : store_(store) {
 PageStoreTier::~PageStoreTier() = default;
 
 Status PageStoreTier::register_buffer(void* buffer, uint64_t bytes) {
-  const uint64_t piece = std::max<uint64_t>(
-      page_bytes(), kMaxFixedBufferBytes / page_bytes() * page_bytes());
+  const uint64_t piece =
+      std::max<uint64_t>(page_bytes(), kMaxFixedBufferBytes / page_bytes() * page_bytes());
   char* const p = static_cast<char*>(buffer);
   for (uint64_t off = 0; off < bytes; off += piece) {
     STRATA_RETURN_IF_ERROR(store_->engine().register_buffer(p + off, std::min(piece, bytes - off)));
@@ -47,8 +47,7 @@ Status PageStoreTier::stage_write(PageId page, const void* buffer) {
   }
   auto it = committed_version_.find(page);
   const uint64_t version = (it == committed_version_.end() ? 0 : it->second) + 1;
-  STRATA_RETURN_IF_ERROR(
-      store_->write_page_version(*batch_, page, version, buffer, page_bytes()));
+  STRATA_RETURN_IF_ERROR(store_->write_page_version(*batch_, page, version, buffer, page_bytes()));
   staged_version_[page] = version;
   return Status::Ok();
 }

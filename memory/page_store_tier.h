@@ -36,7 +36,7 @@ class PageStoreTier final : public NvmeTier {
   storage::PageStore* const store_;
   std::mutex commit_mu_;
   mutable std::mutex mu_;
-  std::unique_ptr<storage::PageStore::Batch> batch_;  // Batch is not move-assignable
+  std::unique_ptr<storage::PageStore::Batch> batch_;        // Batch is not move-assignable
   std::unordered_map<PageId, uint64_t> committed_version_;  // from the store, then ours
   std::unordered_map<PageId, uint64_t> staged_version_;     // of the current batch
   std::vector<char*> registered_;                           // fixed-buffer pieces

@@ -45,6 +45,33 @@ using memory::PageId;
 using memory::PageRef;
 using memory::Tier;
 
+double Seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The PageStore used directly (no manager), on page ids after the manager's: every page
+// written as one batch and committed, or every page read at once. Returns seconds.
+Result<double> StoreDirect(storage::PageStore& store, uint64_t pages, char* buffer,
+                           storage::IoOp op, uint64_t version) {
+  const uint64_t page = store.page_bytes();
+  const auto t0 = std::chrono::steady_clock::now();
+  if (op == storage::IoOp::kWrite) {
+    storage::PageStore::Batch batch = store.new_batch();
+    for (uint64_t p = 0; p < pages; ++p) {
+      STRATA_RETURN_IF_ERROR(
+          store.write_page_version(batch, pages + p, version, buffer + p * page, page));
+    }
+    STRATA_RETURN_IF_ERROR(store.commit(batch));
+  } else {
+    std::vector<std::future<Status>> done;
+    for (uint64_t p = 0; p < pages; ++p) {
+      done.push_back(store.read_page(pages + p, buffer + p * page, page));
+    }
+    for (auto& f : done) STRATA_RETURN_IF_ERROR(f.get());
+  }
+  return Seconds(t0);
+}
+
 struct Flags {
   std::string page_size = "16M";
   int pages = 32;
@@ -54,10 +81,6 @@ struct Flags {
   int trace_blocks = 8;
   bool json = true;
 };
-
-double Seconds(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // A scratch directory under `parent`, removed on destruction.
 class BenchDir {
@@ -162,7 +185,8 @@ Result<uint64_t> RunTrace(const BenchDir& dir, const std::string& name,
   so.page_bytes = kTracePage;
   so.capacity_bytes = 3 * num_pages * kTracePage;
   STRATA_ASSIGN_OR_RETURN(auto store, storage::PageStore::Open(so));
-  STRATA_ASSIGN_OR_RETURN(auto device, CreateSimDevice({.capacity_bytes = device_pages * kTracePage}));
+  STRATA_ASSIGN_OR_RETURN(auto device,
+                          CreateSimDevice({.capacity_bytes = device_pages * kTracePage}));
   memory::PageStoreTier tier(store.get());
   memory::MemoryManagerOptions o;
   o.page_bytes = kTracePage;
@@ -197,7 +221,8 @@ Status RunBenchPages(const Flags& f) {
   storage::PageStoreOptions so;
   so.dirs = {dir.sub("store")};
   so.page_bytes = page;
-  so.capacity_bytes = 3 * bytes;  // committed + staged versions
+  // Committed + staged versions of the manager's pages, and of as many pages written directly.
+  so.capacity_bytes = 5 * bytes;
   STRATA_ASSIGN_OR_RETURN(auto store, storage::PageStore::Open(so));
   memory::PageStoreTier tier(store.get());
   memory::MemoryManagerOptions o;
@@ -221,12 +246,13 @@ Status RunBenchPages(const Flags& f) {
   }
 
   double memcpy_s = 1e30, h2d_s = 1e30, d2h_s = 1e30;
-  double nvme_w_flush_s = 0;
+  double nvme_w_flush_s = 0, store_w_s = 1e30, store_r_s = 1e30;
   double nvme_w_s = 1e30, nvme_r_s = 1e30, raw_w_s = 1e30, raw_r_s = 1e30;
   for (int rep = 0; rep < f.reps + 1; ++rep) {  // rep 0 warms arenas, files and threads
     const bool timed = rep > 0;
     auto t0 = std::chrono::steady_clock::now();
-    for (uint64_t p = 0; p < pages; ++p) std::memcpy(dst.data() + p * page, src.data() + p * page, page);
+    for (uint64_t p = 0; p < pages; ++p)
+      std::memcpy(dst.data() + p * page, src.data() + p * page, page);
     if (timed) memcpy_s = std::min(memcpy_s, Seconds(t0));
 
     STRATA_RETURN_IF_ERROR(mm->evict_all(Tier::kDevice));  // host copies are valid: clean drops
@@ -249,6 +275,9 @@ Status RunBenchPages(const Flags& f) {
     }
     STRATA_ASSIGN_OR_RETURN(s, raw->run(storage::IoOp::kWrite));
     if (timed) raw_w_s = std::min(raw_w_s, s);
+    STRATA_ASSIGN_OR_RETURN(
+        s, StoreDirect(*store, pages, src.data(), storage::IoOp::kWrite, uint64_t(rep) + 1));
+    if (timed) store_w_s = std::min(store_w_s, s);
 
     STRATA_RETURN_IF_ERROR(mm->evict_all(Tier::kDevice));
     STRATA_RETURN_IF_ERROR(mm->evict_all(Tier::kHost));
@@ -256,12 +285,14 @@ Status RunBenchPages(const Flags& f) {
     if (timed) nvme_r_s = std::min(nvme_r_s, s);
     STRATA_ASSIGN_OR_RETURN(s, raw->run(storage::IoOp::kRead));
     if (timed) raw_r_s = std::min(raw_r_s, s);
+    STRATA_ASSIGN_OR_RETURN(s, StoreDirect(*store, pages, src.data(), storage::IoOp::kRead, 0));
+    if (timed) store_r_s = std::min(store_r_s, s);
   }
   const memory::MemoryStats stats = mm->stats();
   const std::string backend = storage::IoBackendName(raw->engine().backend());
 
-  STRATA_ASSIGN_OR_RETURN(uint64_t belady, RunTrace(dir, "belady", memory::EvictionPolicy::kBelady,
-                                                    f.trace_blocks));
+  STRATA_ASSIGN_OR_RETURN(uint64_t belady,
+                          RunTrace(dir, "belady", memory::EvictionPolicy::kBelady, f.trace_blocks));
   STRATA_ASSIGN_OR_RETURN(uint64_t lru,
                           RunTrace(dir, "lru", memory::EvictionPolicy::kLru, f.trace_blocks));
 
@@ -284,6 +315,8 @@ Status RunBenchPages(const Flags& f) {
   add("nvme_write_ratio", DoubleToJson(raw_w_s / nvme_w_s));
   add("nvme_write_page_gbytes_per_s", DoubleToJson(rate(nvme_w_s)));
   add("nvme_write_raw_gbytes_per_s", DoubleToJson(rate(raw_w_s)));
+  add("nvme_write_store_direct_gbytes_per_s", DoubleToJson(rate(store_w_s)));
+  add("nvme_read_store_direct_gbytes_per_s", DoubleToJson(rate(store_r_s)));
   add("nvme_write_flush_seconds", DoubleToJson(nvme_w_flush_s));
   add("nvme_write_total_seconds", DoubleToJson(nvme_w_s));
   add("nvme_read_ratio", DoubleToJson(raw_r_s / nvme_r_s));
@@ -310,17 +343,16 @@ void AddBenchPagesCommand(CLI::App& bench, CommandContext& ctx) {
   cmd->add_option("--page-size", f->page_size, "Page size (power of two)")->capture_default_str();
   cmd->add_option("--pages", f->pages, "Pages moved per measurement")->capture_default_str();
   cmd->add_option("--reps", f->reps, "Timed repetitions (best is reported)")->capture_default_str();
-  cmd->add_option("--dir", f->dir, "Directory on the disk to measure (a scratch dir is made and "
-                                   "removed inside it)")
+  cmd->add_option("--dir", f->dir,
+                  "Directory on the disk to measure (a scratch dir is made and "
+                  "removed inside it)")
       ->capture_default_str();
   cmd->add_option("--sim-link-gbps", f->link_gbps, "Sim device link rate, GB/s (0 = memcpy)")
       ->capture_default_str();
   cmd->add_option("--trace-blocks", f->trace_blocks, "Blocks of the Belady/LRU trace")
       ->capture_default_str();
   cmd->add_flag("--json", f->json, "Print JSON (the only output format)");
-  cmd->callback([f, &ctx] {
-    ctx.status = RunBenchPages(*f);
-  });
+  cmd->callback([f, &ctx] { ctx.status = RunBenchPages(*f); });
 }
 
 }  // namespace strata::tools

@@ -63,7 +63,9 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
       const PageId p = rng() % c.num_pages;
       const Tier tier = rng() % 2 ? Tier::kDevice : Tier::kHost;
       const int kind = rng() % 10;  // 0-5 read, 6-8 write, 9 overwrite
-      const Access access = kind < 6 ? Access::kRead : kind < 9 ? Access::kWrite : Access::kOverwrite;
+      const Access access = kind < 6   ? Access::kRead
+                            : kind < 9 ? Access::kWrite
+                                       : Access::kOverwrite;
       auto fut = rig.mm->acquire(p, tier, access, {.holder = "stress " + std::to_string(id)});
       if (fut.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
         ADD_FAILURE() << "acquire of page " << p << " did not complete: deadlock?\n"
@@ -91,9 +93,8 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
           const PageResidency r = rig.mm->residency(p);
           ADD_FAILURE() << "page " << p << " on " << TierName(tier) << " word " << bad
                         << " does not match tag " << tag << "; holds tag "
-                        << testing::TagOf(bytes, p) << "; copies device " << r.valid[0]
-                        << " host " << r.valid[1] << " nvme " << r.valid[2] << " staged "
-                        << r.nvme_staged;
+                        << testing::TagOf(bytes, p) << "; copies device " << r.valid[0] << " host "
+                        << r.valid[1] << " nvme " << r.valid[2] << " staged " << r.nvme_staged;
           failures.fetch_add(1);
         }
       }
@@ -180,19 +181,19 @@ TEST(MemoryManagerEvictionTest, BeladyMovesNoMoreThanLruOnATrainingTrace) {
   };
   for (const Case& k : {Case{8, 4, 8}, Case{8, 6, 16}, Case{12, 5, 20}, Case{6, 3, 6}}) {
     MemoryStats belady, lru;
-    const uint64_t b = RunTrace(EvictionPolicy::kBelady, k.blocks, k.device_pages, k.host_pages,
-                                3, &belady);
-    const uint64_t l = RunTrace(EvictionPolicy::kLru, k.blocks, k.device_pages, k.host_pages, 3,
-                                &lru);
-    std::printf("blocks %d device %llu host %llu pages: moved belady %llu lru %llu bytes "
-                "(h2d %llu/%llu d2h %llu/%llu nvme_r %llu/%llu nvme_w %llu/%llu)\n",
-                k.blocks, (unsigned long long)k.device_pages, (unsigned long long)k.host_pages,
-                (unsigned long long)b, (unsigned long long)l,
-                (unsigned long long)belady.h2d_bytes, (unsigned long long)lru.h2d_bytes,
-                (unsigned long long)belady.d2h_bytes, (unsigned long long)lru.d2h_bytes,
-                (unsigned long long)belady.nvme_read_bytes, (unsigned long long)lru.nvme_read_bytes,
-                (unsigned long long)belady.nvme_write_bytes,
-                (unsigned long long)lru.nvme_write_bytes);
+    const uint64_t b =
+        RunTrace(EvictionPolicy::kBelady, k.blocks, k.device_pages, k.host_pages, 3, &belady);
+    const uint64_t l =
+        RunTrace(EvictionPolicy::kLru, k.blocks, k.device_pages, k.host_pages, 3, &lru);
+    std::printf(
+        "blocks %d device %llu host %llu pages: moved belady %llu lru %llu bytes "
+        "(h2d %llu/%llu d2h %llu/%llu nvme_r %llu/%llu nvme_w %llu/%llu)\n",
+        k.blocks, (unsigned long long)k.device_pages, (unsigned long long)k.host_pages,
+        (unsigned long long)b, (unsigned long long)l, (unsigned long long)belady.h2d_bytes,
+        (unsigned long long)lru.h2d_bytes, (unsigned long long)belady.d2h_bytes,
+        (unsigned long long)lru.d2h_bytes, (unsigned long long)belady.nvme_read_bytes,
+        (unsigned long long)lru.nvme_read_bytes, (unsigned long long)belady.nvme_write_bytes,
+        (unsigned long long)lru.nvme_write_bytes);
     EXPECT_LE(b, l) << "blocks " << k.blocks;
   }
 }

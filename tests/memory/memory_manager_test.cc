@@ -48,11 +48,13 @@ TEST(MemoryManagerTest, HostWriteMovesToDeviceAndBack) {
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     std::vector<char> buf(kPage);
     ASSERT_TRUE(testing::CopyAndWait(*rig.device, *stream, buf.data(), d->data(), kPage,
-                                     CopyKind::kDeviceToHost).ok());
+                                     CopyKind::kDeviceToHost)
+                    .ok());
     EXPECT_EQ(CheckPattern(buf.data(), kPage, 1, 7), -1);
     FillPattern(buf.data(), kPage, 1, 8);
     ASSERT_TRUE(testing::CopyAndWait(*rig.device, *stream, d->data(), buf.data(), kPage,
-                                     CopyKind::kHostToDevice).ok());
+                                     CopyKind::kHostToDevice)
+                    .ok());
   }
   PageResidency r = rig.mm->residency(1);
   EXPECT_TRUE(r.valid[0]);

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdint>
@@ -28,9 +27,9 @@ class ScratchDir {
  public:
   ScratchDir() {
     const char* base = std::getenv("STRATA_TEST_TMPDIR");
-    std::string tmpl = (base != nullptr ? std::string(base)
-                                        : std::filesystem::current_path().string()) +
-                       "/strata-memory-XXXXXX";
+    std::string tmpl =
+        (base != nullptr ? std::string(base) : std::filesystem::current_path().string()) +
+        "/strata-memory-XXXXXX";
     char* p = ::mkdtemp(tmpl.data());
     STRATA_CHECK(p != nullptr) << "mkdtemp " << tmpl << ": " << std::strerror(errno);
     path_ = tmpl;

@@ -17,8 +17,10 @@ PagePlanOptions Opts() {
 }
 
 TEST(PagePlanTest, PacksTensorsOfOneBlockAndRole) {
-  std::vector<TensorEntry> t = {{0, Role::kParam, "a", 100}, {0, Role::kParam, "b", 200},
-                                {0, Role::kGrad, "a.grad", 100}, {1, Role::kParam, "c", 10}};
+  std::vector<TensorEntry> t = {{0, Role::kParam, "a", 100},
+                                {0, Role::kParam, "b", 200},
+                                {0, Role::kGrad, "a.grad", 100},
+                                {1, Role::kParam, "c", 10}};
   auto plan = MakePagePlan(t, Opts());
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_EQ(plan->num_pages(), 3u);

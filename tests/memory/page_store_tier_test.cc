@@ -48,7 +48,8 @@ TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
       } else {
         FillPattern(buf.data(), kPage, p, 40 + p);
         ASSERT_TRUE(testing::CopyAndWait(**device, *stream, ref->data(), buf.data(), kPage,
-                                         CopyKind::kHostToDevice).ok());
+                                         CopyKind::kHostToDevice)
+                        .ok());
       }
     }
     ASSERT_TRUE(mm->flush_all().ok());
