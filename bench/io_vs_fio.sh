@@ -5,7 +5,8 @@
 #
 #   bench/io_vs_fio.sh DIR [SIZE=4G] [BLOCK=1M] [DEPTH=16]
 #   env: STRATA=path/to/strata (default: build/tools/strata), ROUNDS=5,
-#        PATTERNS=write,read,randwrite,randread
+#        PATTERNS=write,read,randwrite,randread, STRATA_FLAGS (extra flags for strata bench io,
+#        e.g. --no-huge-pages to give Strata's buffers the 4 KiB pages fio's malloc buffers get)
 #
 # fio runs with ioengine=io_uring, direct=1, fixedbufs=1, registerfiles=1 (what Strata uses).
 # Both tools use the same file, written in full once (untimed): on a virtual disk the host's
@@ -41,7 +42,7 @@ fio_run() {  # $1: pattern, $2: output json
 
 strata_run() {  # $1: pattern, $2: output json lines, $3: commits to measure
   "$STRATA" bench io --dir "$WORK" --size "$SIZE" --block "$BLOCK" --depth "$DEPTH" \
-    --rw "$1" --commits "$3" --json --keep --no-layout > "$2"
+    --rw "$1" --commits "$3" --json --keep --no-layout ${STRATA_FLAGS:-} > "$2"
 }
 
 echo "laying out $SIZE" >&2

@@ -30,7 +30,10 @@ inline bool IsIoAligned(const void* ptr) {
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  static Result<AlignedBuffer> Allocate(uint64_t bytes);
+  // Buffers of 2 MiB and more are 2 MiB aligned and advised to use transparent huge pages
+  // (MADV_HUGEPAGE) unless `huge_pages` is false: a large transfer then spans few physically
+  // contiguous segments, which the block layer need not split.
+  static Result<AlignedBuffer> Allocate(uint64_t bytes, bool huge_pages = true);
 
   char* data() { return data_.get(); }
   const char* data() const { return data_.get(); }

@@ -46,6 +46,7 @@ struct BenchIoFlags {
   bool json = false;
   bool keep = false;
   bool no_layout = false;
+  bool huge_pages = true;
 };
 
 double Seconds(std::chrono::steady_clock::duration d) {
@@ -256,7 +257,8 @@ Status RunBenchIo(const BenchIoFlags& f) {
   io.request_bytes = block;
   STRATA_ASSIGN_OR_RETURN(auto engine, IoEngine::Create(io));
   STRATA_ASSIGN_OR_RETURN(int file, engine->register_file(fd.get(), path));
-  STRATA_ASSIGN_OR_RETURN(AlignedBuffer buffers, AlignedBuffer::Allocate(f.depth * block));
+  STRATA_ASSIGN_OR_RETURN(AlignedBuffer buffers,
+                          AlignedBuffer::Allocate(f.depth * block, f.huge_pages));
   std::mt19937_64 rng(3);
   for (uint64_t i = 0; i < buffers.size(); i += 8) {
     const uint64_t x = rng();
@@ -322,6 +324,8 @@ void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_flag("--json", flags->json, "One JSON object per line (else key=value lines)");
   cmd->add_flag("--keep", flags->keep, "Keep the data file afterwards");
+  cmd->add_flag("--huge-pages,!--no-huge-pages", flags->huge_pages,
+                "Put the I/O buffers on transparent huge pages (default on)");
   cmd->add_flag("--no-layout", flags->no_layout,
                 "The file in --dir is already fully written (by an earlier --keep run): read "
                 "patterns skip laying it out");
