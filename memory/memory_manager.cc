@@ -96,6 +96,7 @@ struct FramePool {
   uint64_t in_use = 0;     // frames held by pages or in transit
   uint64_t peak = 0;       // of in_use
   std::unordered_set<PageId> resident;
+  std::atomic<int> waiters{0};  // threads in get_frame's wait (see wake())
 };
 
 class StallClock {
@@ -109,10 +110,13 @@ class StallClock {
   std::chrono::steady_clock::time_point start_;
 };
 
-std::string ThisThreadName() {
-  std::ostringstream os;
-  os << "thread " << std::this_thread::get_id();
-  return os.str();
+const std::string& ThisThreadName() {
+  thread_local const std::string name = [] {
+    std::ostringstream os;
+    os << "thread " << std::this_thread::get_id();
+    return os.str();
+  }();
+  return name;
 }
 
 }  // namespace
@@ -131,8 +135,8 @@ struct MemoryManager::Impl {
   std::mutex nvme_mu;  // serialises stage_write/commit with staged_pages
   std::vector<PageId> staged_pages;
 
-  std::mutex plan_mu;  // guards the plan pointer only
-  std::shared_ptr<const internal::AccessPlan> plan;
+  // Read on every acquire: an atomic shared_ptr, no mutex.
+  std::atomic<std::shared_ptr<const internal::AccessPlan>> plan;
   std::atomic<uint64_t> plan_pos{0};
 
   std::mutex batch_mu;  // serialises acquire_all batches (no hold-and-wait between batches)
@@ -150,16 +154,20 @@ struct MemoryManager::Impl {
   std::unique_ptr<internal::WorkerPool> workers;
 
   // ---- helpers ---------------------------------------------------------------------------
-  void bump(int t) {
-    progress.fetch_add(1, std::memory_order_relaxed);
-    { std::lock_guard lock(pools[t].mu); }
-    pools[t].cv.notify_all();
+  // Wakes the frame waiters of pool t, if any. progress_ and waiters are seq_cst: a waiter
+  // registers before it reads progress_, a waker bumps progress_ before it reads waiters, so
+  // either the waker sees the waiter or the waiter sees the new progress (no lost wake-up, and
+  // no pool mutex on the release path when nobody waits).
+  void wake(int t) {
+    progress.fetch_add(1);
+    if (pools[t].waiters.load() > 0) {
+      { std::lock_guard lock(pools[t].mu); }
+      pools[t].cv.notify_all();
+    }
   }
+  void bump(int t) { wake(t); }
 
-  std::shared_ptr<const internal::AccessPlan> current_plan() {
-    std::lock_guard lock(plan_mu);
-    return plan;
-  }
+  std::shared_ptr<const internal::AccessPlan> current_plan() { return plan.load(); }
 
   void advance_plan(PageId p, Tier t) {
     auto pl = current_plan();
@@ -182,8 +190,7 @@ struct MemoryManager::Impl {
       pools[t].free.push_back(f);
       --pools[t].in_use;
     }
-    progress.fetch_add(1, std::memory_order_relaxed);
-    pools[t].cv.notify_all();
+    wake(t);
   }
 
   void add_resident(int t, PageId p) {
@@ -390,7 +397,7 @@ struct MemoryManager::Impl {
     bool counted_wait = false;
     Status alloc_error;
     for (;;) {
-      const uint64_t seen = progress.load(std::memory_order_relaxed);
+      const uint64_t seen = progress.load();
       std::vector<PageId> candidates;
       {
         std::lock_guard lock(pool.mu);
@@ -443,11 +450,12 @@ struct MemoryManager::Impl {
         admission_waits.fetch_add(1, std::memory_order_relaxed);
         counted_wait = true;
       }
+      pool.waiters.fetch_add(1);
       {
         std::unique_lock lock(pool.mu);
-        pool.cv.wait_for(lock, kWaitSlice,
-                         [&] { return progress.load(std::memory_order_relaxed) != seen; });
+        pool.cv.wait_for(lock, kWaitSlice, [&] { return progress.load() != seen; });
       }
+      pool.waiters.fetch_sub(1);
       if (clock.expired()) return stall_status(for_page, Tier(t), "a free page frame", true);
     }
   }
@@ -956,9 +964,7 @@ Status MemoryManager::evict_all(Tier tier) {
 }
 
 void MemoryManager::set_access_plan(std::vector<PlannedAccess> plan) {
-  auto p = std::make_shared<const internal::AccessPlan>(plan);
-  std::lock_guard lock(impl_->plan_mu);
-  impl_->plan = std::move(p);
+  impl_->plan.store(std::make_shared<const internal::AccessPlan>(plan));
   impl_->plan_pos.store(0, std::memory_order_relaxed);
 }
 
