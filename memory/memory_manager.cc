@@ -79,7 +79,8 @@ struct PageState {
   bool valid[2] = {false, false};
   bool nvme_valid = false;
   bool nvme_staged = false;
-  bool busy = false;                 // one thread moves this page's copies (Note [Locking])
+  bool zero = true;   // never written: its contents are zeros, so any copy can be dropped
+  bool busy = false;  // one thread moves this page's copies (Note [Locking])
   bool loading[2] = {false, false};  // one request is getting a frame for this tier's copy
   int readers = 0;
   bool writer = false;
@@ -216,6 +217,7 @@ struct MemoryManager::Impl {
         put_frame(o, f);
       }
       s.nvme_valid = false;
+      s.zero = false;
       s.writer = true;
     } else {
       ++s.readers;
@@ -337,7 +339,8 @@ struct MemoryManager::Impl {
     if (s.busy || !s.valid[t] || s.readers > 0 || s.writer) return static_cast<void*>(nullptr);
     if (t == kHostT && s.nvme_staged) return static_cast<void*>(nullptr);
     auto other_copy = [&] {
-      return t == kDev ? (s.valid[kHostT] || s.nvme_valid) : (s.valid[kDev] || s.nvme_valid);
+      return s.zero ||
+             (t == kDev ? (s.valid[kHostT] || s.nvme_valid) : (s.valid[kDev] || s.nvme_valid));
     };
     if (!other_copy()) {
       if (t == kHostT && opt.nvme == nullptr) return static_cast<void*>(nullptr);
@@ -506,13 +509,17 @@ struct MemoryManager::Impl {
     void* src_dev = nullptr;
     void* src_host = nullptr;
     bool nvme_valid;
+    bool zero;
     {
       std::lock_guard lock(s.mu);
       if (s.valid[kDev]) src_dev = s.frame[kDev];
       if (s.valid[kHostT]) src_host = s.frame[kHostT];
       nvme_valid = s.nvme_valid;
+      zero = s.zero;
     }
     if (a == Access::kOverwrite) return Status::Ok();
+    STRATA_CHECK(zero || src_dev != nullptr || src_host != nullptr || nvme_valid)
+        << "page " << p << " was written but has no valid copy anywhere";
     if (t == kHostT) {
       if (src_dev != nullptr) return copy(frame, src_dev, CopyKind::kDeviceToHost);
       if (nvme_valid) return nvme_read(p, frame);
@@ -705,6 +712,7 @@ Result<std::unique_ptr<MemoryManager>> MemoryManager::Create(const MemoryManager
     for (PageId p : o.nvme->committed_pages()) {
       if (p < o.num_pages) {
         impl->pages[p].nvme_valid = true;
+        impl->pages[p].zero = false;
         ++known;
       }
     }
@@ -903,7 +911,7 @@ Status MemoryManager::flush(std::span<const PageId> pages) {
         return m.stall_status(p, Tier::kHost, "the page to flush it");
       }
     }
-    if (s.nvme_valid || s.nvme_staged || (!s.valid[kDev] && !s.valid[kHostT])) continue;
+    if (s.zero || s.nvme_valid || s.nvme_staged || (!s.valid[kDev] && !s.valid[kHostT])) continue;
     s.busy = true;
     const bool need_host = !s.valid[kHostT];
     void* dev_frame = s.frame[kDev];

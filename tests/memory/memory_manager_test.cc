@@ -274,3 +274,69 @@ TEST(MemoryManagerTest, PrefetchBringsPagesWithoutPinning) {
 
 }  // namespace
 }  // namespace strata::memory
+
+namespace strata::memory {
+namespace {
+
+TEST(MemoryManagerTest, OverwriteLoadsNothing) {
+  testing::Rig rig = testing::MakeRig({});
+  {
+    auto w = rig.mm->acquire_sync(0, Tier::kHost, Access::kWrite);
+    ASSERT_TRUE(w.ok());
+  }
+  auto d = rig.mm->acquire_sync(0, Tier::kDevice, Access::kOverwrite);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(rig.mm->stats().h2d_bytes, 0u);
+  EXPECT_FALSE(rig.mm->residency(0).valid[1]) << "an overwrite makes the host copy stale";
+}
+
+TEST(MemoryManagerTest, BeladyPrefetchNeverEvictsAPageNeededSooner) {
+  testing::RigConfig c;
+  c.device_pages = 1;
+  testing::Rig rig = testing::MakeRig(c);
+  // Plan: A, B, A on the device (A = page 0, B = page 1); page 2 is never planned.
+  rig.mm->set_access_plan({{0, Tier::kDevice}, {1, Tier::kDevice}, {0, Tier::kDevice}});
+  { ASSERT_TRUE(rig.mm->acquire_sync(0, Tier::kDevice, Access::kRead).ok()); }  // position 1
+  rig.mm->prefetch(2, Tier::kDevice);  // unplanned: must not evict A (needed at 2)
+  rig.mm->drain_prefetches();
+  EXPECT_TRUE(rig.mm->residency(0).valid[0]);
+  EXPECT_FALSE(rig.mm->residency(2).valid[0]);
+  rig.mm->prefetch(1, Tier::kDevice);  // needed at 1, before A at 2: may evict A
+  rig.mm->drain_prefetches();
+  EXPECT_TRUE(rig.mm->residency(1).valid[0]);
+  EXPECT_FALSE(rig.mm->residency(0).valid[0]);
+  auto b = rig.mm->acquire_sync(1, Tier::kDevice, Access::kRead);
+  ASSERT_TRUE(b.ok());
+  EXPECT_GE(rig.mm->stats().hits, 1u);
+}
+
+TEST(MemoryManagerTest, DeviceArenaSharedWithOthersEvictsOrSaysWhy) {
+  constexpr uint64_t kP = 64 * 1024;
+  auto device = CreateSimDevice({.capacity_bytes = 4 * kP});
+  ASSERT_TRUE(device.ok());
+  // Someone else (activations) holds 3 of the arena's 4 pages.
+  auto other = (*device)->alloc(3 * kP);
+  ASSERT_TRUE(other.ok());
+  MemoryManagerOptions o;
+  o.page_bytes = kP;
+  o.num_pages = 4;
+  o.budgets.device_bytes = 4 * kP;
+  o.budgets.host_bytes = 4 * kP;
+  o.device = device->get();
+  auto mm = MemoryManager::Create(o);
+  ASSERT_TRUE(mm.ok());
+  {
+    auto a = (*mm)->acquire_sync(0, Tier::kDevice, Access::kRead);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+  }
+  {
+    // The arena has no room for a second frame: page 0's clean copy is evicted for it.
+    auto b = (*mm)->acquire_sync(1, Tier::kDevice, Access::kRead);
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_FALSE((*mm)->residency(0).valid[0]);
+  }
+  (*device)->free(*other);
+}
+
+}  // namespace
+}  // namespace strata::memory
