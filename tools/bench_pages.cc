@@ -349,6 +349,9 @@ Status RunBenchPages(const Flags& f) {
   add("belady_moved_bytes", std::to_string(belady));
   add("lru_moved_bytes", std::to_string(lru));
   add("acquire_hit_ns", DoubleToJson(hit_ns));
+  const storage::IoEngineStats io = store->engine().stats();
+  add("store_io_requests", std::to_string(io.requests));
+  add("store_io_fixed_buffer_requests", std::to_string(io.fixed_buffer_requests));
   add("trace_blocks", std::to_string(f.trace_blocks));
   add("device_peak_bytes", std::to_string(stats.tiers[0].peak_bytes));
   add("host_peak_bytes", std::to_string(stats.tiers[1].peak_bytes));
