@@ -350,6 +350,8 @@ struct MemoryManager::Impl {
       lock.lock();
       s.busy = false;
       s.cv.notify_all();
+      wake(kDev);  // copies of a page that is no longer busy may be evictable now
+      wake(kHostT);
       if (!st.ok()) return st;
       if (s.readers > 0 || s.writer || !s.valid[t] || !other_copy()) {
         return static_cast<void*>(nullptr);
@@ -621,6 +623,8 @@ struct MemoryManager::Impl {
       s.valid[t] = true;
       add_resident(t, p);
       s.last_use[t].store(tick.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+      wake(kDev);  // the page's other copies (the move's source) may be evictable now
+      wake(kHostT);
       if (!pin) return PageRef();
       misses.fetch_add(1, std::memory_order_relaxed);
       return pin_locked(mm, p, t, a, holder);
