@@ -22,11 +22,20 @@ void FaultInjector::clear() {
   fail_countdown_.store(kDisarmed, std::memory_order_relaxed);
   write_budget_bytes_.store(kDisarmed, std::memory_order_relaxed);
   latency_ns_.store(0, std::memory_order_relaxed);
+  eagain_left_.store(0, std::memory_order_relaxed);
+  short_.store(false, std::memory_order_relaxed);
   refuse_direct_.store(false, std::memory_order_relaxed);
   refuse_uring_.store(false, std::memory_order_relaxed);
 }
 
 int FaultInjector::on_request(IoOp op, uint64_t bytes) {
+  uint64_t eagain = eagain_left_.load(std::memory_order_relaxed);
+  while (eagain > 0) {
+    if (eagain_left_.compare_exchange_weak(eagain, eagain - 1, std::memory_order_relaxed)) {
+      injected_.fetch_add(1, std::memory_order_relaxed);
+      return EAGAIN;
+    }
+  }
   // Count down the armed request counter; exactly one request sees it reach zero.
   uint64_t left = fail_countdown_.load(std::memory_order_relaxed);
   while (left != kDisarmed && left > 0) {

@@ -121,12 +121,17 @@ IoEngineStats IoEngineBase::stats() const {
   return s;
 }
 
-bool IoEngineBase::inject_fault(Chunk* chunk) {
-  chunk->issued_ns = 0;
-  if (options_.faults == nullptr) return false;
-  if (options_.faults->latency_ns() > 0) chunk->issued_ns = NowNs();
-  chunk->injected_errno = options_.faults->on_request(chunk->transfer->op, chunk->bytes);
-  return chunk->injected_errno != 0;
+uint64_t IoEngineBase::prepare_attempt(Chunk* chunk) {
+  chunk->injected_errno = 0;
+  FaultInjector* faults = options_.faults;
+  if (faults == nullptr) return chunk->bytes;
+  const bool first = chunk->offset == chunk->request_offset && chunk->retries == 0;
+  if (first) chunk->issued_ns = faults->latency_ns() > 0 ? NowNs() : 0;
+  chunk->injected_errno = faults->on_request(chunk->transfer->op, chunk->bytes);
+  if (faults->short_transfers() && chunk->bytes >= 2 * kIoAlignBytes) {
+    return chunk->bytes / 2 / kIoAlignBytes * kIoAlignBytes;
+  }
+  return chunk->bytes;
 }
 
 void IoEngineBase::apply_latency(const Chunk* chunk) const {

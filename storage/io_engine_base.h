@@ -63,8 +63,10 @@ class IoEngineBase : public IoEngine {
   virtual Status on_register_file(int /*index*/, int /*fd*/) { return Status::Ok(); }
   virtual void on_unregister_file(int /*index*/) {}
 
-  // Applies the fault injector to a chunk about to be issued; true when it must fail instead.
-  bool inject_fault(Chunk* chunk);
+  // Consults the fault injector before each attempt at a chunk. Returns the bytes to issue
+  // now (all that is left, or half of it for an injected short transfer); when it sets
+  // chunk->injected_errno the attempt must complete with that errno without touching the disk.
+  uint64_t prepare_attempt(Chunk* chunk);
   // Sleeps out the injected latency still owed by a chunk (called before finishing it).
   void apply_latency(const Chunk* chunk) const;
   // Accounts `moved` bytes of a chunk that made progress.

@@ -68,17 +68,19 @@ class SyncIoEngine final : public IoEngineBase {
   }
 
   void execute(Chunk* chunk) {
-    if (inject_fault(chunk)) {
-      apply_latency(chunk);
-      finish_chunk(chunk, chunk->injected_errno);
-      return;
-    }
     const bool is_read = chunk->transfer->op == IoOp::kRead;
     while (chunk->bytes > 0) {
-      ssize_t n =
-          is_read
-              ? ::pread(chunk->fd, chunk->buffer, chunk->bytes, static_cast<off_t>(chunk->offset))
-              : ::pwrite(chunk->fd, chunk->buffer, chunk->bytes, static_cast<off_t>(chunk->offset));
+      const uint64_t bytes = prepare_attempt(chunk);
+      ssize_t n;
+      int err = 0;
+      if (chunk->injected_errno != 0) {
+        n = -1;
+        err = chunk->injected_errno;
+      } else {
+        n = is_read ? ::pread(chunk->fd, chunk->buffer, bytes, static_cast<off_t>(chunk->offset))
+                    : ::pwrite(chunk->fd, chunk->buffer, bytes, static_cast<off_t>(chunk->offset));
+        err = n < 0 ? errno : 0;
+      }
       if (n > 0) {
         account_progress(chunk, static_cast<uint64_t>(n));
         chunk->retries = 0;
@@ -90,7 +92,7 @@ class SyncIoEngine final : public IoEngineBase {
         finish_chunk(chunk, 0, /*eof=*/true);
         return;
       }
-      const int err = n < 0 ? errno : EIO;
+      if (n == 0) err = EIO;
       if ((err == EINTR || err == EAGAIN || n == 0) && ++chunk->retries < IoEngine::kMaxRetries) {
         count_requeue();
         continue;

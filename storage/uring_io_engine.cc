@@ -184,12 +184,12 @@ class UringIoEngine final : public IoEngineBase {
       if (sqe == nullptr) break;
       Chunk* c = pending_.front();
       pending_.pop_front();
-      const bool first_issue = c->offset == c->request_offset && c->retries == 0;
-      if (first_issue && inject_fault(c)) {
+      const uint64_t bytes = prepare_attempt(c);
+      if (c->injected_errno != 0) {
         io_uring_prep_nop(sqe);
       } else {
         const int fd = fixed_files_ ? c->file : c->fd;
-        const unsigned n = static_cast<unsigned>(c->bytes);
+        const unsigned n = static_cast<unsigned>(bytes);
         const bool read = c->transfer->op == IoOp::kRead;
         if (c->buffer_index >= 0) {
           count_fixed();
@@ -274,9 +274,9 @@ class UringIoEngine final : public IoEngineBase {
 
   void classify(Chunk* c, int res, std::vector<std::pair<Chunk*, int>>& finished,
                 std::vector<Chunk*>& requeue) {
-    if (c->injected_errno != 0) {
-      finished.emplace_back(c, c->injected_errno);
-      return;
+    if (c->injected_errno != 0) {  // the NOP stood in for a request that failed so
+      res = -c->injected_errno;
+      c->injected_errno = 0;
     }
     if (res > 0) {
       account_progress(c, static_cast<uint64_t>(res));

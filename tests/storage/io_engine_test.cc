@@ -148,6 +148,42 @@ TEST_P(IoEngineTest, InjectedFaultsSurfaceWithContext) {
   EXPECT_EQ(faults.injected(), 3u) << "one EIO, two ENOSPC requests";
 }
 
+TEST_P(IoEngineTest, ShortTransfersAreRequeuedUntilEveryByteMoved) {
+  FaultInjector faults;
+  auto engine = make_engine(4, 64 * kKiB, &faults);
+  ASSERT_NE(engine, nullptr);
+  Result<int> file = engine->register_file(fd_.get(), path_);
+  ASSERT_TRUE(file.ok());
+  AlignedBuffer out = MustAllocate(256 * kKiB);
+  AlignedBuffer in = MustAllocate(256 * kKiB);
+  FillPage(out.data(), out.size(), 5, 5);
+  faults.short_transfers(true);
+  ASSERT_TRUE(engine->write(*file, 64 * kKiB, out.data(), out.size()).get().ok());
+  ASSERT_TRUE(engine->read(*file, 64 * kKiB, in.data(), in.size()).get().ok());
+  EXPECT_TRUE(PageMatches(in.data(), in.size(), 5, 5));
+  // Each 64 KiB request moves 32, 16, 8, 4 KiB and then its last 4 KiB: four requeues.
+  EXPECT_EQ(engine->stats().requeued, 2u * 4 * 4);
+  EXPECT_EQ(engine->stats().bytes_written, out.size());
+}
+
+TEST_P(IoEngineTest, EagainIsRetriedThenReported) {
+  FaultInjector faults;
+  auto engine = make_engine(1, 64 * kKiB, &faults);
+  ASSERT_NE(engine, nullptr);
+  Result<int> file = engine->register_file(fd_.get(), path_);
+  ASSERT_TRUE(file.ok());
+  AlignedBuffer buf = MustAllocate(64 * kKiB);
+  faults.eagain_next_requests(5);
+  EXPECT_TRUE(engine->read(*file, 0, buf.data(), buf.size()).get().ok());
+  EXPECT_EQ(engine->stats().requeued, 5u);
+  // A request that never gets through is not retried forever.
+  faults.eagain_next_requests(IoEngine::kMaxRetries + 10);
+  Status s = engine->read(*file, 0, buf.data(), buf.size()).get();
+  EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  EXPECT_NE(s.message().find("Resource temporarily unavailable"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(path_), std::string::npos) << s.message();
+}
+
 TEST_P(IoEngineTest, BatchSubmissionRunsEveryCallbackOnce) {
   auto engine = make_engine(4, 16 * kKiB);
   ASSERT_NE(engine, nullptr);
