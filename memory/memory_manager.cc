@@ -850,6 +850,13 @@ void MemoryManager::prefetch(PageId page, Tier tier) {
   Impl& m = *impl_;
   if (!m.check_request(page, tier).ok()) return;
   {
+    // Already there or on its way: nothing to do, and no worker needed.
+    PageState& s = m.pages[page];
+    const int t = static_cast<int>(tier);
+    std::lock_guard lock(s.mu);
+    if (s.valid[t] || s.loading[t] || s.busy) return;
+  }
+  {
     std::lock_guard lock(m.prefetch_mu);
     ++m.prefetches;
   }
