@@ -1,0 +1,267 @@
+// Opening a PageStore: validating the options, creating a new store crash-safely or checking an
+// existing one against them, and recovering the free slots from the catalog.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+
+#include "core/util/log.h"
+#include "storage/page_store.h"
+#include "storage/posix_file.h"
+
+namespace strata::storage {
+namespace {
+
+std::string JoinDirs(const std::vector<std::string>& dirs) {
+  std::string out;
+  for (const std::string& d : dirs) out += (out.empty() ? "" : ", ") + d;
+  return "[" + out + "]";
+}
+
+// Canonical form of a directory, so that "/a/b/" and "/a/./b" name the same store.
+std::string Canonical(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(dir, ec);
+  return ec ? dir : p.string();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& options) {
+  const uint64_t page_bytes = options.page_bytes;
+  if (page_bytes == 0 || !IsIoAligned(page_bytes)) {
+    return Status::InvalidArgument("page size " + std::to_string(page_bytes) +
+                                   " bytes is not a positive multiple of 4 KiB (4096 bytes); "
+                                   "use e.g. 4M or 16M");
+  }
+  if (options.dirs.empty()) {
+    return Status::InvalidArgument("no --nvme-dir given; pass one directory per NVMe disk");
+  }
+  std::vector<std::string> dirs;
+  for (const std::string& d : options.dirs) {
+    STRATA_RETURN_IF_ERROR(CheckWritableDir(d, "--nvme-dir"));
+    dirs.push_back(Canonical(d));
+  }
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (dirs[i] == dirs[j]) {
+        return Status::InvalidArgument("--nvme-dir " + options.dirs[i] +
+                                       " is given twice; pass each directory once");
+      }
+    }
+  }
+
+  std::unique_ptr<PageStore> store(new PageStore);
+  const std::string catalog_path = Catalog::PathFor(dirs[0]);
+  const bool exists = Catalog::Exists(catalog_path);
+  SlotFileOptions slot_options;
+  slot_options.slot_bytes = page_bytes;
+  slot_options.direct_io = options.direct_io;
+  slot_options.faults = options.faults;
+
+  if (exists) {
+    STRATA_ASSIGN_OR_RETURN(StoreLayout layout, Catalog::ReadLayout(catalog_path));
+    if (layout.format_version != kCatalogFormatVersion) {
+      return Status::NotSupported("store at " + catalog_path + " has format version " +
+                                  std::to_string(layout.format_version) + "; this Strata reads " +
+                                  std::to_string(kCatalogFormatVersion) +
+                                  "; use the Strata that wrote it or another --nvme-dir");
+    }
+    if (layout.page_bytes != page_bytes) {
+      return Status::InvalidArgument("store at " + catalog_path + " was made with page size " +
+                                     FormatBytes(layout.page_bytes) + " but this run asks for " +
+                                     FormatBytes(page_bytes) +
+                                     "; pass the store's page size or use another --nvme-dir");
+    }
+    if (layout.dirs != dirs) {
+      return Status::InvalidArgument("store at " + catalog_path + " spans --nvme-dir " +
+                                     JoinDirs(layout.dirs) + " but this run passes " +
+                                     JoinDirs(dirs) + "; pass the same directories in order");
+    }
+    store->layout_ = layout;
+    for (const std::string& d : dirs) {
+      slot_options.dir = d;
+      slot_options.slots = layout.slots_per_file;
+      if (!PathExists(SlotFile::PathFor(d)) && PathExists(SlotFile::PendingPathFor(d))) {
+        // The creation committed (the catalog exists) but was cut before this rename.
+        STRATA_RETURN_IF_ERROR(RenameDurably(SlotFile::PendingPathFor(d), SlotFile::PathFor(d)));
+      }
+      STRATA_ASSIGN_OR_RETURN(auto file, SlotFile::Open(slot_options));
+      store->files_.push_back(std::move(file));
+    }
+    STRATA_ASSIGN_OR_RETURN(store->catalog_, Catalog::Open(catalog_path, /*create=*/false));
+  } else {
+    if (options.capacity_bytes == 0) {
+      return Status::InvalidArgument("a new NVMe store in " + dirs[0] +
+                                     " needs a capacity (bytes of slots across all --nvme-dir)");
+    }
+    const uint64_t pages = (options.capacity_bytes + page_bytes - 1) / page_bytes;
+    const uint64_t slots_per_file = std::max<uint64_t>(1, (pages + dirs.size() - 1) / dirs.size());
+    const uint64_t bytes_per_file = SlotFile::BytesFor(slots_per_file, page_bytes);
+    // Check every disk before touching any: dirs sharing a filesystem need the sum.
+    std::vector<std::pair<dev_t, uint64_t>> need_by_dev;
+    for (const std::string& d : dirs) {
+      struct stat st;
+      if (::stat(d.c_str(), &st) != 0) return Status::FromErrno(errno, "--nvme-dir " + d);
+      auto it = std::find_if(need_by_dev.begin(), need_by_dev.end(),
+                             [&](const auto& p) { return p.first == st.st_dev; });
+      if (it == need_by_dev.end()) {
+        need_by_dev.emplace_back(st.st_dev, 0);
+        it = need_by_dev.end() - 1;
+      }
+      // Never create over another store's files: its pages would be overwritten.
+      if (Catalog::Exists(Catalog::PathFor(d)) || PathExists(SlotFile::PathFor(d))) {
+        return Status::AlreadyExists(
+            "--nvme-dir " + d + " already holds a Strata store (" +
+            (Catalog::Exists(Catalog::PathFor(d)) ? Catalog::PathFor(d) : SlotFile::PathFor(d)) +
+            ") that " + dirs[0] +
+            " does not describe; pass that store's directories in their "
+            "original order (the first holds strata.catalog), or delete its files to start over");
+      }
+      it->second += bytes_per_file;
+      STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(d));
+      if (free_bytes < it->second) {
+        return Status::ResourceExhausted(
+            "--nvme-dir " + d + " is too small: the store needs " + FormatBytes(it->second) +
+            " there (" + std::to_string(slots_per_file) + " slots of " + FormatBytes(page_bytes) +
+            " per directory) but only " + FormatBytes(free_bytes) +
+            " are free; free space, add another --nvme-dir or lower the NVMe capacity");
+      }
+    }
+    store->layout_ = StoreLayout{kCatalogFormatVersion, page_bytes, slots_per_file, dirs};
+    STRATA_RETURN_IF_ERROR(store->create_files(slot_options));
+    Logger("storage")->info("created NVMe store: {} slots of {} in {}",
+                            slots_per_file * dirs.size(), FormatBytes(page_bytes), JoinDirs(dirs));
+  }
+
+  IoEngineOptions io = options.io;
+  io.faults = options.faults;
+  for (const auto& f : store->files_) {
+    if (!f->direct_io() && io.backend != IoBackend::kSync) {
+      static std::atomic<bool> logged{false};
+      if (!logged.exchange(true)) {
+        Logger("storage")->info(
+            "--nvme-dir {} refuses O_DIRECT; using buffered pread/pwrite with fdatasync", f->dir());
+      }
+      io.backend = IoBackend::kSync;
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(store->engine_, IoEngine::Create(io));
+  for (const auto& f : store->files_) {
+    STRATA_ASSIGN_OR_RETURN(int index, store->engine_->register_file(f->fd(), f->path()));
+    store->engine_files_.push_back(index);
+  }
+  STRATA_RETURN_IF_ERROR(store->recover());
+  return store;
+}
+
+// Note [Creating a store]
+// A crash while a store is being created must leave nothing that later looks like a store
+// (Open refuses to create over one), and must not leave a store without its files:
+//   1. each directory gets strata.slots.new (fallocated, fsynced);
+//   2. the catalog is built as strata.catalog.new with its layout (sync);
+//   3. renaming it to strata.catalog (and fsyncing the directory) is the commit point;
+//   4. the slot files are renamed to strata.slots; Open completes this step if it was cut.
+// Leftover *.new files without a committed catalog are an interrupted creation and are
+// replaced by the next creation.
+Status PageStore::create_files(SlotFileOptions slot_options) {
+  const std::string catalog_path = Catalog::PathFor(layout_.dirs[0]);
+  const std::string pending_catalog = catalog_path + ".new";
+  std::vector<std::string> created;
+  auto fail = [&](const Status& s) {
+    files_.clear();
+    for (const std::string& path : created) {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+    return s;
+  };
+  {
+    std::error_code ec;
+    std::filesystem::remove_all(pending_catalog, ec);
+  }
+  for (const std::string& d : layout_.dirs) {
+    ::unlink(SlotFile::PendingPathFor(d).c_str());
+    slot_options.dir = d;
+    slot_options.slots = layout_.slots_per_file;
+    slot_options.pending = true;
+    Result<std::unique_ptr<SlotFile>> file = SlotFile::Create(slot_options);
+    if (!file.ok()) return fail(file.status());
+    created.push_back(SlotFile::PendingPathFor(d));
+    files_.push_back(std::move(file).value());
+  }
+  created.push_back(pending_catalog);
+  {
+    Result<std::unique_ptr<Catalog>> catalog = Catalog::Open(pending_catalog, /*create=*/true);
+    if (!catalog.ok()) return fail(catalog.status());
+    Status s = (*catalog)->write_layout(layout_);
+    if (!s.ok()) return fail(s);
+  }  // closed before the rename: RocksDB keeps using the path it was opened with
+  if (Status s = RenameDurably(pending_catalog, catalog_path); !s.ok()) return fail(s);
+  for (auto& file : files_) STRATA_RETURN_IF_ERROR(file->publish());
+  STRATA_ASSIGN_OR_RETURN(catalog_, Catalog::Open(catalog_path, /*create=*/false));
+  return Status::Ok();
+}
+
+Status PageStore::recover() {
+  const uint64_t per_file = layout_.slots_per_file;
+  const uint64_t total = per_file * files_.size();
+  slots_.assign(total, SlotState{});
+  pages_.clear();
+  Status bad;
+  auto check = [&](const PageRecord& r, const std::string& where) {
+    if (!bad.ok()) return false;
+    if (r.entry.file >= files_.size() || r.entry.slot >= per_file || r.entry.length == 0 ||
+        r.entry.length > layout_.page_bytes) {
+      bad = Status::Corruption("catalog " + catalog_->path() + ": " + where + " page " +
+                               std::to_string(r.page) + " names slot " +
+                               std::to_string(r.entry.slot) + " of file " +
+                               std::to_string(r.entry.file) + " with length " +
+                               std::to_string(r.entry.length) + ", outside the store's layout");
+      return false;
+    }
+    return true;
+  };
+  STRATA_RETURN_IF_ERROR(catalog_->for_each_page([&](const PageRecord& r) {
+    if (!check(r, "current")) return;
+    SlotState& s = slots_[global_slot(r.entry)];
+    if (s.refs > 0) {
+      bad = Status::Corruption("catalog " + catalog_->path() + ": page " + std::to_string(r.page) +
+                               " shares slot " + std::to_string(r.entry.slot) + " of " +
+                               files_[r.entry.file]->path() + " with another page");
+      return;
+    }
+    ++s.refs;
+    pages_[r.page] = r.entry;
+  }));
+  STRATA_RETURN_IF_ERROR(bad);
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, catalog_->manifest_names());
+  for (const std::string& name : names) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<PageRecord> records, catalog_->get_manifest(name));
+    for (const PageRecord& r : records) {
+      if (!check(r, "manifest '" + name + "'")) break;
+      ++slots_[global_slot(r.entry)].refs;
+    }
+    STRATA_RETURN_IF_ERROR(bad);
+  }
+  free_.assign(files_.size(), {});
+  free_count_ = referenced_count_ = staged_count_ = 0;
+  for (size_t f = 0; f < files_.size(); ++f) {
+    for (uint64_t s = per_file; s-- > 0;) {
+      if (slots_[f * per_file + s].refs == 0) {
+        free_[f].push_back(s);
+        ++free_count_;
+      } else {
+        ++referenced_count_;
+      }
+    }
+  }
+  used_peak_ = total - free_count_;
+  Logger("storage")->info("opened NVMe store {}: {} pages, {} manifests, {} of {} slots free",
+                          catalog_->path(), pages_.size(), names.size(), free_count_, total);
+  return Status::Ok();
+}
+
+}  // namespace strata::storage
