@@ -522,6 +522,13 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
   return Status::Ok();
 }
 
+std::shared_future<Status> Engine::EnqueueAfterUpdates(std::function<Status()> job) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  std::shared_future<Status> done = promise->get_future().share();
+  optimizer_->submit([promise, job = std::move(job)] { promise->set_value(job()); });
+  return done;
+}
+
 Status Engine::Drain() {
   Status first;
   if (h2d_) first = h2d_->synchronize();

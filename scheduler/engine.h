@@ -93,6 +93,10 @@ class Engine {
                  const std::function<Status()>& on_grads = nullptr);
   // Waits for every queued move and update; returns the first error.
   Status Drain();
+  // Runs `job` on the optimizer queue after every update submitted so far and before any later
+  // one: it sees the parameters and moments of the last step, while the next step's forward and
+  // backward run (checkpoints use it so as not to stall the driver).
+  std::shared_future<Status> EnqueueAfterUpdates(std::function<Status()> job);
 
  private:
   struct Slot {

@@ -3,6 +3,7 @@
 #include <tbb/info.h>
 
 #include <chrono>
+#include <future>
 #include <optional>
 #include <vector>
 
@@ -36,6 +37,7 @@ class PagedTrainer final : public Trainer {
       : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
 
   ~PagedTrainer() override {
+    if (engine_) engine_->Drain().IgnoreError();  // also runs a queued checkpoint
     engine_.reset();
     mm_.reset();
     tier_.reset();
@@ -51,8 +53,9 @@ class PagedTrainer final : public Trainer {
  private:
   Status OpenNvme(uint64_t state_bytes);
   Status WriteInitialParams();
-  Status LoadCheckpointPages();
+  Status ResetMoments();
   Status Checkpoint(long steps_done);
+  Status WriteCheckpoint(long steps_done);
   std::string RunFingerprint() const;
   std::vector<memory::PageId> DurablePages() const;
   Status ExportRole(Role role, const std::string& path);
@@ -72,6 +75,7 @@ class PagedTrainer final : public Trainer {
   std::unique_ptr<Engine> engine_;
   std::optional<scheduler::CheckpointRecord> resume_from_;
   long start_step_ = 0;
+  std::shared_future<Status> pending_checkpoint_;
 };
 
 std::string PagedTrainer::RunFingerprint() const {
@@ -171,11 +175,12 @@ Status PagedTrainer::Setup() {
   mo.nvme = tier_.get();
   STRATA_ASSIGN_OR_RETURN(mm_, memory::MemoryManager::Create(mo));
   if (resume_from_) {
-    STRATA_RETURN_IF_ERROR(LoadCheckpointPages());
+    // The manager adopted the manifest's pages as committed NVMe copies (they load on demand).
     Logger("train")->info("resuming after step {} from {} ({})", start_step_,
                           resume_from_->manifest, o_.ckpt_dir);
   } else {
     STRATA_RETURN_IF_ERROR(WriteInitialParams());
+    if (store_ && !store_->pages().empty()) STRATA_RETURN_IF_ERROR(ResetMoments());
   }
 
   scheduler::EngineOptions eo;
@@ -220,27 +225,33 @@ Status PagedTrainer::WriteInitialParams() {
   return Status::Ok();
 }
 
-// The MemoryManager cannot yet be told that pages already have a committed NVMe version, so each
-// page is read from the store into a host frame and handed to the manager as freshly written
-// (it writes it back as a new version when it evicts it). One extra pass over the state at
-// resume; see docs/scheduler.md.
-Status PagedTrainer::LoadCheckpointPages() {
-  std::vector<bool> in_manifest(pages_->num_pages(), false);
-  for (const storage::PageRecord& r : store_->pages()) {
-    if (r.page < in_manifest.size()) in_manifest[r.page] = true;
-  }
-  for (memory::PageId p : DurablePages()) {
-    if (!in_manifest[p]) continue;  // never written: reads as zeros, as it did when saved
-    STRATA_ASSIGN_OR_RETURN(memory::PageRef ref, mm_->acquire_sync(p, memory::Tier::kHost,
-                                                                   memory::Access::kOverwrite));
-    STRATA_RETURN_IF_ERROR(
-        store_->read_page(p, ref.data(), pages_->page_bytes()).get().WithContext("--resume"));
+// A fresh start over a store left by killed runs that never checkpointed (--resume with no
+// record yet): the MemoryManager adopts every committed page as valid, so the moments are reset
+// to zeros explicitly (the parameters are written anyway, gradients are overwritten each step).
+Status PagedTrainer::ResetMoments() {
+  std::vector<float> zeros;
+  for (int b = 0; b < layout_.num_blocks(); ++b) {
+    zeros.assign(layout_.blocks[b].numel, 0.0f);
+    for (Role r : {Role::kAdamM, Role::kAdamV}) {
+      STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, r, zeros.data()));
+    }
   }
   return Status::Ok();
 }
 
+// Queued behind the step's updates on the optimizer queue (Engine::EnqueueAfterUpdates): the
+// driver goes on with the next step while the pages are flushed and the manifest saved. The next
+// step's updates queue behind it, so the manifest holds exactly the state after `steps_done`.
 Status PagedTrainer::Checkpoint(long steps_done) {
-  STRATA_RETURN_IF_ERROR(engine_->Drain());
+  if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
+  pending_checkpoint_ = engine_->EnqueueAfterUpdates([this, steps_done] {
+    return WriteCheckpoint(steps_done).WithContext("checkpoint after step " +
+                                                   std::to_string(steps_done));
+  });
+  return Status::Ok();
+}
+
+Status PagedTrainer::WriteCheckpoint(long steps_done) {
   const std::vector<memory::PageId> pages = DurablePages();
   STRATA_RETURN_IF_ERROR(mm_->flush(pages));
   STRATA_RETURN_IF_ERROR(mm_->commit_nvme());
@@ -312,6 +323,7 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
     }
   }
   STRATA_RETURN_IF_ERROR(engine_->Drain());
+  if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
   if (!o_.export_path.empty()) {
     STRATA_RETURN_IF_ERROR(ExportRole(Role::kParam, o_.export_path));
     Logger("train")->info("wrote weights to {}", o_.export_path);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -82,58 +83,77 @@ TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
   const std::map<long, std::string> want = LossTexts(dir.path() + "/ref.jsonl");
   ASSERT_EQ(want.size(), size_t(steps));
 
-  std::vector<std::string> args = common;
-  for (const std::string& a :
-       {std::string("--page-size"), std::string("16K"), std::string("--host-mem"),
-        std::string("640K"), std::string("--params-on"), std::string("nvme"),
-        std::string("--optimizer-on"), std::string("nvme"), std::string("--nvme-dir"),
-        dir.sub("nvme"), std::string("--ckpt-dir"), dir.path() + "/ckpt",
-        std::string("--ckpt-every"), std::string("1"), std::string("--resume"),
-        std::string("--export"), dir.path() + "/out.safetensors"}) {
-    args.push_back(a);
+  // Every run of a round shares one NVMe dir and one --ckpt-dir and always passes --resume.
+  auto args_in = [&](const std::string& root) {
+    std::vector<std::string> a = common;
+    for (const std::string& x :
+         {std::string("--page-size"), std::string("16K"), std::string("--host-mem"),
+          std::string("640K"), std::string("--params-on"), std::string("nvme"),
+          std::string("--optimizer-on"), std::string("nvme"), std::string("--nvme-dir"),
+          root + "/nvme", std::string("--ckpt-dir"), root + "/ckpt", std::string("--ckpt-every"),
+          std::string("1"), std::string("--resume"), std::string("--export"),
+          root + "/out.safetensors"}) {
+      a.push_back(x);
+    }
+    return a;
+  };
+  // Kill moments spread over the length of one uninterrupted paged run (measured here, so the
+  // kills land inside steps and checkpoints however loaded the machine is).
+  int full_ms = 0;
+  {
+    const std::string probe = dir.sub("probe");
+    std::filesystem::create_directories(probe + "/nvme");
+    const auto t0 = std::chrono::steady_clock::now();
+    const pid_t pid = Spawn(args_in(probe), probe + "/out.txt");
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFileBytes(probe + "/out.txt");
+    full_ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count());
+    EXPECT_TRUE(ReadFileBytes(probe + "/out.safetensors") ==
+                ReadFileBytes(dir.path() + "/ref.safetensors"))
+        << "uninterrupted paged run differs from the in-memory run";
   }
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> delay_ms(0, 700);
-  int killed = 0, runs = 0, resumed = 0;
-  bool finished = false;
-  std::map<long, int> reported;
-  while (!finished && runs < kills + 50) {
-    const std::string log = dir.path() + "/part" + std::to_string(runs) + ".jsonl";
-    std::vector<std::string> run_args = args;
-    run_args.push_back("--log-json");
-    run_args.push_back(log);
-    const std::string out = dir.path() + "/part" + std::to_string(runs) + ".out";
-    const pid_t pid = Spawn(run_args, out);
-    ASSERT_GT(pid, 0);
-    ++runs;
-    if (killed < kills) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));  // the kill moment
-      ::kill(pid, SIGKILL);
-    }
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status)) {
-      ++killed;
-    } else {
-      ASSERT_TRUE(WIFEXITED(status)) << ReadFileBytes(out);
-      ASSERT_EQ(WEXITSTATUS(status), 0) << "run " << runs << ": " << ReadFileBytes(out);
-      finished = killed >= kills;
-    }
-    const std::map<long, std::string> got = LossTexts(log);
-    if (!got.empty() && got.begin()->first > 1) ++resumed;
-    for (const auto& [step, loss] : got) {
-      ASSERT_TRUE(want.count(step)) << "step " << step;
-      EXPECT_EQ(loss, want.at(step)) << "step " << step << " of run " << runs << " (seed " << seed
-                                     << ")";
-      ++reported[step];
+  std::uniform_int_distribution<int> delay_ms(0, full_ms);
+  int killed = 0, runs = 0, resumed = 0, rounds = 0;
+  // A round ends when a run completes: its weights must be the reference's. Rounds go on until
+  // `kills` kills have landed; the last round's last run is never killed.
+  while (killed < kills || rounds == 0) {
+    const std::string root = dir.sub("round" + std::to_string(rounds++));
+    std::filesystem::create_directories(root + "/nvme");
+    for (;;) {
+      const std::string tag = root + "/part" + std::to_string(runs++);
+      std::vector<std::string> run_args = args_in(root);
+      run_args.push_back("--log-json");
+      run_args.push_back(tag + ".jsonl");
+      const pid_t pid = Spawn(run_args, tag + ".out");
+      ASSERT_GT(pid, 0);
+      if (killed < kills) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));  // the kill moment
+        ::kill(pid, SIGKILL);
+      }
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+      const std::map<long, std::string> got = LossTexts(tag + ".jsonl");
+      if (!got.empty() && got.begin()->first > 1) ++resumed;
+      for (const auto& [step, loss] : got) {
+        ASSERT_TRUE(want.count(step)) << "step " << step;
+        EXPECT_EQ(loss, want.at(step)) << "step " << step << " of " << tag << " (seed " << seed
+                                       << ")";
+      }
+      if (WIFSIGNALED(status)) {
+        ++killed;
+        continue;
+      }
+      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFileBytes(tag + ".out");
+      EXPECT_TRUE(ReadFileBytes(root + "/out.safetensors") ==
+                  ReadFileBytes(dir.path() + "/ref.safetensors"))
+          << tag << ": final weights differ from the uninterrupted run";
+      break;
     }
   }
-  EXPECT_TRUE(finished);
   EXPECT_GE(killed, kills);
-  EXPECT_EQ(reported.size(), size_t(steps));
   EXPECT_GT(resumed, 0) << "no run continued from a checkpoint";
-  EXPECT_TRUE(ReadFileBytes(dir.path() + "/out.safetensors") ==
-              ReadFileBytes(dir.path() + "/ref.safetensors"))
-      << "final weights differ from the uninterrupted run";
 }
 
 }  // namespace

@@ -74,6 +74,28 @@ TEST(TrainPagedCli, LogJsonReportsMovesOverlapAndPeaks) {
   EXPECT_GE(tids_with_slices.size(), 5u);
 }
 
+// --init, --export-grads and --steps 0 give the in-memory trainer's bytes.
+TEST(TrainPagedCli, InitExportAndGradsMatchTheInMemoryTrainer) {
+  ScratchDir dir("cli_init");
+  const std::string p = dir.path() + "/";
+  ASSERT_EQ(RunStrata({"train", "--model", "tiny", "--steps", "0", "--export", p + "init.st"},
+                      dir.path()).exit_code, 0);
+  auto zero = RunStrata(With(TinyArgs(0), {"--export", p + "init_paged.st"}), dir.path());
+  ASSERT_EQ(zero.exit_code, 0) << zero.err;
+  EXPECT_TRUE(ReadFileBytes(p + "init.st") == ReadFileBytes(p + "init_paged.st"));
+  for (const char* engine : {"memory", "paged"}) {
+    std::vector<std::string> args = {"train", "--init", p + "init.st", "--batch", "4", "--seq",
+                                     "64", "--steps", "2", "--threads", "1", "--engine", engine,
+                                     "--export", p + engine + ".st", "--export-grads",
+                                     p + engine + ".grads.st"};
+    if (std::string(engine) == "paged") args = With(args, {"--page-size", "8K"});
+    auto r = RunStrata(args, dir.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_TRUE(ReadFileBytes(p + "memory.st") == ReadFileBytes(p + "paged.st"));
+  EXPECT_TRUE(ReadFileBytes(p + "memory.grads.st") == ReadFileBytes(p + "paged.grads.st"));
+}
+
 TEST(TrainPagedCli, BudgetBelowTheWorkingSetIsRefusedWithTheNumber) {
   ScratchDir dir("cli_budget");
   auto r = RunStrata(With(TinyArgs(1), {"--gpu-mem", "1M", "--engine", "paged"}), dir.path());
