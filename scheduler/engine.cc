@@ -179,20 +179,26 @@ int Engine::FindSlot(int block, SlotRole role) const {
   return -1;
 }
 
+// Belady over the program, with a tie-break for dead slots (empty, stale, finished gradients):
+// the one whose last use was scheduled earliest is likely free first, so the load waits least
+// (a gradient copy counts as one op later than its kernel). Waiting on the in-order h2d stream
+// would hold up every later load too.
 int Engine::ChooseVictim(size_t pos, const std::vector<int>& taken) const {
   int best = -1;
-  uint64_t best_score = 0;
+  std::pair<uint64_t, uint64_t> best_score{0, 0};
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (Contains(taken, int(i))) continue;
     const Slot& s = slots_[i];
-    uint64_t score = StepProgram::kNever;
     if (s.block >= 0 && s.role == SlotRole::kGrad && s.grad_active) continue;
+    uint64_t next = StepProgram::kNever;
     if (s.block >= 0 && s.role == SlotRole::kParam && s.version == param_version_[s.block]) {
       // A use after the end of this step is dead: every block is updated in between.
       const uint64_t d = program_.next_use(s.block, SlotRole::kParam, pos);
-      score = (d == StepProgram::kNever || pos + d >= program_.ops.size()) ? StepProgram::kNever
-                                                                           : d;
+      if (d != StepProgram::kNever && pos + d < program_.ops.size()) next = d;
     }
+    const std::pair<uint64_t, uint64_t> score =
+        next == StepProgram::kNever ? std::pair<uint64_t, uint64_t>{1, ~s.last_use_seq}
+                                    : std::pair<uint64_t, uint64_t>{0, next};
     if (best < 0 || score > best_score) {
       best = int(i);
       best_score = score;
@@ -237,6 +243,7 @@ Status Engine::LoadSlot(int slot, int block, Role role, long step) {
   }
   s.ready = Record(*h2d_);
   s.last_use = s.ready;
+  s.last_use_seq = op_seq_;
   return Status::Ok();
 }
 
@@ -271,6 +278,7 @@ Status Engine::CopyGradDown(int slot, int block, const std::shared_ptr<Event>& a
     STRATA_RETURN_IF_ERROR(st);
   }
   s.last_use = Record(*d2h_);
+  s.last_use_seq = op_seq_ + 1;  // completes after its kernel
   s.grad_active = false;
   grad_ready_[block] = s.last_use;
   return Status::Ok();
@@ -328,7 +336,11 @@ Status Engine::Schedule(size_t pos, const Op& op, long step) {
        [&] { compute_->launch([this, &op, ptrs] { RunOp(op, ptrs); }); });
   std::shared_ptr<Event> done = Record(*compute_);
   last_compute_ = done;
-  for (int idx : chosen) slots_[idx].last_use = done;
+  ++op_seq_;
+  for (int idx : chosen) {
+    slots_[idx].last_use = done;
+    slots_[idx].last_use_seq = op_seq_;
+  }
   for (int b : op.grads_done) {
     const int idx = FindSlot(b, SlotRole::kGrad);
     STRATA_CHECK(idx >= 0);

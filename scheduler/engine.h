@@ -107,6 +107,7 @@ class Engine {
     bool grad_active = false;   // a gradient being accumulated (must not be evicted)
     std::shared_ptr<Event> ready;     // compute waits on it before using the content
     std::shared_ptr<Event> last_use;  // whoever overwrites the slot waits on it
+    uint64_t last_use_seq = 0;        // op_seq_ when last_use was scheduled (victim tie-break)
   };
 
   explicit Engine(const EngineOptions& options);
@@ -160,6 +161,7 @@ class Engine {
   float* dres_ = nullptr;
 
   std::vector<Slot> slots_;
+  uint64_t op_seq_ = 0;  // compute ops scheduled so far (all steps)
   std::vector<uint64_t> param_version_;
   std::vector<std::shared_future<Status>> update_done_;
   std::vector<std::shared_ptr<Event>> grad_ready_;  // the final gradient is on its host pages

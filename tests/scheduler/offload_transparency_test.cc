@@ -65,8 +65,11 @@ class OffloadTransparency : public ::testing::Test {
         EXPECT_LE(a.nvme_peak_bytes, o.nvme_mem) << tag;
       }
       EXPECT_GT(a.moved_bytes.h2d, 0u) << tag;
-      EXPECT_GT(a.moved_bytes.d2h, 0u) << tag;
     }
+    // Gradient copies may finish after their step's compute: count them over the run.
+    uint64_t d2h = 0;
+    for (const StepStats& a : r.steps) d2h += a.moved_bytes.d2h;
+    EXPECT_GT(d2h, 0u) << tag;
     EXPECT_TRUE(r.weights == ref.weights) << tag << ": exported weights differ";
     return r;
   }
