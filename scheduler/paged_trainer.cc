@@ -115,6 +115,18 @@ Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
                                    ") from an earlier run; add --resume to continue it, or give "
                                    "an empty directory");
   }
+  // Copy-on-write keeps up to two versions of a page (committed + staged), and a checkpoint's
+  // manifest pins one more version of every parameter and moment page.
+  const uint64_t need = 2 * state_bytes + (o_.ckpt_every > 0 ? DurablePages().size() *
+                                                                   pages_->page_bytes()
+                                                             : 0);
+  if (o_.nvme_mem > 0 && o_.nvme_mem < need) {
+    return Status::ResourceExhausted(
+        "--nvme-mem " + FormatBytes(o_.nvme_mem) + " is below the " + FormatBytes(need) +
+        " that the NVMe tier needs (two versions of every page of state" +
+        (o_.ckpt_every > 0 ? std::string(" plus a checkpoint's parameters and moments") : "") +
+        "); raise --nvme-mem or leave it out (default 3x the state)");
+  }
   storage::PageStoreOptions so;
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
