@@ -25,7 +25,9 @@ float* AlignedTake(float*& cursor, int64_t floats) {
   return p;
 }
 
-bool Contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool Contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 }  // namespace
 
@@ -218,7 +220,8 @@ Status Engine::LoadSlot(int slot, int block, Role role, long step) {
   ao.holder = "load block " + std::to_string(block) + " " + memory::RoleName(role);
   for (size_t k = 0; k < pages.size(); ++k) {
     const int64_t t0 = timeline_.now_ns();
-    STRATA_ASSIGN_OR_RETURN(PageRef ref, mm_.acquire_sync(pages[k], Tier::kHost, Access::kRead, ao));
+    STRATA_ASSIGN_OR_RETURN(PageRef ref,
+                            mm_.acquire_sync(pages[k], Tier::kHost, Access::kRead, ao));
     timeline_.add(Slice{Queue::kFetch, "page " + std::to_string(pages[k]), t0, timeline_.now_ns(),
                         sp_.page_bytes(), step});
     const auto& pieces = sp_.pieces(block, role, k);
@@ -372,7 +375,8 @@ void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
   STRATA_CHECK(device_.is_device_memory(emb_out_, 4) && device_.is_device_memory(tokens_, 4));
   const int32_t* x = tokens_ + int64_t(op.micro_batch) * B * T;
   const int32_t* y = tokens_ + int64_t(o_.batch) * T + int64_t(op.micro_batch) * B * T;
-  const float* head_in = o_.plan.recompute ? states_[L] : (L > 0 ? layer_acts_[L - 1].out : emb_out_);
+  const float* head_in =
+      o_.plan.recompute ? states_[L] : (L > 0 ? layer_acts_[L - 1].out : emb_out_);
   const int64_t wte_offset = layout_.embedding().tensors[kWte].offset;
   compute_arena_->execute([&] {
     if (op.micro_batch == 0) {
@@ -404,8 +408,8 @@ void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
         if (o_.plan.recompute) {
           TransformerForward(layout_, l, ptrs[0], BlockInput(l), B, T, ActsFor(l));
         }
-        TransformerBackward(layout_, l, ptrs[0], ptrs[1], BlockInput(l), B, T, ActsFor(l),
-                            scratch_, dres_);
+        TransformerBackward(layout_, l, ptrs[0], ptrs[1], BlockInput(l), B, T, ActsFor(l), scratch_,
+                            dres_);
         break;
       }
       case OpKind::kEmbedBwd:
@@ -463,9 +467,9 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
     Unpin(pp[k]);
     STRATA_ASSIGN_OR_RETURN(PageRef p, mm_.acquire_sync(pp[k], Tier::kHost, Access::kWrite, ao));
     const int64_t t1 = timeline_.now_ns();
-    timeline_.add(Slice{Queue::kOptimizerIo, "adamw pages b" + std::to_string(block) + " p" +
-                                           std::to_string(k),
-                        t0, t1, 4 * sp_.page_bytes(), step});
+    timeline_.add(Slice{Queue::kOptimizerIo,
+                        "adamw pages b" + std::to_string(block) + " p" + std::to_string(k), t0, t1,
+                        4 * sp_.page_bytes(), step});
     uint64_t bytes = 0;
     optimizer_arena_->execute([&] {
       for (const Piece& piece : sp_.pieces(block, Role::kParam, k)) {
@@ -514,8 +518,8 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
   double loss_sum = 0.0;
   for (float l : losses_) {
     if (!std::isfinite(l)) {
-      return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
-                             std::to_string(l) + "; lower --lr or enable --grad-clip");
+      return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " + std::to_string(l) +
+                             "; lower --lr or enable --grad-clip");
     }
     loss_sum += l;
   }
@@ -556,7 +560,8 @@ Status Engine::Drain() {
   for (size_t b = 0; b < update_done_.size(); ++b) {
     if (!update_done_[b].valid()) continue;
     Status st = update_done_[b].get();
-    if (first.ok() && !st.ok()) first = st.WithContext("optimizer update of block " + std::to_string(b));
+    if (first.ok() && !st.ok())
+      first = st.WithContext("optimizer update of block " + std::to_string(b));
   }
   return first;
 }

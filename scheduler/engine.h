@@ -31,14 +31,14 @@
 // (layout, pages, memory manager, device, timeline) must outlive the Engine.
 #pragma once
 
+#include <tbb/task_arena.h>
+
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <vector>
-
-#include <tbb/task_arena.h>
 
 #include "core/device/device.h"
 #include "core/nn/gpt_blocks.h"
@@ -63,7 +63,7 @@ struct EngineOptions {
   int batch = 1;       // rows per step
   int micro_rows = 1;  // rows per micro-batch (divides batch)
   int seq = 1;
-  int threads = 1;     // compute and optimizer TBB arenas
+  int threads = 1;  // compute and optimizer TBB arenas
   float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
   float grad_clip = 1.0f;  // <= 0: no clipping, updates start during backward
 };
@@ -103,8 +103,8 @@ class Engine {
     float* ptr = nullptr;
     int block = -1;  // -1: empty
     SlotRole role = SlotRole::kParam;
-    uint64_t version = 0;       // param_version_ of the block when loaded
-    bool grad_active = false;   // a gradient being accumulated (must not be evicted)
+    uint64_t version = 0;             // param_version_ of the block when loaded
+    bool grad_active = false;         // a gradient being accumulated (must not be evicted)
     std::shared_ptr<Event> ready;     // compute waits on it before using the content
     std::shared_ptr<Event> last_use;  // whoever overwrites the slot waits on it
     uint64_t last_use_seq = 0;        // op_seq_ when last_use was scheduled (victim tie-break)

@@ -22,9 +22,12 @@ Result<std::string> CheckChoice(const std::string& value, const std::string& fla
 
 const char* HomeName(Home home) {
   switch (home) {
-    case Home::kDevice: return "device";
-    case Home::kHost: return "host";
-    case Home::kNvme: return "nvme";
+    case Home::kDevice:
+      return "device";
+    case Home::kHost:
+      return "host";
+    case Home::kNvme:
+      return "nvme";
   }
   return "?";
 }
@@ -40,10 +43,11 @@ std::string MemoryPlan::ToString() const {
 int64_t ActivationFloats(const GptConfig& c, int micro_rows, int seq, bool recompute) {
   const int64_t BT = int64_t(micro_rows) * seq;
   // Each top-level piece is carved at a multiple of kTensorAlignFloats.
-  const int64_t residual = (BT * c.n_embd + kTensorAlignFloats - 1) / kTensorAlignFloats *
-                           kTensorAlignFloats;
-  const int64_t kept = recompute ? (c.n_layer + 1) * residual + TransformerActsFloats(c, micro_rows, seq)
-                                 : residual + c.n_layer * TransformerActsFloats(c, micro_rows, seq);
+  const int64_t residual =
+      (BT * c.n_embd + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
+  const int64_t kept = recompute
+                           ? (c.n_layer + 1) * residual + TransformerActsFloats(c, micro_rows, seq)
+                           : residual + c.n_layer * TransformerActsFloats(c, micro_rows, seq);
   return kept + HeadActsFloats(c, micro_rows, seq) + BackwardScratchFloats(c, micro_rows, seq) +
          residual /*dres*/;
 }
@@ -62,8 +66,8 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
         "--optimizer-on device (AdamW on the device) is not implemented yet; use host or nvme "
         "(AdamW then runs on the host over TBB)");
   }
-  for (const auto& [value, flag] : {std::pair{params_on, "--params-on"},
-                                    std::pair{optimizer_on, "--optimizer-on"}}) {
+  for (const auto& [value, flag] :
+       {std::pair{params_on, "--params-on"}, std::pair{optimizer_on, "--optimizer-on"}}) {
     if (value == "nvme" && !in.has_nvme) {
       return Status::InvalidArgument(std::string(flag) + " nvme needs --nvme-dir");
     }
@@ -79,7 +83,9 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
   const int min_slots = kMinWorkingSlots + kPrefetchSlots;
   const int all_resident_slots = layout.num_blocks() + 2;  // every block's params + 2 grads
   const int useful_slots = layout.num_blocks() + 3;
-  auto fixed = [&](bool recompute) { return (recompute ? acts_all : acts_none) + plan.tokens_bytes; };
+  auto fixed = [&](bool recompute) {
+    return (recompute ? acts_all : acts_none) + plan.tokens_bytes;
+  };
 
   plan.device_bytes = in.gpu_mem > 0 ? in.gpu_mem : fixed(false) + useful_slots * plan.slot_bytes;
   if (in.recompute == "auto") {
@@ -90,20 +96,24 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
   plan.acts_bytes = plan.recompute ? acts_all : acts_none;
   plan.min_device_bytes = fixed(plan.recompute) + min_slots * plan.slot_bytes;
   if (plan.device_bytes < plan.min_device_bytes) {
-    std::string msg = "--gpu-mem " + FormatBytes(plan.device_bytes) + " is below the " +
-                      FormatBytes(plan.min_device_bytes) + " (" +
-                      std::to_string(plan.min_device_bytes) + " bytes) that the minimal device "
-                      "working set needs: " + std::to_string(min_slots) + " block slots of " +
-                      FormatBytes(plan.slot_bytes) + " (4 for the tied head's backward + 1 "
-                      "prefetch), " + FormatBytes(plan.acts_bytes) + " of activations for "
-                      "--micro-batch " + std::to_string(in.micro_rows) + " --seq " +
-                      std::to_string(in.seq) + " and " + FormatBytes(plan.tokens_bytes) +
-                      " of tokens; raise --gpu-mem or lower --micro-batch/--seq";
+    std::string msg =
+        "--gpu-mem " + FormatBytes(plan.device_bytes) + " is below the " +
+        FormatBytes(plan.min_device_bytes) + " (" + std::to_string(plan.min_device_bytes) +
+        " bytes) that the minimal device "
+        "working set needs: " +
+        std::to_string(min_slots) + " block slots of " + FormatBytes(plan.slot_bytes) +
+        " (4 for the tied head's backward + 1 "
+        "prefetch), " +
+        FormatBytes(plan.acts_bytes) +
+        " of activations for "
+        "--micro-batch " +
+        std::to_string(in.micro_rows) + " --seq " + std::to_string(in.seq) + " and " +
+        FormatBytes(plan.tokens_bytes) + " of tokens; raise --gpu-mem or lower --micro-batch/--seq";
     if (!plan.recompute) msg += ", or use --recompute all";
     return Status::ResourceExhausted(msg);
   }
-  plan.slots = static_cast<int>(
-      std::min<uint64_t>(useful_slots, (plan.device_bytes - fixed(plan.recompute)) / plan.slot_bytes));
+  plan.slots = static_cast<int>(std::min<uint64_t>(
+      useful_slots, (plan.device_bytes - fixed(plan.recompute)) / plan.slot_bytes));
   if (params_on == "device" && plan.slots < all_resident_slots) {
     return Status::ResourceExhausted(
         "--params-on device needs " + std::to_string(all_resident_slots) + " slots of " +
@@ -127,11 +137,12 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
   }
   uint64_t avail = host_frames >= kHostWorkingPages ? host_frames - kHostWorkingPages : 0;
   if (in.has_nvme && host_frames < kHostWorkingPages) {
-    return Status::ResourceExhausted(
-        "--host-mem " + FormatBytes(in.host_mem) + " is below the " +
-        FormatBytes(kHostWorkingPages * page) + " (" + std::to_string(kHostWorkingPages) +
-        " pages of " + FormatBytes(page) + ") that the optimizer and the transfers need at "
-        "once; raise --host-mem or lower --page-size");
+    return Status::ResourceExhausted("--host-mem " + FormatBytes(in.host_mem) + " is below the " +
+                                     FormatBytes(kHostWorkingPages * page) + " (" +
+                                     std::to_string(kHostWorkingPages) + " pages of " +
+                                     FormatBytes(page) +
+                                     ") that the optimizer and the transfers need at "
+                                     "once; raise --host-mem or lower --page-size");
   }
   auto place = [&](const std::string& choice, uint64_t pages, const char* flag,
                    Home* out) -> Status {

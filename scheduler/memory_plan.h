@@ -37,7 +37,7 @@ namespace strata::scheduler {
 enum class Home : uint8_t { kDevice = 0, kHost = 1, kNvme = 2 };
 const char* HomeName(Home home);
 
-inline constexpr int kMinWorkingSlots = 4;   // head backward: P_head, P_emb, G_head, G_emb
+inline constexpr int kMinWorkingSlots = 4;  // head backward: P_head, P_emb, G_head, G_emb
 inline constexpr int kPrefetchSlots = 1;
 inline constexpr uint64_t kHostWorkingPages = 6;
 
@@ -58,13 +58,13 @@ struct MemoryPlan {
   Home params = Home::kHost;
   Home optimizer = Home::kHost;
   bool recompute = false;
-  uint64_t slot_bytes = 0;      // one slot (rounded to 4 KiB)
-  int slots = 0;                // slots allocated
-  uint64_t acts_bytes = 0;      // activations + scratch (rounded to 4 KiB)
-  uint64_t tokens_bytes = 0;    // the step's inputs and targets (rounded to 4 KiB)
-  uint64_t device_bytes = 0;    // the --gpu-mem budget in force
+  uint64_t slot_bytes = 0;        // one slot (rounded to 4 KiB)
+  int slots = 0;                  // slots allocated
+  uint64_t acts_bytes = 0;        // activations + scratch (rounded to 4 KiB)
+  uint64_t tokens_bytes = 0;      // the step's inputs and targets (rounded to 4 KiB)
+  uint64_t device_bytes = 0;      // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
-  uint64_t host_bytes = 0;      // the --host-mem budget in force (whole pages)
+  uint64_t host_bytes = 0;        // the --host-mem budget in force (whole pages)
   std::string ToString() const;
 };
 

@@ -107,7 +107,8 @@ Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
     if (resume_from_ && resume_from_->run != RunFingerprint()) {
       return Status::InvalidArgument("--resume: the checkpoint in " + o_.ckpt_dir +
                                      " is of another run (" + resume_from_->run + "), not " +
-                                     RunFingerprint() + "; use the same flags or another --ckpt-dir");
+                                     RunFingerprint() +
+                                     "; use the same flags or another --ckpt-dir");
     }
   } else if (storage::Catalog::Exists(catalog)) {
     return Status::InvalidArgument("--nvme-dir " + o_.nvme_dirs[0] +
@@ -117,9 +118,8 @@ Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
   }
   // Copy-on-write keeps up to two versions of a page (committed + staged), and a checkpoint's
   // manifest pins one more version of every parameter and moment page.
-  const uint64_t need = 2 * state_bytes + (o_.ckpt_every > 0 ? DurablePages().size() *
-                                                                   pages_->page_bytes()
-                                                             : 0);
+  const uint64_t need =
+      2 * state_bytes + (o_.ckpt_every > 0 ? DurablePages().size() * pages_->page_bytes() : 0);
   if (o_.nvme_mem > 0 && o_.nvme_mem < need) {
     return Status::ResourceExhausted(
         "--nvme-mem " + FormatBytes(o_.nvme_mem) + " is below the " + FormatBytes(need) +
@@ -257,8 +257,8 @@ Status PagedTrainer::ResetMoments() {
 Status PagedTrainer::Checkpoint(long steps_done) {
   if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
   pending_checkpoint_ = engine_->EnqueueAfterUpdates([this, steps_done] {
-    return WriteCheckpoint(steps_done).WithContext("checkpoint after step " +
-                                                   std::to_string(steps_done));
+    return WriteCheckpoint(steps_done)
+        .WithContext("checkpoint after step " + std::to_string(steps_done));
   });
   return Status::Ok();
 }
@@ -282,8 +282,8 @@ Status PagedTrainer::WriteCheckpoint(long steps_done) {
 Status PagedTrainer::ExportRole(Role role, const std::string& path) {
   std::vector<float> all(layout_.total_numel, 0.0f);
   for (int b = 0; b < layout_.num_blocks(); ++b) {
-    STRATA_RETURN_IF_ERROR(scheduler::ReadBlockPages(*mm_, *pages_, b, role,
-                                                     all.data() + layout_.block_offset[b]));
+    STRATA_RETURN_IF_ERROR(
+        scheduler::ReadBlockPages(*mm_, *pages_, b, role, all.data() + layout_.block_offset[b]));
   }
   return ExportGptSafetensors(path, layout_, all.data());
 }
@@ -304,8 +304,8 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
     if (step == 0 && !o_.export_grads_path.empty()) {
       on_grads = [&] { return ExportRole(Role::kGrad, o_.export_grads_path); };
     }
-    STRATA_RETURN_IF_ERROR(engine_->RunStep(step, LearningRateAt(o_, step), tokens.data(), &r,
-                                            on_grads));
+    STRATA_RETURN_IF_ERROR(
+        engine_->RunStep(step, LearningRateAt(o_, step), tokens.data(), &r, on_grads));
     const int64_t t1 = timeline_.now_ns();
     const auto c1 = Clock::now();
     const DeviceStats d1 = device_->stats();

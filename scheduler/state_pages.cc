@@ -87,8 +87,8 @@ Status ReadBlockPages(memory::MemoryManager& mm, const StatePages& sp, int block
                       float* values) {
   const auto& pages = sp.pages(block, role);
   for (size_t k = 0; k < pages.size(); ++k) {
-    STRATA_ASSIGN_OR_RETURN(memory::PageRef ref, mm.acquire_sync(pages[k], memory::Tier::kHost,
-                                                                 memory::Access::kRead));
+    STRATA_ASSIGN_OR_RETURN(memory::PageRef ref,
+                            mm.acquire_sync(pages[k], memory::Tier::kHost, memory::Access::kRead));
     const char* src = static_cast<const char*>(ref.data());
     for (const Piece& p : sp.pieces(block, role, k)) {
       std::memcpy(reinterpret_cast<char*>(values) + p.block_offset, src + p.page_offset, p.bytes);

@@ -28,7 +28,7 @@ struct Piece {
   uint64_t page_offset = 0;   // bytes into the page
   uint64_t block_offset = 0;  // bytes into the block's contiguous layout
   uint64_t bytes = 0;
-  int tensor = 0;             // index into BlockSpec::tensors
+  int tensor = 0;  // index into BlockSpec::tensors
 };
 
 class StatePages {
@@ -64,7 +64,7 @@ class StatePages {
 Status WriteBlockPages(memory::MemoryManager& mm, const StatePages& sp, int block,
                        memory::Role role, const float* values);
 // Reads a role's pages of a block into its contiguous layout (padding untouched).
-Status ReadBlockPages(memory::MemoryManager& mm, const StatePages& sp, int block,
-                      memory::Role role, float* values);
+Status ReadBlockPages(memory::MemoryManager& mm, const StatePages& sp, int block, memory::Role role,
+                      float* values);
 
 }  // namespace strata::scheduler

@@ -8,12 +8,18 @@ namespace strata::scheduler {
 
 const char* OpKindName(OpKind kind) {
   switch (kind) {
-    case OpKind::kEmbedFwd: return "embed_fwd";
-    case OpKind::kBlockFwd: return "block_fwd";
-    case OpKind::kHeadFwd: return "head_fwd";
-    case OpKind::kHeadBwd: return "head_bwd";
-    case OpKind::kBlockBwd: return "block_bwd";
-    case OpKind::kEmbedBwd: return "embed_bwd";
+    case OpKind::kEmbedFwd:
+      return "embed_fwd";
+    case OpKind::kBlockFwd:
+      return "block_fwd";
+    case OpKind::kHeadFwd:
+      return "head_fwd";
+    case OpKind::kHeadBwd:
+      return "head_bwd";
+    case OpKind::kBlockBwd:
+      return "block_bwd";
+    case OpKind::kEmbedBwd:
+      return "embed_bwd";
   }
   return "?";
 }

@@ -37,20 +37,20 @@ struct SlotUse {
 
 struct Op {
   OpKind kind = OpKind::kEmbedFwd;
-  int block = 0;        // the model block this op computes (0 embedding .. L+1 head)
+  int block = 0;  // the model block this op computes (0 embedding .. L+1 head)
   int micro_batch = 0;
-  std::vector<SlotUse> uses;          // every slot the op touches (params read, grads +=)
-  std::vector<int> grads_started;     // grad slots this op starts (zero or load, then +=)
-  std::vector<int> grads_done;        // grad slots complete for this micro-batch after the op
-  std::vector<int> grads_final;       // blocks whose step gradient is final after the op
-  std::vector<int> updates;           // blocks whose optimizer update may start after the op
-  std::vector<int> all_gather;        // collectives (no-ops at one rank)
+  std::vector<SlotUse> uses;       // every slot the op touches (params read, grads +=)
+  std::vector<int> grads_started;  // grad slots this op starts (zero or load, then +=)
+  std::vector<int> grads_done;     // grad slots complete for this micro-batch after the op
+  std::vector<int> grads_final;    // blocks whose step gradient is final after the op
+  std::vector<int> updates;        // blocks whose optimizer update may start after the op
+  std::vector<int> all_gather;     // collectives (no-ops at one rank)
   std::vector<int> reduce_scatter;
-  std::string label() const;          // "fwd h.3 mb0", for traces and stall reports
+  std::string label() const;  // "fwd h.3 mb0", for traces and stall reports
 };
 
 struct StepProgram {
-  int num_blocks = 0;     // L + 2
+  int num_blocks = 0;  // L + 2
   int micro_batches = 1;
   bool wait_for_norm = true;  // clipping: updates start after the last op (norm known)
   std::vector<Op> ops;

@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <chrono>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 namespace strata::scheduler {
@@ -34,12 +33,18 @@ std::vector<std::pair<int64_t, int64_t>> Merge(std::vector<std::pair<int64_t, in
 
 const char* QueueName(Queue queue) {
   switch (queue) {
-    case Queue::kCompute: return "compute";
-    case Queue::kH2D: return "h2d";
-    case Queue::kD2H: return "d2h";
-    case Queue::kFetch: return "fetch (host pages, nvme)";
-    case Queue::kOptimizerIo: return "optimizer io (host pages, nvme)";
-    case Queue::kOptimizer: return "optimizer (host AdamW)";
+    case Queue::kCompute:
+      return "compute";
+    case Queue::kH2D:
+      return "h2d";
+    case Queue::kD2H:
+      return "d2h";
+    case Queue::kFetch:
+      return "fetch (host pages, nvme)";
+    case Queue::kOptimizerIo:
+      return "optimizer io (host pages, nvme)";
+    case Queue::kOptimizer:
+      return "optimizer (host AdamW)";
   }
   return "?";
 }
@@ -89,9 +94,15 @@ void Timeline::Forget(int64_t before_ns) {
 Status Timeline::WriteChromeTrace(const std::string& path) const {
   nlohmann::json events = nlohmann::json::array();
   for (int q = 0; q < kNumQueues; ++q) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", q},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", q},
                       {"args", {{"name", QueueName(Queue(q))}}}});
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", q},
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", q},
                       {"args", {{"sort_index", q}}}});
   }
   {

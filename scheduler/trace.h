@@ -4,7 +4,8 @@
 //
 // Queues: compute, h2d, d2h, fetch (host pages acquired by the driver for moves: NVMe reads
 // and the write-backs that make room happen here), optimizer io (the pages AdamW acquires: NVMe
-// reads of moments and write-backs), optimizer (AdamW arithmetic on the host). Times are nanoseconds since the Timeline was created (steady clock).
+// reads of moments and write-backs), optimizer (AdamW arithmetic on the host). Times are
+// nanoseconds since the Timeline was created (steady clock).
 //
 // Threads: add() and now_ns() from any thread (mu_ guards the slices). Overlap() and
 // WriteChromeTrace() read a snapshot.

@@ -1,11 +1,11 @@
 #include "scheduler/trainer.h"
 
+#include <tbb/task_arena.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <vector>
-
-#include <tbb/task_arena.h>
 
 #include "core/data/builtin_corpus.h"
 #include "core/data/token_dataset.h"
@@ -65,8 +65,9 @@ Status ValidateOptions(const TrainOptions& o) {
                "store)");
   }
   if (o.engine == "memory" && (o.ckpt_every > 0 || o.resume || !o.nvme_dirs.empty())) {
-    return bad("--engine memory keeps everything on the device: drop --nvme-dir, --ckpt-every "
-               "and --resume, or use --engine paged");
+    return bad(
+        "--engine memory keeps everything on the device: drop --nvme-dir, --ckpt-every "
+        "and --resume, or use --engine paged");
   }
   if (o.engine != "auto" && o.engine != "memory" && o.engine != "paged") {
     return bad("--engine must be auto, memory or paged, got '" + o.engine + "'");
@@ -119,10 +120,9 @@ class InMemoryTrainer final : public Trainer {
     const int B = micro_rows(), T = seq_;
     const int64_t BT = int64_t(B) * T;
     const int64_t P = layout_.total_numel;
-    const int64_t act_floats = BT * c.n_embd /*embedding out*/ +
-                               c.n_layer * TransformerActsFloats(c, B, T) +
-                               HeadActsFloats(c, B, T) + BackwardScratchFloats(c, B, T) +
-                               BT * c.n_embd /*dres*/;
+    const int64_t act_floats =
+        BT * c.n_embd /*embedding out*/ + c.n_layer * TransformerActsFloats(c, B, T) +
+        HeadActsFloats(c, B, T) + BackwardScratchFloats(c, B, T) + BT * c.n_embd /*dres*/;
     const uint64_t need_bytes = InMemoryDeviceBytes(o_, c, T);
     uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
     if (capacity < need_bytes) {
@@ -316,9 +316,9 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
   STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveConfig(options));
   const int seq = options.seq > 0 ? options.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {
-    return Status::InvalidArgument("--seq " + std::to_string(seq) + " is above the model's context of " +
-                                   std::to_string(config.block_size) +
-                                   " tokens; lower --seq or raise --block-size");
+    return Status::InvalidArgument(
+        "--seq " + std::to_string(seq) + " is above the model's context of " +
+        std::to_string(config.block_size) + " tokens; lower --seq or raise --block-size");
   }
   std::optional<TokenDataset> data;
   if (options.data == "builtin") {

@@ -35,8 +35,8 @@
 namespace strata {
 
 struct ModelChoice {
-  std::string preset = "small";         // --model
-  bool preset_given = false;            // --model was on the command line
+  std::string preset = "small";  // --model
+  bool preset_given = false;     // --model was on the command line
   std::optional<int> n_layer, n_head, n_embd, vocab_size, block_size;  // shape flags
 };
 
@@ -47,56 +47,56 @@ struct TrainOptions {
   int seq = 0;                   // tokens per row; 0 = min(block_size, 256)
   long steps = 20;
   float lr = 3e-4f;
-  float min_lr = -1.0f;          // cosine floor; < 0 means 10% of lr
-  long warmup = 0;               // linear warmup steps
+  float min_lr = -1.0f;                  // cosine floor; < 0 means 10% of lr
+  long warmup = 0;                       // linear warmup steps
   std::string lr_schedule = "constant";  // constant | cosine
   float weight_decay = 0.1f;
   float beta1 = 0.9f;
   float beta2 = 0.95f;
   float eps = 1e-8f;
-  float grad_clip = 1.0f;        // max global norm; <= 0 disables clipping
+  float grad_clip = 1.0f;  // max global norm; <= 0 disables clipping
   uint64_t seed = 1337;
-  int threads = 0;               // 0 = all cores
-  std::string init_path;         // --init: weights (and shape) from safetensors
-  std::string export_path;       // --export: final weights as safetensors
-  std::string export_grads_path; // --export-grads: step 1's gradients before clipping
-  uint64_t gpu_mem = 0;          // --gpu-mem: sim device capacity; 0 = what the run needs
-  int micro_batch = 0;           // --micro-batch: rows per micro-batch; 0 = --batch (one)
-  double sim_link_gbps = 0;      // --sim-link-gbps: host<->device copy rate of the sim device
+  int threads = 0;                // 0 = all cores
+  std::string init_path;          // --init: weights (and shape) from safetensors
+  std::string export_path;        // --export: final weights as safetensors
+  std::string export_grads_path;  // --export-grads: step 1's gradients before clipping
+  uint64_t gpu_mem = 0;           // --gpu-mem: sim device capacity; 0 = what the run needs
+  int micro_batch = 0;            // --micro-batch: rows per micro-batch; 0 = --batch (one)
+  double sim_link_gbps = 0;       // --sim-link-gbps: host<->device copy rate of the sim device
 
   // Paging (the paged trainer; see the header comment for when it runs).
-  std::string engine = "auto";   // auto | memory | paged
-  uint64_t host_mem = 0;         // --host-mem: the pinned host pool; 0 = what the run needs
+  std::string engine = "auto";         // auto | memory | paged
+  uint64_t host_mem = 0;               // --host-mem: the pinned host pool; 0 = what the run needs
   std::vector<std::string> nvme_dirs;  // --nvme-dir (repeatable): the NVMe tier
-  uint64_t nvme_mem = 0;         // --nvme-mem: NVMe slot capacity; 0 = 3x the model state
-  uint64_t page_bytes = 0;       // --page-size; 0 = 16 MiB (power of two, >= 4 KiB)
-  std::string params_on = "auto";     // device | host | nvme | auto
-  std::string optimizer_on = "auto";  // device | host | nvme | auto (AdamW moments)
-  std::string recompute = "none";     // none | all | auto (activation checkpointing per block)
-  std::string trace_path;        // --trace: Chrome trace JSON of every op and move
-  std::string ckpt_dir;          // --ckpt-dir: checkpoint records (scheduler/checkpoint.h)
-  long ckpt_every = 0;           // --ckpt-every N: checkpoint after every N steps; 0 = never
-  bool resume = false;           // --resume: continue from the checkpoint in --ckpt-dir
-  bool paging_flag_given = false;  // set by the CLI when any paging flag was given
+  uint64_t nvme_mem = 0;               // --nvme-mem: NVMe slot capacity; 0 = 3x the model state
+  uint64_t page_bytes = 0;             // --page-size; 0 = 16 MiB (power of two, >= 4 KiB)
+  std::string params_on = "auto";      // device | host | nvme | auto
+  std::string optimizer_on = "auto";   // device | host | nvme | auto (AdamW moments)
+  std::string recompute = "none";      // none | all | auto (activation checkpointing per block)
+  std::string trace_path;              // --trace: Chrome trace JSON of every op and move
+  std::string ckpt_dir;                // --ckpt-dir: checkpoint records (scheduler/checkpoint.h)
+  long ckpt_every = 0;                 // --ckpt-every N: checkpoint after every N steps; 0 = never
+  bool resume = false;                 // --resume: continue from the checkpoint in --ckpt-dir
+  bool paging_flag_given = false;      // set by the CLI when any paging flag was given
 };
 
 struct StepStats {
-  long step = 0;             // 1-based
-  float loss = 0;            // mean loss of this step's batch, before its update
+  long step = 0;   // 1-based
+  float loss = 0;  // mean loss of this step's batch, before its update
   float lr = 0;
-  double grad_norm = 0;      // global L2 norm before clipping
+  double grad_norm = 0;  // global L2 norm before clipping
   bool clipped = false;
   double step_s = 0;
-  double elapsed_s = 0;      // since the first step started
-  double tokens_per_s = 0;   // this step's tokens / step_s
+  double elapsed_s = 0;     // since the first step started
+  double tokens_per_s = 0;  // this step's tokens / step_s
   uint64_t device_peak_bytes = 0;
 
   // Paged trainer only (zero for the in-memory trainer).
   bool paged = false;
   struct Moved {
     uint64_t h2d = 0, d2h = 0, nvme_read = 0, nvme_write = 0;
-  } moved_bytes;             // during this step
-  double overlap = 0;        // fraction of the step in which compute ran while something moved
+  } moved_bytes;       // during this step
+  double overlap = 0;  // fraction of the step in which compute ran while something moved
   uint64_t host_peak_bytes = 0;
   uint64_t nvme_peak_bytes = 0;
 };

@@ -6,7 +6,6 @@
 #include <memory>
 #include <string>
 
-
 #include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "scheduler/trainer.h"
@@ -45,9 +44,9 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
   if (!f.page_size.empty()) {
     STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(f.page_size, "--page-size"));
   }
-  for (const char* flag : {"--host-mem", "--nvme-dir", "--nvme-mem", "--page-size", "--params-on",
-                           "--optimizer-on", "--micro-batch", "--recompute", "--trace",
-                           "--ckpt-dir", "--ckpt-every", "--resume"}) {
+  for (const char* flag :
+       {"--host-mem", "--nvme-dir", "--nvme-mem", "--page-size", "--params-on", "--optimizer-on",
+        "--micro-batch", "--recompute", "--trace", "--ckpt-dir", "--ckpt-every", "--resume"}) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
   std::unique_ptr<std::ofstream> log;
@@ -123,7 +122,8 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--batch", o.batch, "Rows per step (B)")->capture_default_str();
   cmd->add_option("--seq", o.seq, "Tokens per row (T); default min(context, 256)");
-  cmd->add_option("--steps", o.steps, "Optimizer steps (0 with --export writes the initial weights)")
+  cmd->add_option("--steps", o.steps,
+                  "Optimizer steps (0 with --export writes the initial weights)")
       ->capture_default_str();
   cmd->add_option("--lr", o.lr, "Peak learning rate")->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "Cosine schedule floor (default 10% of --lr)");
@@ -163,8 +163,9 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--micro-batch", o.micro_batch,
                   "Rows per micro-batch (divides --batch; gradients accumulate); 0 = --batch");
-  cmd->add_option("--recompute", o.recompute,
-                  "Activation checkpointing per block: none, all or auto (when the budget needs it)")
+  cmd->add_option(
+         "--recompute", o.recompute,
+         "Activation checkpointing per block: none, all or auto (when the budget needs it)")
       ->capture_default_str();
   cmd->add_option("--trace", o.trace_path,
                   "Write a Chrome trace (Perfetto) of every op and move: one track per queue");

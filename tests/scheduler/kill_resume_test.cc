@@ -4,24 +4,23 @@
 //
 // Kill points: STRATA_SCHED_KILLS (default 10); the stress label runs 100. The delays come from a
 // seeded generator (STRATA_SCHED_KILL_SEED, default 1) so a failure can be replayed.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/scheduler/scheduler_test_util.h"
 
@@ -62,14 +61,19 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& out_path) {
 }
 
 TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
-  const int kills = std::getenv("STRATA_SCHED_KILLS") ? std::atoi(std::getenv("STRATA_SCHED_KILLS")) : 10;
+  const int kills =
+      std::getenv("STRATA_SCHED_KILLS") ? std::atoi(std::getenv("STRATA_SCHED_KILLS")) : 10;
   const unsigned seed =
       std::getenv("STRATA_SCHED_KILL_SEED") ? std::atoi(std::getenv("STRATA_SCHED_KILL_SEED")) : 1;
   ScratchDir dir("kill");
   const long steps = 6;
-  const std::vector<std::string> common = {
-      "train", "--model", "tiny", "--batch", "4", "--seq", "64", "--steps", std::to_string(steps),
-      "--lr", "1e-3", "--seed", "7", "--threads", "1", "--grad-clip", "2", "--log-level", "warn"};
+  const std::vector<std::string> common = {"train",       "--model",   "tiny",
+                                           "--batch",     "4",         "--seq",
+                                           "64",          "--steps",   std::to_string(steps),
+                                           "--lr",        "1e-3",      "--seed",
+                                           "7",           "--threads", "1",
+                                           "--grad-clip", "2",         "--log-level",
+                                           "warn"};
   // The uninterrupted reference, in memory.
   std::vector<std::string> ref_args = common;
   for (const char* a : {"--engine", "memory", "--log-json"}) ref_args.push_back(a);
@@ -79,7 +83,8 @@ TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
   pid_t ref = Spawn(ref_args, dir.path() + "/ref.out");
   int status = 0;
   ASSERT_EQ(waitpid(ref, &status, 0), ref);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFileBytes(dir.path() + "/ref.out");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << ReadFileBytes(dir.path() + "/ref.out");
   const std::map<long, std::string> want = LossTexts(dir.path() + "/ref.jsonl");
   ASSERT_EQ(want.size(), size_t(steps));
 
@@ -107,9 +112,9 @@ TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
     const pid_t pid = Spawn(args_in(probe), probe + "/out.txt");
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFileBytes(probe + "/out.txt");
-    full_ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count());
+    full_ms = int(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
     EXPECT_TRUE(ReadFileBytes(probe + "/out.safetensors") ==
                 ReadFileBytes(dir.path() + "/ref.safetensors"))
         << "uninterrupted paged run differs from the in-memory run";
@@ -138,8 +143,8 @@ TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
       if (!got.empty() && got.begin()->first > 1) ++resumed;
       for (const auto& [step, loss] : got) {
         ASSERT_TRUE(want.count(step)) << "step " << step;
-        EXPECT_EQ(loss, want.at(step)) << "step " << step << " of " << tag << " (seed " << seed
-                                       << ")";
+        EXPECT_EQ(loss, want.at(step))
+            << "step " << step << " of " << tag << " (seed " << seed << ")";
       }
       if (WIFSIGNALED(status)) {
         ++killed;

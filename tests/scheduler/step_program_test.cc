@@ -60,9 +60,9 @@ TEST(StepProgram, NextUseIsCyclic) {
   StepProgram p = BuildStepProgram(2, 1, true);
   // ops: embed_fwd(0) fwd1 fwd2 head_fwd head_bwd bwd2 bwd1 embed_bwd
   EXPECT_EQ(p.next_use(0, SlotRole::kParam, 0), 0u);
-  EXPECT_EQ(p.next_use(0, SlotRole::kParam, 1), 2u);   // head_fwd at 3
-  EXPECT_EQ(p.next_use(1, SlotRole::kParam, 7), 2u);   // wraps to fwd1 at 1
-  EXPECT_EQ(p.next_use(0, SlotRole::kGrad, 0), 4u);    // head_bwd
+  EXPECT_EQ(p.next_use(0, SlotRole::kParam, 1), 2u);  // head_fwd at 3
+  EXPECT_EQ(p.next_use(1, SlotRole::kParam, 7), 2u);  // wraps to fwd1 at 1
+  EXPECT_EQ(p.next_use(0, SlotRole::kGrad, 0), 4u);   // head_bwd
   EXPECT_EQ(p.next_use(5, SlotRole::kParam, 0), StepProgram::kNever);
 }
 

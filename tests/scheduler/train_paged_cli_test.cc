@@ -15,8 +15,11 @@ namespace strata::testing {
 namespace {
 
 std::vector<std::string> TinyArgs(int steps) {
-  return {"train", "--model", "tiny", "--batch", "4", "--seq", "64", "--steps",
-          std::to_string(steps), "--threads", "1", "--page-size", "16K"};
+  return {"train",     "--model", "tiny",
+          "--batch",   "4",       "--seq",
+          "64",        "--steps", std::to_string(steps),
+          "--threads", "1",       "--page-size",
+          "16K"};
 }
 
 std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& more) {
@@ -27,10 +30,10 @@ std::vector<std::string> With(std::vector<std::string> a, const std::vector<std:
 TEST(TrainPagedCli, LogJsonReportsMovesOverlapAndPeaks) {
   ScratchDir dir("cli");
   const std::string log = dir.path() + "/log.jsonl", trace = dir.path() + "/trace.json";
-  auto r = RunStrata(With(TinyArgs(2), {"--nvme-dir", dir.sub("nvme"), "--host-mem", "160K",
-                                        "--params-on", "nvme", "--optimizer-on", "nvme",
-                                        "--log-json", log, "--trace", trace}),
-                     dir.path());
+  auto r = RunStrata(
+      With(TinyArgs(2), {"--nvme-dir", dir.sub("nvme"), "--host-mem", "160K", "--params-on", "nvme",
+                         "--optimizer-on", "nvme", "--log-json", log, "--trace", trace}),
+      dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::istringstream lines(ReadFileBytes(log));
   std::string line;
@@ -78,15 +81,30 @@ TEST(TrainPagedCli, LogJsonReportsMovesOverlapAndPeaks) {
 TEST(TrainPagedCli, InitExportAndGradsMatchTheInMemoryTrainer) {
   ScratchDir dir("cli_init");
   const std::string p = dir.path() + "/";
-  ASSERT_EQ(RunStrata({"train", "--model", "tiny", "--steps", "0", "--export", p + "init.st"},
-                      dir.path()).exit_code, 0);
+  ASSERT_EQ(
+      RunStrata({"train", "--model", "tiny", "--steps", "0", "--export", p + "init.st"}, dir.path())
+          .exit_code,
+      0);
   auto zero = RunStrata(With(TinyArgs(0), {"--export", p + "init_paged.st"}), dir.path());
   ASSERT_EQ(zero.exit_code, 0) << zero.err;
   EXPECT_TRUE(ReadFileBytes(p + "init.st") == ReadFileBytes(p + "init_paged.st"));
   for (const char* engine : {"memory", "paged"}) {
-    std::vector<std::string> args = {"train", "--init", p + "init.st", "--batch", "4", "--seq",
-                                     "64", "--steps", "2", "--threads", "1", "--engine", engine,
-                                     "--export", p + engine + ".st", "--export-grads",
+    std::vector<std::string> args = {"train",
+                                     "--init",
+                                     p + "init.st",
+                                     "--batch",
+                                     "4",
+                                     "--seq",
+                                     "64",
+                                     "--steps",
+                                     "2",
+                                     "--threads",
+                                     "1",
+                                     "--engine",
+                                     engine,
+                                     "--export",
+                                     p + engine + ".st",
+                                     "--export-grads",
                                      p + engine + ".grads.st"};
     if (std::string(engine) == "paged") args = With(args, {"--page-size", "8K"});
     auto r = RunStrata(args, dir.path());
