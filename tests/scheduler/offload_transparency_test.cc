@@ -84,7 +84,7 @@ class OffloadTransparency : public ::testing::Test {
   TrainOptions base_;
 };
 
-TEST_F(OffloadTransparency, FourBudgetAndPlacementConfigs) {
+TEST_F(OffloadTransparency, ConcurrentFourBudgetAndPlacementConfigs) {
   const TrainOutcome ref = Reference(base_, "ref");
   ASSERT_TRUE(ref.steps.size() == 4 && ref.steps[0].clipped && !ref.steps[3].clipped)
       << "the run should clip on some steps only";
@@ -134,7 +134,7 @@ TEST_F(OffloadTransparency, FourBudgetAndPlacementConfigs) {
   EXPECT_GT(NvmeRead(ExpectSame(all_nvme, ref, "all_nvme")), 0u);
 }
 
-TEST_F(OffloadTransparency, MicroBatchesAndRecompute) {
+TEST_F(OffloadTransparency, ConcurrentMicroBatchesAndRecompute) {
   TrainOptions o = base_;
   o.micro_batch = 2;
   const TrainOutcome ref = Reference(o, "ref_mb");
