@@ -982,6 +982,19 @@ Status MemoryManager::evict_all(Tier tier) {
   return Status::Ok();
 }
 
+uint64_t MemoryManager::trim_device() {
+  Impl& m = *impl_;
+  if (m.opt.device == nullptr) return 0;
+  std::vector<void*> frames;
+  {
+    std::lock_guard lock(m.pools[kDev].mu);
+    frames.swap(m.pools[kDev].free);
+    m.pools[kDev].allocated -= frames.size();
+  }
+  for (void* f : frames) m.opt.device->free(f);
+  return frames.size() * m.page;
+}
+
 void MemoryManager::set_access_plan(std::vector<PlannedAccess> plan) {
   impl_->plan.store(std::make_shared<const internal::AccessPlan>(plan));
   impl_->plan_pos.store(0, std::memory_order_relaxed);

@@ -218,6 +218,11 @@ class MemoryManager {
   // to make the next acquire come from a lower tier.
   [[nodiscard]] Status evict_all(Tier tier);
 
+  // Returns the device frames the manager holds but no page uses to the Device arena (frames are
+  // otherwise kept for reuse), e.g. before a phase that needs arena room for activations.
+  // Returns the bytes given back.
+  uint64_t trim_device();
+
   // The order of one step's acquires; replaces any previous plan and resets the position.
   void set_access_plan(std::vector<PlannedAccess> plan);
   void set_plan_position(uint64_t position);

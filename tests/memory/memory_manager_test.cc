@@ -336,6 +336,12 @@ TEST(MemoryManagerTest, DeviceArenaSharedWithOthersEvictsOrSaysWhy) {
     EXPECT_FALSE((*mm)->residency(0).valid[0]);
   }
   (*device)->free(*other);
+  ASSERT_TRUE((*mm)->evict_all(Tier::kDevice).ok());
+  EXPECT_EQ((*device)->stats().current_bytes, kP);  // one cached frame
+  EXPECT_EQ((*mm)->trim_device(), kP);
+  EXPECT_EQ((*device)->stats().current_bytes, 0u);
+  auto again = (*mm)->acquire_sync(1, Tier::kDevice, Access::kRead);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
 }
 
 }  // namespace
