@@ -62,7 +62,7 @@ void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
     const GptConfig& c = (*trainer)->config();
     const int T = (*trainer)->seq();
     const double gflops = median * FlopsPerToken(c, T) / 1e9;
-    const double peak = MeasureSgemmGflops(2048, o.threads, 3);
+    const double peak = MeasureSgemmPeak(2048, o.threads, 3).peak();
     std::printf(
         "{\"bench\":\"step\",\"model\":\"%s\",\"params\":%lld,\"batch\":%d,\"seq\":%d,"
         "\"threads\":%d,\"steps\":%ld,\"tokens_per_s\":%s,\"flops_per_token\":%s,"
