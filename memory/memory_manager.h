@@ -229,8 +229,8 @@ class MemoryManager {
 
   MemoryStats stats() const;
   PageResidency residency(PageId page) const;
-  // Who holds what: every pinned or busy page, and each tier's state. Takes page locks one at a
-  // time; call it without holding a PageRef's data in use on another thread is fine.
+  // Who holds what: every pinned, moving or frame-waiting page (first 64) and each tier's frames.
+  // Takes each page's mutex in turn; callable from any thread, also while holding PageRefs.
   std::string stall_report() const;
 
   struct Impl;

@@ -5,7 +5,10 @@
 // Threads: mu_ guards the current batch and the version table; commit_mu_ serialises commits
 // and is taken before mu_ (a commit swaps in a fresh batch under mu_, then commits the old one
 // with only commit_mu_ held, so stage_write() is never blocked behind a commit's fdatasync).
-// Ownership: the PageStore is borrowed and must outlive this object.
+// Ownership: the PageStore is borrowed and must outlive this object (and this object, which
+// holds the open Batch, must be destroyed before the store).
+// Manifests: restore a checkpoint (PageStore::restore_manifest) before creating this tier and
+// the MemoryManager over it; both read the store's current mappings once, at creation.
 #pragma once
 
 #include <memory>
