@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Strata's IoEngine vs fio, side by side in one run, on the same disk, file size, block size and
 # queue depth. Prints per pattern the throughput of each and the ratio Strata/fio, then the NVMe
-# store's commit latency.
+# store's commit latency, and last one JSON line with the same figures.
 #
 #   bench/io_vs_fio.sh DIR [SIZE=4G] [BLOCK=1M] [DEPTH=16]
 #   env: STRATA=path/to/strata (default: build/tools/strata), ROUNDS=5,
@@ -91,9 +91,15 @@ for p in patterns:
 print("per round (MiB/s, strata/fio): " + "; ".join(
     f"{p} " + ", ".join(f"{s / 2**20:.0f}/{f / 2**20:.0f}" for s, f in zip(strata[p], fio[p]))
     for p in patterns))
+summary = {"bench": "io_vs_fio", "size": size, "block": block, "depth": depth, "rounds": rounds,
+           "patterns": [{"rw": p, "strata_bytes_per_s": mean(strata[p]),
+                         "fio_bytes_per_s": mean(fio[p]), "ratio": mean(strata[p]) / mean(fio[p]),
+                         "target": target[p]} for p in patterns],
+           "commit": commit}
 if commit:
     print(f"commit ({commit['commits']} commits of {commit['pages_per_commit']} pages of "
           f"{commit['page_bytes']} B): sync WriteBatch p50 {commit['catalog_p50_us']:.0f} us, "
           f"p99 {commit['catalog_p99_us']:.0f} us; whole commit (writes + fdatasync + batch) "
           f"p50 {commit['commit_p50_us']:.0f} us, p99 {commit['commit_p99_us']:.0f} us")
+print(json.dumps(summary))  # last line: the machine-readable summary
 PYEOF

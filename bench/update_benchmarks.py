@@ -96,6 +96,16 @@ BENCHES = {
         "cmd": ["bench/io_vs_fio.sh", NVME_DIR, "4G", "1M", "16"],
         "rows": io_rows,
     },
+    "io_4k_pages": {
+        "title": "NVMe tier, like for like: IoEngine with 4 KiB-page buffers vs fio",
+        "measures": "the same as above with `--no-huge-pages`: Strata's buffers on ordinary "
+                    "4 KiB pages like fio's, so the ratio compares the two engines alone (by "
+                    "default Strata puts large I/O buffers on transparent huge pages, which "
+                    "keeps a 1 MiB request in one segment).",
+        "cmd": ["env", "STRATA_FLAGS=--no-huge-pages", "bench/io_vs_fio.sh", NVME_DIR, "4G",
+                "1M", "16"],
+        "rows": io_rows,
+    },
     "pages": {
         "title": "Page moves vs memcpy and the IoEngine; Belady vs LRU (issue: memory manager)",
         "measures": "host->device and device->host page moves through the memory manager vs "
