@@ -56,6 +56,23 @@ def io_rows(j):
     return rows
 
 
+def pages_rows(j):
+    rows = []
+    for what in ("h2d", "d2h"):
+        rows.append(ratio_row(f"{what}_ratio", j[f"{what}_ratio"], 0.9,
+                              f"page moves {j[what + '_page_gbytes_per_s']:.2f} GB/s vs memcpy "
+                              f"{j[what + '_memcpy_gbytes_per_s']:.2f} GB/s"))
+    for what in ("nvme_write", "nvme_read"):
+        rows.append(ratio_row(f"{what}_ratio", j[f"{what}_ratio"], 0.9,
+                              f"page moves {j[what + '_page_gbytes_per_s']:.2f} GB/s vs raw "
+                              f"IoEngine {j[what + '_raw_gbytes_per_s']:.2f} GB/s"))
+    v = j["belady_vs_lru_ratio"]
+    rows.append({"metric": "belady_vs_lru_ratio", "value": v, "target": "<= 1.0", "met": v <= 1.0,
+                 "what": f"bytes moved on the training trace: Belady {j['belady_moved_bytes']} vs "
+                         f"LRU {j['lru_moved_bytes']}"})
+    return rows
+
+
 def generic_rows(j):
     """Every `<what>_ratio` field, with its `<what>_target` when the benchmark gives one."""
     rows = []
@@ -112,7 +129,7 @@ BENCHES = {
                     "memcpy of the same bytes, host<->NVMe page moves vs the IoEngine's raw "
                     "rate, and bytes moved under Belady vs LRU on a training-like trace.",
         "cmd": ["build/tools/strata", "bench", "pages", "--json", "--dir", NVME_DIR],
-        "rows": generic_rows,
+        "rows": pages_rows,
     },
     "offload": {
         "title": "Offload: overlap, cost and scale (issue: unified scheduler)",
