@@ -1,6 +1,7 @@
 #include "scheduler/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -70,6 +71,13 @@ Status Engine::Setup() {
   const int blocks = layout_.num_blocks();
   param_version_.assign(blocks, 0);
   update_done_.resize(blocks);
+  grads_read_.resize(blocks);
+  last_param_use_.assign(blocks, 0);
+  for (size_t i = 0; i < program_.ops.size(); ++i) {
+    for (const SlotUse& u : program_.ops[i].uses) {
+      if (u.role == SlotRole::kParam) last_param_use_[u.block] = i;
+    }
+  }
   grad_ready_.resize(blocks);
   block_sums_.assign(blocks, 0.0);
   losses_.assign(micro_batches_, 0.0f);
@@ -126,6 +134,7 @@ Status Engine::PinHostHomes() {
   if (o_.plan.optimizer == Home::kHost) {
     roles.push_back(Role::kAdamM);
     roles.push_back(Role::kAdamV);
+    if (o_.delayed_update) roles.push_back(Role::kMaster);
   }
   for (Role r : roles) {
     for (int b = 0; b < layout_.num_blocks(); ++b) {
@@ -252,6 +261,12 @@ Status Engine::LoadSlot(int slot, int block, Role role, long step) {
 
 Status Engine::CopyGradDown(int slot, int block, const std::shared_ptr<Event>& after, long step) {
   Slot& s = slots_[slot];
+  // The previous step's update must have read these pages before they are overwritten. It has
+  // when the forward waited for it; with --delayed-update nothing else orders the two.
+  if (grads_read_[block].valid()) {
+    STRATA_RETURN_IF_ERROR(
+        grads_read_[block].get().WithContext("optimizer update of block " + std::to_string(block)));
+  }
   d2h_->wait(*after);
   const auto& pages = sp_.pages(block, Role::kGrad);
   memory::AcquireOptions ao;
@@ -427,14 +442,48 @@ void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
 }
 
 void Engine::SubmitUpdate(int block, long step, float lr, float coef) {
-  ++param_version_[block];
   auto promise = std::make_shared<std::promise<Status>>();
-  update_done_[block] = promise->get_future().share();
+  std::shared_future<Status> done = promise->get_future().share();
+  jobs_.push_back(done);
+  grads_read_[block] = done;
+  if (!o_.delayed_update) {  // the parameter pages change: the next load waits for it
+    ++param_version_[block];
+    update_done_[block] = done;
+  }
   std::shared_ptr<Event> grads = grad_ready_[block];
   optimizer_->submit([this, promise, grads, block, step, lr, coef] {
     grads->synchronize();
     promise->set_value(UpdateBlock(block, step, lr, coef));
   });
+}
+
+void Engine::SubmitPublish(int block) {
+  ++param_version_[block];
+  auto promise = std::make_shared<std::promise<Status>>();
+  update_done_[block] = promise->get_future().share();
+  jobs_.push_back(update_done_[block]);
+  optimizer_->submit([this, promise, block] { promise->set_value(PublishBlock(block)); });
+}
+
+// Copies the master pages of a block onto its parameter pages (same layout, whole pages). The
+// overwrite waits for the loads still reading the parameter pages (their pins).
+Status Engine::PublishBlock(int block) {
+  const auto& pp = sp_.pages(block, Role::kParam);
+  const auto& mp = sp_.pages(block, Role::kMaster);
+  memory::AcquireOptions ao;
+  ao.holder = "publish block " + std::to_string(block);
+  for (size_t k = 0; k < pp.size(); ++k) {
+    STRATA_ASSIGN_OR_RETURN(PageRef master,
+                            mm_.acquire_sync(mp[k], Tier::kHost, Access::kRead, ao));
+    Unpin(pp[k]);
+    STRATA_ASSIGN_OR_RETURN(PageRef param,
+                            mm_.acquire_sync(pp[k], Tier::kHost, Access::kOverwrite, ao));
+    std::memcpy(param.data(), master.data(), sp_.page_bytes());
+    param.release();
+    master.release();
+    STRATA_RETURN_IF_ERROR(Repin(pp[k]));
+  }
+  return Status::Ok();
 }
 
 Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
@@ -445,7 +494,8 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
   hp.eps = o_.eps;
   hp.step = step + 1;
   const BlockSpec& spec = layout_.blocks[block];
-  const auto& pp = sp_.pages(block, Role::kParam);
+  // With --delayed-update AdamW works on the master copy (Note [Delayed update]).
+  const auto& pp = sp_.pages(block, o_.delayed_update ? Role::kMaster : Role::kParam);
   const auto& gp = sp_.pages(block, Role::kGrad);
   const auto& mp = sp_.pages(block, Role::kAdamM);
   const auto& vp = sp_.pages(block, Role::kAdamV);
@@ -497,6 +547,15 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
 
 Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepResult* result,
                        const std::function<Status()>& on_grads) {
+  // Errors of finished optimizer jobs surface here; the rest are checked later (or by Drain).
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    if (it->wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      ++it;
+      continue;
+    }
+    STRATA_RETURN_IF_ERROR(it->get().WithContext("optimizer queue"));
+    it = jobs_.erase(it);
+  }
   // The tokens: the staging buffer is free once the previous step's copy ran.
   if (tokens_copied_) tokens_copied_->synchronize();
   std::memcpy(tokens_host_.data(), tokens, tokens_host_.size() * sizeof(int32_t));
@@ -510,6 +569,11 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
   for (size_t pos = 0; pos < program_.ops.size(); ++pos) {
     const Op& op = program_.ops[pos];
     STRATA_RETURN_IF_ERROR(Schedule(pos, op, step));
+    if (o_.delayed_update && step > 0) {  // publish step-1's update after the last read
+      for (int b = 0; b < program_.num_blocks; ++b) {
+        if (last_param_use_[b] == pos) SubmitPublish(b);
+      }
+    }
     if (!program_.wait_for_norm) {
       for (int b : op.updates) SubmitUpdate(b, step, lr, 1.0f);
     }
@@ -557,12 +621,11 @@ Status Engine::Drain() {
     if (first.ok()) first = st;
   }
   if (optimizer_) optimizer_->drain();
-  for (size_t b = 0; b < update_done_.size(); ++b) {
-    if (!update_done_[b].valid()) continue;
-    Status st = update_done_[b].get();
-    if (first.ok() && !st.ok())
-      first = st.WithContext("optimizer update of block " + std::to_string(b));
+  for (const std::shared_future<Status>& job : jobs_) {
+    Status st = job.get();
+    if (first.ok() && !st.ok()) first = st.WithContext("optimizer queue");
   }
+  jobs_.clear();
   return first;
 }
 

@@ -24,6 +24,13 @@
 // backward. Either way the arithmetic is the in-memory trainer's (Note [Canonical arithmetic] in
 // trainer.h), so results are bit-identical.
 //
+// Note [Delayed update] (--delayed-update, opt-in, one step stale as ZeRO-Offload's DPU)
+// AdamW updates a master copy (Role::kMaster pages) instead of the parameters. The update of
+// step s-1 is *published* (master copied onto the parameter pages) during step s, right after
+// the op that last reads a block's parameters in step s, so step s computes with the
+// parameters of step s-2's update and never waits for step s-1's. Deterministic (the same bits
+// for any budget or placement) but not the exact trajectory; the master is what --export writes.
+//
 // Honesty of the sim device: every compute op checks (STRATA_CHECK) that each buffer it touches
 // lies inside a live device allocation before it runs.
 //
@@ -66,6 +73,8 @@ struct EngineOptions {
   int threads = 1;  // compute and optimizer TBB arenas
   float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
   float grad_clip = 1.0f;  // <= 0: no clipping, updates start during backward
+  // --delayed-update (Note [Delayed update]); needs the pages to hold Role::kMaster.
+  bool delayed_update = false;
 };
 
 struct EngineStepResult {
@@ -121,6 +130,8 @@ class Engine {
   Status LoadSlot(int slot, int block, memory::Role role, long step);
   Status CopyGradDown(int slot, int block, const std::shared_ptr<Event>& after, long step);
   void SubmitUpdate(int block, long step, float lr, float coef);
+  void SubmitPublish(int block);
+  Status PublishBlock(int block);
   Status UpdateBlock(int block, long step, float lr, float coef);
   std::shared_ptr<Event> Record(Stream& stream);
   void Mark(Stream& stream, Queue queue, std::string name, uint64_t bytes, long step,
@@ -163,8 +174,11 @@ class Engine {
   std::vector<Slot> slots_;
   uint64_t op_seq_ = 0;  // compute ops scheduled so far (all steps)
   std::vector<uint64_t> param_version_;
-  std::vector<std::shared_future<Status>> update_done_;
-  std::vector<std::shared_ptr<Event>> grad_ready_;  // the final gradient is on its host pages
+  std::vector<std::shared_future<Status>> update_done_;  // what a block's next load waits on
+  std::vector<std::shared_future<Status>> jobs_;         // every optimizer job since Drain
+  std::vector<std::shared_future<Status>> grads_read_;   // the last update reading a block's grads
+  std::vector<size_t> last_param_use_;                   // op index, per block
+  std::vector<std::shared_ptr<Event>> grad_ready_;       // the final gradient is on its host pages
   std::shared_ptr<Event> norm_ready_;
   std::shared_ptr<Event> last_compute_;
   std::vector<int32_t> tokens_host_;

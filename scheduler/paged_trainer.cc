@@ -81,14 +81,16 @@ class PagedTrainer final : public Trainer {
 std::string PagedTrainer::RunFingerprint() const {
   return layout_.config.ToString() + " batch " + std::to_string(o_.batch) + " micro " +
          std::to_string(o_.micro_batch) + " seq " + std::to_string(seq_) + " page " +
-         std::to_string(pages_->page_bytes()) + " seed " + std::to_string(o_.seed);
+         std::to_string(pages_->page_bytes()) + " seed " + std::to_string(o_.seed) +
+         (o_.delayed_update ? " delayed-update" : "");
 }
 
 // Params and moments: what a checkpoint must hold (gradients are rebuilt every step).
 std::vector<memory::PageId> PagedTrainer::DurablePages() const {
   std::vector<memory::PageId> out;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
-    for (Role r : {Role::kParam, Role::kAdamM, Role::kAdamV}) {
+    for (Role r : {Role::kParam, Role::kAdamM, Role::kAdamV, Role::kMaster}) {
+      if (r == Role::kMaster && !o_.delayed_update) continue;
       for (memory::PageId p : pages_->pages(b, r)) out.push_back(p);
     }
   }
@@ -149,7 +151,7 @@ Status PagedTrainer::Setup() {
     return Status::InvalidArgument("--page-size " + FormatBytes(page) +
                                    " must be a power of two of at least 4K (e.g. 64K, 16M)");
   }
-  STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page));
+  STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page, o_.delayed_update));
   pages_ = std::make_unique<StatePages>(std::move(sp));
   const int micro_rows = o_.micro_batch > 0 ? o_.micro_batch : o_.batch;
 
@@ -164,7 +166,9 @@ Status PagedTrainer::Setup() {
   in.page_bytes = page;
   in.param_pages = pages_->pages_of_role(Role::kParam);
   in.grad_pages = pages_->pages_of_role(Role::kGrad);
-  in.moment_pages = pages_->pages_of_role(Role::kAdamM) + pages_->pages_of_role(Role::kAdamV);
+  // The master copy (--delayed-update) lives with the optimizer's state.
+  in.moment_pages = pages_->pages_of_role(Role::kAdamM) + pages_->pages_of_role(Role::kAdamV) +
+                    (o_.delayed_update ? pages_->pages_of_role(Role::kMaster) : 0);
   in.params_on = o_.params_on;
   in.optimizer_on = o_.optimizer_on;
   in.recompute = o_.recompute;
@@ -211,6 +215,7 @@ Status PagedTrainer::Setup() {
   eo.eps = o_.eps;
   eo.weight_decay = o_.weight_decay;
   eo.grad_clip = o_.grad_clip;
+  eo.delayed_update = o_.delayed_update;
   STRATA_ASSIGN_OR_RETURN(engine_, Engine::Create(eo));
   timeline_.set_keep_all(!o_.trace_path.empty());
   return Status::Ok();
@@ -233,6 +238,9 @@ Status PagedTrainer::WriteInitialParams() {
       values = all.data() + layout_.block_offset[b];
     }
     STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kParam, values));
+    if (o_.delayed_update) {
+      STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kMaster, values));
+    }
   }
   return Status::Ok();
 }
@@ -337,7 +345,9 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
   STRATA_RETURN_IF_ERROR(engine_->Drain());
   if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
   if (!o_.export_path.empty()) {
-    STRATA_RETURN_IF_ERROR(ExportRole(Role::kParam, o_.export_path));
+    // With --delayed-update the master holds the last update (Note [Delayed update]).
+    STRATA_RETURN_IF_ERROR(
+        ExportRole(o_.delayed_update ? Role::kMaster : Role::kParam, o_.export_path));
     Logger("train")->info("wrote weights to {}", o_.export_path);
   }
   if (!o_.trace_path.empty()) {

@@ -1,6 +1,7 @@
 #include "scheduler/state_pages.h"
 
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -11,12 +12,16 @@ namespace strata::scheduler {
 using memory::PageId;
 using memory::Role;
 
-Result<StatePages> StatePages::Make(const GptLayout& layout, uint64_t page_bytes) {
+Result<StatePages> StatePages::Make(const GptLayout& layout, uint64_t page_bytes,
+                                    bool with_master) {
   StatePages sp;
   memory::PagePlanOptions opt;
   opt.page_bytes = page_bytes;
   opt.tensor_align_bytes = kTensorAlignFloats * 4;
-  std::vector<memory::TensorEntry> entries = memory::GptTensorEntries(layout);
+  std::vector<Role> roles(std::begin(memory::kGptTrainingRoles),
+                          std::end(memory::kGptTrainingRoles));
+  if (with_master) roles.push_back(Role::kMaster);
+  std::vector<memory::TensorEntry> entries = memory::GptTensorEntries(layout, roles);
   STRATA_ASSIGN_OR_RETURN(sp.plan_, memory::MakePagePlan(entries, opt));
   sp.groups_.resize(size_t(layout.num_blocks()) * memory::kNumRoles);
   // Entries come block by block, role by role, tensors in BlockSpec order.

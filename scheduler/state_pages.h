@@ -33,7 +33,9 @@ struct Piece {
 
 class StatePages {
  public:
-  static Result<StatePages> Make(const GptLayout& layout, uint64_t page_bytes);
+  // Roles param, grad, adam_m, adam_v, and master when `with_master` (--delayed-update).
+  static Result<StatePages> Make(const GptLayout& layout, uint64_t page_bytes,
+                                 bool with_master = false);
 
   const memory::PagePlan& plan() const { return plan_; }
   uint64_t page_bytes() const { return plan_.options.page_bytes; }

@@ -64,10 +64,11 @@ Status ValidateOptions(const TrainOptions& o) {
                " needs --ckpt-dir and --nvme-dir (checkpoints are manifests of the NVMe page "
                "store)");
   }
-  if (o.engine == "memory" && (o.ckpt_every > 0 || o.resume || !o.nvme_dirs.empty())) {
+  if (o.engine == "memory" &&
+      (o.ckpt_every > 0 || o.resume || !o.nvme_dirs.empty() || o.delayed_update)) {
     return bad(
-        "--engine memory keeps everything on the device: drop --nvme-dir, --ckpt-every "
-        "and --resume, or use --engine paged");
+        "--engine memory keeps everything on the device: drop --nvme-dir, --ckpt-every, "
+        "--resume and --delayed-update, or use --engine paged");
   }
   if (o.engine != "auto" && o.engine != "memory" && o.engine != "paged") {
     return bad("--engine must be auto, memory or paged, got '" + o.engine + "'");
@@ -334,7 +335,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
   bool paged = options.engine == "paged";
   if (options.engine == "auto") {
     paged = options.paging_flag_given || !options.nvme_dirs.empty() || options.resume ||
-            !options.ckpt_dir.empty() ||
+            options.delayed_update || !options.ckpt_dir.empty() ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
   }
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));

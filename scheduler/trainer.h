@@ -77,6 +77,7 @@ struct TrainOptions {
   std::string ckpt_dir;                // --ckpt-dir: checkpoint records (scheduler/checkpoint.h)
   long ckpt_every = 0;                 // --ckpt-every N: checkpoint after every N steps; 0 = never
   bool resume = false;                 // --resume: continue from the checkpoint in --ckpt-dir
+  bool delayed_update = false;         // --delayed-update: one-step-stale updates (paged only)
   bool paging_flag_given = false;      // set by the CLI when any paging flag was given
 };
 

@@ -44,9 +44,9 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
   if (!f.page_size.empty()) {
     STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(f.page_size, "--page-size"));
   }
-  for (const char* flag :
-       {"--host-mem", "--nvme-dir", "--nvme-mem", "--page-size", "--params-on", "--optimizer-on",
-        "--micro-batch", "--recompute", "--trace", "--ckpt-dir", "--ckpt-every", "--resume"}) {
+  for (const char* flag : {"--host-mem", "--nvme-dir", "--nvme-mem", "--page-size", "--params-on",
+                           "--optimizer-on", "--micro-batch", "--recompute", "--trace",
+                           "--ckpt-dir", "--ckpt-every", "--resume", "--delayed-update"}) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
   std::unique_ptr<std::ofstream> log;
@@ -176,6 +176,9 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--resume", o.resume,
                 "Continue from the checkpoint in --ckpt-dir (same model, batch, dirs); starts "
                 "fresh when there is none yet");
+  cmd->add_flag("--delayed-update", o.delayed_update,
+                "Opt-in: AdamW of step s runs during step s+1, whose compute uses the parameters "
+                "one update behind (ZeRO-Offload's DPU); not bit-identical to exact training");
   cmd->add_option("--engine", o.engine,
                   "memory (all state on the device), paged (the Engine), or auto: paged when a "
                   "paging flag is given or --gpu-mem is below the in-memory need")

@@ -166,5 +166,33 @@ TEST_F(OffloadTransparency, ConcurrentUpdatesDuringBackwardWithoutClipping) {
   ExpectSame(o, ref, "noclip_params_on_device");
 }
 
+// --delayed-update is not the exact trajectory (step 2 computes with the initial parameters),
+// but it is deterministic: the same bits for any budget or placement.
+TEST_F(OffloadTransparency, ConcurrentDelayedUpdateIsDeterministicAcrossBudgets) {
+  TrainOptions o = base_;
+  o.steps = 6;
+  const TrainOutcome exact = Reference(o, "ref_exact6");
+  o.delayed_update = true;
+  o.page_bytes = 16384;
+  o.engine = "paged";
+  const TrainOutcome a = TrainInProcess(o, dir_.path() + "/delayed_a.safetensors");
+  ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+  ASSERT_EQ(a.steps.size(), 6u);
+  EXPECT_EQ(a.steps[0].loss, exact.steps[0].loss);
+  EXPECT_NE(a.steps[1].loss, exact.steps[1].loss);
+  EXPECT_LT(a.steps[5].loss, a.steps[0].loss);
+  o.page_bytes = 4096;
+  o.nvme_dirs = {dir_.sub("nvme_delayed")};
+  o.host_mem = 10 * 4096;
+  o.params_on = "nvme";
+  o.optimizer_on = "nvme";
+  o.gpu_mem = MinimalDeviceBytes(o);
+  const TrainOutcome b = TrainInProcess(o, dir_.path() + "/delayed_b.safetensors");
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  ASSERT_EQ(b.steps.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(a.steps[i].loss, b.steps[i].loss) << "step " << i + 1;
+  EXPECT_TRUE(a.weights == b.weights);
+}
+
 }  // namespace
 }  // namespace strata::testing
