@@ -276,6 +276,12 @@ Status PagedTrainer::WriteCheckpoint(long steps_done) {
   STRATA_RETURN_IF_ERROR(mm_->flush(pages));
   STRATA_RETURN_IF_ERROR(mm_->commit_nvme());
   const std::string name = scheduler::ManifestNameForStep(steps_done);
+  // A manifest of this name can only be an orphan: a killed run saved it but never recorded it
+  // (the record names an earlier step, the one this run resumed from).
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> existing, store_->manifest_names());
+  for (const std::string& n : existing) {
+    if (n == name) STRATA_RETURN_IF_ERROR(store_->delete_manifest(n));
+  }
   STRATA_RETURN_IF_ERROR(store_->save_manifest(name));
   STRATA_RETURN_IF_ERROR(
       scheduler::WriteCheckpointRecord(o_.ckpt_dir, {steps_done, name, RunFingerprint()}));
