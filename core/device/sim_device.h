@@ -29,7 +29,7 @@
 // exclusively, is_device_memory/stats take it shared. Copy byte counters are relaxed atomics.
 // Each Stream owns one worker thread that runs its queue in order; destroying a Stream runs
 // what is still queued, then joins the worker. A launched function runs on that worker, so it
-// must not synchronize (or destroy) its own stream.
+// must not synchronize (or destroy) its own stream, nor call Device::synchronize.
 // Sticky errors: a launched function that throws fails its stream with Internal; later launches
 // and copies on that stream are skipped (event records and waits still run, so nothing that
 // waits on the stream hangs) and every synchronize returns that first error.
