@@ -2,6 +2,8 @@
 // and reading a page's bytes back through an honest device->host copy.
 #pragma once
 
+#include "tests/common/scratch_dir.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -21,30 +23,7 @@
 
 namespace strata::memory::testing {
 
-// A fresh directory on the real disk: under $STRATA_TEST_TMPDIR, else under the working
-// directory (the build tree when run by ctest) — never tmpfs, where O_DIRECT is not checked.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* base = std::getenv("STRATA_TEST_TMPDIR");
-    std::string tmpl =
-        (base != nullptr ? std::string(base) : std::filesystem::current_path().string()) +
-        "/strata-memory-XXXXXX";
-    char* p = ::mkdtemp(tmpl.data());
-    STRATA_CHECK(p != nullptr) << "mkdtemp " << tmpl << ": " << std::strerror(errno);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ::strata::test_support::ScratchDir;
 
 inline std::unique_ptr<storage::PageStore> OpenStore(const std::string& dir, uint64_t page_bytes,
                                                      uint64_t pages) {

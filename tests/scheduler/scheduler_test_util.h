@@ -2,6 +2,8 @@
 // Trainer in-process and collecting what it reports.
 #pragma once
 
+#include "tests/common/scratch_dir.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,32 +19,7 @@
 
 namespace strata::testing {
 
-// A fresh directory under $STRATA_TEST_TMPDIR, or /var/tmp (a real disk: the NVMe tier uses
-// O_DIRECT), removed on destruction.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& tag) {
-    const char* base = std::getenv("STRATA_TEST_TMPDIR");
-    std::string tmpl =
-        std::string(base != nullptr ? base : "/var/tmp") + "/strata-sched-" + tag + "-XXXXXX";
-    char* p = ::mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr) << "mkdtemp " << tmpl << ": " << std::strerror(errno);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const {
-    std::string p = path_ + "/" + name;
-    std::filesystem::create_directories(p);
-    return p;
-  }
-
- private:
-  std::string path_;
-};
+using ::strata::test_support::ScratchDir;
 
 inline std::string ReadFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

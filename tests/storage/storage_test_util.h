@@ -3,6 +3,8 @@
 // (page, version), and a store opener.
 #pragma once
 
+#include "tests/common/scratch_dir.h"
+
 #include <gtest/gtest.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -17,35 +19,7 @@
 
 namespace strata::storage::testing {
 
-// A fresh directory under $STRATA_TEST_TMPDIR, or /var/tmp, removed on destruction.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* base = std::getenv("STRATA_TEST_TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/var/tmp") + "/strata-storage-XXXXXX";
-    char* p = ::mkdtemp(tmpl.data());
-    EXPECT_NE(p, nullptr) << "mkdtemp " << tmpl << ": " << std::strerror(errno);
-    path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const {
-    std::string p = path_ + "/" + name;
-    std::filesystem::create_directories(p);
-    return p;
-  }
-  // True when the directory is on tmpfs, where O_DIRECT alignment is not enforced.
-  bool on_tmpfs() const {
-    struct statfs fs;
-    return ::statfs(path_.c_str(), &fs) == 0 && fs.f_type == 0x01021994;  // TMPFS_MAGIC
-  }
-
- private:
-  std::string path_;
-};
+using ::strata::test_support::ScratchDir;
 
 // Deterministic contents of (page, version): what a crash-test child writes and the parent
 // expects to read back.

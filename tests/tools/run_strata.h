@@ -10,7 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/scratch_dir.h"
+
 namespace strata::testing {
+
+using ::strata::test_support::ScratchDir;
 
 struct RunResult {
   int exit_code = -1;      // -1 when the process died from a signal
@@ -23,18 +27,6 @@ inline std::string ReadWholeFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// A fresh directory under the build tree (on the real disk), removed by the test's TearDown
-// when the caller wishes; names are unique per process and call.
-inline std::string MakeTempDir(const std::string& tag) {
-  // Built with append: GCC 12 warns (-Wrestrict, a false positive) on literal + string chains.
-  std::string tmpl = ::testing::TempDir();
-  tmpl.append("strata_").append(tag).append("_XXXXXX");
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  const char* dir = mkdtemp(buf.data());
-  return dir ? std::string(dir) : std::string();
 }
 
 inline std::string ShellQuote(const std::string& s) {

@@ -15,8 +15,6 @@ namespace {
 
 class TrainBadInput : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = MakeTempDir("badinput"); ASSERT_FALSE(dir_.empty()); }
-
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
   void WriteBytes(const std::string& name, const std::string& bytes) {
@@ -51,7 +49,8 @@ class TrainBadInput : public ::testing::Test {
     }
   }
 
-  std::string dir_;
+  ScratchDir scratch_{"badinput"};
+  const std::string dir_ = scratch_.path();
 };
 
 TEST_F(TrainBadInput, MissingDataFile) {

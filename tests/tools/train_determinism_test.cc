@@ -44,7 +44,8 @@ TrainRun TrainTiny(const std::string& dir, const std::string& tag, int threads, 
 }
 
 TEST(TrainDeterminism, SameSeedSameLossesAndBytes) {
-  const std::string dir = MakeTempDir("determinism");
+  ScratchDir scratch("determinism");
+  const std::string& dir = scratch.path();
   TrainRun a = TrainTiny(dir, "a", 2, 6);
   TrainRun b = TrainTiny(dir, "b", 2, 6);
   TrainRun one_thread = TrainTiny(dir, "c", 1, 6);
@@ -56,7 +57,8 @@ TEST(TrainDeterminism, SameSeedSameLossesAndBytes) {
 }
 
 TEST(TrainDeterminism, LossFallsOnBuiltinCorpus) {
-  const std::string dir = MakeTempDir("lossfalls");
+  ScratchDir scratch("lossfalls");
+  const std::string& dir = scratch.path();
   TrainRun r = TrainTiny(dir, "fall", 2, 30);
   ASSERT_EQ(r.losses.size(), 30u);
   EXPECT_NEAR(r.losses.front(), std::log(256.0), 0.3);  // about uniform at init
@@ -64,7 +66,8 @@ TEST(TrainDeterminism, LossFallsOnBuiltinCorpus) {
 }
 
 TEST(TrainDeterminism, ZeroStepsExportsInitialWeights) {
-  const std::string dir = MakeTempDir("zerosteps");
+  ScratchDir scratch("zerosteps");
+  const std::string& dir = scratch.path();
   TrainRun r0 = TrainTiny(dir, "zero", 1, 0);
   EXPECT_FALSE(r0.weights.empty());
   // Starting from the exported initial weights gives the same run as starting from the seed.

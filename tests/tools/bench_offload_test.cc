@@ -1,0 +1,44 @@
+// `strata bench offload` on a tiny model: exits 0 and prints one JSON object on stdout with the
+// three measurements' fields (the numbers themselves are the benchmark's, not the test's).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/tools/run_strata.h"
+
+namespace strata::testing {
+namespace {
+
+TEST(BenchOffload, TinyModelPrintsEveryField) {
+  const std::string dir = MakeTempDir("bench_offload");
+  ASSERT_FALSE(dir.empty());
+  RunResult r = RunStrata({"bench", "offload", "--json", "--nvme-dir", dir + "/nvme", "--model",
+                           "tiny", "--batch", "2", "--seq", "32", "--steps", "1",
+                           "--warmup-steps", "1", "--threads", "1", "--scale-layers", "8",
+                           "--scale-embd", "64", "--scale-heads", "2", "--scale-batch", "1",
+                           "--scale-seq", "16", "--scale-steps", "2", "--no-fio"},
+                          dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.front(), '{') << r.out;
+  EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line on stdout: " << r.out;
+  for (const char* field :
+       {"\"overlap_step_s\":", "\"overlap_compute_only_s\":", "\"overlap_movement_only_s\":",
+        "\"overlap_ratio\":", "\"overlap_target\":", "\"offload_tokens_per_s\":",
+        "\"in_memory_tokens_per_s\":", "\"offload_cost_ratio\":", "\"offload_cost_target\":",
+        "\"scale_state_bytes\":", "\"scale_gpu_mem\":", "\"scale_host_mem\":",
+        "\"scale_losses\":[", "\"scale_nvme_bytes_per_step\":", "\"scale_nvme_bytes_per_s\":",
+        "\"scale_nvme_vs_fio_ratio\":null"}) {
+    EXPECT_NE(r.out.find(field), std::string::npos) << field << " missing in " << r.out;
+  }
+}
+
+TEST(BenchOffload, BadFlagIsUsageError) {
+  const std::string dir = MakeTempDir("bench_offload_bad");
+  ASSERT_FALSE(dir.empty());
+  RunResult r = RunStrata({"bench", "offload", "--steps", "0", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+}  // namespace
+}  // namespace strata::testing
