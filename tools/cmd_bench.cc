@@ -11,6 +11,7 @@ void AddBenchCommand(CLI::App& app, CommandContext& ctx) {
   AddBenchStepCommand(*bench, ctx);
   AddBenchIoCommand(*bench, ctx);
   AddBenchPagesCommand(*bench, ctx);
+  AddBenchOffloadCommand(*bench, ctx);
 }
 
 }  // namespace strata::tools

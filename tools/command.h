@@ -28,6 +28,7 @@ void AddBenchGemmCommand(CLI::App& bench, CommandContext& ctx);
 void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx);
 void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx);
 void AddBenchPagesCommand(CLI::App& bench, CommandContext& ctx);
+void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx);
 
 // Exit code for a command's Status: 0, 2 for InvalidArgument, else 1.
 int ExitCodeFor(const Status& status);

@@ -1,4 +1,4 @@
-// `strata bench offload` on a tiny model: exits 0 and prints one JSON object on stdout with the
+// `strata bench offload` on small shapes: exits 0 and prints one JSON object on stdout with the
 // three measurements' fields (the numbers themselves are the benchmark's, not the test's).
 #include <gtest/gtest.h>
 
@@ -9,14 +9,15 @@
 namespace strata::testing {
 namespace {
 
-TEST(BenchOffload, TinyModelPrintsEveryField) {
-  const std::string dir = MakeTempDir("bench_offload");
-  ASSERT_FALSE(dir.empty());
+TEST(BenchOffload, SmallShapesPrintEveryField) {
+  ScratchDir scratch("bench_offload");
+  const std::string dir = scratch.path();
   RunResult r = RunStrata({"bench", "offload", "--json", "--nvme-dir", dir + "/nvme", "--model",
-                           "tiny", "--batch", "2", "--seq", "32", "--steps", "1",
-                           "--warmup-steps", "1", "--threads", "1", "--scale-layers", "8",
-                           "--scale-embd", "64", "--scale-heads", "2", "--scale-batch", "1",
-                           "--scale-seq", "16", "--scale-steps", "2", "--no-fio"},
+                           "small", "--batch", "2", "--seq", "16", "--steps", "1",
+                           "--warmup-steps", "1", "--threads", "1", "--scale-layers", "96",
+                           "--scale-embd", "32", "--scale-heads", "2", "--scale-batch", "1",
+                           "--scale-seq", "16", "--scale-steps", "2", "--page-size", "64K",
+                           "--no-fio"},
                           dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.front(), '{') << r.out;
@@ -33,8 +34,8 @@ TEST(BenchOffload, TinyModelPrintsEveryField) {
 }
 
 TEST(BenchOffload, BadFlagIsUsageError) {
-  const std::string dir = MakeTempDir("bench_offload_bad");
-  ASSERT_FALSE(dir.empty());
+  ScratchDir scratch("bench_offload_bad");
+  const std::string dir = scratch.path();
   RunResult r = RunStrata({"bench", "offload", "--steps", "0", "--no-fio"}, dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;

@@ -1,0 +1,395 @@
+// `strata bench offload`: the unified scheduler's three measurements, each in this run.
+//
+// 1. Overlap. The paged engine with parameters and moments pinned on the host and a device
+//    budget of the activations + half the blocks' slots (so every step reloads parameters),
+//    the sim link throttled so that the step's link traffic takes as long as its compute:
+//      - compute-only  = the in-memory trainer's median step at the same model and batch (every
+//                        byte resident on the device, nothing moves);
+//      - calibration   = one untimed paged run of the same config with an unthrottled link,
+//                        giving the bytes each step moves (h2d, d2h, NVMe);
+//      - link rate     = max(h2d, d2h) bytes per step / compute-only (unless --sim-link-gbps);
+//      - movement-only = max(h2d, d2h) / link rate (the sim link is full duplex, one link per
+//                        direction: Note [Sim link throttle]) + the NVMe bytes of the timed run
+//                        at the NVMe rate measured in the scale run (0 here: nothing is on
+//                        NVMe). The Engine has no "moves without compute" mode, so this is a
+//                        model of the moves' time, not a measured run;
+//      - step          = the throttled paged run's median step.
+//    Target: step <= 1.15 x max(compute-only, movement-only), reported as
+//    overlap_ratio = max(compute-only, movement-only) / step >= 1 / 1.15.
+// 2. Cost of offload: --gpu-mem 25% and --host-mem 50% of the model states (params, grads and
+//    the two AdamW moments), the rest on NVMe, vs the in-memory trainer: tokens/s ratio >= 0.8.
+//    The micro-batch is the largest divisor of --batch whose working set fits the budget.
+// 3. Scale: a deep, narrow model whose states are >= 4x --host-mem and >= 16x --gpu-mem trains
+//    3 steps; losses, NVMe bytes per step and their rate, and fio's sequential read rate on the
+//    same directory (when fio is installed; report only).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/nn/gpt_layout.h"
+#include "core/util/log.h"
+#include "core/util/sizes.h"
+#include "scheduler/memory_plan.h"
+#include "scheduler/trainer.h"
+#include "tools/command.h"
+#include "tools/json_number.h"
+
+namespace strata::tools {
+namespace {
+
+constexpr double kOverlapMaxFactor = 1.15;
+constexpr double kCostTarget = 0.8;
+
+struct Flags {
+  std::string model = "small";
+  int batch = 8;
+  int seq = 128;
+  int steps = 3;  // timed steps of runs 1 and 2 (the median is reported)
+  int warmup_steps = 1;
+  int threads = 2;
+  double sim_link_gbps = 0;  // 0: calibrated (see the header)
+  std::string nvme_dir;
+  int scale_layers = 32, scale_embd = 192, scale_heads = 6, scale_batch = 2, scale_seq = 64;
+  int scale_steps = 3;
+  std::string page_size;  // empty: 1 MiB
+  bool fio = true;
+  bool json = false;
+  std::string log_level = "warn";
+};
+
+struct RunSummary {
+  std::vector<StepStats> steps;  // every step, warmup included
+  double median_step_s = 0;
+  double median_tokens_per_s = 0;
+  StepStats::Moved moved;  // the last step's
+  double overlap = 0;      // the last step's
+  GptConfig config;
+  int seq = 0;
+};
+
+uint64_t RoundUp4K(uint64_t v) { return (v + 4095) / 4096 * 4096; }
+uint64_t RoundDownPage(uint64_t v, uint64_t page) { return v / page * page; }
+
+Result<RunSummary> RunTrainer(const TrainOptions& o, int warmup, const char* what) {
+  STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o));
+  RunSummary r;
+  r.config = trainer->config();
+  r.seq = trainer->seq();
+  STRATA_RETURN_IF_ERROR(trainer->Run([&](const StepStats& s) {
+    std::fprintf(stderr, "bench offload: %s step %ld loss %.4f %.3f s %.0f tok/s h2d %s d2h %s "
+                 "nvme r %s w %s overlap %.2f\n", what, s.step, s.loss, s.step_s, s.tokens_per_s,
+                 FormatBytes(s.moved_bytes.h2d).c_str(), FormatBytes(s.moved_bytes.d2h).c_str(),
+                 FormatBytes(s.moved_bytes.nvme_read).c_str(),
+                 FormatBytes(s.moved_bytes.nvme_write).c_str(), s.overlap);
+    r.steps.push_back(s);
+  }));
+  std::vector<double> t, tps;
+  for (const StepStats& s : r.steps) {
+    if (s.step > warmup) {
+      t.push_back(s.step_s);
+      tps.push_back(s.tokens_per_s);
+    }
+  }
+  if (t.empty()) return Status::InvalidArgument("bench offload: no timed steps");
+  std::sort(t.begin(), t.end());
+  std::sort(tps.begin(), tps.end());
+  r.median_step_s = t[t.size() / 2];
+  r.median_tokens_per_s = tps[tps.size() / 2];
+  r.moved = r.steps.back().moved_bytes;
+  r.overlap = r.steps.back().overlap;
+  return r;
+}
+
+// A fresh empty directory under `parent` for one paged run; removed by the destructor.
+class ScratchDir {
+ public:
+  static Result<std::unique_ptr<ScratchDir>> Make(const std::string& parent,
+                                                  const std::string& tag) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    const std::string path =
+        parent + "/strata-bench-offload-" + std::to_string(getpid()) + "-" + tag;
+    std::filesystem::remove_all(path, ec);
+    if (!std::filesystem::create_directory(path, ec) || ec) {
+      return Status::IoError("--nvme-dir: cannot create " + path + ": " + ec.message());
+    }
+    return std::unique_ptr<ScratchDir>(new ScratchDir(path));
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// fio's sequential 1 MiB O_DIRECT read rate (bytes/s) on `dir`; < 0 when fio is unavailable.
+double FioReadBytesPerS(const std::string& dir) {
+  if (access("/usr/bin/fio", X_OK) != 0 && access("/usr/local/bin/fio", X_OK) != 0) return -1;
+  const std::string file = dir + "/fio-read.dat";
+  const std::string cmd = "fio --name=seqread --filename='" + file +
+                          "' --ioengine=io_uring --direct=1 --bs=1M --iodepth=16 --rw=read "
+                          "--size=1G --output-format=json 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = pclose(p);
+  std::error_code ec;
+  std::filesystem::remove(file, ec);
+  if (rc != 0) return -1;
+  // The first "bw_bytes" is the read job's ("read" precedes "write" in fio's JSON).
+  const size_t read_at = out.find("\"read\"");
+  if (read_at == std::string::npos) return -1;
+  const size_t at = out.find("\"bw_bytes\"", read_at);
+  if (at == std::string::npos) return -1;
+  const size_t colon = out.find(':', at);
+  return colon == std::string::npos ? -1 : std::strtod(out.c_str() + colon + 1, nullptr);
+}
+
+std::string Join(const std::vector<float>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + FloatToJson(v[i]);
+  return s + "]";
+}
+
+Status RunBenchOffload(const Flags& f) {
+  SetLogLevel(f.log_level);
+  if (f.steps <= 0 || f.warmup_steps < 0 || f.scale_steps < 2 || f.batch <= 0 || f.seq <= 0) {
+    return Status::InvalidArgument(
+        "--steps and --batch/--seq must be positive, --warmup-steps >= 0, --scale-steps >= 2");
+  }
+  if (f.sim_link_gbps < 0) return Status::InvalidArgument("--sim-link-gbps must be >= 0");
+  const std::string nvme_parent =
+      f.nvme_dir.empty() ? std::string("/var/tmp") : f.nvme_dir;
+  uint64_t page = 1 << 20;
+  if (!f.page_size.empty()) {
+    STRATA_ASSIGN_OR_RETURN(page, ParseBytes(f.page_size, "--page-size"));
+  }
+
+  TrainOptions base;
+  base.model.preset = f.model;
+  base.model.preset_given = true;
+  base.batch = f.batch;
+  base.seq = f.seq;
+  base.threads = f.threads;
+  base.steps = f.warmup_steps + f.steps;
+
+  // In memory: the reference tokens/s (run 2) and the compute-only step (run 1).
+  TrainOptions mem = base;
+  mem.engine = "memory";
+  STRATA_ASSIGN_OR_RETURN(RunSummary in_mem, RunTrainer(mem, f.warmup_steps, "in-memory"));
+  const GptConfig config = in_mem.config;
+  const int seq = in_mem.seq;
+  const GptLayout layout = MakeGptLayout(config);
+  const uint64_t state_bytes = uint64_t(layout.total_numel) * 4 * 4;  // params, grads, m, v
+  int64_t largest = 0;
+  for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
+  const uint64_t slot_bytes = RoundUp4K(uint64_t(largest) * 4);
+
+  // 1. Overlap: params and moments on the host, half the blocks' slots on the device.
+  TrainOptions ov = base;
+  ov.engine = "paged";
+  ov.paging_flag_given = true;
+  ov.params_on = "host";
+  ov.optimizer_on = "host";
+  ov.page_bytes = page;
+  const int ov_slots = std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots,
+                                layout.num_blocks() / 2);
+  ov.gpu_mem = RoundUp4K(scheduler::ActivationFloats(config, f.batch, seq, false) * 4) +
+               RoundUp4K(uint64_t(2) * f.batch * seq * 4) + ov_slots * slot_bytes;
+  double link_gbps = f.sim_link_gbps;
+  uint64_t calib_h2d = 0, calib_d2h = 0;
+  if (link_gbps == 0) {
+    TrainOptions cal = ov;
+    cal.steps = 2;
+    STRATA_ASSIGN_OR_RETURN(RunSummary c, RunTrainer(cal, 1, "overlap calibration"));
+    calib_h2d = c.moved.h2d;
+    calib_d2h = c.moved.d2h;
+    link_gbps = double(std::max(calib_h2d, calib_d2h)) / in_mem.median_step_s / 1e9;
+  }
+  ov.sim_link_gbps = link_gbps;
+  STRATA_ASSIGN_OR_RETURN(RunSummary ovr, RunTrainer(ov, f.warmup_steps, "overlap"));
+  const double link_s = double(std::max(ovr.moved.h2d, ovr.moved.d2h)) / (link_gbps * 1e9);
+
+  // 2. Cost of offload: 25% device, 50% host, the rest on NVMe.
+  TrainOptions off = base;
+  off.engine = "paged";
+  off.paging_flag_given = true;
+  off.page_bytes = page;
+  off.gpu_mem = state_bytes / 4;
+  off.host_mem = RoundDownPage(state_bytes / 2, page);
+  off.recompute = "auto";
+  STRATA_ASSIGN_OR_RETURN(auto off_dir, ScratchDir::Make(nvme_parent, "cost"));
+  off.nvme_dirs = {off_dir->path()};
+  // The largest micro-batch whose minimal working set (recompute) fits; when none does, the
+  // budget is raised to micro-batch 1's minimum and offload_budget_raised says so.
+  bool budget_raised = true;
+  uint64_t need = 0;
+  for (int mb = f.batch; mb >= 1; --mb) {
+    if (f.batch % mb != 0) continue;
+    off.micro_batch = mb;
+    need = RoundUp4K(scheduler::ActivationFloats(config, mb, seq, true) * 4) +
+           RoundUp4K(uint64_t(2) * f.batch * seq * 4) +
+           (scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots) * slot_bytes;
+    if (need <= off.gpu_mem) {
+      budget_raised = false;
+      break;
+    }
+  }
+  if (budget_raised) {
+    std::fprintf(stderr, "bench offload: 25%% of the states (%s) is below the minimal device "
+                 "working set (%s); using the minimum\n", FormatBytes(off.gpu_mem).c_str(),
+                 FormatBytes(need).c_str());
+    off.gpu_mem = need;
+  }
+  STRATA_ASSIGN_OR_RETURN(RunSummary offr, RunTrainer(off, f.warmup_steps, "offload"));
+  off_dir.reset();
+
+  // 3. Scale: a deep narrow model, host 1/4 and device 1/16 of its states.
+  TrainOptions sc = base;
+  sc.model.n_layer = f.scale_layers;
+  sc.model.n_embd = f.scale_embd;
+  sc.model.n_head = f.scale_heads;
+  sc.model.block_size = f.scale_seq;
+  sc.batch = f.scale_batch;
+  sc.seq = f.scale_seq;
+  sc.steps = f.scale_steps;
+  STRATA_ASSIGN_OR_RETURN(GptConfig sc_config, GptPreset(f.model));
+  sc_config.n_layer = f.scale_layers;
+  sc_config.n_embd = f.scale_embd;
+  sc_config.n_head = f.scale_heads;
+  sc_config.block_size = f.scale_seq;
+  STRATA_RETURN_IF_ERROR(sc_config.Validate());
+  const GptLayout sc_layout = MakeGptLayout(sc_config);
+  const uint64_t sc_state = uint64_t(sc_layout.total_numel) * 4 * 4;
+  sc.engine = "paged";
+  sc.paging_flag_given = true;
+  sc.page_bytes = page;
+  sc.gpu_mem = sc_state / 16;
+  sc.host_mem = RoundDownPage(sc_state / 4, page);
+  sc.recompute = "auto";
+  sc.micro_batch = 1;
+  STRATA_ASSIGN_OR_RETURN(auto sc_dir, ScratchDir::Make(nvme_parent, "scale"));
+  sc.nvme_dirs = {sc_dir->path()};
+  STRATA_ASSIGN_OR_RETURN(RunSummary scr, RunTrainer(sc, 0, "scale"));
+  sc_dir.reset();
+  std::vector<float> losses;
+  bool falling = true;
+  uint64_t nvme_bytes = 0;
+  double nvme_s = 0;
+  for (const StepStats& s : scr.steps) {
+    if (!losses.empty() && !(s.loss < losses.back())) falling = false;
+    losses.push_back(s.loss);
+    nvme_bytes += s.moved_bytes.nvme_read + s.moved_bytes.nvme_write;
+    nvme_s += s.step_s;
+  }
+  const double nvme_per_step = double(nvme_bytes) / scr.steps.size();
+  const double nvme_rate = nvme_s > 0 ? nvme_bytes / nvme_s : 0;
+  double fio = -1;
+  if (f.fio) {
+    STRATA_ASSIGN_OR_RETURN(auto fio_dir, ScratchDir::Make(nvme_parent, "fio"));
+    fio = FioReadBytesPerS(fio_dir->path());
+  }
+
+  // Movement-only of run 1 also counts its NVMe bytes at the scale run's NVMe rate.
+  const uint64_t ov_nvme = ovr.moved.nvme_read + ovr.moved.nvme_write;
+  const double movement_s = link_s + (ov_nvme > 0 && nvme_rate > 0 ? ov_nvme / nvme_rate : 0);
+  const double compute_s = in_mem.median_step_s;
+  const double overlap_ratio = std::max(compute_s, movement_s) / ovr.median_step_s;
+
+  std::string out = "{\"bench\":\"offload\"";
+  auto add = [&](const std::string& k, const std::string& v) { out += ",\"" + k + "\":" + v; };
+  auto num = [](double v) { return DoubleToJson(v); };
+  add("model", "\"" + f.model + "\"");
+  add("batch", std::to_string(f.batch));
+  add("seq", std::to_string(seq));
+  add("threads", std::to_string(f.threads));
+  add("timed_steps", std::to_string(f.steps));
+  add("state_bytes", std::to_string(state_bytes));
+  add("overlap_step_s", num(ovr.median_step_s));
+  add("overlap_compute_only_s", num(compute_s));
+  add("overlap_movement_only_s", num(movement_s));
+  add("overlap_link_gbps", num(link_gbps));
+  add("overlap_link_calibrated", f.sim_link_gbps == 0 ? "true" : "false");
+  add("overlap_gpu_mem", std::to_string(ov.gpu_mem));
+  add("overlap_h2d_bytes_per_step", std::to_string(ovr.moved.h2d));
+  add("overlap_d2h_bytes_per_step", std::to_string(ovr.moved.d2h));
+  add("overlap_nvme_bytes_per_step", std::to_string(ov_nvme));
+  add("overlap_fraction", num(ovr.overlap));
+  add("overlap_ratio", num(overlap_ratio));
+  add("overlap_target", num(1.0 / kOverlapMaxFactor));
+  add("offload_tokens_per_s", num(offr.median_tokens_per_s));
+  add("in_memory_tokens_per_s", num(in_mem.median_tokens_per_s));
+  add("offload_gpu_mem", std::to_string(off.gpu_mem));
+  add("offload_host_mem", std::to_string(off.host_mem));
+  add("offload_micro_batch", std::to_string(off.micro_batch));
+  add("offload_budget_raised", budget_raised ? "true" : "false");
+  add("offload_gpu_mem_fraction", num(double(off.gpu_mem) / state_bytes));
+  add("offload_host_mem_fraction", num(double(off.host_mem) / state_bytes));
+  add("offload_nvme_bytes_per_step",
+      std::to_string(offr.moved.nvme_read + offr.moved.nvme_write));
+  add("offload_cost_ratio", num(offr.median_tokens_per_s / in_mem.median_tokens_per_s));
+  add("offload_cost_target", num(kCostTarget));
+  add("scale_model", "\"" + sc_layout.config.ToString() + "\"");
+  add("scale_state_bytes", std::to_string(sc_state));
+  add("scale_gpu_mem", std::to_string(sc.gpu_mem));
+  add("scale_host_mem", std::to_string(sc.host_mem));
+  add("scale_losses", Join(losses));
+  add("scale_loss_falling", falling ? "true" : "false");
+  add("scale_step_s", num(nvme_s / scr.steps.size()));
+  add("scale_nvme_bytes_per_step", num(nvme_per_step));
+  add("scale_nvme_bytes_per_s", num(nvme_rate));
+  add("scale_fio_read_bytes_per_s", fio > 0 ? num(fio) : "null");
+  add("scale_nvme_vs_fio_ratio", fio > 0 ? num(nvme_rate / fio) : "null");
+  out += "}\n";
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx) {
+  auto f = std::make_shared<Flags>();
+  CLI::App* cmd = bench.add_subcommand(
+      "offload",
+      "Offload: step vs max(compute-only, movement-only); 25%/50% budgets vs in memory; a model "
+      ">= 4x host and >= 16x device budget (see tools/bench_offload.cc)");
+  cmd->add_flag("--json", f->json, "Print the JSON object on stdout (always printed)");
+  cmd->add_option("--nvme-dir", f->nvme_dir,
+                  "Directory for the NVMe tier and fio (default: /var/tmp)");
+  cmd->add_option("--model", f->model, "Model preset of runs 1 and 2")->capture_default_str();
+  cmd->add_option("--batch", f->batch, "Rows per step, runs 1 and 2")->capture_default_str();
+  cmd->add_option("--seq", f->seq, "Tokens per row, runs 1 and 2")->capture_default_str();
+  cmd->add_option("--steps", f->steps, "Timed steps of runs 1 and 2")->capture_default_str();
+  cmd->add_option("--warmup-steps", f->warmup_steps, "Untimed steps first")->capture_default_str();
+  cmd->add_option("--threads", f->threads, "Compute threads")->capture_default_str();
+  cmd->add_option("--sim-link-gbps", f->sim_link_gbps,
+                  "Run 1's link rate; 0: calibrated so link time per step = compute-only time")
+      ->capture_default_str();
+  cmd->add_option("--scale-layers", f->scale_layers, "Run 3: layers")->capture_default_str();
+  cmd->add_option("--scale-embd", f->scale_embd, "Run 3: width")->capture_default_str();
+  cmd->add_option("--scale-heads", f->scale_heads, "Run 3: heads")->capture_default_str();
+  cmd->add_option("--scale-batch", f->scale_batch, "Run 3: rows")->capture_default_str();
+  cmd->add_option("--scale-seq", f->scale_seq, "Run 3: tokens per row")->capture_default_str();
+  cmd->add_option("--scale-steps", f->scale_steps, "Run 3: steps")->capture_default_str();
+  cmd->add_option("--page-size", f->page_size, "Page size of the paged runs (default 1M)");
+  cmd->add_flag("!--no-fio", f->fio, "Skip fio's read measurement");
+  cmd->add_option("--log-level", f->log_level, "debug, info, warn, error or off")
+      ->capture_default_str();
+  cmd->callback([f, &ctx] { ctx.status = RunBenchOffload(*f); });
+}
+
+}  // namespace strata::tools
