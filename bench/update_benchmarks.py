@@ -101,7 +101,8 @@ def offload_rows(j):
              "met": factor <= 1.15,
              "what": f"step {step:.3f} s vs compute-only {comp:.3f} s (in-memory trainer) and "
                      f"movement-only {move:.3f} s (h2d "
-                     f"{j['overlap_h2d_bytes_per_step'] / 2**20:.0f} MiB/step at the {j['overlap_link_gbps']:.3f} GB/s sim link, calibrated to "
+                     f"{j['overlap_h2d_bytes_per_step'] / 2**20:.0f} MiB/step at the "
+                     f"{j['overlap_link_gbps']:.3f} GB/s sim link, calibrated to "
                      f"compute-only; not a measured run); params+moments on host, --gpu-mem "
                      f"{j['overlap_gpu_mem'] / 2**20:.0f} MiB; measured overlap "
                      f"{j['overlap_fraction']:.2f}"},
@@ -174,15 +175,15 @@ BENCHES = {
     },
     "offload": {
         "title": "Offload: overlap, cost and scale (issue: unified scheduler)",
-        "measures": "three runs of `strata bench offload` (tools/bench_offload.cc), 2 threads: "
-                    "(1) the paged step with params and moments on the host, half the blocks' "
-                    "slots on the device and the sim link throttled so that a step's h2d bytes "
-                    "take the compute-only time, vs max(compute-only = the in-memory trainer's "
-                    "step, movement-only = the step's link bytes / link rate, a model, not a "
-                    "run); (2) tokens/s with 25% device and 50% host budgets (rest on NVMe) vs "
-                    "all in memory, same model and batch; (3) a deep narrow model >= 4x the host "
-                    "budget and >= 16x the device budget trains 3 steps, its NVMe rate vs fio's "
-                    "sequential read on the same directory.",
+        "measures": "Three measurements of `strata bench offload` (tools/bench_offload.cc), "
+                    "2 threads: (1) the paged step with params and moments on the host, half "
+                    "the blocks' slots (at least 5) on the device and the sim link throttled so "
+                    "that a step's h2d bytes take the compute-only time, vs max(compute-only = "
+                    "the in-memory trainer's step, movement-only = the step's link bytes / link "
+                    "rate, a model, not a run); (2) tokens/s with 25% device and 50% host "
+                    "budgets (rest on NVMe) vs all in memory, same model and batch; (3) a deep "
+                    "narrow model >= 4x the host budget and >= 16x the device budget trains 3 "
+                    "steps, its NVMe rate vs fio's sequential read on the same directory.",
         "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR],
         "rows": offload_rows,
     },
