@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "core/device/device.h"
-#include "core/kernels/matmul.h"
 #include "core/nn/gpt_layout.h"
 #include "core/nn/gpt_weights.h"
 #include "core/util/log.h"
@@ -303,7 +302,6 @@ Status PagedTrainer::ExportRole(Role role, const std::string& path) {
 }
 
 Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
-  kernels::set_blas_threads(threads_);
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::vector<int32_t> tokens(size_t(2) * o_.batch * seq_);

@@ -11,7 +11,6 @@
 #include "core/data/token_dataset.h"
 #include "core/device/device.h"
 #include "core/kernels/adamw.h"
-#include "core/kernels/matmul.h"
 #include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_layout.h"
 #include "core/nn/gpt_weights.h"
@@ -182,7 +181,6 @@ class InMemoryTrainer final : public Trainer {
   Status Run(const std::function<void(const StepStats&)>& on_step) override {
     const int threads = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
     tbb::task_arena arena(threads);
-    kernels::set_blas_threads(threads);
     const auto start = Clock::now();
     for (long step = 0; step < o_.steps; ++step) {
       const auto t0 = Clock::now();

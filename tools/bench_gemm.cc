@@ -46,15 +46,14 @@ SgemmPeak MeasureSgemmPeak(int n, int threads, int reps) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
                 n, 0.0f, c.data(), n);
   });
-  // Strata's deterministic tiling (kernels::sgemm keeps OpenBLAS itself at one thread again).
-  kernels::set_blas_threads(threads);
+  // Strata's deterministic tiling: single-threaded OpenBLAS calls on a TBB arena of `threads`.
+  openblas_set_num_threads(1);
   tbb::task_arena arena(threads);
   peak.strata_gflops = flops / 1e9 / BestSeconds(reps, [&] {
     arena.execute([&] {
       kernels::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     });
   });
-  openblas_set_num_threads(1);
   return peak;
 }
 

@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #include <tbb/partitioner.h>
 
 #include <algorithm>
@@ -13,10 +14,6 @@
 
 namespace strata::kernels {
 namespace {
-
-// How many threads one sgemm may spread its tiles over; see set_blas_threads. Process-wide,
-// like the OpenBLAS setting it replaces.
-std::atomic<int> g_gemm_threads{2};
 
 // Note [Deterministic GEMM] (gemm_tiles.h): OpenBLAS's own pool stays at one thread. Done once,
 // before the first call, through a function-local static (thread-safe initialisation).
@@ -105,7 +102,8 @@ void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, c
                      C + static_cast<long>(m0) * ldc + n0, ldc);
   };
   const int tiles = grid.tiles_m * grid.tiles_n;
-  if (tiles == 1 || g_gemm_threads.load(std::memory_order_relaxed) <= 1) {
+  // The caller's arena bounds the threads: in a one-thread arena the tiles run in order here.
+  if (tiles == 1 || tbb::this_task_arena::max_concurrency() <= 1) {
     for (int t = 0; t < tiles; ++t) run_tile(t);
     return;
   }
@@ -123,12 +121,6 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
            const float* B, int ldb, float beta, float* C, int ldc) {
   detail::sgemm_tiled(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr,
                       nullptr);
-}
-
-void set_blas_threads(int threads) {
-  STRATA_CHECK(threads >= 1) << "set_blas_threads(" << threads << ")";
-  ensure_openblas_single_threaded();
-  g_gemm_threads.store(threads, std::memory_order_relaxed);
 }
 
 }  // namespace strata::kernels

@@ -13,9 +13,4 @@ namespace strata::kernels {
 // safe when their C do not overlap. K = 0 leaves C = beta * C; M = 0 or N = 0 does nothing.
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
-// Sets how many threads every later sgemm may use (process-wide, like OpenBLAS's own setting):
-// 1 runs the tiles one after the other on the calling thread; more spreads them over the
-// caller's TBB arena. The results do not depend on it. OpenBLAS's own pool is kept at 1.
-// threads >= 1.
-void set_blas_threads(int threads);
 }  // namespace strata::kernels

@@ -1,6 +1,6 @@
 // Every CPU kernel gives bit-identical results run to run and on 1 or 2 threads (README.md,
-// "Determinism"): each case runs once in a 1-thread TBB arena with set_blas_threads(1) and
-// twice in a 2-thread arena with set_blas_threads(2), and compares all outputs byte for byte.
+// "Determinism"): each case runs once in a 1-thread TBB arena and
+// twice in a 2-thread arena and compares all outputs byte for byte.
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 

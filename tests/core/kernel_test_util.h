@@ -106,12 +106,10 @@ inline std::vector<double> increment(const std::vector<float>& after,
   return d;
 }
 
-// Runs fn inside a TBB arena of `threads` threads with set_blas_threads(threads).
+// Runs fn inside a TBB arena of `threads` threads (which also bounds the GEMM tiles).
 inline void run_with_threads(int threads, const std::function<void()>& fn) {
-  set_blas_threads(threads);
   tbb::task_arena arena(threads);
   arena.execute(fn);
-  set_blas_threads(2);
 }
 
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
