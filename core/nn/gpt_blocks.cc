@@ -79,34 +79,36 @@ BackwardScratch CarveScratch(const GptConfig& c, int B, int T, Carver& k) {
 
 void Zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
 
+// One layout function per struct serves both needs: run over a null base it only counts.
+template <typename Parts>
+int64_t FloatsOf(Parts (*carve)(const GptConfig&, int, int, Carver&), const GptConfig& c, int B,
+                 int T) {
+  Carver k(nullptr);
+  carve(c, B, T, k);
+  return k.used();
+}
+template <typename Parts>
+Parts CarveFrom(Parts (*carve)(const GptConfig&, int, int, Carver&), const GptConfig& c, int B,
+                int T, float* base) {
+  Carver k(base);
+  return carve(c, B, T, k);
+}
+
 }  // namespace
 
-int64_t TransformerActsFloats(const GptConfig& c, int B, int T) {
-  Carver k(nullptr);
-  Carve(c, B, T, k);
-  return k.used();
-}
+int64_t TransformerActsFloats(const GptConfig& c, int B, int T) { return FloatsOf(Carve, c, B, T); }
 TransformerActs CarveTransformerActs(const GptConfig& c, int B, int T, float* base) {
-  Carver k(base);
-  return Carve(c, B, T, k);
+  return CarveFrom(Carve, c, B, T, base);
 }
-int64_t HeadActsFloats(const GptConfig& c, int B, int T) {
-  Carver k(nullptr);
-  CarveHead(c, B, T, k);
-  return k.used();
-}
+int64_t HeadActsFloats(const GptConfig& c, int B, int T) { return FloatsOf(CarveHead, c, B, T); }
 HeadActs CarveHeadActs(const GptConfig& c, int B, int T, float* base) {
-  Carver k(base);
-  return CarveHead(c, B, T, k);
+  return CarveFrom(CarveHead, c, B, T, base);
 }
 int64_t BackwardScratchFloats(const GptConfig& c, int B, int T) {
-  Carver k(nullptr);
-  CarveScratch(c, B, T, k);
-  return k.used();
+  return FloatsOf(CarveScratch, c, B, T);
 }
 BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* base) {
-  Carver k(base);
-  return CarveScratch(c, B, T, k);
+  return CarveFrom(CarveScratch, c, B, T, base);
 }
 
 void EmbeddingForward(const GptLayout& layout, const float* params, const int32_t* tokens, int B,
