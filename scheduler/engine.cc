@@ -100,16 +100,21 @@ Status Engine::Setup() {
   STRATA_ASSIGN_OR_RETURN(void* acts, alloc(o_.plan.acts_bytes, "activations"));
   float* cur = static_cast<float*>(acts);
   const int64_t residual = int64_t(B) * T * c.n_embd;
-  if (o_.plan.recompute) {
-    for (int l = 0; l <= L; ++l) states_.push_back(AlignedTake(cur, residual));
-    emb_out_ = states_[0];
-    work_acts_ = CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T)));
-  } else {
-    emb_out_ = AlignedTake(cur, residual);
-    for (int l = 0; l < L; ++l) {
-      layer_acts_.push_back(
-          CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T))));
+  // The order of ActivationFloats (scheduler/memory_plan.cc).
+  emb_out_ = AlignedTake(cur, residual);
+  layer_acts_.resize(L);
+  outputs_.assign(L, nullptr);
+  for (int l = 0; l < L; ++l) {
+    if (Recomputed(l)) {
+      outputs_[l] = AlignedTake(cur, residual);
+    } else {
+      layer_acts_[l] =
+          CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T)));
+      outputs_[l] = layer_acts_[l].out;
     }
+  }
+  if (o_.plan.recompute()) {
+    work_acts_ = CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T)));
   }
   head_acts_ = CarveHeadActs(c, B, T, AlignedTake(cur, HeadActsFloats(c, B, T)));
   scratch_ = CarveBackwardScratch(c, B, T, AlignedTake(cur, BackwardScratchFloats(c, B, T)));
@@ -368,13 +373,12 @@ Status Engine::Schedule(size_t pos, const Op& op, long step) {
 }
 
 const float* Engine::BlockInput(int layer) const {
-  if (o_.plan.recompute) return states_[layer];
-  return layer == 0 ? emb_out_ : layer_acts_[layer - 1].out;
+  return layer == 0 ? emb_out_ : outputs_[layer - 1];
 }
 
 const TransformerActs& Engine::ActsFor(int layer) {
-  if (!o_.plan.recompute) return layer_acts_[layer];
-  work_acts_.out = states_[layer + 1];
+  if (!Recomputed(layer)) return layer_acts_[layer];
+  work_acts_.out = outputs_[layer];
   return work_acts_;
 }
 
@@ -390,8 +394,7 @@ void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
   STRATA_CHECK(device_.is_device_memory(emb_out_, 4) && device_.is_device_memory(tokens_, 4));
   const int32_t* x = tokens_ + int64_t(op.micro_batch) * B * T;
   const int32_t* y = tokens_ + int64_t(o_.batch) * T + int64_t(op.micro_batch) * B * T;
-  const float* head_in =
-      o_.plan.recompute ? states_[L] : (L > 0 ? layer_acts_[L - 1].out : emb_out_);
+  const float* head_in = BlockInput(L);
   const int64_t wte_offset = layout_.embedding().tensors[kWte].offset;
   compute_arena_->execute([&] {
     if (op.micro_batch == 0) {
@@ -420,7 +423,7 @@ void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
         break;
       case OpKind::kBlockBwd: {
         const int l = op.block - 1;
-        if (o_.plan.recompute) {
+        if (Recomputed(l)) {
           TransformerForward(layout_, l, ptrs[0], BlockInput(l), B, T, ActsFor(l));
         }
         TransformerBackward(layout_, l, ptrs[0], ptrs[1], BlockInput(l), B, T, ActsFor(l), scratch_,

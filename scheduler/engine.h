@@ -139,6 +139,7 @@ class Engine {
 
   // Compute.
   void RunOp(const Op& op, const std::vector<float*>& slot_ptrs);
+  bool Recomputed(int layer) const { return layer < o_.plan.recompute_layers; }
   const float* BlockInput(int layer) const;
   const TransformerActs& ActsFor(int layer);
 
@@ -164,9 +165,11 @@ class Engine {
   // Device buffers.
   int32_t* tokens_ = nullptr;
   float* emb_out_ = nullptr;
-  std::vector<float*> states_;  // recompute: input of block l at states_[l], output at l + 1
-  std::vector<TransformerActs> layer_acts_;  // one per layer, or one (recompute)
-  TransformerActs work_acts_{};
+  // Layer l's output (the next one's input): its own activations' `out`, or, for a recomputed
+  // layer, a residual buffer that the rebuild in backward writes again (the same bits).
+  std::vector<float*> outputs_;
+  std::vector<TransformerActs> layer_acts_;  // per layer; empty for recomputed layers
+  TransformerActs work_acts_{};              // where recomputed layers are rebuilt
   HeadActs head_acts_{};
   BackwardScratch scratch_{};
   float* dres_ = nullptr;

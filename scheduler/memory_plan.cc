@@ -4,6 +4,7 @@
 
 #include "core/device/device.h"
 #include "core/nn/gpt_blocks.h"
+#include "core/util/check.h"
 #include "core/util/sizes.h"
 
 namespace strata::scheduler {
@@ -34,20 +35,22 @@ const char* HomeName(Home home) {
 
 std::string MemoryPlan::ToString() const {
   return std::string("params on ") + HomeName(params) + ", optimizer on " + HomeName(optimizer) +
-         ", recompute " + (recompute ? "all" : "none") + ", " + std::to_string(slots) +
+         ", recompute " + std::to_string(recompute_layers) + " of " + std::to_string(layers) + " blocks, " + std::to_string(slots) +
          " device slots of " + FormatBytes(slot_bytes) + ", activations " +
          FormatBytes(acts_bytes) + ", device " + FormatBytes(device_bytes) + " (minimum " +
          FormatBytes(min_device_bytes) + "), host " + FormatBytes(host_bytes);
 }
 
-int64_t ActivationFloats(const GptConfig& c, int micro_rows, int seq, bool recompute) {
+int64_t ActivationFloats(const GptConfig& c, int micro_rows, int seq, int recompute_layers) {
+  STRATA_CHECK(recompute_layers >= 0 && recompute_layers <= c.n_layer);
   const int64_t BT = int64_t(micro_rows) * seq;
   // Each top-level piece is carved at a multiple of kTensorAlignFloats.
   const int64_t residual =
       (BT * c.n_embd + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
-  const int64_t kept = recompute
-                           ? (c.n_layer + 1) * residual + TransformerActsFloats(c, micro_rows, seq)
-                           : residual + c.n_layer * TransformerActsFloats(c, micro_rows, seq);
+  const int64_t block_acts = TransformerActsFloats(c, micro_rows, seq);
+  const int64_t kept = residual /*embedding output*/ + recompute_layers * residual +
+                       (c.n_layer - recompute_layers) * block_acts +
+                       (recompute_layers > 0 ? block_acts : 0) /*rebuilt in backward*/;
   return kept + HeadActsFloats(c, micro_rows, seq) + BackwardScratchFloats(c, micro_rows, seq) +
          residual /*dres*/;
 }
@@ -74,27 +77,33 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
   }
 
   MemoryPlan plan;
+  plan.layers = c.n_layer;
   int64_t largest = 0;
   for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
   plan.slot_bytes = RoundUp(uint64_t(largest) * 4);
   plan.tokens_bytes = RoundUp(uint64_t(2) * in.batch * in.seq * 4);
-  const uint64_t acts_none = RoundUp(ActivationFloats(c, in.micro_rows, in.seq, false) * 4);
-  const uint64_t acts_all = RoundUp(ActivationFloats(c, in.micro_rows, in.seq, true) * 4);
   const int min_slots = kMinWorkingSlots + kPrefetchSlots;
   const int all_resident_slots = layout.num_blocks() + 2;  // every block's params + 2 grads
   const int useful_slots = layout.num_blocks() + 3;
-  auto fixed = [&](bool recompute) {
-    return (recompute ? acts_all : acts_none) + plan.tokens_bytes;
+  auto acts = [&](int recompute_layers) {
+    return RoundUp(ActivationFloats(c, in.micro_rows, in.seq, recompute_layers) * 4);
   };
+  auto fixed = [&](int recompute_layers) { return acts(recompute_layers) + plan.tokens_bytes; };
 
-  plan.device_bytes = in.gpu_mem > 0 ? in.gpu_mem : fixed(false) + useful_slots * plan.slot_bytes;
+  plan.device_bytes = in.gpu_mem > 0 ? in.gpu_mem : fixed(0) + useful_slots * plan.slot_bytes;
   if (in.recompute == "auto") {
-    plan.recompute = fixed(false) + min_slots * plan.slot_bytes > plan.device_bytes;
+    // The fewest checkpointed blocks whose working set fits; all of them when none does (the
+    // error below then gives the smallest possible need).
+    plan.recompute_layers = 0;
+    while (plan.recompute_layers < c.n_layer &&
+           fixed(plan.recompute_layers) + min_slots * plan.slot_bytes > plan.device_bytes) {
+      ++plan.recompute_layers;
+    }
   } else {
-    plan.recompute = in.recompute == "all";
+    plan.recompute_layers = in.recompute == "all" ? c.n_layer : 0;
   }
-  plan.acts_bytes = plan.recompute ? acts_all : acts_none;
-  plan.min_device_bytes = fixed(plan.recompute) + min_slots * plan.slot_bytes;
+  plan.acts_bytes = acts(plan.recompute_layers);
+  plan.min_device_bytes = fixed(plan.recompute_layers) + min_slots * plan.slot_bytes;
   if (plan.device_bytes < plan.min_device_bytes) {
     std::string msg =
         "--gpu-mem " + FormatBytes(plan.device_bytes) + " is below the " +
@@ -109,16 +118,16 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
         "--micro-batch " +
         std::to_string(in.micro_rows) + " --seq " + std::to_string(in.seq) + " and " +
         FormatBytes(plan.tokens_bytes) + " of tokens; raise --gpu-mem or lower --micro-batch/--seq";
-    if (!plan.recompute) msg += ", or use --recompute all";
+    if (plan.recompute_layers < c.n_layer) msg += ", or use --recompute auto";
     return Status::ResourceExhausted(msg);
   }
   plan.slots = static_cast<int>(std::min<uint64_t>(
-      useful_slots, (plan.device_bytes - fixed(plan.recompute)) / plan.slot_bytes));
+      useful_slots, (plan.device_bytes - fixed(plan.recompute_layers)) / plan.slot_bytes));
   if (params_on == "device" && plan.slots < all_resident_slots) {
     return Status::ResourceExhausted(
         "--params-on device needs " + std::to_string(all_resident_slots) + " slots of " +
         FormatBytes(plan.slot_bytes) + " (every block's parameters and two gradients): " +
-        FormatBytes(fixed(plan.recompute) + all_resident_slots * plan.slot_bytes) +
+        FormatBytes(fixed(plan.recompute_layers) + all_resident_slots * plan.slot_bytes) +
         " of --gpu-mem, which is " + FormatBytes(plan.device_bytes) +
         "; raise --gpu-mem or use --params-on host");
   }

@@ -16,6 +16,10 @@
 // (param, grad, adam_m, adam_v of one page index) and the engine one more in flight, so the pool
 // needs kHostWorkingPages beyond the pinned ones.
 //
+// Recompute (--recompute): none keeps every activation; all checkpoints every block; auto
+// checkpoints the fewest blocks whose savings make the minimal working set fit --gpu-mem (the
+// first k blocks: which ones does not change the arithmetic, and each costs one more forward).
+//
 // Placement (--params-on, --optimizer-on): device | host | nvme | auto.
 //   params device: every block's parameters stay in a slot (the host pages stay the master copy
 //     that AdamW updates; a block's slot is refreshed after its update);
@@ -57,7 +61,11 @@ struct MemoryPlanInput {
 struct MemoryPlan {
   Home params = Home::kHost;
   Home optimizer = Home::kHost;
-  bool recompute = false;
+  // Activation checkpointing: the first recompute_layers transformer blocks keep only their
+  // output and rebuild their activations in backward; the others keep all of theirs.
+  int recompute_layers = 0;
+  int layers = 0;  // transformer blocks of the model
+  bool recompute() const { return recompute_layers > 0; }
   uint64_t slot_bytes = 0;        // one slot (rounded to 4 KiB)
   int slots = 0;                  // slots allocated
   uint64_t acts_bytes = 0;        // activations + scratch (rounded to 4 KiB)
@@ -73,8 +81,9 @@ struct MemoryPlan {
 // flag), NotSupported (--optimizer-on device).
 Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in);
 
-// Activation floats for one micro-batch: with recompute, only each block's input is kept and
-// one block's activations are rebuilt in backward.
-int64_t ActivationFloats(const GptConfig& c, int micro_rows, int seq, bool recompute);
+// Activation floats for one micro-batch when the first `recompute_layers` blocks (0 .. n_layer)
+// are checkpointed: those keep only their output, plus one block's activations to rebuild them
+// in backward; every other block keeps all of its activations.
+int64_t ActivationFloats(const GptConfig& c, int micro_rows, int seq, int recompute_layers);
 
 }  // namespace strata::scheduler

@@ -207,7 +207,7 @@ Status RunBenchOffload(const Flags& f) {
   ov.page_bytes = page;
   const int ov_slots = std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots,
                                 layout.num_blocks() / 2);
-  ov.gpu_mem = RoundUp4K(scheduler::ActivationFloats(config, f.batch, seq, false) * 4) +
+  ov.gpu_mem = RoundUp4K(scheduler::ActivationFloats(config, f.batch, seq, 0) * 4) +
                RoundUp4K(uint64_t(2) * f.batch * seq * 4) + ov_slots * slot_bytes;
   double link_gbps = f.sim_link_gbps;
   uint64_t calib_h2d = 0, calib_d2h = 0;
@@ -240,7 +240,7 @@ Status RunBenchOffload(const Flags& f) {
   for (int mb = f.batch; mb >= 1; --mb) {
     if (f.batch % mb != 0) continue;
     off.micro_batch = mb;
-    need = RoundUp4K(scheduler::ActivationFloats(config, mb, seq, true) * 4) +
+    need = RoundUp4K(scheduler::ActivationFloats(config, mb, seq, config.n_layer) * 4) +
            RoundUp4K(uint64_t(2) * f.batch * seq * 4) +
            (scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots) * slot_bytes;
     if (need <= off.gpu_mem) {

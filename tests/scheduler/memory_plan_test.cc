@@ -57,8 +57,36 @@ TEST_F(MemoryPlanTest, RecomputeAutoKicksInWhenActivationsDoNotFit) {
   in_.gpu_mem = none->min_device_bytes - 1;
   auto plan = MakeMemoryPlan(in_);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_TRUE(plan->recompute);
+  EXPECT_TRUE(plan->recompute());
   EXPECT_LT(plan->acts_bytes, none->acts_bytes);
+}
+
+TEST_F(MemoryPlanTest, RecomputeAutoCheckpointsTheFewestBlocksThatFit) {
+  GptConfig deeper = *GptPreset("tiny");
+  deeper.n_layer = 4;
+  layout_ = MakeGptLayout(deeper);
+  auto none = MakeMemoryPlan(in_);
+  ASSERT_TRUE(none.ok());
+  in_.recompute = "all";
+  auto all = MakeMemoryPlan(in_);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->recompute_layers, layout_.config.n_layer);
+  in_.recompute = "auto";
+  // Checkpointing one block saves nothing (its rebuild needs one block's activations too), so
+  // a budget one byte short of keeping everything needs two.
+  in_.gpu_mem = none->min_device_bytes - 1;
+  auto two = MakeMemoryPlan(in_);
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_EQ(two->recompute_layers, 2);
+  EXPECT_LE(two->min_device_bytes, in_.gpu_mem);
+  EXPECT_LT(all->acts_bytes, two->acts_bytes);
+  // At the all-recompute minimum every block is checkpointed; below it the budget is refused.
+  in_.gpu_mem = all->min_device_bytes;
+  auto most = MakeMemoryPlan(in_);
+  ASSERT_TRUE(most.ok()) << most.status().ToString();
+  EXPECT_EQ(most->recompute_layers, layout_.config.n_layer);
+  in_.gpu_mem = all->min_device_bytes - 1;
+  EXPECT_EQ(MakeMemoryPlan(in_).status().code(), StatusCode::kResourceExhausted);
 }
 
 TEST_F(MemoryPlanTest, AutoPlacementFillsHostWithParamsFirst) {

@@ -137,8 +137,15 @@ TEST_F(OffloadTransparency, ConcurrentFourBudgetAndPlacementConfigs) {
 TEST_F(OffloadTransparency, ConcurrentMicroBatchesAndRecompute) {
   TrainOptions o = base_;
   o.micro_batch = 2;
+  o.model.n_layer = 4;  // so that --recompute auto can checkpoint some blocks and not others
   const TrainOutcome ref = Reference(o, "ref_mb");
   o.page_bytes = 8192;
+  // Some blocks checkpointed, not all: a budget just below keeping every activation.
+  o.recompute = "auto";
+  TrainOptions keep_all = o;
+  keep_all.recompute = "none";
+  o.gpu_mem = MinimalDeviceBytes(keep_all) - 1;
+  ExpectSame(o, ref, "mb_recompute_some");
   o.recompute = "all";
   o.gpu_mem = MinimalDeviceBytes(o);
   ExpectSame(o, ref, "mb_recompute_min");
