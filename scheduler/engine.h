@@ -75,6 +75,9 @@ struct EngineOptions {
   float grad_clip = 1.0f;  // <= 0: no clipping, updates start during backward
   // --delayed-update (Note [Delayed update]); needs the pages to hold Role::kMaster.
   bool delayed_update = false;
+  // --movement-only: every op keeps its slots, events and moves, but its kernels do not run
+  // (losses and gradient sums read 0). Measures movement alone in the same program.
+  bool skip_kernels = false;
 };
 
 struct EngineStepResult {

@@ -215,6 +215,7 @@ Status PagedTrainer::Setup() {
   eo.weight_decay = o_.weight_decay;
   eo.grad_clip = o_.grad_clip;
   eo.delayed_update = o_.delayed_update;
+  eo.skip_kernels = o_.movement_only;
   STRATA_ASSIGN_OR_RETURN(engine_, Engine::Create(eo));
   timeline_.set_keep_all(!o_.trace_path.empty());
   return Status::Ok();

@@ -64,10 +64,17 @@ Status ValidateOptions(const TrainOptions& o) {
                "store)");
   }
   if (o.engine == "memory" &&
-      (o.ckpt_every > 0 || o.resume || !o.nvme_dirs.empty() || o.delayed_update)) {
+      (o.ckpt_every > 0 || o.resume || !o.nvme_dirs.empty() || o.delayed_update ||
+       o.movement_only)) {
     return bad(
         "--engine memory keeps everything on the device: drop --nvme-dir, --ckpt-every, "
-        "--resume and --delayed-update, or use --engine paged");
+        "--resume, --delayed-update and --movement-only, or use --engine paged");
+  }
+  if (o.movement_only && (o.ckpt_every > 0 || o.resume || !o.export_path.empty() ||
+                          !o.export_grads_path.empty())) {
+    return bad(
+        "--movement-only trains nothing (the kernels are skipped): drop --ckpt-every, --resume, "
+        "--export and --export-grads");
   }
   if (o.engine != "auto" && o.engine != "memory" && o.engine != "paged") {
     return bad("--engine must be auto, memory or paged, got '" + o.engine + "'");
@@ -333,7 +340,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
   bool paged = options.engine == "paged";
   if (options.engine == "auto") {
     paged = options.paging_flag_given || !options.nvme_dirs.empty() || options.resume ||
-            options.delayed_update || !options.ckpt_dir.empty() ||
+            options.delayed_update || options.movement_only || !options.ckpt_dir.empty() ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
   }
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));

@@ -6,7 +6,7 @@
 //   --host-mem and --nvme-dir budgets, run by the Engine (scheduler/engine.h).
 // Which one runs: --engine memory|paged, or auto (the default): paged as soon as any paging
 // flag is given (--host-mem, --nvme-dir, --page-size, --params-on, --optimizer-on, --micro-batch,
-// --recompute, --trace, --ckpt-dir, --resume), or when --gpu-mem is below what the in-memory
+// --recompute, --trace, --ckpt-dir, --resume, --delayed-update, --movement-only), or when --gpu-mem is below what the in-memory
 // trainer needs. Checkpoints and --resume need the paged trainer and --nvme-dir.
 //
 // Note [Canonical arithmetic] (why both give the same bits)
@@ -78,6 +78,7 @@ struct TrainOptions {
   long ckpt_every = 0;                 // --ckpt-every N: checkpoint after every N steps; 0 = never
   bool resume = false;                 // --resume: continue from the checkpoint in --ckpt-dir
   bool delayed_update = false;         // --delayed-update: one-step-stale updates (paged only)
+  bool movement_only = false;          // --movement-only: skip the kernels (paged only)
   bool paging_flag_given = false;      // set by the CLI when any paging flag was given
 };
 

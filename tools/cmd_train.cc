@@ -46,7 +46,8 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
   }
   for (const char* flag : {"--host-mem", "--nvme-dir", "--nvme-mem", "--page-size", "--params-on",
                            "--optimizer-on", "--micro-batch", "--recompute", "--trace",
-                           "--ckpt-dir", "--ckpt-every", "--resume", "--delayed-update"}) {
+                           "--ckpt-dir", "--ckpt-every", "--resume", "--delayed-update",
+                           "--movement-only"}) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
   std::unique_ptr<std::ofstream> log;
@@ -179,6 +180,10 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--delayed-update", o.delayed_update,
                 "Opt-in: AdamW of step s runs during step s+1, whose compute uses the parameters "
                 "one update behind (ZeRO-Offload's DPU); not bit-identical to exact training");
+  cmd->add_flag("--movement-only", o.movement_only,
+                "Measure the movement alone: every page move, prefetch and optimizer update of "
+                "the paged engine runs, the device kernels do not (losses read 0); its step time "
+                "is the movement-only time of this configuration");
   cmd->add_option("--engine", o.engine,
                   "memory (all state on the device), paged (the Engine), or auto: paged when a "
                   "paging flag is given or --gpu-mem is below the in-memory need")
