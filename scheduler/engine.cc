@@ -50,6 +50,7 @@ Engine::~Engine() {
   compute_.reset();
   h2d_.reset();
   d2h_.reset();
+  d2h_first_.reset();
   for (void* p : allocations_) device_.free(p);
 }
 
@@ -85,6 +86,7 @@ Status Engine::Setup() {
   compute_ = device_.create_stream("compute");
   h2d_ = device_.create_stream("h2d");
   d2h_ = device_.create_stream("d2h");
+  d2h_first_ = device_.create_stream("d2h first");
   compute_arena_ = std::make_unique<tbb::task_arena>(o_.threads);
   optimizer_arena_ = std::make_unique<tbb::task_arena>(o_.threads);
   optimizer_ = std::make_unique<HostQueue>("optimizer");
@@ -233,6 +235,10 @@ Status Engine::LoadSlot(int slot, int block, Role role, long step) {
   memory::AcquireOptions ao;
   ao.holder = "load block " + std::to_string(block) + " " + memory::RoleName(role);
   for (size_t k = 0; k < pages.size(); ++k) {
+    if (role == Role::kParam && k < update_done_[block].size()) {
+      STRATA_RETURN_IF_ERROR(update_done_[block][k].get().WithContext(
+          "optimizer update of block " + std::to_string(block)));
+    }
     const int64_t t0 = timeline_.now_ns();
     STRATA_ASSIGN_OR_RETURN(PageRef ref,
                             mm_.acquire_sync(pages[k], Tier::kHost, Access::kRead, ao));
@@ -272,8 +278,12 @@ Status Engine::CopyGradDown(int slot, int block, const std::shared_ptr<Event>& a
     STRATA_RETURN_IF_ERROR(
         grads_read_[block].get().WithContext("optimizer update of block " + std::to_string(block)));
   }
-  d2h_->wait(*after);
+  // Note [Gradient order].
+  Stream& d2h = block == 0 ? *d2h_first_ : *d2h_;
+  const Queue queue = block == 0 ? Queue::kD2HFirst : Queue::kD2H;
+  d2h.wait(*after);
   const auto& pages = sp_.pages(block, Role::kGrad);
+  std::vector<std::shared_ptr<Event>> page_ready;
   memory::AcquireOptions ao;
   ao.holder = "grad block " + std::to_string(block);
   for (size_t k = 0; k < pages.size(); ++k) {
@@ -287,23 +297,24 @@ Status Engine::CopyGradDown(int slot, int block, const std::shared_ptr<Event>& a
     for (const Piece& p : pieces) bytes += p.bytes;
     auto held = std::make_shared<PageRef>(std::move(ref));
     Status st;
-    Mark(*d2h_, Queue::kD2H, "grad b" + std::to_string(block) + " p" + std::to_string(k), bytes,
+    Mark(d2h, queue, "grad b" + std::to_string(block) + " p" + std::to_string(k), bytes,
          step, [&] {
            char* dst = static_cast<char*>(held->data());
            const char* src = reinterpret_cast<const char*>(s.ptr);
            for (const Piece& p : pieces) {
              if (!st.ok()) break;
              st = device_.copy_async(dst + p.page_offset, src + p.block_offset, p.bytes,
-                                     CopyKind::kDeviceToHost, *d2h_);
+                                     CopyKind::kDeviceToHost, d2h);
            }
-           d2h_->launch([held] { held->release(); });
+           d2h.launch([held] { held->release(); });
          });
     STRATA_RETURN_IF_ERROR(st);
+    page_ready.push_back(Record(d2h));
   }
-  s.last_use = Record(*d2h_);
+  s.last_use = page_ready.back();
   s.last_use_seq = op_seq_ + 1;  // completes after its kernel
   s.grad_active = false;
-  grad_ready_[block] = s.last_use;
+  grad_ready_[block] = std::move(page_ready);
   return Status::Ok();
 }
 
@@ -334,10 +345,6 @@ Status Engine::Schedule(size_t pos, const Op& op, long step) {
     s.block = u.block;
     s.role = u.role;
     if (u.role == SlotRole::kParam) {
-      if (update_done_[u.block].valid()) {
-        STRATA_RETURN_IF_ERROR(update_done_[u.block].get().WithContext(
-            "optimizer update of block " + std::to_string(u.block)));
-      }
       s.version = param_version_[u.block];
       s.grad_active = false;
       STRATA_RETURN_IF_ERROR(LoadSlot(v, u.block, Role::kParam, step));
@@ -454,22 +461,32 @@ void Engine::SubmitUpdate(int block, long step, float lr, float coef) {
   std::shared_future<Status> done = promise->get_future().share();
   jobs_.push_back(done);
   grads_read_[block] = done;
-  if (!o_.delayed_update) {  // the parameter pages change: the next load waits for it
+  const size_t n = sp_.pages(block, Role::kParam).size();
+  auto page_promises = std::make_shared<std::vector<std::promise<Status>>>(n);
+  if (!o_.delayed_update) {  // the parameter pages change: their next loads wait for them
     ++param_version_[block];
-    update_done_[block] = done;
+    update_done_[block].clear();
+    for (auto& p : *page_promises) update_done_[block].push_back(p.get_future().share());
   }
-  std::shared_ptr<Event> grads = grad_ready_[block];
-  optimizer_->submit([this, promise, grads, block, step, lr, coef] {
-    grads->synchronize();
-    promise->set_value(UpdateBlock(block, step, lr, coef));
+  optimizer_->submit([this, promise, page_promises, grads = grad_ready_[block], block, step, lr,
+                      coef] {
+    size_t pages_done = 0;
+    Status st = UpdateBlock(block, step, lr, coef, grads, [&](size_t k) {
+      (*page_promises)[k].set_value(Status::Ok());
+      pages_done = k + 1;
+    });
+    // The pages not reached (after an error) carry the error, so no load waits forever.
+    for (size_t k = pages_done; k < page_promises->size(); ++k) (*page_promises)[k].set_value(st);
+    promise->set_value(st);
   });
 }
 
 void Engine::SubmitPublish(int block) {
   ++param_version_[block];
   auto promise = std::make_shared<std::promise<Status>>();
-  update_done_[block] = promise->get_future().share();
-  jobs_.push_back(update_done_[block]);
+  std::shared_future<Status> done = promise->get_future().share();
+  update_done_[block].assign(sp_.pages(block, Role::kParam).size(), done);
+  jobs_.push_back(done);
   optimizer_->submit([this, promise, block] { promise->set_value(PublishBlock(block)); });
 }
 
@@ -494,7 +511,9 @@ Status Engine::PublishBlock(int block) {
   return Status::Ok();
 }
 
-Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
+Status Engine::UpdateBlock(int block, long step, float lr, float coef,
+                           const std::vector<std::shared_ptr<Event>>& grads,
+                           const std::function<void(size_t)>& page_done) {
   kernels::AdamWParams hp;
   hp.lr = lr;
   hp.beta1 = o_.beta1;
@@ -515,6 +534,7 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
       for (PageId p : {gp[k + 1], mp[k + 1], vp[k + 1], pp[k + 1]}) mm_.prefetch(p, Tier::kHost);
     }
     const int64_t t0 = timeline_.now_ns();
+    grads[k]->synchronize();  // this page's gradient is on the host (copy errors: Drain)
     // Each host-home page is unpinned just before it is taken for write, so that making room
     // for the others never evicts it.
     STRATA_ASSIGN_OR_RETURN(PageRef g, mm_.acquire_sync(gp[k], Tier::kHost, Access::kRead, ao));
@@ -549,6 +569,7 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef) {
     STRATA_RETURN_IF_ERROR(Repin(pp[k]));
     STRATA_RETURN_IF_ERROR(Repin(mp[k]));
     STRATA_RETURN_IF_ERROR(Repin(vp[k]));
+    page_done(k);
   }
   return Status::Ok();
 }
@@ -602,6 +623,7 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
   result->clipped = coef < 1.0f;
   if (on_grads) {
     STRATA_RETURN_IF_ERROR(d2h_->synchronize().WithContext("d2h stream"));
+    STRATA_RETURN_IF_ERROR(d2h_first_->synchronize().WithContext("d2h stream"));
     STRATA_RETURN_IF_ERROR(on_grads());
   }
   if (program_.wait_for_norm) {
@@ -620,8 +642,9 @@ std::shared_future<Status> Engine::EnqueueAfterUpdates(std::function<Status()> j
 Status Engine::Drain() {
   Status first;
   if (h2d_) first = h2d_->synchronize();
-  if (d2h_) {
-    Status st = d2h_->synchronize();
+  for (Stream* d2h : {d2h_.get(), d2h_first_.get()}) {
+    if (d2h == nullptr) continue;
+    Status st = d2h->synchronize();
     if (first.ok()) first = st;
   }
   if (compute_) {

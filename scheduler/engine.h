@@ -24,6 +24,15 @@
 // backward. Either way the arithmetic is the in-memory trainer's (Note [Canonical arithmetic] in
 // trainer.h), so results are bit-identical.
 //
+// Note [Gradient order]
+// Backward finishes the embedding's gradient (block 0) last, yet the next step needs block 0's
+// update first: its first op is the embedding's forward, and the h2d stream loads in program
+// order. Queued behind block 1's gradient on the one d2h stream, block 0's small gradient would
+// wait for all of block 1's, then block 1's update and load would wait for it: the step boundary
+// would hold one whole block's d2h plus one block's h2d. So block 0's gradient has its own d2h
+// stream (sharing the link, as CUDA streams share PCIe), and updates, gradient copies and loads
+// are tracked per page, so block 1's pages go d2h -> AdamW -> h2d one page behind each other.
+//
 // Note [Delayed update] (--delayed-update, opt-in, one step stale as ZeRO-Offload's DPU)
 // AdamW updates a master copy (Role::kMaster pages) instead of the parameters. The update of
 // step s-1 is *published* (master copied onto the parameter pages) during step s, right after
@@ -135,7 +144,10 @@ class Engine {
   void SubmitUpdate(int block, long step, float lr, float coef);
   void SubmitPublish(int block);
   Status PublishBlock(int block);
-  Status UpdateBlock(int block, long step, float lr, float coef);
+  // Updates the block page by page; page_done(k) runs once page k's parameters are written.
+  Status UpdateBlock(int block, long step, float lr, float coef,
+                     const std::vector<std::shared_ptr<Event>>& grads,
+                     const std::function<void(size_t)>& page_done);
   std::shared_ptr<Event> Record(Stream& stream);
   void Mark(Stream& stream, Queue queue, std::string name, uint64_t bytes, long step,
             const std::function<void()>& enqueue);
@@ -161,6 +173,7 @@ class Engine {
   float dloss_ = 0;
 
   std::unique_ptr<Stream> compute_, h2d_, d2h_;
+  std::unique_ptr<Stream> d2h_first_;  // block 0's gradient (Note [Gradient order])
   std::unique_ptr<tbb::task_arena> compute_arena_, optimizer_arena_;
   std::unique_ptr<HostQueue> optimizer_;
   std::vector<void*> allocations_;  // device buffers, freed in the destructor
@@ -180,11 +193,15 @@ class Engine {
   std::vector<Slot> slots_;
   uint64_t op_seq_ = 0;  // compute ops scheduled so far (all steps)
   std::vector<uint64_t> param_version_;
-  std::vector<std::shared_future<Status>> update_done_;  // what a block's next load waits on
+  // Per block, per parameter page: what the next load of that page waits on (its update or
+  // publish). Page granularity lets a block's load start while its later pages still update.
+  std::vector<std::vector<std::shared_future<Status>>> update_done_;
   std::vector<std::shared_future<Status>> jobs_;         // every optimizer job since Drain
   std::vector<std::shared_future<Status>> grads_read_;   // the last update reading a block's grads
   std::vector<size_t> last_param_use_;                   // op index, per block
-  std::vector<std::shared_ptr<Event>> grad_ready_;       // the final gradient is on its host pages
+  // Per block, per gradient page: the page's final gradient is on the host (the update of that
+  // page waits for it alone).
+  std::vector<std::vector<std::shared_ptr<Event>>> grad_ready_;
   std::shared_ptr<Event> norm_ready_;
   std::shared_ptr<Event> last_compute_;
   std::vector<int32_t> tokens_host_;

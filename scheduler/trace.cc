@@ -45,6 +45,8 @@ const char* QueueName(Queue queue) {
       return "optimizer io (host pages, nvme)";
     case Queue::kOptimizer:
       return "optimizer (host AdamW)";
+    case Queue::kD2HFirst:
+      return "d2h (embedding gradient)";
   }
   return "?";
 }

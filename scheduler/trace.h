@@ -20,8 +20,16 @@
 
 namespace strata::scheduler {
 
-enum class Queue : uint8_t { kCompute = 0, kH2D, kD2H, kFetch, kOptimizerIo, kOptimizer };
-inline constexpr int kNumQueues = 6;
+enum class Queue : uint8_t {
+  kCompute = 0,
+  kH2D,
+  kD2H,
+  kFetch,
+  kOptimizerIo,
+  kOptimizer,
+  kD2HFirst,  // the embedding's gradient, ahead of the others (Note [Gradient order])
+};
+inline constexpr int kNumQueues = 7;
 const char* QueueName(Queue queue);
 
 struct Slice {
