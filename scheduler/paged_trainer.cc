@@ -339,6 +339,7 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
     s.moved_bytes.nvme_read = m1.nvme_read_bytes - m0.nvme_read_bytes;
     s.moved_bytes.nvme_write = m1.nvme_write_bytes - m0.nvme_write_bytes;
     s.overlap = timeline_.Overlap(t0, t1);
+    s.recompute_layers = plan_.recompute_layers;
     s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes;
     s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;
     timeline_.Forget(t0);

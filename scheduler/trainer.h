@@ -101,6 +101,7 @@ struct StepStats {
   double overlap = 0;  // fraction of the step in which compute ran while something moved
   uint64_t host_peak_bytes = 0;
   uint64_t nvme_peak_bytes = 0;
+  int recompute_layers = 0;  // blocks whose activations are rebuilt in backward
 };
 
 class Trainer {
