@@ -20,6 +20,9 @@ using memory::Tier;
 
 namespace {
 
+// Page indices (of each of grad, m, v, param) the optimizer reads ahead from NVMe.
+constexpr size_t kOptimizerPrefetch = 4;
+
 float* AlignedTake(float*& cursor, int64_t floats) {
   float* p = cursor;
   cursor += (floats + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
@@ -529,10 +532,16 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef,
   const bool nvme = mm_.options().nvme != nullptr;
   memory::AcquireOptions ao;
   ao.holder = "adamw block " + std::to_string(block);
-  for (size_t k = 0; k < pp.size(); ++k) {
-    if (nvme && k + 1 < pp.size()) {
-      for (PageId p : {gp[k + 1], mp[k + 1], vp[k + 1], pp[k + 1]}) mm_.prefetch(p, Tier::kHost);
+  // NVMe reads run kOptimizerPrefetch page indices ahead of the update, so that the disk queue
+  // stays full while AdamW works (one ahead left the update waiting on every read).
+  auto prefetch = [&](size_t k) {
+    if (nvme && k < pp.size()) {
+      for (PageId p : {gp[k], mp[k], vp[k], pp[k]}) mm_.prefetch(p, Tier::kHost);
     }
+  };
+  for (size_t k = 1; k < kOptimizerPrefetch; ++k) prefetch(k);
+  for (size_t k = 0; k < pp.size(); ++k) {
+    prefetch(k + kOptimizerPrefetch);
     const int64_t t0 = timeline_.now_ns();
     grads[k]->synchronize();  // this page's gradient is on the host (copy errors: Drain)
     // Each host-home page is unpinned just before it is taken for write, so that making room
