@@ -100,22 +100,25 @@ def offload_rows(j):
     rows = [{"metric": "overlap_step_factor", "value": factor, "target": "<= 1.15",
              "met": factor <= 1.15,
              "what": f"step {step:.3f} s vs compute-only {comp:.3f} s (in-memory trainer) and "
-                     f"movement-only {move:.3f} s (h2d "
+                     f"movement-only {move:.3f} s (the same run with --movement-only; h2d "
                      f"{j['overlap_h2d_bytes_per_step'] / 2**20:.0f} MiB/step at the "
-                     f"{j['overlap_link_gbps']:.3f} GB/s sim link, calibrated to "
-                     f"compute-only; not a measured run); params+moments on host, --gpu-mem "
-                     f"{j['overlap_gpu_mem'] / 2**20:.0f} MiB; measured overlap "
+                     f"{j['overlap_link_gbps']:.3f} GB/s sim link, calibrated so that the "
+                     f"link alone takes the compute-only time); params+moments on host, "
+                     f"--gpu-mem {j['overlap_gpu_mem'] / 2**20:.0f} MiB; measured overlap "
                      f"{j['overlap_fraction']:.2f}"},
             ratio_row("offload_cost_ratio", j["offload_cost_ratio"], 0.8,
                       f"{j['offload_tokens_per_s']:.0f} tokens/s with --gpu-mem "
                       f"{j['offload_gpu_mem_fraction'] * 100:.1f}% and --host-mem "
                       f"{j['offload_host_mem_fraction'] * 100:.1f}% of the "
-                      f"{j['state_bytes'] / 2**20:.0f} MiB states (micro-batch "
-                      f"{j['offload_micro_batch']}"
+                      f"{j['offload_state_bytes'] / 2**20:.0f} MiB states (micro-batch "
+                      f"{j['offload_micro_batch']}, {j['offload_recompute_layers']} blocks "
+                      f"recomputed, "
+                      f"{j['offload_nvme_bytes_per_step'] / 2**20:.0f} MiB NVMe per step"
                       + (", device budget raised to the minimal working set"
                          if j["offload_budget_raised"] else "")
-                      + f") vs {j['in_memory_tokens_per_s']:.0f} in memory; {j['model']} "
-                        f"batch {j['batch']} x seq {j['seq']}")]
+                      + f") vs {j['in_memory_tokens_per_s']:.0f} in memory; "
+                        f"{j['offload_model']} batch {j['offload_batch']} x seq "
+                        f"{j['offload_seq']}")]
     losses = ", ".join(f"{l:.3f}" for l in j["scale_losses"])
     st = j["scale_state_bytes"]
     rows.append({"metric": "scale_loss_falling", "value": None, "target": "falls",
@@ -179,9 +182,11 @@ BENCHES = {
                     "2 threads: (1) the paged step with params and moments on the host, half "
                     "the blocks' slots (at least 5) on the device and the sim link throttled so "
                     "that a step's h2d bytes take the compute-only time, vs max(compute-only = "
-                    "the in-memory trainer's step, movement-only = the step's link bytes / link "
-                    "rate, a model, not a run); (2) tokens/s with 25% device and 50% host "
-                    "budgets (rest on NVMe) vs all in memory, same model and batch; (3) a deep "
+                    "the in-memory trainer's step, movement-only = the same paged run with "
+                    "--movement-only: every move and host update, no kernels); (2) tokens/s "
+                    "with 25% device and 50% host budgets (rest on NVMe) vs all in memory, same "
+                    "model and batch: a wide, shallow model with few tokens per step, whose "
+                    "states rather than activations are what does not fit; (3) a deep "
                     "narrow model >= 4x the host budget and >= 16x the device budget trains 3 "
                     "steps, its NVMe rate vs fio's sequential read on the same directory.",
         "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR],
