@@ -7,6 +7,8 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <sstream>
 #include <thread>
 #include <unordered_set>
@@ -34,6 +36,42 @@
 // gives the frame back before waiting. So every wait for a frame ends when callers release
 // pins, whatever the budgets (down to one page per tier).
 //
+// Note [Grouped write-back]
+// A dirty host copy must reach NVMe before its frame is reused, and the NvmeTier only promises
+// that a staged buffer may change once commit() returned: storage::PageStore reports the end of
+// a batch's writes as a whole, in commit(), not per page (and memory/ cannot change that). So
+// what frees a dirty frame is a commit (one fdatasync + one synchronous RocksDB batch), and one
+// commit per evicted page serialised a paged training step on commits. Instead get_frame stages
+// dirty victims (their writes start at once and run concurrently in the I/O engine) and lets
+// one commit cover several of them:
+// - Recency order (LRU, or no access plan): the run of dirty victims at the front of the order,
+//   up to group_pages, is staged and committed together; the request takes the run's first
+//   page, and the others stay resident as clean copies that the next evictions drop without
+//   I/O. The run stops at the first droppable clean copy (that copy is not taken: the order is
+//   kept exactly), so only pages that are next in line are written early; one of them written
+//   again before its eviction is the rare wasted write.
+// - Access plan (Belady): the order beyond the first victim is no forecast (a page just used
+//   jumps ahead of the others: cyclic plans evict the most recently used pages), so writing the
+//   next dirty pages early would mostly waste writes. Write-behind instead: the request stages
+//   only the first victim when it is dirty and takes the first clean copy further down; the
+//   staged frames are freed by a later commit, when behind_pages are staged (at most a quarter
+//   of the host pool, kBehindPoolFraction, so that eviction still chooses among most of it) or
+//   nothing droppable is left.
+// Either way forced_commits counts these commits; write_back_batch_pages = 1 (or a byte limit of
+// one page) gives back one commit per write-back. Staged pages are busy only while they are
+// staged, never while the commit runs; a write to a staged page forces the commit first, as
+// before.
+//
+// Note [Discard]
+// discard() drops every copy and sets `zero`, so the page reads as zeros and nothing writes it
+// back (a zero page's copies are all droppable, flush skips it). One case needs care: a page
+// whose host copy is the buffer of a staged, uncommitted NVMe version. The tier cannot take a
+// staged write back and its buffer must stay unchanged until the commit, so the frame moves to
+// `staged_dead_frame` (held, not resident, not a copy) and the commit returns it to the pool
+// and does not mark the page nvme_valid. Until that commit the page keeps nvme_staged (one
+// staged version per page), so a new version of it is only staged after the commit; its new
+// copies may be pinned for write meanwhile, as they are not the staged buffer.
+//
 // Note [Progress and stalls]
 // Waiters (for a page to become free, for a frame) sleep on a condition variable in slices of
 // kWaitSlice and re-check; anything that could unblock them (release, frame returned, load done,
@@ -59,6 +97,8 @@ namespace {
 constexpr int kDev = 0;
 constexpr int kHostT = 1;
 constexpr auto kWaitSlice = std::chrono::milliseconds(20);
+// Write-behind holds at most 1/this of the host pool in staged frames (Note [Grouped write-back]).
+constexpr uint64_t kBehindPoolFraction = 4;
 const char* kFlag[2] = {"--gpu-mem", "--host-mem"};
 
 std::string SizeFlagValue(uint64_t bytes) {
@@ -78,7 +118,10 @@ struct PageState {
   void* frame[2] = {nullptr, nullptr};
   bool valid[2] = {false, false};
   bool nvme_valid = false;
-  bool nvme_staged = false;
+  bool nvme_staged = false;  // the NvmeTier holds an uncommitted version of this page
+  // Non-null: that staged version was discarded (Note [Discard]); this is its buffer, a host
+  // frame that the commit gives back. Null: a staged version's buffer is the host copy.
+  void* staged_dead_frame = nullptr;
   bool zero = true;   // never written: its contents are zeros, so any copy can be dropped
   bool busy = false;  // one thread moves this page's copies (Note [Locking])
   bool loading[2] = {false, false};  // one request is getting a frame for this tier's copy
@@ -146,7 +189,11 @@ struct MemoryManager::Impl {
   std::atomic<uint64_t> progress{0};
   std::atomic<uint64_t> h2d_bytes{0}, d2h_bytes{0}, nvme_read_bytes{0}, nvme_write_bytes{0};
   std::atomic<uint64_t> hits{0}, misses{0}, evictions{0}, write_backs{0};
-  std::atomic<uint64_t> commits{0}, forced_commits{0}, admission_waits{0};
+  std::atomic<uint64_t> commits{0}, forced_commits{0}, admission_waits{0}, discards{0};
+  // Note [Grouped write-back]: pages per group write-back, and the staged pages at which
+  // write-behind commits.
+  uint64_t group_pages = 1;
+  uint64_t behind_pages = 1;
 
   std::mutex prefetch_mu;
   std::condition_variable prefetch_cv;
@@ -185,6 +232,12 @@ struct MemoryManager::Impl {
     return a == Access::kRead ? !s.writer : (!s.writer && s.readers == 0);
   }
 
+  // The host copy is the buffer of a staged NVMe version: it must stay unchanged and resident
+  // until the commit, so it is neither written nor dropped. Expects p's mutex held.
+  static bool host_staged(const PageState& s) {
+    return s.nvme_staged && s.staged_dead_frame == nullptr;
+  }
+
   void put_frame(int t, void* f) {
     {
       std::lock_guard lock(pools[t].mu);
@@ -207,7 +260,7 @@ struct MemoryManager::Impl {
   PageRef pin_locked(MemoryManager* mm, PageId p, int t, Access a, const std::string& holder) {
     PageState& s = pages[p];
     if (a != Access::kRead) {
-      STRATA_CHECK(!s.nvme_staged) << "write pin of page " << p << " whose NVMe version is staged";
+      STRATA_CHECK(!host_staged(s)) << "write pin of page " << p << " whose NVMe version is staged";
       for (int o = 0; o < 2; ++o) {
         if (o == t || !s.valid[o]) continue;
         void* f = s.frame[o];
@@ -275,6 +328,11 @@ struct MemoryManager::Impl {
     return st;
   }
 
+  size_t staged_count() {
+    std::lock_guard lock(nvme_mu);
+    return staged_pages.size();
+  }
+
   Status commit(bool forced) {
     if (opt.nvme == nullptr) {
       return Status::FailedPrecondition(
@@ -284,6 +342,9 @@ struct MemoryManager::Impl {
     Status st;
     {
       std::lock_guard lock(nvme_mu);
+      // Nothing staged (e.g. another thread's commit took this group's pages): no commit, so
+      // that nvme_commits and forced_commits count real commits only.
+      if (staged_pages.empty()) return Status::Ok();
       list.swap(staged_pages);
       st = opt.nvme->commit();
     }
@@ -291,7 +352,13 @@ struct MemoryManager::Impl {
       PageState& s = pages[p];
       std::lock_guard lock(s.mu);
       s.nvme_staged = false;
-      if (st.ok()) s.nvme_valid = true;
+      if (s.staged_dead_frame != nullptr) {
+        // Discarded after it was staged (Note [Discard]): committed or not, the version is
+        // dead, and its buffer may be reused now.
+        put_frame(kHostT, std::exchange(s.staged_dead_frame, nullptr));
+      } else if (st.ok()) {
+        s.nvme_valid = true;
+      }
       s.cv.notify_all();
     }
     commits.fetch_add(1);
@@ -302,14 +369,10 @@ struct MemoryManager::Impl {
                                     " NVMe page versions");
   }
 
-  // Writes the only copy of p on tier t one tier down. Expects p busy (owned by the caller).
-  Status write_back(PageId p, int t) {
+  // Writes the only copy of p on the device to a host frame (D2H). Expects p busy (owned by
+  // the caller). Host copies go to NVMe by staging instead (try_evict).
+  Status write_back_to_host(PageId p) {
     PageState& s = pages[p];
-    if (t == kHostT) {
-      STRATA_RETURN_IF_ERROR(stage(p));
-      write_backs.fetch_add(1);
-      return commit(/*forced=*/true);
-    }
     void* dev_frame;
     {
       std::lock_guard lock(s.mu);
@@ -331,43 +394,76 @@ struct MemoryManager::Impl {
     return Status::Ok();
   }
 
-  // Tries to take v's copy on tier t for reuse. Returns the frame, nullptr when v cannot be
-  // dropped now, or an error from a write-back.
-  Result<void*> try_evict(PageId v, int t) {
+  // What try_evict did with a victim.
+  struct Eviction {
+    void* frame = nullptr;  // the victim's frame, now the caller's
+    bool staged = false;    // a dirty host copy: its new NVMe version is staged instead
+    bool clean = false;     // peek_clean: the copy is clean and droppable; it was left in place
+  };
+
+  // Tries to take v's copy on tier t for reuse; nothing happens when v cannot be dropped now.
+  // A dirty device copy is written back to the host first. A dirty host copy is never dropped
+  // here: with `may_stage` its new NVMe version is staged (the write starts) and its frame is
+  // reusable once a commit made that version durable (Note [Grouped write-back]). `peek_clean`:
+  // only report a droppable clean copy. Errors come from the write-back or the staging.
+  Result<Eviction> try_evict(PageId v, int t, bool may_stage, bool peek_clean) {
+    Eviction out;
     PageState& s = pages[v];
     std::unique_lock lock(s.mu);
-    if (s.busy || !s.valid[t] || s.readers > 0 || s.writer) return static_cast<void*>(nullptr);
-    if (t == kHostT && s.nvme_staged) return static_cast<void*>(nullptr);
+    if (s.busy || !s.valid[t] || s.readers > 0 || s.writer) return out;
     auto other_copy = [&] {
       return s.zero ||
              (t == kDev ? (s.valid[kHostT] || s.nvme_valid) : (s.valid[kDev] || s.nvme_valid));
     };
-    if (!other_copy()) {
-      if (t == kHostT && opt.nvme == nullptr) return static_cast<void*>(nullptr);
+    // A staged buffer stays until the commit. A page whose staged version was discarded may
+    // drop a clean host copy, but a dirty one waits: it can only be staged after the commit.
+    if (t == kHostT && s.nvme_staged && (host_staged(s) || !other_copy())) return out;
+    if (t == kHostT && !other_copy()) {
+      if (opt.nvme == nullptr || !may_stage) return out;
       s.busy = true;
       lock.unlock();
-      Status st = write_back(v, t);
+      Status st = stage(v);
       lock.lock();
       s.busy = false;
       s.cv.notify_all();
+      lock.unlock();
       wake(kDev);  // copies of a page that is no longer busy may be evictable now
       wake(kHostT);
       if (!st.ok()) return st;
-      if (s.readers > 0 || s.writer || !s.valid[t] || !other_copy()) {
-        return static_cast<void*>(nullptr);
-      }
+      write_backs.fetch_add(1, std::memory_order_relaxed);
+      out.staged = true;
+      return out;
     }
-    void* f = s.frame[t];
+    if (peek_clean) {
+      out.clean = other_copy();
+      return out;
+    }
+    if (!other_copy()) {
+      s.busy = true;
+      lock.unlock();
+      Status st = write_back_to_host(v);
+      lock.lock();
+      s.busy = false;
+      s.cv.notify_all();
+      wake(kDev);
+      wake(kHostT);
+      if (!st.ok()) return st;
+      if (s.readers > 0 || s.writer || !s.valid[t] || !other_copy()) return out;
+    }
+    out.frame = s.frame[t];
     s.frame[t] = nullptr;
     s.valid[t] = false;
     remove_resident(t, v);
     evictions.fetch_add(1, std::memory_order_relaxed);
-    return f;
+    return out;
   }
 
   // Victims in the order to try: Belady (farthest next use first) or LRU (oldest first).
-  std::vector<PageId> rank(int t, std::vector<PageId> candidates, uint64_t* min_next_use) {
+  // *planned: the order came from an access plan (Belady), not from recency.
+  std::vector<PageId> rank(int t, std::vector<PageId> candidates, uint64_t* min_next_use,
+                           bool* planned) {
     auto pl = opt.policy == EvictionPolicy::kBelady ? current_plan() : nullptr;
+    *planned = pl && pl->size() > 0;
     std::vector<std::pair<uint64_t, PageId>> scored;
     scored.reserve(candidates.size());
     const uint64_t pos = plan_pos.load(std::memory_order_relaxed);
@@ -434,21 +530,45 @@ struct MemoryManager::Impl {
         }
       }
       const bool prefetching = !may_wait;
-      for (PageId v : rank(t, std::move(candidates),
-                           prefetching && prefetch_next_use > 0 ? &prefetch_next_use : nullptr)) {
-        STRATA_ASSIGN_OR_RETURN(void* f, try_evict(v, t));
-        if (f != nullptr) return f;
+      bool planned = false;
+      const std::vector<PageId> ranked =
+          rank(t, std::move(candidates),
+               prefetching && prefetch_next_use > 0 ? &prefetch_next_use : nullptr, &planned);
+      // Dirty host victims are staged, not committed one by one (Note [Grouped write-back]):
+      // in recency order the run of them at the front (up to group_pages), committed at once;
+      // under an access plan only the first, and the request skips to a clean copy.
+      const bool nvme_host = t == kHostT && opt.nvme != nullptr;
+      const uint64_t stage_limit = !nvme_host ? 0 : planned ? 1 : group_pages;
+      uint64_t staged_here = 0;
+      bool commit_now = false;
+      for (PageId v : ranked) {
+        // In recency order a clean copy after the run ends it: commit, take the run's first.
+        const bool end_of_run = !planned && staged_here > 0;
+        Result<Eviction> e = try_evict(v, t, staged_here < stage_limit, end_of_run);
+        if (!e.ok()) {
+          // Typically no free NVMe slot for one more version: a commit frees the old versions'.
+          if (!nvme_host || staged_count() == 0) return e.status();
+          commit_now = true;
+          break;
+        }
+        if (e->frame != nullptr) return e->frame;
+        if (e->clean) {
+          commit_now = true;
+          break;
+        }
+        if (e->staged) {
+          ++staged_here;
+          if (staged_count() >= (planned ? behind_pages : group_pages)) {
+            commit_now = true;
+            break;
+          }
+        }
       }
-      if (t == kHostT && opt.nvme != nullptr) {
-        bool any_staged;
-        {
-          std::lock_guard lock(nvme_mu);
-          any_staged = !staged_pages.empty();
-        }
-        if (any_staged) {
-          STRATA_RETURN_IF_ERROR(commit(/*forced=*/true));
-          continue;
-        }
+      // Nothing droppable is left but staged copies (the run, write-behind victims, pages that
+      // flush() staged): the commit makes them clean.
+      if (commit_now || (nvme_host && staged_count() > 0)) {
+        STRATA_RETURN_IF_ERROR(commit(/*forced=*/true));
+        continue;
       }
       if (!may_wait) return static_cast<void*>(nullptr);
       if (!counted_wait) {
@@ -466,13 +586,16 @@ struct MemoryManager::Impl {
   }
 
   // `for_frame`: the wait was for a frame (the budget is the limit), else for the page itself.
-  Status stall_status(PageId page_id, Tier t, const std::string& what, bool for_frame = false) {
+  // No tier: a wait for the page as a whole (discard).
+  Status stall_status(PageId page_id, std::optional<Tier> t, const std::string& what,
+                      bool for_frame = false) {
     std::string report = stall_report_impl();
     std::string hint = for_frame ? std::string("raise ") +
                                        (t == Tier::kDevice ? "--gpu-mem" : "--host-mem") +
                                        " or have holders release pages sooner"
                                  : "the holders below must release it";
-    std::string msg = "page " + std::to_string(page_id) + " on " + TierName(t) + ": waited " +
+    std::string msg = "page " + std::to_string(page_id) +
+                      (t ? std::string(" on ") + TierName(*t) : std::string()) + ": waited " +
                       std::to_string(opt.stall_timeout_ms) + " ms for " + what +
                       " without progress; " + hint + ". Who holds what:\n" + report;
     log->warn("{}", msg);
@@ -567,7 +690,7 @@ struct MemoryManager::Impl {
         }
         continue;
       }
-      if (pin && a != Access::kRead && s.nvme_staged) {
+      if (pin && a != Access::kRead && host_staged(s)) {
         lock.unlock();
         STRATA_RETURN_IF_ERROR(commit(/*forced=*/true));
         lock.lock();
@@ -596,7 +719,7 @@ struct MemoryManager::Impl {
         return PageRef();  // prefetch found no room
       }
       if (s.busy || s.valid[t] || (pin && !compatible(s, a)) || (!pin && s.writer) ||
-          (pin && a != Access::kRead && s.nvme_staged)) {
+          (pin && a != Access::kRead && host_staged(s))) {
         // Someone moves or holds the page, or a write-back or NVMe staging put a copy on this
         // tier meanwhile: give the frame back rather than wait holding it (or keep two copies).
         s.loading[t] = false;
@@ -697,12 +820,20 @@ Result<std::unique_ptr<MemoryManager>> MemoryManager::Create(const MemoryManager
                                        " or lower --page-size");
     }
   }
+  if (o.write_back_batch_pages == 0) {
+    return Status::InvalidArgument(
+        "memory manager: write_back_batch_pages is 0; use 1 to commit every write-back alone");
+  }
   auto impl = std::make_unique<Impl>();
   impl->opt = o;
   impl->page = page;
   impl->pages = std::make_unique<PageState[]>(o.num_pages);
   impl->pools[kDev].capacity_frames = o.device == nullptr ? 0 : o.budgets.device_bytes / page;
   impl->pools[kHostT].capacity_frames = o.budgets.host_bytes / page;
+  impl->group_pages =
+      std::max<uint64_t>(1, std::min(o.write_back_batch_pages, o.write_back_batch_bytes / page));
+  impl->behind_pages = std::max<uint64_t>(
+      1, std::min(impl->group_pages, impl->pools[kHostT].capacity_frames / kBehindPoolFraction));
   STRATA_ASSIGN_OR_RETURN(impl->host_pool, storage::AlignedBuffer::Allocate(
                                                impl->pools[kHostT].capacity_frames * page));
   if (o.device != nullptr) {
@@ -776,7 +907,7 @@ std::future<Result<PageRef>> MemoryManager::acquire(PageId page, Tier tier, Acce
     PageState& s = m.pages[page];
     std::lock_guard lock(s.mu);
     if (!s.busy && s.valid[t] && m.compatible(s, access) &&
-        !(access != Access::kRead && s.nvme_staged)) {
+        !(access != Access::kRead && Impl::host_staged(s))) {
       m.hits.fetch_add(1, std::memory_order_relaxed);
       promise.set_value(m.pin_locked(this, page, t, access, holder));
       return future;
@@ -915,12 +1046,20 @@ Status MemoryManager::flush(std::span<const PageId> pages) {
     PageState& s = m.pages[p];
     StallClock clock(m.opt.stall_timeout_ms);
     std::unique_lock lock(s.mu);
-    while (s.busy || s.writer) {
-      s.cv.wait_for(lock, kWaitSlice);
-      if (clock.expired()) {
-        lock.unlock();
-        return m.stall_status(p, Tier::kHost, "the page to flush it");
+    for (;;) {
+      while (s.busy || s.writer) {
+        s.cv.wait_for(lock, kWaitSlice);
+        if (clock.expired()) {
+          lock.unlock();
+          return m.stall_status(p, Tier::kHost, "the page to flush it");
+        }
       }
+      // Discarded while staged and written again since (Note [Discard]): the new contents can
+      // only be staged once the dead version is committed out of the way.
+      if (s.staged_dead_frame == nullptr || s.zero || (!s.valid[kDev] && !s.valid[kHostT])) break;
+      lock.unlock();
+      STRATA_RETURN_IF_ERROR(m.commit(/*forced=*/true));
+      lock.lock();
     }
     if (s.zero || s.nvme_valid || s.nvme_staged || (!s.valid[kDev] && !s.valid[kHostT])) continue;
     s.busy = true;
@@ -962,6 +1101,49 @@ Status MemoryManager::flush_all() {
 
 Status MemoryManager::commit_nvme() { return impl_->commit(/*forced=*/false); }
 
+Status MemoryManager::discard(PageId page) {
+  Impl& m = *impl_;
+  if (page >= m.opt.num_pages) {
+    return Status::InvalidArgument("discard: page " + std::to_string(page) +
+                                   " does not exist (the plan has " +
+                                   std::to_string(m.opt.num_pages) + " pages)");
+  }
+  PageState& s = m.pages[page];
+  StallClock clock(m.opt.stall_timeout_ms);
+  std::unique_lock lock(s.mu);
+  // A move in flight (a prefetch, a write-back) ends by itself; pins end when their holders
+  // release them. Waiting rather than failing lets a caller discard right after its own
+  // release, whatever prefetches are doing to the page.
+  while (s.busy || s.readers > 0 || s.writer) {
+    s.cv.wait_for(lock, kWaitSlice);
+    if (clock.expired()) {
+      lock.unlock();
+      return m.stall_status(page, std::nullopt, "the page to discard it");
+    }
+  }
+  for (int t = 0; t < 2; ++t) {
+    if (!s.valid[t]) continue;
+    const bool staged_buffer = t == kHostT && Impl::host_staged(s);
+    void* f = std::exchange(s.frame[t], nullptr);
+    s.valid[t] = false;
+    m.remove_resident(t, page);
+    if (staged_buffer) {
+      s.staged_dead_frame = f;  // the commit gives it back (Note [Discard])
+    } else {
+      m.put_frame(t, f);
+    }
+  }
+  STRATA_CHECK(!Impl::host_staged(s)) << "page " << page << " staged without a host copy";
+  s.nvme_valid = false;
+  s.zero = true;
+  s.cv.notify_all();
+  lock.unlock();
+  m.discards.fetch_add(1, std::memory_order_relaxed);
+  m.bump(kDev);
+  m.bump(kHostT);
+  return Status::Ok();
+}
+
 Status MemoryManager::evict_all(Tier tier) {
   Impl& m = *impl_;
   if (tier == Tier::kNvme) return Status::InvalidArgument("evict_all: NVMe copies are not evicted");
@@ -975,9 +1157,16 @@ Status MemoryManager::evict_all(Tier tier) {
     std::lock_guard lock(m.pools[t].mu);
     resident.assign(m.pools[t].resident.begin(), m.pools[t].resident.end());
   }
-  for (PageId p : resident) {
-    STRATA_ASSIGN_OR_RETURN(void* f, m.try_evict(p, t));
-    if (f != nullptr) m.put_frame(t, f);
+  // Host copies dirtied meanwhile are staged in the first pass and dropped after one commit.
+  for (int pass = 0; pass < 2; ++pass) {
+    bool staged = false;
+    for (PageId p : resident) {
+      STRATA_ASSIGN_OR_RETURN(auto e, m.try_evict(p, t, /*may_stage=*/pass == 0, false));
+      if (e.frame != nullptr) m.put_frame(t, e.frame);
+      staged = staged || e.staged;
+    }
+    if (!staged) break;
+    STRATA_RETURN_IF_ERROR(m.commit(/*forced=*/true));
   }
   return Status::Ok();
 }
@@ -1019,7 +1208,7 @@ MemoryStats MemoryManager::stats() const {
     PageState& s = m.pages[p];
     std::lock_guard lock(s.mu);
     for (const Holder& h : s.holders) ++out.tiers[static_cast<int>(h.tier)].pinned_pages;
-    if (s.nvme_valid || s.nvme_staged) ++out.tiers[2].resident_pages;
+    if (s.nvme_valid || Impl::host_staged(s)) ++out.tiers[2].resident_pages;
   }
   if (m.opt.nvme != nullptr) {
     const NvmeTierStats ns = m.opt.nvme->stats();
@@ -1038,6 +1227,7 @@ MemoryStats MemoryManager::stats() const {
   out.nvme_commits = m.commits.load();
   out.forced_commits = m.forced_commits.load();
   out.admission_waits = m.admission_waits.load();
+  out.discards = m.discards.load();
   return out;
 }
 
@@ -1049,7 +1239,7 @@ PageResidency MemoryManager::residency(PageId page) const {
   r.valid[0] = s.valid[kDev];
   r.valid[1] = s.valid[kHostT];
   r.valid[2] = s.nvme_valid;
-  r.nvme_staged = s.nvme_staged;
+  r.nvme_staged = Impl::host_staged(s);
   r.readers = s.readers;
   r.writer = s.writer;
   r.busy = s.busy;

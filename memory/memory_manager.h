@@ -28,6 +28,22 @@
 // - A host copy whose NVMe version is staged cannot be dropped until the batch is committed;
 //   when only such copies are left, the manager commits the batch itself (counted in
 //   MemoryStats::forced_commits).
+// - Dirty host copies are written back to NVMe without a commit each (a commit is one fdatasync
+//   + one synchronous RocksDB batch): the manager stages dirty victims and one commit covers
+//   several. In recency order (LRU, or no plan) the run of dirty victims at the front of the
+//   order (up to options.write_back_batch_pages / _bytes) is staged and committed together and
+//   the rest of the run stays resident as clean copies, dropped later without I/O. Under a
+//   plan only the victim itself is staged and the request takes a clean copy instead
+//   (write-behind); the staged frames are freed by a later commit, at the latest when a
+//   quarter of the host pool (or the batch limit) is staged or nothing else is droppable. So N
+//   dirty evictions cost far fewer than N commits. MemoryStats::write_backs counts pages
+//   written back, forced_commits the commits this takes (Note [Grouped write-back]).
+//
+// Discard: discard(page) declares a page's contents dead (a gradient page after the optimizer
+// consumed it). Every copy is dropped without a write-back, and the page reads as zeros again,
+// like a page nobody wrote; nothing of it is written to NVMe afterwards (until it is written
+// again). A version already committed to the NvmeTier stays in the store (a reopened store still
+// has it); the manager just no longer reads it.
 //
 // Admission and stalls: a request that needs a frame when every frame is pinned or in flight
 // waits for a release. acquire_all() fails at once (ResourceExhausted, with the numbers and the
@@ -88,6 +104,15 @@ struct MemoryManagerOptions {
   EvictionPolicy policy = EvictionPolicy::kBelady;
   uint64_t stall_timeout_ms = 30'000;
   uint32_t max_workers = 64;
+  // Eviction write-backs to NVMe share commits (see the header comment): at most this many
+  // pages, and at most this many bytes (always at least one page), are staged for one commit.
+  // Bigger batches mean fewer commits (one fdatasync + one RocksDB write each) but may write
+  // back a page that is written again before it is evicted; 1 commits every write-back alone
+  // (InvalidArgument when 0). Each staged page holds an NVMe slot until the commit
+  // (copy-on-write); when the tier has no free slot the manager commits what is staged and
+  // goes on.
+  uint64_t write_back_batch_pages = 64;
+  uint64_t write_back_batch_bytes = 256 * kMiB;
 };
 
 // One entry of an access plan: the page will be acquired on that tier, in this order.
@@ -123,10 +148,13 @@ struct MemoryStats {
   uint64_t nvme_write_bytes = 0;
   uint64_t hits = 0;  // acquires served by a copy already on the tier
   uint64_t misses = 0;
-  uint64_t evictions = 0;    // copies dropped to make room
-  uint64_t write_backs = 0;  // dirty copies written down before a drop
-  uint64_t nvme_commits = 0;
-  uint64_t forced_commits = 0;  // commits the manager made to free host frames
+  uint64_t evictions = 0;       // copies dropped to make room
+  uint64_t write_backs = 0;     // dirty copies written one tier down to make room (each page)
+  uint64_t nvme_commits = 0;    // NVMe commits that committed at least one page version
+  uint64_t forced_commits = 0;  // of those, the ones the manager made itself (not commit_nvme):
+                                // eviction write-backs, freeing host frames held by staged
+                                // versions, a write to a page whose version is staged
+  uint64_t discards = 0;        // successful discard() calls
   uint64_t admission_waits = 0;
   uint64_t moved_bytes() const {
     return h2d_bytes + d2h_bytes + nvme_read_bytes + nvme_write_bytes;
@@ -136,7 +164,7 @@ struct MemoryStats {
 // Where a page's copies are (diagnostics and tests).
 struct PageResidency {
   bool valid[kNumTiers] = {false, false, false};
-  bool nvme_staged = false;
+  bool nvme_staged = false;  // the page's current contents are staged (not a discarded version)
   int readers = 0;
   bool writer = false;
   bool busy = false;
@@ -214,6 +242,17 @@ class MemoryManager {
   // Commits every staged NVMe version in one batch (one PageStore commit). FailedPrecondition
   // when there is no NVMe tier.
   [[nodiscard]] Status commit_nvme();
+  // Declares the contents of `page` dead: drops its device and host copies (frames go back to
+  // their pools) and its NVMe copy without writing anything back; afterwards the page reads as
+  // zeros, exactly like a page nobody wrote (the next writer typically acquires it with
+  // Access::kOverwrite). Works with or without an NVMe tier.
+  // Waits, like flush(), while the page is pinned (readers or a writer) or a move is in flight,
+  // then discards it: the caller must not hold a pin on the page itself (that wait ends in
+  // Timeout after options.stall_timeout_ms, with the stall report). A version of the page that
+  // is staged but not yet committed never becomes valid again: the next commit completes it
+  // (the tier cannot take a write back) but the manager ignores it and only then reuses its
+  // host frame. Errors: InvalidArgument (bad page id), Timeout.
+  [[nodiscard]] Status discard(PageId page);
   // Drops every unpinned copy on `tier` (writing back dirty ones). Tests and benchmarks use it
   // to make the next acquire come from a lower tier.
   [[nodiscard]] Status evict_all(Tier tier);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <future>
 #include <random>
+#include <shared_mutex>
 #include <thread>
 
 #include "memory/memory_manager.h"
@@ -27,14 +28,18 @@ struct RandomAccessParams {
   uint64_t host_pages;
   EvictionPolicy policy;
   bool real_store = false;
+  bool plan = false;  // set a (random) access plan: Belady order, write-behind eviction
 };
 
 class MemoryManagerConcurrentRandom : public ::testing::TestWithParam<RandomAccessParams> {};
 
 // Several threads acquire random pages on random tiers for read, write or overwrite, one page
-// at a time. Writers fill the page with a pattern tagged uniquely and record the tag in the
-// shadow while they hold the write pin; readers check the page against the shadow. Pages are
-// checked on the device through an honest device->host copy on the thread's own stream.
+// at a time, and now and then discard one. Writers fill the page with a pattern tagged uniquely
+// and record the tag in the shadow while they hold the write pin; readers check the page against
+// the shadow; a discard sets the shadow to 0 (zeros). A per-page shared_mutex in the test keeps
+// a page's discard and its shadow update atomic for the other threads (discard holds no pin).
+// Pages are checked on the device through an honest device->host copy on the thread's own
+// stream.
 TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
   const RandomAccessParams sp = GetParam();
   RigConfig c;
@@ -47,7 +52,16 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
   c.real_store = sp.real_store;
   c.stall_timeout_ms = 60'000;
   Rig rig = MakeRig(c);
+  if (sp.plan) {
+    std::mt19937_64 prng(99);
+    std::vector<PlannedAccess> plan;
+    for (int i = 0; i < 48; ++i) {
+      plan.push_back({prng() % c.num_pages, prng() % 2 ? Tier::kDevice : Tier::kHost});
+    }
+    rig.mm->set_access_plan(plan);
+  }
   const uint64_t page = c.page_bytes;
+  std::vector<std::shared_mutex> discard_mu(c.num_pages);
   constexpr int kThreads = 4;
   constexpr int kOps = 600;
   std::vector<std::atomic<uint64_t>> shadow(c.num_pages);
@@ -61,6 +75,18 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
     std::vector<uint64_t> buf(page / 8);
     for (int op = 0; op < kOps && failures.load() == 0; ++op) {
       const PageId p = rng() % c.num_pages;
+      if (rng() % 20 == 0) {
+        std::unique_lock discarding(discard_mu[p]);
+        Status st = rig.mm->discard(p);
+        if (!st.ok()) {
+          ADD_FAILURE() << st.ToString();
+          failures.fetch_add(1);
+          return;
+        }
+        shadow[p].store(0);
+        continue;
+      }
+      std::shared_lock not_discarding(discard_mu[p]);
       const Tier tier = rng() % 2 ? Tier::kDevice : Tier::kHost;
       const int kind = rng() % 10;  // 0-5 read, 6-8 write, 9 overwrite
       const Access access = kind < 6   ? Access::kRead
@@ -135,6 +161,7 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
   }
   EXPECT_LE(rig.device->stats().peak_bytes, c.device_pages * page);
   EXPECT_GT(s.moved_bytes(), 0u);
+  EXPECT_GT(s.discards, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -144,16 +171,21 @@ INSTANTIATE_TEST_SUITE_P(
                       RandomAccessParams{2, 3, EvictionPolicy::kLru},
                       RandomAccessParams{4, 6, EvictionPolicy::kBelady},
                       RandomAccessParams{1, 2, EvictionPolicy::kLru, /*real_store=*/true},
-                      RandomAccessParams{3, 4, EvictionPolicy::kBelady, /*real_store=*/true}),
+                      RandomAccessParams{3, 4, EvictionPolicy::kBelady, /*real_store=*/true},
+                      // 8 host frames: write-behind keeps up to 2 staged, groups reach 8
+                      RandomAccessParams{2, 8, EvictionPolicy::kBelady, false, /*plan=*/true},
+                      RandomAccessParams{3, 8, EvictionPolicy::kBelady, true, /*plan=*/true},
+                      RandomAccessParams{2, 8, EvictionPolicy::kLru, /*real_store=*/true}),
     [](const ::testing::TestParamInfo<RandomAccessParams>& info) {
       return "dev" + std::to_string(info.param.device_pages) + "_host" +
              std::to_string(info.param.host_pages) +
              (info.param.policy == EvictionPolicy::kLru ? "_lru" : "_belady") +
-             (info.param.real_store ? "_pagestore" : "_fake");
+             (info.param.plan ? "_plan" : "") + (info.param.real_store ? "_pagestore" : "_fake");
     });
 
 uint64_t RunTrace(EvictionPolicy policy, int blocks, uint64_t device_pages, uint64_t host_pages,
-                  int steps, MemoryStats* out) {
+                  int steps, MemoryStats* out,
+                  uint64_t write_back_batch_pages = MemoryManagerOptions{}.write_back_batch_pages) {
   RigConfig c;
   c.page_bytes = 16 * 1024;
   c.num_pages = 4 * blocks;
@@ -161,6 +193,7 @@ uint64_t RunTrace(EvictionPolicy policy, int blocks, uint64_t device_pages, uint
   c.host_pages = host_pages;
   c.nvme_pages = 4 * c.num_pages;
   c.policy = policy;
+  c.write_back_batch_pages = write_back_batch_pages;
   Rig rig = MakeRig(c);
   const std::vector<TraceAccess> trace = SyntheticTrainingStep(blocks);
   if (policy == EvictionPolicy::kBelady) rig.mm->set_access_plan(PlanOf(trace));
@@ -195,6 +228,41 @@ TEST(MemoryManagerEvictionTest, BeladyMovesNoMoreThanLruOnATrainingTrace) {
         (unsigned long long)lru.nvme_read_bytes, (unsigned long long)belady.nvme_write_bytes,
         (unsigned long long)lru.nvme_write_bytes);
     EXPECT_LE(b, l) << "blocks " << k.blocks;
+  }
+}
+
+// The training trace under both orders, write-backs sharing commits (the default) against one
+// commit per write-back: far fewer commits, about the same bytes moved.
+TEST(MemoryManagerEvictionTest, SharedCommitsCutCommitsNotBytesOnATrainingTrace) {
+  struct Case {
+    int blocks;
+    uint64_t device_pages, host_pages;
+  };
+  for (const EvictionPolicy policy : {EvictionPolicy::kLru, EvictionPolicy::kBelady}) {
+    for (const Case& k : {Case{8, 4, 8}, Case{8, 6, 16}, Case{12, 5, 20}, Case{6, 3, 6}}) {
+      MemoryStats shared, alone;
+      const uint64_t moved_shared =
+          RunTrace(policy, k.blocks, k.device_pages, k.host_pages, 3, &shared);
+      const uint64_t moved_alone =
+          RunTrace(policy, k.blocks, k.device_pages, k.host_pages, 3, &alone, 1);
+      std::printf(
+          "%s blocks %d device %llu host %llu pages: commits %llu (alone %llu), moved %llu "
+          "(alone %llu) bytes\n",
+          policy == EvictionPolicy::kLru ? "lru" : "belady", k.blocks,
+          (unsigned long long)k.device_pages, (unsigned long long)k.host_pages,
+          (unsigned long long)shared.nvme_commits, (unsigned long long)alone.nvme_commits,
+          (unsigned long long)moved_shared, (unsigned long long)moved_alone);
+      EXPECT_EQ(alone.nvme_commits, alone.nvme_write_bytes / (16 * 1024))
+          << "alone: one commit per NVMe write-back";
+      EXPECT_LE(moved_shared, moved_alone * 11 / 10) << "blocks " << k.blocks;
+      // Write-behind under a plan keeps at most a quarter of the host pool staged: 6 host
+      // pages leave it no room.
+      if (policy == EvictionPolicy::kLru || k.host_pages >= 16) {
+        EXPECT_LE(2 * shared.nvme_commits, alone.nvme_commits) << "blocks " << k.blocks;
+      } else {
+        EXPECT_LE(shared.nvme_commits, alone.nvme_commits) << "blocks " << k.blocks;
+      }
+    }
   }
 }
 

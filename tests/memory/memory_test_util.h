@@ -58,6 +58,7 @@ struct RigConfig {
   double link_gbps = 0.0;
   int nvme_latency_us = 0;
   bool real_store = false;  // the storage PageStore in a scratch dir instead of the fake
+  uint64_t write_back_batch_pages = MemoryManagerOptions{}.write_back_batch_pages;
 };
 
 inline Rig MakeRig(const RigConfig& c) {
@@ -88,6 +89,7 @@ inline Rig MakeRig(const RigConfig& c) {
   o.nvme = nvme;
   o.policy = c.policy;
   o.stall_timeout_ms = c.stall_timeout_ms;
+  o.write_back_batch_pages = c.write_back_batch_pages;
   auto mm = MemoryManager::Create(o);
   STRATA_CHECK(mm.ok()) << mm.status().ToString();
   rig.mm = std::move(*mm);
