@@ -459,7 +459,7 @@ void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
   });
 }
 
-void Engine::SubmitUpdate(int block, long step, float lr, float coef) {
+void Engine::SubmitUpdate(int block, long step, float lr, float coef, bool discard_grads) {
   auto promise = std::make_shared<std::promise<Status>>();
   std::shared_future<Status> done = promise->get_future().share();
   jobs_.push_back(done);
@@ -472,9 +472,9 @@ void Engine::SubmitUpdate(int block, long step, float lr, float coef) {
     for (auto& p : *page_promises) update_done_[block].push_back(p.get_future().share());
   }
   optimizer_->submit([this, promise, page_promises, grads = grad_ready_[block], block, step, lr,
-                      coef] {
+                      coef, discard_grads] {
     size_t pages_done = 0;
-    Status st = UpdateBlock(block, step, lr, coef, grads, [&](size_t k) {
+    Status st = UpdateBlock(block, step, lr, coef, grads, discard_grads, [&](size_t k) {
       (*page_promises)[k].set_value(Status::Ok());
       pages_done = k + 1;
     });
@@ -515,7 +515,7 @@ Status Engine::PublishBlock(int block) {
 }
 
 Status Engine::UpdateBlock(int block, long step, float lr, float coef,
-                           const std::vector<std::shared_ptr<Event>>& grads,
+                           const std::vector<std::shared_ptr<Event>>& grads, bool discard_grads,
                            const std::function<void(size_t)>& page_done) {
   kernels::AdamWParams hp;
   hp.lr = lr;
@@ -575,6 +575,8 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef,
     m.release();
     v.release();
     g.release();
+    // The gradient is dead until the next backward overwrites it: never write it back.
+    if (discard_grads) STRATA_RETURN_IF_ERROR(mm_.discard(gp[k]));
     STRATA_RETURN_IF_ERROR(Repin(pp[k]));
     STRATA_RETURN_IF_ERROR(Repin(mp[k]));
     STRATA_RETURN_IF_ERROR(Repin(vp[k]));
@@ -613,7 +615,7 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
       }
     }
     if (!program_.wait_for_norm) {
-      for (int b : op.updates) SubmitUpdate(b, step, lr, 1.0f);
+      for (int b : op.updates) SubmitUpdate(b, step, lr, 1.0f, /*discard_grads=*/!on_grads);
     }
   }
   STRATA_RETURN_IF_ERROR(compute_->synchronize().WithContext("compute stream"));
@@ -636,7 +638,9 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
     STRATA_RETURN_IF_ERROR(on_grads());
   }
   if (program_.wait_for_norm) {
-    for (int b : program_.ops.back().updates) SubmitUpdate(b, step, lr, coef);
+    for (int b : program_.ops.back().updates) {
+      SubmitUpdate(b, step, lr, coef, /*discard_grads=*/true);
+    }
   }
   return Status::Ok();
 }
