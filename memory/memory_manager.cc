@@ -541,7 +541,19 @@ struct MemoryManager::Impl {
       const uint64_t stage_limit = !nvme_host ? 0 : planned ? 1 : group_pages;
       uint64_t staged_here = 0;
       bool commit_now = false;
-      for (PageId v : ranked) {
+      // Demoted copies (demote(): last_use 0) lead the recency order; a run that starts with
+      // them ends with them, so pages still to be used soon are not written early behind them.
+      size_t demoted_prefix = 0;
+      while (!planned && demoted_prefix < ranked.size() &&
+             pages[ranked[demoted_prefix]].last_use[t].load(std::memory_order_relaxed) == 0) {
+        ++demoted_prefix;
+      }
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        const PageId v = ranked[i];
+        if (staged_here > 0 && demoted_prefix > 0 && i >= demoted_prefix) {
+          commit_now = true;
+          break;
+        }
         // In recency order a clean copy after the run ends it: commit, take the run's first.
         const bool end_of_run = !planned && staged_here > 0;
         Result<Eviction> e = try_evict(v, t, staged_here < stage_limit, end_of_run);
@@ -975,6 +987,14 @@ std::future<Result<std::vector<PageRef>>> MemoryManager::acquire_all(
     shared->set_value(std::move(refs));
   });
   return future;
+}
+
+Status MemoryManager::demote(PageId page, Tier tier) {
+  Impl& m = *impl_;
+  STRATA_RETURN_IF_ERROR(m.check_request(page, tier));
+  // 0 is older than every tick (ticks start at 1); a later release stamps a new tick again.
+  m.pages[page].last_use[static_cast<int>(tier)].store(0, std::memory_order_relaxed);
+  return Status::Ok();
 }
 
 void MemoryManager::prefetch(PageId page, Tier tier) {

@@ -232,6 +232,12 @@ class MemoryManager {
   // Best effort, asynchronous: brings a copy of `page` to `tier` if that needs no waiting and
   // (under Belady) evicts nothing needed sooner. Never pins. Errors are logged at debug.
   void prefetch(PageId page, Tier tier);
+  // A hint: the caller will not need `page` on `tier` for a long while (AdamW's moments after
+  // their update). Under LRU its copy becomes the oldest, the first to go when room is needed,
+  // ahead of pages that are older but still to be used; with an access plan (Belady) the plan
+  // already knows and the hint changes nothing. No effect on a pinned copy until it is released.
+  // InvalidArgument for a bad page or tier.
+  [[nodiscard]] Status demote(PageId page, Tier tier);
   // Waits until every prefetch issued so far has finished (tests, benchmarks).
   void drain_prefetches();
 

@@ -580,6 +580,10 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef,
     STRATA_RETURN_IF_ERROR(Repin(pp[k]));
     STRATA_RETURN_IF_ERROR(Repin(mp[k]));
     STRATA_RETURN_IF_ERROR(Repin(vp[k]));
+    // The moments are next needed by the next step's update of this page, after everything
+    // else: when room is needed they go first, not the gradients still waiting for AdamW.
+    STRATA_RETURN_IF_ERROR(mm_.demote(mp[k], Tier::kHost));
+    STRATA_RETURN_IF_ERROR(mm_.demote(vp[k], Tier::kHost));
     page_done(k);
   }
   return Status::Ok();

@@ -344,5 +344,27 @@ TEST(MemoryManagerTest, DeviceArenaSharedWithOthersEvictsOrSaysWhy) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
 }
 
+// Under LRU the oldest copy goes first, unless a newer one was demoted: it goes before it.
+TEST(MemoryManagerTest, DemotedCopyIsEvictedBeforeOlderOnes) {
+  RigConfig c;
+  c.host_pages = 3;
+  c.policy = EvictionPolicy::kLru;
+  c.write_back_batch_pages = 1;
+  Rig rig = MakeRig(c);
+  for (PageId p = 0; p < 3; ++p) {
+    auto w = rig.mm->acquire_sync(p, Tier::kHost, Access::kOverwrite);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+  }
+  ASSERT_TRUE(rig.mm->demote(2, Tier::kHost).ok());  // the newest
+  auto next = rig.mm->acquire_sync(3, Tier::kHost, Access::kOverwrite);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_TRUE(rig.mm->residency(0).valid[1]) << "the oldest copy was evicted, not the demoted one";
+  EXPECT_TRUE(rig.mm->residency(1).valid[1]);
+  EXPECT_FALSE(rig.mm->residency(2).valid[1]);
+  EXPECT_TRUE(rig.mm->residency(2).valid[2]) << "its contents went to NVMe first";
+  EXPECT_EQ(rig.mm->demote(99, Tier::kHost).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(rig.mm->demote(0, Tier::kNvme).code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace strata::memory
