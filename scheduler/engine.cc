@@ -126,10 +126,11 @@ Status Engine::Setup() {
   dres_ = AlignedTake(cur, residual);
   STRATA_CHECK(reinterpret_cast<char*>(cur) <= static_cast<char*>(acts) + o_.plan.acts_bytes)
       << "activation carving overflows its buffer";
-  for (int i = 0; i < o_.plan.slots; ++i) {
-    STRATA_ASSIGN_OR_RETURN(void* s, alloc(o_.plan.slot_bytes, "a block slot"));
+  for (uint64_t bytes : o_.plan.slot_sizes) {
+    STRATA_ASSIGN_OR_RETURN(void* s, alloc(bytes, "a block slot"));
     Slot slot;
     slot.ptr = static_cast<float*>(s);
+    slot.bytes = bytes;
     slots_.push_back(std::move(slot));
   }
   tokens_host_.resize(size_t(2) * o_.batch * T);
@@ -204,11 +205,11 @@ int Engine::FindSlot(int block, SlotRole role) const {
 // the one whose last use was scheduled earliest is likely free first, so the load waits least
 // (a gradient copy counts as one op later than its kernel). Waiting on the in-order h2d stream
 // would hold up every later load too.
-int Engine::ChooseVictim(size_t pos, const std::vector<int>& taken) const {
+int Engine::ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const {
   int best = -1;
   std::pair<uint64_t, uint64_t> best_score{0, 0};
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (Contains(taken, int(i))) continue;
+    if (Contains(taken, int(i)) || slots_[i].bytes < bytes) continue;
     const Slot& s = slots_[i];
     if (s.block >= 0 && s.role == SlotRole::kGrad && s.grad_active) continue;
     uint64_t next = StepProgram::kNever;
@@ -336,12 +337,19 @@ Status Engine::Schedule(size_t pos, const Op& op, long step) {
       taken.push_back(idx);
     }
   }
+  // Misses largest block first: a small block never takes the only slot a larger one fits.
+  std::vector<size_t> misses;
   for (size_t i = 0; i < op.uses.size(); ++i) {
-    if (chosen[i] >= 0) continue;
+    if (chosen[i] < 0) misses.push_back(i);
+  }
+  auto block_bytes = [&](size_t i) { return uint64_t(layout_.blocks[op.uses[i].block].numel) * 4; };
+  std::stable_sort(misses.begin(), misses.end(),
+                   [&](size_t a, size_t b) { return block_bytes(a) > block_bytes(b); });
+  for (size_t i : misses) {
     const SlotUse& u = op.uses[i];
-    const int v = ChooseVictim(pos, taken);
-    STRATA_CHECK(v >= 0) << op.label() << ": no device slot to evict (" << slots_.size()
-                         << " slots)";
+    const int v = ChooseVictim(pos, taken, block_bytes(i));
+    STRATA_CHECK(v >= 0) << op.label() << ": no device slot of " << block_bytes(i)
+                         << " bytes to evict (" << slots_.size() << " slots)";
     chosen[i] = v;
     taken.push_back(v);
     Slot& s = slots_[v];

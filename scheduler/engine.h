@@ -122,6 +122,7 @@ class Engine {
  private:
   struct Slot {
     float* ptr = nullptr;
+    uint64_t bytes = 0;  // holds any block of at most this size (scheduler/slot_sizes.h)
     int block = -1;  // -1: empty
     SlotRole role = SlotRole::kParam;
     uint64_t version = 0;             // param_version_ of the block when loaded
@@ -138,7 +139,8 @@ class Engine {
   // Driver helpers.
   Status Schedule(size_t pos, const Op& op, long step);
   int FindSlot(int block, SlotRole role) const;
-  int ChooseVictim(size_t pos, const std::vector<int>& taken) const;
+  // Among slots of at least `bytes` not in `taken`; -1 when there is none.
+  int ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const;
   Status LoadSlot(int slot, int block, memory::Role role, long step);
   Status CopyGradDown(int slot, int block, const std::shared_ptr<Event>& after, long step);
   // discard_grads: drop the gradient pages once read (not when on_grads still reads them).

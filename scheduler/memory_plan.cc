@@ -6,6 +6,7 @@
 #include "core/nn/gpt_blocks.h"
 #include "core/util/check.h"
 #include "core/util/sizes.h"
+#include "scheduler/slot_sizes.h"
 
 namespace strata::scheduler {
 namespace {
@@ -35,8 +36,8 @@ const char* HomeName(Home home) {
 
 std::string MemoryPlan::ToString() const {
   return std::string("params on ") + HomeName(params) + ", optimizer on " + HomeName(optimizer) +
-         ", recompute " + std::to_string(recompute_layers) + " of " + std::to_string(layers) + " blocks, " + std::to_string(slots) +
-         " device slots of " + FormatBytes(slot_bytes) + ", activations " +
+         ", recompute " + std::to_string(recompute_layers) + " of " + std::to_string(layers) + " blocks, device slots " +
+         DescribeSlots(slot_sizes) + ", activations " +
          FormatBytes(acts_bytes) + ", device " + FormatBytes(device_bytes) + " (minimum " +
          FormatBytes(min_device_bytes) + "), host " + FormatBytes(host_bytes);
 }
@@ -78,41 +79,42 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
 
   MemoryPlan plan;
   plan.layers = c.n_layer;
-  int64_t largest = 0;
-  for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
-  plan.slot_bytes = RoundUp(uint64_t(largest) * 4);
+  const BlockSlotBytes block_bytes = SlotBytesOf(layout);
+  plan.slot_bytes = block_bytes.largest;
   plan.tokens_bytes = RoundUp(uint64_t(2) * in.batch * in.seq * 4);
-  const int min_slots = kMinWorkingSlots + kPrefetchSlots;
-  const int all_resident_slots = layout.num_blocks() + 2;  // every block's params + 2 grads
-  const int useful_slots = layout.num_blocks() + 3;
+  const std::vector<uint64_t> min_slots = MinimalSlotSizes(layout);
+  const uint64_t min_slot_bytes = TotalBytes(min_slots);
+  // Every block's parameters and the gradients beside them, plus one prefetch slot: more slots
+  // than that are never used.
+  std::vector<uint64_t> useful = CoverBoth(min_slots, AllResidentSlotSizes(layout));
+  useful.push_back(block_bytes.transformer > 0 ? block_bytes.transformer : block_bytes.largest);
   auto acts = [&](int recompute_layers) {
     return RoundUp(ActivationFloats(c, in.micro_rows, in.seq, recompute_layers) * 4);
   };
   auto fixed = [&](int recompute_layers) { return acts(recompute_layers) + plan.tokens_bytes; };
 
-  plan.device_bytes = in.gpu_mem > 0 ? in.gpu_mem : fixed(0) + useful_slots * plan.slot_bytes;
+  plan.device_bytes = in.gpu_mem > 0 ? in.gpu_mem : fixed(0) + TotalBytes(useful);
   if (in.recompute == "auto") {
     // The fewest checkpointed blocks whose working set fits; all of them when none does (the
     // error below then gives the smallest possible need).
     plan.recompute_layers = 0;
     while (plan.recompute_layers < c.n_layer &&
-           fixed(plan.recompute_layers) + min_slots * plan.slot_bytes > plan.device_bytes) {
+           fixed(plan.recompute_layers) + min_slot_bytes > plan.device_bytes) {
       ++plan.recompute_layers;
     }
   } else {
     plan.recompute_layers = in.recompute == "all" ? c.n_layer : 0;
   }
   plan.acts_bytes = acts(plan.recompute_layers);
-  plan.min_device_bytes = fixed(plan.recompute_layers) + min_slots * plan.slot_bytes;
+  plan.min_device_bytes = fixed(plan.recompute_layers) + min_slot_bytes;
   if (plan.device_bytes < plan.min_device_bytes) {
     std::string msg =
         "--gpu-mem " + FormatBytes(plan.device_bytes) + " is below the " +
         FormatBytes(plan.min_device_bytes) + " (" + std::to_string(plan.min_device_bytes) +
         " bytes) that the minimal device "
         "working set needs: " +
-        std::to_string(min_slots) + " block slots of " + FormatBytes(plan.slot_bytes) +
-        " (4 for the tied head's backward + 1 "
-        "prefetch), " +
+        "block slots of " + DescribeSlots(min_slots) +
+        " (what the tied head's backward and a block's backward hold at once + 1 prefetch), " +
         FormatBytes(plan.acts_bytes) +
         " of activations for "
         "--micro-batch " +
@@ -121,15 +123,32 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
     if (plan.recompute_layers < c.n_layer) msg += ", or use --recompute auto";
     return Status::ResourceExhausted(msg);
   }
-  plan.slots = static_cast<int>(std::min<uint64_t>(
-      useful_slots, (plan.device_bytes - fixed(plan.recompute_layers)) / plan.slot_bytes));
-  if (params_on == "device" && plan.slots < all_resident_slots) {
-    return Status::ResourceExhausted(
-        "--params-on device needs " + std::to_string(all_resident_slots) + " slots of " +
-        FormatBytes(plan.slot_bytes) + " (every block's parameters and two gradients): " +
-        FormatBytes(fixed(plan.recompute_layers) + all_resident_slots * plan.slot_bytes) +
-        " of --gpu-mem, which is " + FormatBytes(plan.device_bytes) +
-        "; raise --gpu-mem or use --params-on host");
+  // The minimal list, then the useful list's further slots (largest first) while they fit.
+  const uint64_t slot_room = plan.device_bytes - fixed(plan.recompute_layers);
+  plan.slot_sizes = min_slots;
+  uint64_t used = min_slot_bytes;
+  std::vector<uint64_t> extra = useful;
+  for (uint64_t s : min_slots) {  // what the minimal list already covers
+    auto it = std::find_if(extra.begin(), extra.end(), [&](uint64_t e) { return e <= s; });
+    if (it != extra.end()) extra.erase(it);
+  }
+  for (uint64_t s : extra) {
+    if (used + s > slot_room) continue;
+    plan.slot_sizes.push_back(s);
+    used += s;
+  }
+  std::sort(plan.slot_sizes.begin(), plan.slot_sizes.end(), std::greater<>());
+  plan.slots = static_cast<int>(plan.slot_sizes.size());
+  if (params_on == "device") {
+    const std::vector<uint64_t> resident = CoverBoth(min_slots, AllResidentSlotSizes(layout));
+    if (CoverBoth(plan.slot_sizes, resident) != plan.slot_sizes) {
+      return Status::ResourceExhausted(
+          "--params-on device needs block slots of " + DescribeSlots(resident) +
+          " (every block's parameters and the gradients beside them): " +
+          FormatBytes(fixed(plan.recompute_layers) + TotalBytes(resident)) +
+          " of --gpu-mem, which is " + FormatBytes(plan.device_bytes) +
+          "; raise --gpu-mem or use --params-on host");
+    }
   }
 
   // Host.

@@ -1,7 +1,8 @@
 // `strata bench offload`: the unified scheduler's three measurements, each in this run.
 //
 // 1. Overlap. The paged engine with parameters and moments pinned on the host and a device
-//    budget of the activations + half the blocks' slots (so every step reloads parameters),
+//    budget of the activations + the bytes of half the blocks (at least 5) in largest-block
+//    slots (so every step reloads parameters),
 //    the sim link throttled so that the step's link traffic takes as long as its compute:
 //      - compute-only  = the in-memory trainer's median step at the same model and batch (every
 //                        byte resident on the device, nothing moves);
@@ -41,6 +42,7 @@
 #include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/slot_sizes.h"
 #include "scheduler/trainer.h"
 #include "tools/command.h"
 #include "tools/json_number.h"
@@ -248,9 +250,7 @@ Status RunBenchOffload(const Flags& f) {
                           RunTrainer(cost_mem, f.warmup_steps, "cost in-memory"));
   const GptLayout cost_layout = MakeGptLayout(cost_ref.config);
   const uint64_t cost_state = uint64_t(cost_layout.total_numel) * 4 * 4;
-  int64_t cost_largest = 0;
-  for (const BlockSpec& b : cost_layout.blocks) cost_largest = std::max(cost_largest, b.numel);
-  const uint64_t cost_slot = RoundUp4K(uint64_t(cost_largest) * 4);
+  const uint64_t cost_slots = scheduler::TotalBytes(scheduler::MinimalSlotSizes(cost_layout));
   TrainOptions off = cost_mem;
   off.engine = "paged";
   off.paging_flag_given = true;
@@ -270,8 +270,7 @@ Status RunBenchOffload(const Flags& f) {
     need = RoundUp4K(scheduler::ActivationFloats(cost_ref.config, mb, cost_ref.seq,
                                                  cost_ref.config.n_layer) *
                      4) +
-           RoundUp4K(uint64_t(2) * off.batch * cost_ref.seq * 4) +
-           (scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots) * cost_slot;
+           RoundUp4K(uint64_t(2) * off.batch * cost_ref.seq * 4) + cost_slots;
     if (need <= off.gpu_mem) {
       budget_raised = false;
       break;

@@ -134,6 +134,21 @@ TEST_F(OffloadTransparency, ConcurrentFourBudgetAndPlacementConfigs) {
   EXPECT_GT(NvmeRead(ExpectSame(all_nvme, ref, "all_nvme")), 0u);
 }
 
+// An embedding far larger than a transformer block (slot size classes: two embedding-sized
+// slots, the rest block-sized) at the minimal device budget, with the moments on NVMe.
+TEST_F(OffloadTransparency, ConcurrentLargeVocabularyAtTheMinimalDeviceBudget) {
+  TrainOptions o = base_;
+  o.model.vocab_size = 4096;
+  const TrainOutcome ref = Reference(o, "ref_vocab");
+  o.page_bytes = 16384;
+  o.gpu_mem = MinimalDeviceBytes(o);
+  ExpectSame(o, ref, "vocab_device_min");
+  o.nvme_dirs = {dir_.sub("nvme_vocab")};
+  o.host_mem = 40 * 16384;
+  o.optimizer_on = "nvme";
+  ExpectSame(o, ref, "vocab_device_min_nvme");
+}
+
 TEST_F(OffloadTransparency, ConcurrentMicroBatchesAndRecompute) {
   TrainOptions o = base_;
   o.micro_batch = 2;

@@ -1,0 +1,82 @@
+#include "scheduler/slot_sizes.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "core/device/device.h"
+#include "core/util/sizes.h"
+
+namespace strata::scheduler {
+namespace {
+
+uint64_t RoundUp(uint64_t bytes) {
+  return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
+}
+
+std::vector<uint64_t> Sorted(std::vector<uint64_t> v) {
+  std::sort(v.begin(), v.end(), std::greater<>());
+  return v;
+}
+
+}  // namespace
+
+BlockSlotBytes SlotBytesOf(const GptLayout& layout) {
+  BlockSlotBytes b;
+  const int n = layout.num_blocks();
+  b.embedding = RoundUp(uint64_t(layout.blocks[0].numel) * 4);
+  b.head = RoundUp(uint64_t(layout.blocks[n - 1].numel) * 4);
+  for (int i = 1; i + 1 < n; ++i) {
+    b.transformer = std::max(b.transformer, RoundUp(uint64_t(layout.blocks[i].numel) * 4));
+  }
+  b.largest = std::max({b.embedding, b.transformer, b.head});
+  return b;
+}
+
+std::vector<uint64_t> CoverBoth(std::vector<uint64_t> a, std::vector<uint64_t> b) {
+  a = Sorted(std::move(a));
+  b = Sorted(std::move(b));
+  if (a.size() < b.size()) a.swap(b);
+  for (size_t i = 0; i < b.size(); ++i) a[i] = std::max(a[i], b[i]);
+  return a;
+}
+
+std::vector<uint64_t> MinimalSlotSizes(const GptLayout& layout) {
+  const BlockSlotBytes b = SlotBytesOf(layout);
+  std::vector<uint64_t> need = {b.head, b.embedding, b.head, b.embedding};  // head backward
+  if (b.transformer > 0) {
+    need = CoverBoth(need, {b.transformer, b.transformer, b.embedding});  // block backward
+  }
+  need.push_back(b.transformer > 0 ? b.transformer : b.largest);  // prefetch
+  return Sorted(std::move(need));
+}
+
+std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& layout) {
+  const BlockSlotBytes b = SlotBytesOf(layout);
+  std::vector<uint64_t> params;
+  for (const BlockSpec& spec : layout.blocks) params.push_back(RoundUp(uint64_t(spec.numel) * 4));
+  // Gradients held beside them: head backward G_head + G_emb; block backward G_emb + G_l.
+  std::vector<uint64_t> grads = {b.head, b.embedding};
+  if (b.transformer > 0) grads = CoverBoth(grads, {b.embedding, b.transformer});
+  params.insert(params.end(), grads.begin(), grads.end());
+  return Sorted(std::move(params));
+}
+
+uint64_t TotalBytes(const std::vector<uint64_t>& sizes) {
+  uint64_t total = 0;
+  for (uint64_t s : sizes) total += s;
+  return total;
+}
+
+std::string DescribeSlots(const std::vector<uint64_t>& sizes) {
+  std::string out;
+  for (size_t i = 0; i < sizes.size();) {
+    size_t j = i;
+    while (j < sizes.size() && sizes[j] == sizes[i]) ++j;
+    if (!out.empty()) out += " + ";
+    out += std::to_string(j - i) + " x " + FormatBytes(sizes[i]);
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace strata::scheduler

@@ -1,0 +1,40 @@
+// Slot size classes (Note [Block slots] in memory_plan.h): the device slots are not all the size
+// of the largest block. A slot holds one block's parameters or gradient, so it must be at least
+// that block's size; which sizes the step needs at once follows from the step program:
+//   head backward holds P_head, P_emb, G_head, G_emb (the head is tied to wte);
+//   a block's backward holds P_l, G_l and the embedding's gradient, which head backward
+//   started and embed backward finishes;
+// plus one prefetch slot of a transformer block's size (the blocks loaded most). For GPT-2's
+// 50k vocabulary the embedding is 5x a transformer block: uniform slots would cost 5 embeddings.
+//
+// Sizes are bytes rounded up to the device alignment, lists sorted largest first. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/nn/gpt_layout.h"
+
+namespace strata::scheduler {
+
+struct BlockSlotBytes {
+  uint64_t embedding = 0;  // block 0
+  uint64_t transformer = 0;  // the largest transformer block (0 without layers)
+  uint64_t head = 0;       // block L+1
+  uint64_t largest = 0;
+};
+BlockSlotBytes SlotBytesOf(const GptLayout& layout);
+
+// The smallest slot list with which every op of the step can run (plus one prefetch slot).
+std::vector<uint64_t> MinimalSlotSizes(const GptLayout& layout);
+// Every block's parameters resident at once, and the gradients backward needs beside them.
+std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& layout);
+// A list that covers both: element i is the larger of the two lists' i-th sizes.
+std::vector<uint64_t> CoverBoth(std::vector<uint64_t> a, std::vector<uint64_t> b);
+
+uint64_t TotalBytes(const std::vector<uint64_t>& sizes);
+// "3 x 27.04 MiB + 1 x 1.50 MiB + 1 x 8.00 KiB"
+std::string DescribeSlots(const std::vector<uint64_t>& sizes);
+
+}  // namespace strata::scheduler

@@ -1,0 +1,54 @@
+#include "scheduler/slot_sizes.h"
+
+#include <gtest/gtest.h>
+
+#include "core/nn/gpt_config.h"
+
+namespace strata::scheduler {
+namespace {
+
+GptLayout Layout(int vocab) {
+  GptConfig c = *GptPreset("tiny");
+  c.vocab_size = vocab;
+  return MakeGptLayout(c);
+}
+
+TEST(SlotSizes, SmallVocabularyNeedsThreeBlockSlotsAndTwoSmallOnes) {
+  const GptLayout layout = Layout(256);
+  const BlockSlotBytes b = SlotBytesOf(layout);
+  ASSERT_GT(b.transformer, b.embedding);
+  ASSERT_GT(b.embedding, b.head);
+  // Block backward: P_l, G_l and the embedding's gradient; head backward: two of each small
+  // block; one prefetch slot.
+  EXPECT_EQ(MinimalSlotSizes(layout),
+            (std::vector<uint64_t>{b.transformer, b.transformer, b.transformer, b.embedding,
+                                   b.head}));
+}
+
+TEST(SlotSizes, LargeVocabularyNeedsTwoEmbeddingSlotsNotFive) {
+  const GptLayout layout = Layout(8192);
+  const BlockSlotBytes b = SlotBytesOf(layout);
+  ASSERT_GT(b.embedding, 2 * b.transformer);
+  const std::vector<uint64_t> min = MinimalSlotSizes(layout);
+  EXPECT_EQ(min, (std::vector<uint64_t>{b.embedding, b.embedding, b.transformer, b.transformer,
+                                        b.head}));
+  EXPECT_LT(TotalBytes(min), 3 * b.embedding);  // uniform slots would take 5 embeddings
+}
+
+TEST(SlotSizes, AllResidentHoldsEveryBlockAndTheGradientsBesideThem) {
+  const GptLayout layout = Layout(256);
+  const BlockSlotBytes b = SlotBytesOf(layout);
+  const std::vector<uint64_t> all = AllResidentSlotSizes(layout);
+  EXPECT_EQ(all.size(), size_t(layout.num_blocks() + 2));
+  EXPECT_EQ(all.front(), b.transformer);
+  EXPECT_EQ(all.back(), b.head);
+}
+
+TEST(SlotSizes, CoverBothTakesTheLargerSizeAtEachRank) {
+  EXPECT_EQ(CoverBoth({5, 1}, {3, 3, 2}), (std::vector<uint64_t>{5, 3, 2}));
+  EXPECT_EQ(CoverBoth({}, {4}), (std::vector<uint64_t>{4}));
+  EXPECT_EQ(DescribeSlots({8192, 8192, 4096}), "2 x 8.00 KiB + 1 x 4.00 KiB");
+}
+
+}  // namespace
+}  // namespace strata::scheduler
