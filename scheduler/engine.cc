@@ -21,7 +21,7 @@ using memory::Tier;
 namespace {
 
 // Page indices (of each of grad, m, v, param) the optimizer reads ahead from NVMe.
-constexpr size_t kOptimizerPrefetch = 4;
+constexpr size_t kOptimizerPrefetch = 8;
 
 float* AlignedTake(float*& cursor, int64_t floats) {
   float* p = cursor;
