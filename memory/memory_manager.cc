@@ -406,6 +406,22 @@ struct MemoryManager::Impl {
   // here: with `may_stage` its new NVMe version is staged (the write starts) and its frame is
   // reusable once a commit made that version durable (Note [Grouped write-back]). `peek_clean`:
   // only report a droppable clean copy. Errors come from the write-back or the staging.
+  // Runs `move` on page s with s marked busy and its mutex released (no mutex is held across a
+  // move), then, relocked, wakes whoever waits for the page or for frames: copies of a page that
+  // is no longer busy may be evictable now.
+  Status while_busy(PageState& s, std::unique_lock<std::mutex>& lock,
+                    const std::function<Status()>& move) {
+    s.busy = true;
+    lock.unlock();
+    Status st = move();
+    lock.lock();
+    s.busy = false;
+    s.cv.notify_all();
+    wake(kDev);
+    wake(kHostT);
+    return st;
+  }
+
   Result<Eviction> try_evict(PageId v, int t, bool may_stage, bool peek_clean) {
     Eviction out;
     PageState& s = pages[v];
@@ -420,15 +436,8 @@ struct MemoryManager::Impl {
     if (t == kHostT && s.nvme_staged && (host_staged(s) || !other_copy())) return out;
     if (t == kHostT && !other_copy()) {
       if (opt.nvme == nullptr || !may_stage) return out;
-      s.busy = true;
+      Status st = while_busy(s, lock, [&] { return stage(v); });
       lock.unlock();
-      Status st = stage(v);
-      lock.lock();
-      s.busy = false;
-      s.cv.notify_all();
-      lock.unlock();
-      wake(kDev);  // copies of a page that is no longer busy may be evictable now
-      wake(kHostT);
       if (!st.ok()) return st;
       write_backs.fetch_add(1, std::memory_order_relaxed);
       out.staged = true;
@@ -439,14 +448,7 @@ struct MemoryManager::Impl {
       return out;
     }
     if (!other_copy()) {
-      s.busy = true;
-      lock.unlock();
-      Status st = write_back_to_host(v);
-      lock.lock();
-      s.busy = false;
-      s.cv.notify_all();
-      wake(kDev);
-      wake(kHostT);
+      Status st = while_busy(s, lock, [&] { return write_back_to_host(v); });
       if (!st.ok()) return st;
       if (s.readers > 0 || s.writer || !s.valid[t] || !other_copy()) return out;
     }
