@@ -9,10 +9,11 @@
 #include <functional>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/kernels/matmul.h"
 #include "tools/bench_gemm.h"
 #include "tools/command.h"
-#include "tools/json_number.h"
 
 namespace strata::tools {
 
@@ -74,11 +75,14 @@ void AddBenchGemmCommand(CLI::App& bench, CommandContext& ctx) {
       return;
     }
     const SgemmPeak p = MeasureSgemmPeak(f->size, f->threads, f->reps);
-    std::printf(
-        "{\"bench\":\"gemm\",\"n\":%d,\"threads\":%d,\"gflops\":%s,\"openblas_gflops\":%s,"
-        "\"strata_gflops\":%s}\n",
-        f->size, f->threads, DoubleToJson(p.peak()).c_str(),
-        DoubleToJson(p.openblas_gflops).c_str(), DoubleToJson(p.strata_gflops).c_str());
+    nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
+    out["bench"] = "gemm";
+    out["n"] = f->size;
+    out["threads"] = f->threads;
+    out["gflops"] = p.peak();
+    out["openblas_gflops"] = p.openblas_gflops;
+    out["strata_gflops"] = p.strata_gflops;
+    std::printf("%s\n", out.dump().c_str());
   });
 }
 

@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/nn/gpt_layout.h"
 #include "core/util/log.h"
 #include "core/util/sizes.h"
@@ -45,7 +47,6 @@
 #include "scheduler/slot_sizes.h"
 #include "scheduler/trainer.h"
 #include "tools/command.h"
-#include "tools/json_number.h"
 
 namespace strata::tools {
 namespace {
@@ -168,12 +169,6 @@ double FioReadBytesPerS(const std::string& dir) {
   if (at == std::string::npos) return -1;
   const size_t colon = out.find(':', at);
   return colon == std::string::npos ? -1 : std::strtod(out.c_str() + colon + 1, nullptr);
-}
-
-std::string Join(const std::vector<float>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + FloatToJson(v[i]);
-  return s + "]";
 }
 
 Status RunBenchOffload(const Flags& f) {
@@ -336,58 +331,55 @@ Status RunBenchOffload(const Flags& f) {
   const double compute_s = in_mem.median_step_s;
   const double overlap_ratio = std::max(compute_s, movement_s) / ovr.median_step_s;
 
-  std::string out = "{\"bench\":\"offload\"";
-  auto add = [&](const std::string& k, const std::string& v) { out += ",\"" + k + "\":" + v; };
-  auto num = [](double v) { return DoubleToJson(v); };
-  add("model", "\"" + f.model + "\"");
-  add("batch", std::to_string(f.batch));
-  add("seq", std::to_string(seq));
-  add("threads", std::to_string(f.threads));
-  add("timed_steps", std::to_string(f.steps));
-  add("state_bytes", std::to_string(state_bytes));
-  add("overlap_step_s", num(ovr.median_step_s));
-  add("overlap_compute_only_s", num(compute_s));
-  add("overlap_movement_only_s", num(movement_s));
-  add("overlap_link_model_s", num(link_s));
-  add("overlap_link_gbps", num(link_gbps));
-  add("overlap_link_calibrated", f.sim_link_gbps == 0 ? "true" : "false");
-  add("overlap_gpu_mem", std::to_string(ov.gpu_mem));
-  add("overlap_h2d_bytes_per_step", std::to_string(ovr.moved.h2d));
-  add("overlap_d2h_bytes_per_step", std::to_string(ovr.moved.d2h));
-  add("overlap_nvme_bytes_per_step", std::to_string(ov_nvme));
-  add("overlap_fraction", num(ovr.overlap));
-  add("overlap_ratio", num(overlap_ratio));
-  add("overlap_target", num(1.0 / kOverlapMaxFactor));
-  add("offload_model", "\"" + cost_layout.config.ToString() + "\"");
-  add("offload_batch", std::to_string(off.batch));
-  add("offload_seq", std::to_string(cost_ref.seq));
-  add("offload_state_bytes", std::to_string(cost_state));
-  add("offload_tokens_per_s", num(offr.median_tokens_per_s));
-  add("in_memory_tokens_per_s", num(cost_ref.median_tokens_per_s));
-  add("offload_recompute_layers", std::to_string(offr.recompute_layers));
-  add("offload_gpu_mem", std::to_string(off.gpu_mem));
-  add("offload_host_mem", std::to_string(off.host_mem));
-  add("offload_micro_batch", std::to_string(off.micro_batch));
-  add("offload_budget_raised", budget_raised ? "true" : "false");
-  add("offload_gpu_mem_fraction", num(double(off.gpu_mem) / cost_state));
-  add("offload_host_mem_fraction", num(double(off.host_mem) / cost_state));
-  add("offload_nvme_bytes_per_step",
-      std::to_string(offr.moved.nvme_read + offr.moved.nvme_write));
-  add("offload_cost_ratio", num(offr.median_tokens_per_s / cost_ref.median_tokens_per_s));
-  add("offload_cost_target", num(kCostTarget));
-  add("scale_model", "\"" + sc_layout.config.ToString() + "\"");
-  add("scale_state_bytes", std::to_string(sc_state));
-  add("scale_gpu_mem", std::to_string(sc.gpu_mem));
-  add("scale_host_mem", std::to_string(sc.host_mem));
-  add("scale_losses", Join(losses));
-  add("scale_loss_falling", falling ? "true" : "false");
-  add("scale_step_s", num(nvme_s / scr.steps.size()));
-  add("scale_nvme_bytes_per_step", num(nvme_per_step));
-  add("scale_nvme_bytes_per_s", num(nvme_rate));
-  add("scale_fio_read_bytes_per_s", fio > 0 ? num(fio) : "null");
-  add("scale_nvme_vs_fio_ratio", fio > 0 ? num(nvme_rate / fio) : "null");
-  out += "}\n";
-  std::fputs(out.c_str(), stdout);
+  nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
+  out["bench"] = "offload";
+  out["model"] = f.model;
+  out["batch"] = f.batch;
+  out["seq"] = seq;
+  out["threads"] = f.threads;
+  out["timed_steps"] = f.steps;
+  out["state_bytes"] = state_bytes;
+  out["overlap_step_s"] = ovr.median_step_s;
+  out["overlap_compute_only_s"] = compute_s;
+  out["overlap_movement_only_s"] = movement_s;
+  out["overlap_link_model_s"] = link_s;
+  out["overlap_link_gbps"] = link_gbps;
+  out["overlap_link_calibrated"] = f.sim_link_gbps == 0;
+  out["overlap_gpu_mem"] = ov.gpu_mem;
+  out["overlap_h2d_bytes_per_step"] = ovr.moved.h2d;
+  out["overlap_d2h_bytes_per_step"] = ovr.moved.d2h;
+  out["overlap_nvme_bytes_per_step"] = ov_nvme;
+  out["overlap_fraction"] = ovr.overlap;
+  out["overlap_ratio"] = overlap_ratio;
+  out["overlap_target"] = 1.0 / kOverlapMaxFactor;
+  out["offload_model"] = cost_layout.config.ToString();
+  out["offload_batch"] = off.batch;
+  out["offload_seq"] = cost_ref.seq;
+  out["offload_state_bytes"] = cost_state;
+  out["offload_tokens_per_s"] = offr.median_tokens_per_s;
+  out["in_memory_tokens_per_s"] = cost_ref.median_tokens_per_s;
+  out["offload_recompute_layers"] = offr.recompute_layers;
+  out["offload_gpu_mem"] = off.gpu_mem;
+  out["offload_host_mem"] = off.host_mem;
+  out["offload_micro_batch"] = off.micro_batch;
+  out["offload_budget_raised"] = budget_raised;
+  out["offload_gpu_mem_fraction"] = double(off.gpu_mem) / cost_state;
+  out["offload_host_mem_fraction"] = double(off.host_mem) / cost_state;
+  out["offload_nvme_bytes_per_step"] = offr.moved.nvme_read + offr.moved.nvme_write;
+  out["offload_cost_ratio"] = offr.median_tokens_per_s / cost_ref.median_tokens_per_s;
+  out["offload_cost_target"] = kCostTarget;
+  out["scale_model"] = sc_layout.config.ToString();
+  out["scale_state_bytes"] = sc_state;
+  out["scale_gpu_mem"] = sc.gpu_mem;
+  out["scale_host_mem"] = sc.host_mem;
+  out["scale_losses"] = losses;
+  out["scale_loss_falling"] = falling;
+  out["scale_step_s"] = nvme_s / scr.steps.size();
+  out["scale_nvme_bytes_per_step"] = nvme_per_step;
+  out["scale_nvme_bytes_per_s"] = nvme_rate;
+  out["scale_fio_read_bytes_per_s"] = fio > 0 ? nlohmann::json(fio) : nlohmann::json();
+  out["scale_nvme_vs_fio_ratio"] = fio > 0 ? nlohmann::json(nvme_rate / fio) : nlohmann::json();
+  std::printf("%s\n", out.dump().c_str());
   std::fflush(stdout);
   return Status::Ok();
 }

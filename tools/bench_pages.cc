@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/device/device.h"
 #include "core/util/log.h"
 #include "core/util/sizes.h"
@@ -35,7 +37,6 @@
 #include "storage/page_store.h"
 #include "storage/posix_file.h"
 #include "tools/command.h"
-#include "tools/json_number.h"
 
 namespace strata::tools {
 namespace {
@@ -320,43 +321,40 @@ Status RunBenchPages(const Flags& f) {
                           RunTrace(dir, "lru", memory::EvictionPolicy::kLru, f.trace_blocks));
 
   auto rate = [&](double s) { return double(bytes) / s / 1e9; };
-  std::string out = "{\"bench\":\"pages\"";
-  auto add = [&](const char* key, const std::string& value) {
-    out += std::string(",\"") + key + "\":" + value;
-  };
-  add("page_bytes", std::to_string(page));
-  add("pages", std::to_string(pages));
-  add("reps", std::to_string(f.reps));
-  add("sim_link_gbps", DoubleToJson(f.link_gbps));
-  add("io_backend", "\"" + backend + "\"");
-  add("h2d_ratio", DoubleToJson(h2d_memcpy_s / h2d_s));
-  add("h2d_page_gbytes_per_s", DoubleToJson(rate(h2d_s)));
-  add("h2d_memcpy_gbytes_per_s", DoubleToJson(rate(h2d_memcpy_s)));
-  add("d2h_ratio", DoubleToJson(d2h_memcpy_s / d2h_s));
-  add("d2h_page_gbytes_per_s", DoubleToJson(rate(d2h_s)));
-  add("d2h_memcpy_gbytes_per_s", DoubleToJson(rate(d2h_memcpy_s)));
-  add("nvme_write_ratio", DoubleToJson(raw_w_s / nvme_w_s));
-  add("nvme_write_page_gbytes_per_s", DoubleToJson(rate(nvme_w_s)));
-  add("nvme_write_raw_gbytes_per_s", DoubleToJson(rate(raw_w_s)));
-  add("nvme_write_store_direct_gbytes_per_s", DoubleToJson(rate(store_w_s)));
-  add("nvme_read_store_direct_gbytes_per_s", DoubleToJson(rate(store_r_s)));
-  add("nvme_write_flush_seconds", DoubleToJson(nvme_w_flush_s));
-  add("nvme_write_total_seconds", DoubleToJson(nvme_w_s));
-  add("nvme_read_ratio", DoubleToJson(raw_r_s / nvme_r_s));
-  add("nvme_read_page_gbytes_per_s", DoubleToJson(rate(nvme_r_s)));
-  add("nvme_read_raw_gbytes_per_s", DoubleToJson(rate(raw_r_s)));
-  add("belady_vs_lru_ratio", DoubleToJson(lru == 0 ? 1.0 : double(belady) / double(lru)));
-  add("belady_moved_bytes", std::to_string(belady));
-  add("lru_moved_bytes", std::to_string(lru));
-  add("acquire_hit_ns", DoubleToJson(hit_ns));
+  nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
+  out["bench"] = "pages";
+  out["page_bytes"] = page;
+  out["pages"] = pages;
+  out["reps"] = f.reps;
+  out["sim_link_gbps"] = f.link_gbps;
+  out["io_backend"] = backend;
+  out["h2d_ratio"] = h2d_memcpy_s / h2d_s;
+  out["h2d_page_gbytes_per_s"] = rate(h2d_s);
+  out["h2d_memcpy_gbytes_per_s"] = rate(h2d_memcpy_s);
+  out["d2h_ratio"] = d2h_memcpy_s / d2h_s;
+  out["d2h_page_gbytes_per_s"] = rate(d2h_s);
+  out["d2h_memcpy_gbytes_per_s"] = rate(d2h_memcpy_s);
+  out["nvme_write_ratio"] = raw_w_s / nvme_w_s;
+  out["nvme_write_page_gbytes_per_s"] = rate(nvme_w_s);
+  out["nvme_write_raw_gbytes_per_s"] = rate(raw_w_s);
+  out["nvme_write_store_direct_gbytes_per_s"] = rate(store_w_s);
+  out["nvme_read_store_direct_gbytes_per_s"] = rate(store_r_s);
+  out["nvme_write_flush_seconds"] = nvme_w_flush_s;
+  out["nvme_write_total_seconds"] = nvme_w_s;
+  out["nvme_read_ratio"] = raw_r_s / nvme_r_s;
+  out["nvme_read_page_gbytes_per_s"] = rate(nvme_r_s);
+  out["nvme_read_raw_gbytes_per_s"] = rate(raw_r_s);
+  out["belady_vs_lru_ratio"] = lru == 0 ? 1.0 : double(belady) / double(lru);
+  out["belady_moved_bytes"] = belady;
+  out["lru_moved_bytes"] = lru;
+  out["acquire_hit_ns"] = hit_ns;
   const storage::IoEngineStats io = store->engine().stats();
-  add("store_io_requests", std::to_string(io.requests));
-  add("store_io_fixed_buffer_requests", std::to_string(io.fixed_buffer_requests));
-  add("trace_blocks", std::to_string(f.trace_blocks));
-  add("device_peak_bytes", std::to_string(stats.tiers[0].peak_bytes));
-  add("host_peak_bytes", std::to_string(stats.tiers[1].peak_bytes));
-  out += "}";
-  std::printf("%s\n", out.c_str());
+  out["store_io_requests"] = io.requests;
+  out["store_io_fixed_buffer_requests"] = io.fixed_buffer_requests;
+  out["trace_blocks"] = f.trace_blocks;
+  out["device_peak_bytes"] = stats.tiers[0].peak_bytes;
+  out["host_peak_bytes"] = stats.tiers[1].peak_bytes;
+  std::printf("%s\n", out.dump().c_str());
   std::fflush(stdout);
   return Status::Ok();
 }

@@ -9,10 +9,11 @@
 #include <cstdio>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "scheduler/trainer.h"
 #include "tools/bench_gemm.h"
 #include "tools/command.h"
-#include "tools/json_number.h"
 
 namespace strata::tools {
 
@@ -63,14 +64,20 @@ void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
     const int T = (*trainer)->seq();
     const double gflops = median * FlopsPerToken(c, T) / 1e9;
     const double peak = MeasureSgemmPeak(2048, o.threads, 3).peak();
-    std::printf(
-        "{\"bench\":\"step\",\"model\":\"%s\",\"params\":%lld,\"batch\":%d,\"seq\":%d,"
-        "\"threads\":%d,\"steps\":%ld,\"tokens_per_s\":%s,\"flops_per_token\":%s,"
-        "\"gflops\":%s,\"gemm_peak_gflops\":%s,\"gemm_fraction\":%s}\n",
-        o.model.preset.c_str(), static_cast<long long>(c.num_params()), o.batch, T, o.threads,
-        f->o.steps, DoubleToJson(median).c_str(), DoubleToJson(FlopsPerToken(c, T)).c_str(),
-        DoubleToJson(gflops).c_str(), DoubleToJson(peak).c_str(),
-        DoubleToJson(gflops / peak).c_str());
+    nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
+    out["bench"] = "step";
+    out["model"] = o.model.preset;
+    out["params"] = c.num_params();
+    out["batch"] = o.batch;
+    out["seq"] = T;
+    out["threads"] = o.threads;
+    out["steps"] = f->o.steps;
+    out["tokens_per_s"] = median;
+    out["flops_per_token"] = FlopsPerToken(c, T);
+    out["gflops"] = gflops;
+    out["gemm_peak_gflops"] = peak;
+    out["gemm_fraction"] = gflops / peak;
+    std::printf("%s\n", out.dump().c_str());
   });
 }
 

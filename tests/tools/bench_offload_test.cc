@@ -14,7 +14,9 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
   const std::string dir = scratch.path();
   RunResult r = RunStrata({"bench", "offload", "--json", "--nvme-dir", dir + "/nvme", "--model",
                            "small", "--batch", "2", "--seq", "16", "--steps", "1",
-                           "--warmup-steps", "1", "--threads", "1", "--scale-layers", "96",
+                           "--warmup-steps", "1", "--threads", "1", "--cost-layers", "2",
+                           "--cost-embd", "64", "--cost-heads", "2", "--cost-batch", "2",
+                           "--cost-seq", "16", "--scale-layers", "96",
                            "--scale-embd", "32", "--scale-heads", "2", "--scale-batch", "1",
                            "--scale-seq", "16", "--scale-steps", "2", "--page-size", "64K",
                            "--no-fio"},
@@ -26,6 +28,7 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
        {"\"overlap_step_s\":", "\"overlap_compute_only_s\":", "\"overlap_movement_only_s\":",
         "\"overlap_ratio\":", "\"overlap_target\":", "\"offload_tokens_per_s\":",
         "\"in_memory_tokens_per_s\":", "\"offload_cost_ratio\":", "\"offload_cost_target\":",
+        "\"offload_model\":", "\"offload_recompute_layers\":",
         "\"scale_state_bytes\":", "\"scale_gpu_mem\":", "\"scale_host_mem\":",
         "\"scale_losses\":[", "\"scale_nvme_bytes_per_step\":", "\"scale_nvme_bytes_per_s\":",
         "\"scale_nvme_vs_fio_ratio\":null"}) {
