@@ -1,5 +1,6 @@
 // The `cuda` backend of Device (device.h). Compiled by nvcc as C++17 (CMake 3.25 has no CUDA20
-// dialect), so it includes only C++17-clean headers: device.h, status.h, sizes.h.
+// dialect), so it includes only C++17-clean headers: device.h, device_accounting.h, status.h,
+// sizes.h.
 //
 // Memory: each alloc is one cudaMalloc, accounted against the --gpu-mem budget before CUDA is
 // asked (the budget is hard even when the GPU has more). cudaMalloc guarantees only 256-byte
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "core/device/device.h"
+#include "core/device/device_accounting.h"
 #include "core/util/sizes.h"
 
 namespace strata {
@@ -178,8 +180,9 @@ class CudaStream final : public Stream {
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int ordinal, uint64_t capacity_bytes)
-      : ordinal_(ordinal), capacity_bytes_(capacity_bytes) {}
+  CudaDevice(int ordinal, uint64_t capacity_bytes) : ordinal_(ordinal) {
+    arena_.capacity = capacity_bytes;
+  }
 
   ~CudaDevice() override {
     {
@@ -200,13 +203,11 @@ class CudaDevice final : public Device {
     const uint64_t rounded =
         bytes > UINT64_MAX - (kDeviceAlignment - 1) ? UINT64_MAX : RoundUp(bytes);
     std::unique_lock<std::shared_mutex> lock(mu_);
-    if (rounded > capacity_bytes_ - current_bytes_) {
+    if (!arena_.fits(rounded)) {
       return Status::ResourceExhausted(
           name() + ": cannot allocate " + FormatBytes(bytes) + " (" + std::to_string(bytes) +
-          " bytes): " + FormatBytes(current_bytes_) + " (" + std::to_string(current_bytes_) +
-          " bytes) in use of the " + FormatBytes(capacity_bytes_) + " (" +
-          std::to_string(capacity_bytes_) +
-          " bytes) budget; raise --gpu-mem, or lower what must be resident at once (smaller "
+          " bytes): " + arena_.in_use() +
+          " budget; raise --gpu-mem, or lower what must be resident at once (smaller "
           "--micro-batch or page size)");
     }
     cudaSetDevice(ordinal_);
@@ -221,14 +222,12 @@ class CudaDevice final : public Device {
     if (err != cudaSuccess) {
       cudaGetLastError();  // clear the (non-sticky) allocation error
       return CudaStatus(err, name() + ": cudaMalloc of " + FormatBytes(rounded) + " with " +
-                                 FormatBytes(current_bytes_) +
+                                 FormatBytes(arena_.current) +
                                  " of the budget in use; the GPU has less free memory than "
                                  "--gpu-mem (other processes?); lower --gpu-mem");
     }
     live_.emplace(reinterpret_cast<uintptr_t>(aligned), Block{base, rounded, bytes});
-    current_bytes_ += rounded;
-    peak_bytes_ = std::max(peak_bytes_, current_bytes_);
-    ++alloc_count_;
+    arena_.on_alloc(rounded);
     return aligned;
   }
 
@@ -241,24 +240,17 @@ class CudaDevice final : public Device {
                                        "pointer from elsewhere)";
     cudaSetDevice(ordinal_);
     cudaFree(it->second.base);  // fails only on a dead context, which synchronize reports
-    current_bytes_ -= it->second.rounded_bytes;
-    ++free_count_;
+    arena_.on_free(it->second.rounded_bytes);
     live_.erase(it);
   }
 
   DeviceStats stats() const override {
     DeviceStats s;
-    s.capacity_bytes = capacity_bytes_;
     {
       std::shared_lock<std::shared_mutex> lock(mu_);
-      s.current_bytes = current_bytes_;
-      s.peak_bytes = peak_bytes_;
-      s.alloc_count = alloc_count_;
-      s.free_count = free_count_;
+      arena_.fill(s);
     }
-    s.h2d_bytes = h2d_bytes_.load(std::memory_order_relaxed);
-    s.d2h_bytes = d2h_bytes_.load(std::memory_order_relaxed);
-    s.d2d_bytes = d2d_bytes_.load(std::memory_order_relaxed);
+    copies_.fill(s);
     return s;
   }
 
@@ -326,10 +318,7 @@ class CudaDevice final : public Device {
       cuda_stream->error().set(status);
       return status;
     }
-    std::atomic<uint64_t>& counter = kind == CopyKind::kHostToDevice   ? h2d_bytes_
-                                     : kind == CopyKind::kDeviceToHost ? d2h_bytes_
-                                                                       : d2d_bytes_;
-    counter.fetch_add(bytes, std::memory_order_relaxed);
+    copies_.of(kind).fetch_add(bytes, std::memory_order_relaxed);
     return Status::Ok();
   }
 
@@ -376,18 +365,11 @@ class CudaDevice final : public Device {
   };
 
   const int ordinal_;
-  const uint64_t capacity_bytes_;
 
   mutable std::shared_mutex mu_;
   std::map<uintptr_t, Block> live_;  // aligned address -> block
-  uint64_t current_bytes_ = 0;
-  uint64_t peak_bytes_ = 0;
-  uint64_t alloc_count_ = 0;
-  uint64_t free_count_ = 0;
-
-  std::atomic<uint64_t> h2d_bytes_{0};
-  std::atomic<uint64_t> d2h_bytes_{0};
-  std::atomic<uint64_t> d2d_bytes_{0};
+  ArenaCounters arena_;  // guarded by mu_
+  CopyCounters copies_;
 
   std::mutex streams_mu_;
   std::vector<std::shared_ptr<ErrorSlot>> streams_;

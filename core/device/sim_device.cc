@@ -317,6 +317,7 @@ SimDevice::SimDevice(char* base, uint64_t arena_bytes, const SimDeviceOptions& o
       arena_bytes_(arena_bytes),
       options_(options),
       touched_end_(reinterpret_cast<uintptr_t>(base)) {
+  arena_.capacity = options_.capacity_bytes;
   free_blocks_.emplace(reinterpret_cast<uintptr_t>(base_), arena_bytes_);
   if (options_.link_gbps > 0) {
     h2d_link_ = std::make_unique<sim_internal::Link>(options_.link_gbps);
@@ -341,10 +342,7 @@ SimDevice::~SimDevice() {
 Status SimDevice::exhausted_locked(size_t requested, uint64_t rounded, bool fragmented) const {
   std::string msg = "sim device: cannot allocate " + FormatBytes(requested) + " (" +
                     std::to_string(requested) + " bytes, " + std::to_string(rounded) +
-                    " after 4 KiB alignment): " + FormatBytes(current_bytes_) + " (" +
-                    std::to_string(current_bytes_) + " bytes) in use of the " +
-                    FormatBytes(options_.capacity_bytes) + " (" +
-                    std::to_string(options_.capacity_bytes) + " bytes) capacity";
+                    " after 4 KiB alignment): " + arena_.in_use() + " capacity";
   if (fragmented) {
     uint64_t largest = 0;
     for (const auto& [start, bytes] : free_blocks_) largest = std::max(largest, bytes);
@@ -362,7 +360,7 @@ Result<void*> SimDevice::alloc(size_t bytes) {
   const uint64_t rounded =
       bytes > UINT64_MAX - (kDeviceAlignment - 1) ? UINT64_MAX : RoundUp(bytes);
   std::unique_lock<std::shared_mutex> lock(mu_);
-  if (rounded > options_.capacity_bytes - current_bytes_) {
+  if (!arena_.fits(rounded)) {
     return exhausted_locked(bytes, rounded, /*fragmented=*/false);
   }
   auto it = std::find_if(free_blocks_.begin(), free_blocks_.end(),
@@ -374,9 +372,7 @@ Result<void*> SimDevice::alloc(size_t bytes) {
   free_blocks_.erase(it);
   if (left > 0) free_blocks_.emplace(start + rounded, left);
   live_.emplace(start, Block{rounded, bytes});
-  current_bytes_ += rounded;
-  peak_bytes_ = std::max(peak_bytes_, current_bytes_);
-  ++alloc_count_;
+  arena_.on_alloc(rounded);
   touched_end_ = std::max(touched_end_, start + rounded);
 
   char* p = reinterpret_cast<char*>(start);
@@ -395,8 +391,7 @@ void SimDevice::free(void* ptr) {
   uintptr_t start = it->first;
   uint64_t bytes = it->second.rounded_bytes;
   live_.erase(it);
-  current_bytes_ -= bytes;
-  ++free_count_;
+  arena_.on_free(bytes);
   STRATA_SIM_POISON(reinterpret_cast<char*>(start), bytes);
 
   // Coalesce with the following and the preceding free block.
@@ -417,17 +412,11 @@ void SimDevice::free(void* ptr) {
 
 DeviceStats SimDevice::stats() const {
   DeviceStats s;
-  s.capacity_bytes = options_.capacity_bytes;
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
-    s.current_bytes = current_bytes_;
-    s.peak_bytes = peak_bytes_;
-    s.alloc_count = alloc_count_;
-    s.free_count = free_count_;
+    arena_.fill(s);
   }
-  s.h2d_bytes = h2d_bytes_.load(std::memory_order_relaxed);
-  s.d2h_bytes = d2h_bytes_.load(std::memory_order_relaxed);
-  s.d2d_bytes = d2d_bytes_.load(std::memory_order_relaxed);
+  copies_.fill(s);
   return s;
 }
 
@@ -509,9 +498,7 @@ Status SimDevice::copy_async(void* dst, const void* src, size_t bytes, CopyKind 
   sim_internal::Link* link = kind == CopyKind::kHostToDevice   ? h2d_link_.get()
                              : kind == CopyKind::kDeviceToHost ? d2h_link_.get()
                                                                : nullptr;
-  std::atomic<uint64_t>* counter = kind == CopyKind::kHostToDevice   ? &h2d_bytes_
-                                   : kind == CopyKind::kDeviceToHost ? &d2h_bytes_
-                                                                     : &d2d_bytes_;
+  std::atomic<uint64_t>* counter = &copies_.of(kind);
   Op op;
   op.run = [dst, src, bytes, link, counter](Clock::time_point ready, Clock::time_point& done) {
     std::memmove(dst, src, bytes);  // D2D within the arena may overlap

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "core/device/device.h"
+#include "core/device/device_accounting.h"
 
 namespace strata {
 
@@ -120,15 +121,9 @@ class SimDevice final : public Device {
   mutable std::shared_mutex mu_;
   std::map<uintptr_t, uint64_t> free_blocks_;  // start address -> bytes, disjoint, coalesced
   std::map<uintptr_t, Block> live_;            // start address -> block
-  uint64_t current_bytes_ = 0;
-  uint64_t peak_bytes_ = 0;
-  uint64_t alloc_count_ = 0;
-  uint64_t free_count_ = 0;
+  ArenaCounters arena_;     // guarded by mu_
   uintptr_t touched_end_;  // end of the highest block ever allocated (ASan poisoning extent)
-
-  std::atomic<uint64_t> h2d_bytes_{0};
-  std::atomic<uint64_t> d2h_bytes_{0};
-  std::atomic<uint64_t> d2d_bytes_{0};
+  CopyCounters copies_;
 
   // nullptr when link_gbps == 0 (copies run at memcpy speed).
   std::unique_ptr<sim_internal::Link> h2d_link_;
