@@ -467,7 +467,8 @@ void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
   });
 }
 
-void Engine::SubmitUpdate(int block, long step, float lr, float coef, bool discard_grads) {
+void Engine::SubmitUpdate(const UpdateJob& job) {
+  const int block = job.block;
   auto promise = std::make_shared<std::promise<Status>>();
   std::shared_future<Status> done = promise->get_future().share();
   jobs_.push_back(done);
@@ -479,10 +480,9 @@ void Engine::SubmitUpdate(int block, long step, float lr, float coef, bool disca
     update_done_[block].clear();
     for (auto& p : *page_promises) update_done_[block].push_back(p.get_future().share());
   }
-  optimizer_->submit([this, promise, page_promises, grads = grad_ready_[block], block, step, lr,
-                      coef, discard_grads] {
+  optimizer_->submit([this, promise, page_promises, grads = grad_ready_[block], job] {
     size_t pages_done = 0;
-    Status st = UpdateBlock(block, step, lr, coef, grads, discard_grads, [&](size_t k) {
+    Status st = UpdateBlock(job, grads, [&](size_t k) {
       (*page_promises)[k].set_value(Status::Ok());
       pages_done = k + 1;
     });
@@ -522,15 +522,15 @@ Status Engine::PublishBlock(int block) {
   return Status::Ok();
 }
 
-Status Engine::UpdateBlock(int block, long step, float lr, float coef,
-                           const std::vector<std::shared_ptr<Event>>& grads, bool discard_grads,
+Status Engine::UpdateBlock(const UpdateJob& job, const std::vector<std::shared_ptr<Event>>& grads,
                            const std::function<void(size_t)>& page_done) {
+  const int block = job.block;
   kernels::AdamWParams hp;
-  hp.lr = lr;
+  hp.lr = job.lr;
   hp.beta1 = o_.beta1;
   hp.beta2 = o_.beta2;
   hp.eps = o_.eps;
-  hp.step = step + 1;
+  hp.step = job.step + 1;
   const BlockSpec& spec = layout_.blocks[block];
   // With --delayed-update AdamW works on the master copy (Note [Delayed update]).
   const auto& pp = sp_.pages(block, o_.delayed_update ? Role::kMaster : Role::kParam);
@@ -541,10 +541,21 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef,
   memory::AcquireOptions ao;
   ao.holder = "adamw block " + std::to_string(block);
   // NVMe reads run kOptimizerPrefetch page indices ahead of the update, so that the disk queue
-  // stays full while AdamW works (one ahead left the update waiting on every read).
+  // stays full while AdamW works (one ahead left the update waiting on every read); near the
+  // end of the block they run into the next block's first pages, so the queue does not drain
+  // between blocks.
   auto prefetch = [&](size_t k) {
-    if (nvme && k < pp.size()) {
-      for (PageId p : {gp[k], mp[k], vp[k], pp[k]}) mm_.prefetch(p, Tier::kHost);
+    if (!nvme) return;
+    int b = block;
+    if (k >= pp.size()) {
+      if (job.next_block < 0) return;
+      k -= pp.size();
+      b = job.next_block;
+    }
+    const Role param_role = o_.delayed_update ? Role::kMaster : Role::kParam;
+    if (k >= sp_.pages(b, param_role).size()) return;
+    for (Role r : {Role::kGrad, Role::kAdamM, Role::kAdamV, param_role}) {
+      mm_.prefetch(sp_.pages(b, r)[k], Tier::kHost);
     }
   };
   for (size_t k = 1; k < kOptimizerPrefetch; ++k) prefetch(k);
@@ -564,7 +575,7 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef,
     const int64_t t1 = timeline_.now_ns();
     timeline_.add(Slice{Queue::kOptimizerIo,
                         "adamw pages b" + std::to_string(block) + " p" + std::to_string(k), t0, t1,
-                        4 * sp_.page_bytes(), step});
+                        4 * sp_.page_bytes(), job.step});
     uint64_t bytes = 0;
     optimizer_arena_->execute([&] {
       for (const Piece& piece : sp_.pieces(block, Role::kParam, k)) {
@@ -572,19 +583,19 @@ Status Engine::UpdateBlock(int block, long step, float lr, float coef,
         auto at = [&](const PageRef& r) {
           return reinterpret_cast<float*>(static_cast<char*>(r.data()) + piece.page_offset);
         };
-        kernels::adamw_update(at(p), at(g), at(m), at(v), long(piece.bytes / 4), hp, coef);
+        kernels::adamw_update(at(p), at(g), at(m), at(v), long(piece.bytes / 4), hp, job.coef);
         bytes += piece.bytes;
       }
     });
     timeline_.add(Slice{Queue::kOptimizer,
                         "adamw b" + std::to_string(block) + " p" + std::to_string(k), t1,
-                        timeline_.now_ns(), bytes, step});
+                        timeline_.now_ns(), bytes, job.step});
     p.release();
     m.release();
     v.release();
     g.release();
     // The gradient is dead until the next backward overwrites it: never write it back.
-    if (discard_grads) STRATA_RETURN_IF_ERROR(mm_.discard(gp[k]));
+    if (job.discard_grads) STRATA_RETURN_IF_ERROR(mm_.discard(gp[k]));
     STRATA_RETURN_IF_ERROR(Repin(pp[k]));
     STRATA_RETURN_IF_ERROR(Repin(mp[k]));
     STRATA_RETURN_IF_ERROR(Repin(vp[k]));
@@ -627,7 +638,10 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
       }
     }
     if (!program_.wait_for_norm) {
-      for (int b : op.updates) SubmitUpdate(b, step, lr, 1.0f, /*discard_grads=*/!on_grads);
+      for (int b : op.updates) {
+        SubmitUpdate({.block = b, .step = step, .lr = lr, .coef = 1.0f,
+                      .discard_grads = !on_grads});
+      }
     }
   }
   STRATA_RETURN_IF_ERROR(compute_->synchronize().WithContext("compute stream"));
@@ -650,8 +664,10 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
     STRATA_RETURN_IF_ERROR(on_grads());
   }
   if (program_.wait_for_norm) {
-    for (int b : program_.ops.back().updates) {
-      SubmitUpdate(b, step, lr, coef, /*discard_grads=*/true);
+    const std::vector<int>& order = program_.ops.back().updates;
+    for (size_t i = 0; i < order.size(); ++i) {
+      SubmitUpdate({.block = order[i], .step = step, .lr = lr, .coef = coef,
+                    .next_block = i + 1 < order.size() ? order[i + 1] : -1});
     }
   }
   return Status::Ok();

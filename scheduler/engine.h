@@ -143,13 +143,18 @@ class Engine {
   int ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const;
   Status LoadSlot(int slot, int block, memory::Role role, long step);
   Status CopyGradDown(int slot, int block, const std::shared_ptr<Event>& after, long step);
-  // discard_grads: drop the gradient pages once read (not when on_grads still reads them).
-  void SubmitUpdate(int block, long step, float lr, float coef, bool discard_grads);
+  struct UpdateJob {
+    int block = 0;
+    long step = 0;
+    float lr = 0, coef = 1;
+    bool discard_grads = true;  // drop the gradient pages once read (not when on_grads reads them)
+    int next_block = -1;        // the block updated next, whose first pages are read ahead
+  };
+  void SubmitUpdate(const UpdateJob& job);
   void SubmitPublish(int block);
   Status PublishBlock(int block);
   // Updates the block page by page; page_done(k) runs once page k's parameters are written.
-  Status UpdateBlock(int block, long step, float lr, float coef,
-                     const std::vector<std::shared_ptr<Event>>& grads, bool discard_grads,
+  Status UpdateBlock(const UpdateJob& job, const std::vector<std::shared_ptr<Event>>& grads,
                      const std::function<void(size_t)>& page_done);
   std::shared_ptr<Event> Record(Stream& stream);
   void Mark(Stream& stream, Queue queue, std::string name, uint64_t bytes, long step,
