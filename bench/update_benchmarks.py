@@ -179,9 +179,10 @@ BENCHES = {
     "offload": {
         "title": "Offload: overlap, cost and scale (issue: unified scheduler)",
         "measures": "Three measurements of `strata bench offload` (tools/bench_offload.cc), "
-                    "2 threads: (1) the paged step with params and moments on the host, half "
-                    "the blocks' slots (at least 5) on the device and the sim link throttled so "
-                    "that a step's h2d bytes take the compute-only time, vs max(compute-only = "
+                    "2 threads: (1) the paged step with params and moments on the host, a "
+                    "device budget of the activations plus half the blocks (at least 5) in "
+                    "largest-block bytes, and the sim link throttled so that a step's h2d bytes "
+                    "take the compute-only time, vs max(compute-only = "
                     "the in-memory trainer's step, movement-only = the same paged run with "
                     "--movement-only: every move and host update, no kernels); (2) tokens/s "
                     "with 25% device and 50% host budgets (rest on NVMe) vs all in memory, same "
