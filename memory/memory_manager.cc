@@ -369,6 +369,24 @@ struct MemoryManager::Impl {
                                     " NVMe page versions");
   }
 
+  // Gives p a host copy: takes a host frame, `fill`s it (a D2H copy, an NVMe read) and makes it
+  // p's valid host copy; on failure the frame goes back to the pool. Expects p busy (owned by
+  // the caller). Returns the frame.
+  Result<void*> fill_host_copy(PageId p, const std::function<Status(void*)>& fill) {
+    PageState& s = pages[p];
+    STRATA_ASSIGN_OR_RETURN(void* hf, get_frame(kHostT, p, /*may_wait=*/true, 0));
+    Status st = fill(hf);
+    if (!st.ok()) {
+      put_frame(kHostT, hf);
+      return st;
+    }
+    std::lock_guard lock(s.mu);
+    s.frame[kHostT] = hf;
+    s.valid[kHostT] = true;
+    add_resident(kHostT, p);
+    return hf;
+  }
+
   // Writes the only copy of p on the device to a host frame (D2H). Expects p busy (owned by
   // the caller). Host copies go to NVMe by staging instead (try_evict).
   Status write_back_to_host(PageId p) {
@@ -378,18 +396,9 @@ struct MemoryManager::Impl {
       std::lock_guard lock(s.mu);
       dev_frame = s.frame[kDev];
     }
-    STRATA_ASSIGN_OR_RETURN(void* hf, get_frame(kHostT, p, /*may_wait=*/true, 0));
-    Status st = copy(hf, dev_frame, CopyKind::kDeviceToHost);
-    if (!st.ok()) {
-      put_frame(kHostT, hf);
-      return st;
-    }
-    {
-      std::lock_guard lock(s.mu);
-      s.frame[kHostT] = hf;
-      s.valid[kHostT] = true;
-      add_resident(kHostT, p);
-    }
+    STRATA_RETURN_IF_ERROR(fill_host_copy(p, [&](void* hf) {
+                             return copy(hf, dev_frame, CopyKind::kDeviceToHost);
+                           }).status());
     write_backs.fetch_add(1);
     return Status::Ok();
   }
@@ -668,18 +677,8 @@ struct MemoryManager::Impl {
     if (src_host != nullptr) return copy(frame, src_host, CopyKind::kHostToDevice);
     if (!nvme_valid) return copy(frame, zero_page.data(), CopyKind::kHostToDevice);
     // NVMe -> device stages through a host frame, which stays as a clean host copy.
-    STRATA_ASSIGN_OR_RETURN(void* hf, get_frame(kHostT, p, /*may_wait=*/true, 0));
-    Status st = nvme_read(p, hf);
-    if (!st.ok()) {
-      put_frame(kHostT, hf);
-      return st;
-    }
-    {
-      std::lock_guard lock(s.mu);
-      s.frame[kHostT] = hf;
-      s.valid[kHostT] = true;
-      add_resident(kHostT, p);
-    }
+    STRATA_ASSIGN_OR_RETURN(void* hf,
+                            fill_host_copy(p, [&](void* f) { return nvme_read(p, f); }));
     return copy(frame, hf, CopyKind::kHostToDevice);
   }
 
@@ -1090,19 +1089,9 @@ Status MemoryManager::flush(std::span<const PageId> pages) {
     lock.unlock();
     Status st;
     if (need_host) {
-      Result<void*> hf = m.get_frame(kHostT, p, /*may_wait=*/true, 0);
-      st = hf.status();
-      if (st.ok()) {
-        st = m.copy(*hf, dev_frame, CopyKind::kDeviceToHost);
-        if (st.ok()) {
-          std::lock_guard relock(s.mu);
-          s.frame[kHostT] = *hf;
-          s.valid[kHostT] = true;
-          m.add_resident(kHostT, p);
-        } else {
-          m.put_frame(kHostT, *hf);
-        }
-      }
+      st = m.fill_host_copy(p, [&](void* hf) {
+              return m.copy(hf, dev_frame, CopyKind::kDeviceToHost);
+            }).status();
     }
     if (st.ok()) st = m.stage(p);
     lock.lock();
