@@ -46,6 +46,7 @@
 #include "scheduler/memory_plan.h"
 #include "scheduler/slot_sizes.h"
 #include "scheduler/trainer.h"
+#include "tools/bench_dir.h"
 #include "tools/command.h"
 
 namespace strata::tools {
@@ -85,6 +86,19 @@ struct RunSummary {
   int seq = 0;
 };
 
+// Makes `o` a paged run with these budgets, the rest of its state on NVMe in `nvme`, and
+// --recompute auto.
+void PageUnderBudgets(TrainOptions& o, uint64_t page, uint64_t gpu_mem, uint64_t host_mem,
+                      const BenchDir& nvme) {
+  o.engine = "paged";
+  o.paging_flag_given = true;
+  o.page_bytes = page;
+  o.gpu_mem = gpu_mem;
+  o.host_mem = host_mem;
+  o.recompute = "auto";
+  o.nvme_dirs = {nvme.path()};
+}
+
 uint64_t RoundUp4K(uint64_t v) { return (v + 4095) / 4096 * 4096; }
 uint64_t RoundDownPage(uint64_t v, uint64_t page) { return v / page * page; }
 
@@ -119,31 +133,6 @@ Result<RunSummary> RunTrainer(const TrainOptions& o, int warmup, const char* wha
   return r;
 }
 
-// A fresh empty directory under `parent` for one paged run; removed by the destructor.
-class ScratchDir {
- public:
-  static Result<std::unique_ptr<ScratchDir>> Make(const std::string& parent,
-                                                  const std::string& tag) {
-    std::error_code ec;
-    std::filesystem::create_directories(parent, ec);
-    const std::string path =
-        parent + "/strata-bench-offload-" + std::to_string(getpid()) + "-" + tag;
-    std::filesystem::remove_all(path, ec);
-    if (!std::filesystem::create_directory(path, ec) || ec) {
-      return Status::IoError("--nvme-dir: cannot create " + path + ": " + ec.message());
-    }
-    return std::unique_ptr<ScratchDir>(new ScratchDir(path));
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
 
 // fio's sequential 1 MiB O_DIRECT read rate (bytes/s) on `dir`; < 0 when fio is unavailable.
 double FioReadBytesPerS(const std::string& dir) {
@@ -247,14 +236,8 @@ Status RunBenchOffload(const Flags& f) {
   const uint64_t cost_state = uint64_t(cost_layout.total_numel) * 4 * 4;
   const uint64_t cost_slots = scheduler::TotalBytes(scheduler::MinimalSlotSizes(cost_layout));
   TrainOptions off = cost_mem;
-  off.engine = "paged";
-  off.paging_flag_given = true;
-  off.page_bytes = page;
-  off.gpu_mem = cost_state / 4;
-  off.host_mem = RoundDownPage(cost_state / 2, page);
-  off.recompute = "auto";
-  STRATA_ASSIGN_OR_RETURN(auto off_dir, ScratchDir::Make(nvme_parent, "cost"));
-  off.nvme_dirs = {off_dir->path()};
+  STRATA_ASSIGN_OR_RETURN(auto off_dir, BenchDir::Create(nvme_parent, "cost", "--nvme-dir"));
+  PageUnderBudgets(off, page, cost_state / 4, RoundDownPage(cost_state / 2, page), *off_dir);
   // The largest micro-batch whose minimal working set (recompute) fits; when none does, the
   // budget is raised to micro-batch 1's minimum and offload_budget_raised says so.
   bool budget_raised = true;
@@ -297,15 +280,9 @@ Status RunBenchOffload(const Flags& f) {
   STRATA_RETURN_IF_ERROR(sc_config.Validate());
   const GptLayout sc_layout = MakeGptLayout(sc_config);
   const uint64_t sc_state = uint64_t(sc_layout.total_numel) * 4 * 4;
-  sc.engine = "paged";
-  sc.paging_flag_given = true;
-  sc.page_bytes = page;
-  sc.gpu_mem = sc_state / 16;
-  sc.host_mem = RoundDownPage(sc_state / 4, page);
-  sc.recompute = "auto";
+  STRATA_ASSIGN_OR_RETURN(auto sc_dir, BenchDir::Create(nvme_parent, "scale", "--nvme-dir"));
+  PageUnderBudgets(sc, page, sc_state / 16, RoundDownPage(sc_state / 4, page), *sc_dir);
   sc.micro_batch = 1;
-  STRATA_ASSIGN_OR_RETURN(auto sc_dir, ScratchDir::Make(nvme_parent, "scale"));
-  sc.nvme_dirs = {sc_dir->path()};
   STRATA_ASSIGN_OR_RETURN(RunSummary scr, RunTrainer(sc, 0, "scale"));
   sc_dir.reset();
   std::vector<float> losses;
@@ -322,7 +299,7 @@ Status RunBenchOffload(const Flags& f) {
   const double nvme_rate = nvme_s > 0 ? nvme_bytes / nvme_s : 0;
   double fio = -1;
   if (f.fio) {
-    STRATA_ASSIGN_OR_RETURN(auto fio_dir, ScratchDir::Make(nvme_parent, "fio"));
+    STRATA_ASSIGN_OR_RETURN(auto fio_dir, BenchDir::Create(nvme_parent, "fio", "--nvme-dir"));
     fio = FioReadBytesPerS(fio_dir->path());
   }
 

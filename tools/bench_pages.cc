@@ -36,6 +36,7 @@
 #include "storage/io_engine.h"
 #include "storage/page_store.h"
 #include "storage/posix_file.h"
+#include "tools/bench_dir.h"
 #include "tools/command.h"
 
 namespace strata::tools {
@@ -82,34 +83,6 @@ struct Flags {
   double link_gbps = 0.0;
   int trace_blocks = 8;
   bool json = true;
-};
-
-// A scratch directory under `parent`, removed on destruction.
-class BenchDir {
- public:
-  static Result<BenchDir> Create(const std::string& parent) {
-    STRATA_RETURN_IF_ERROR(storage::CheckWritableDir(parent, "--dir"));
-    std::string tmpl = parent + "/strata-bench-pages-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp " + tmpl);
-    BenchDir d;
-    d.path_ = tmpl;
-    return d;
-  }
-  BenchDir() = default;
-  BenchDir(BenchDir&& o) noexcept : path_(std::exchange(o.path_, "")) {}
-  ~BenchDir() {
-    if (path_.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string sub(const std::string& name) const {
-    std::filesystem::create_directories(path_ + "/" + name);
-    return path_ + "/" + name;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 // Acquires every page on `tier` at once and waits for all; returns the seconds taken.
@@ -216,7 +189,9 @@ Status RunBenchPages(const Flags& f) {
   }
   const uint64_t pages = uint64_t(f.pages);
   const uint64_t bytes = page * pages;
-  STRATA_ASSIGN_OR_RETURN(BenchDir dir, BenchDir::Create(f.dir));
+  STRATA_RETURN_IF_ERROR(storage::CheckWritableDir(f.dir, "--dir"));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BenchDir> scratch, BenchDir::Create(f.dir, "pages", "--dir"));
+  const BenchDir& dir = *scratch;
 
   STRATA_ASSIGN_OR_RETURN(auto device,
                           CreateSimDevice({.capacity_bytes = bytes, .link_gbps = f.link_gbps}));
