@@ -21,7 +21,7 @@
 // its batch is committed, and commit() waits for every callback before it reads the sums.
 #include "storage/page_store.h"
 
-#include <xxhash.h>
+#include "storage/page_checksum.h"
 
 #include <algorithm>
 #include <chrono>
@@ -168,7 +168,7 @@ Status PageStore::write_page_version(Batch& batch, PageId page, uint64_t version
                     const_cast<void*>(buffer),
                     RoundUpToIoAlign(bytes),
                     [state, page, version, buffer, bytes, index](const Status& s) {
-                      const uint64_t checksum = s.ok() ? XXH3_64bits(buffer, bytes) : 0;
+                      const uint64_t checksum = s.ok() ? PageChecksum(buffer, bytes) : 0;
                       std::lock_guard<std::mutex> lock(state->mu);
                       state->checksums[index] = checksum;
                       if (!s.ok() && state->error.ok()) {
@@ -347,7 +347,7 @@ Status PageStore::start_read(PageId page, const PageEntry& entry, void* buffer,
       [this, page, entry, buffer, offset, unpin, done = std::move(done)](const Status& io) {
         Status s = io;
         if (s.ok()) {
-          const uint64_t actual = XXH3_64bits(buffer, entry.length);
+          const uint64_t actual = PageChecksum(buffer, entry.length);
           if (actual != entry.checksum) {
             s = Status::Corruption(
                 "page " + std::to_string(page) + " version " + std::to_string(entry.version) +
