@@ -42,6 +42,10 @@ class NvmeTier {
 
   [[nodiscard]] virtual Status stage_write(PageId page, const void* buffer) = 0;
   [[nodiscard]] virtual Status commit() = 0;
+  // Forgets every staged version without committing it, once its write no longer reads its
+  // buffer (the manager calls it before it frees the buffers). The default has nothing to wait
+  // for: an implementation that copies the buffer in stage_write.
+  virtual void drop_staged() {}
   // The future holds the read's Status; the buffer belongs to the tier until it is ready.
   virtual std::future<Status> read(PageId page, void* buffer) = 0;
 

@@ -71,6 +71,18 @@ Status PageStoreTier::commit() {
   return st;
 }
 
+void PageStoreTier::drop_staged() {
+  std::lock_guard commit_lock(commit_mu_);
+  std::unique_ptr<storage::PageStore::Batch> batch;
+  {
+    std::lock_guard lock(mu_);
+    batch = std::move(batch_);
+    batch_ = std::make_unique<storage::PageStore::Batch>(store_->new_batch());
+    staged_version_.clear();
+  }
+  batch.reset();  // waits for the batch's writes, then frees their slots
+}
+
 std::future<Status> PageStoreTier::read(PageId page, void* buffer) {
   return store_->read_page(page, buffer, page_bytes());
 }

@@ -31,6 +31,7 @@ class PageStoreTier final : public NvmeTier {
   void unregister_buffer(void* buffer) override;
   Status stage_write(PageId page, const void* buffer) override;
   Status commit() override;
+  void drop_staged() override;
   std::future<Status> read(PageId page, void* buffer) override;
   std::vector<PageId> committed_pages() const override;
   NvmeTierStats stats() const override;

@@ -366,5 +366,76 @@ TEST(MemoryManagerTest, DemotedCopyIsEvictedBeforeOlderOnes) {
   EXPECT_EQ(rig.mm->demote(0, Tier::kNvme).code(), StatusCode::kInvalidArgument);
 }
 
+// Polls `done` for up to 10 s: write-behind runs on the manager's workers.
+template <typename F>
+bool Eventually(F done) {
+  for (int i = 0; i < 1000 && !done(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+// demote() on the host starts the write of a dirty copy at once; the eviction that later takes
+// the frame writes nothing more (Note [Write-behind on demote]).
+TEST(MemoryManagerTest, DemotedDirtyCopyIsWrittenBehindAndEvictedWithoutIo) {
+  for (bool real_store : {false, true}) {
+    SCOPED_TRACE(real_store ? "page store" : "fake tier");
+    RigConfig c;
+    c.host_pages = 8;  // write-behind commits every 8 / 4 = 2 staged pages
+    c.policy = EvictionPolicy::kLru;
+    c.real_store = real_store;
+    Rig rig = MakeRig(c);
+    for (PageId p = 0; p < 8; ++p) {
+      auto w = rig.mm->acquire_sync(p, Tier::kHost, Access::kOverwrite);
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      FillPattern(w->data(), kPage, p, 10 + p);
+    }
+    {
+      // A pinned copy is not written: its holder may still change it.
+      auto pinned = rig.mm->acquire_sync(7, Tier::kHost, Access::kRead);
+      ASSERT_TRUE(pinned.ok());
+      ASSERT_TRUE(rig.mm->demote(7, Tier::kHost).ok());
+      ASSERT_TRUE(rig.mm->demote(0, Tier::kHost).ok());
+      ASSERT_TRUE(rig.mm->demote(1, Tier::kHost).ok());
+      ASSERT_TRUE(Eventually([&] {
+        return rig.mm->residency(0).valid[2] && rig.mm->residency(1).valid[2];
+      })) << "pages 0 and 1 reached NVMe";
+    }
+    EXPECT_TRUE(rig.mm->residency(0).valid[1]) << "the host copy stays, now clean";
+    EXPECT_FALSE(rig.mm->residency(7).valid[2]);
+    const MemoryStats before = rig.mm->stats();
+    EXPECT_EQ(before.write_backs, 2u);
+    // Two new pages take the demoted (clean) frames: no write, no commit.
+    for (PageId p = 8; p < 10; ++p) {
+      auto w = rig.mm->acquire_sync(p, Tier::kHost, Access::kOverwrite);
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+    }
+    const MemoryStats after = rig.mm->stats();
+    EXPECT_EQ(after.write_backs, before.write_backs);
+    EXPECT_EQ(after.forced_commits, before.forced_commits);
+    EXPECT_FALSE(rig.mm->residency(0).valid[1]);
+    EXPECT_FALSE(rig.mm->residency(1).valid[1]);
+    for (PageId p : {0, 1}) {
+      auto h = rig.mm->acquire_sync(p, Tier::kHost, Access::kRead);
+      ASSERT_TRUE(h.ok()) << h.status().ToString();
+      EXPECT_EQ(CheckPattern(h->data(), kPage, p, 10 + p), -1) << "page " << p;
+    }
+    // One more demoted page stays staged below the group size; writing it again forces the
+    // commit first, and the manager shuts down with nothing in flight.
+    ASSERT_TRUE(rig.mm->demote(2, Tier::kHost).ok());
+    ASSERT_TRUE(Eventually([&] {
+      const PageResidency r = rig.mm->residency(2);
+      return r.nvme_staged || r.valid[2];
+    }));
+    {
+      auto w = rig.mm->acquire_sync(2, Tier::kHost, Access::kWrite);
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      EXPECT_EQ(CheckPattern(w->data(), kPage, 2, 12), -1);
+      FillPattern(w->data(), kPage, 2, 99);
+    }
+    ASSERT_TRUE(rig.mm->demote(2, Tier::kHost).ok());
+  }
+}
+
 }  // namespace
 }  // namespace strata::memory
