@@ -62,18 +62,6 @@
 // staged, never while the commit runs; a write to a staged page forces the commit first, as
 // before.
 //
-// Note [Write-behind on demote]
-// demote(page, host) says the host copy will not be needed for a long while (AdamW's moments
-// after their update) and will be the next to go. When that copy is dirty and there is an NVMe
-// tier, one worker (behind_running) stages its write and commits once demote_commit_pages are
-// staged. The eviction that later needs the frame then finds a clean copy and drops it without
-// I/O; without this, that eviction staged a run of up to write_back_batch_pages dirty pages and
-// waited for their writes and commit, a stall of tens of milliseconds on the optimizer's path
-// every few dozen pages. The caller only queues the page: a commit holds nvme_mu, and staging
-// on the caller's thread would wait for it. Pages left staged below the group size are
-// committed by the next group or by an eviction that finds nothing else droppable. A page whose
-// version is staged cannot be written until the commit; demoted pages are not written soon.
-//
 // Note [Discard]
 // discard() drops every copy and sets `zero`, so the page reads as zeros and nothing writes it
 // back (a zero page's copies are all droppable, flush skips it). One case needs care: a page
@@ -111,10 +99,6 @@ constexpr int kHostT = 1;
 constexpr auto kWaitSlice = std::chrono::milliseconds(20);
 // Write-behind holds at most 1/this of the host pool in staged frames (Note [Grouped write-back]).
 constexpr uint64_t kBehindPoolFraction = 4;
-// Demoted pages staged before a worker commits them (Note [Write-behind on demote]): small
-// groups free their frames soon; a commit (fdatasync + RocksDB write) is well under a millisecond
-// beside a group's writes.
-constexpr uint64_t kDemoteCommitPages = 16;
 const char* kFlag[2] = {"--gpu-mem", "--host-mem"};
 
 std::string SizeFlagValue(uint64_t bytes) {
@@ -194,12 +178,6 @@ struct MemoryManager::Impl {
 
   std::mutex nvme_mu;  // serialises stage_write/commit with staged_pages
   std::vector<PageId> staged_pages;
-  // Note [Write-behind on demote]: demoted pages waiting to be staged, and whether a worker is
-  // draining them.
-  std::mutex behind_mu;
-  std::vector<PageId> behind_queue;
-  bool behind_running = false;
-  bool closing = false;  // the manager is being destroyed: no more write-behind
 
   // Read on every acquire: an atomic shared_ptr, no mutex.
   std::atomic<std::shared_ptr<const internal::AccessPlan>> plan;
@@ -216,7 +194,6 @@ struct MemoryManager::Impl {
   // write-behind commits.
   uint64_t group_pages = 1;
   uint64_t behind_pages = 1;
-  uint64_t demote_commit_pages = 1;  // Note [Write-behind on demote]
 
   std::mutex prefetch_mu;
   std::condition_variable prefetch_cv;
@@ -390,51 +367,6 @@ struct MemoryManager::Impl {
     return st.ok() ? st
                    : st.WithContext("committing " + std::to_string(list.size()) +
                                     " NVMe page versions");
-  }
-
-  // Stages p's host copy on NVMe when it is p's only copy and nobody holds or moves it.
-  Status stage_if_dirty(PageId p) {
-    PageState& s = pages[p];
-    std::unique_lock lock(s.mu);
-    const bool dirty_host_only = s.valid[kHostT] && !s.valid[kDev] && !s.nvme_valid && !s.zero;
-    if (!dirty_host_only || s.busy || s.loading[kHostT] || s.readers > 0 || s.writer ||
-        s.nvme_staged) {
-      return Status::Ok();
-    }
-    STRATA_RETURN_IF_ERROR(while_busy(s, lock, [&] { return stage(p); }));
-    write_backs.fetch_add(1, std::memory_order_relaxed);
-    return Status::Ok();
-  }
-
-  // Queues p for write-behind; one worker drains the queue (Note [Write-behind on demote]).
-  void write_behind(PageId p) {
-    {
-      std::lock_guard lock(behind_mu);
-      if (closing) return;
-      behind_queue.push_back(p);
-      if (behind_running) return;
-      behind_running = true;
-    }
-    workers->submit([this] {
-      for (;;) {
-        std::vector<PageId> batch;
-        {
-          std::lock_guard lock(behind_mu);
-          if (behind_queue.empty() || closing) {
-            behind_running = false;
-            return;
-          }
-          batch.swap(behind_queue);
-        }
-        // Errors surface again where they matter: the page stays dirty, and its eviction
-        // stages (and reports) it.
-        for (PageId q : batch) {
-          Status st = stage_if_dirty(q);
-          if (st.ok() && staged_count() >= demote_commit_pages) st = commit(/*forced=*/false);
-          if (!st.ok()) log->warn("write-behind of page {}: {}", q, st.ToString());
-        }
-      }
-    });
   }
 
   // Gives p a host copy: takes a host frame, `fill`s it (a D2H copy, an NVMe read) and makes it
@@ -915,7 +847,6 @@ Result<std::unique_ptr<MemoryManager>> MemoryManager::Create(const MemoryManager
       std::max<uint64_t>(1, std::min(o.write_back_batch_pages, o.write_back_batch_bytes / page));
   impl->behind_pages = std::max<uint64_t>(
       1, std::min(impl->group_pages, impl->pools[kHostT].capacity_frames / kBehindPoolFraction));
-  impl->demote_commit_pages = std::min(impl->behind_pages, kDemoteCommitPages);
   STRATA_ASSIGN_OR_RETURN(impl->host_pool, storage::AlignedBuffer::Allocate(
                                                impl->pools[kHostT].capacity_frames * page));
   if (o.device != nullptr) {
@@ -951,11 +882,6 @@ MemoryManager::MemoryManager(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 
 MemoryManager::~MemoryManager() {
   Impl& m = *impl_;
-  {
-    std::lock_guard lock(m.behind_mu);
-    m.closing = true;
-    m.behind_queue.clear();
-  }
   m.workers.reset();  // runs what is queued (prefetches), joins
   // A staged write reads its buffer, a frame of the host pool, until it completes (the checksum
   // is taken on completion): wait for those writes before the pool is freed. What was staged and
@@ -1073,7 +999,6 @@ Status MemoryManager::demote(PageId page, Tier tier) {
   STRATA_RETURN_IF_ERROR(m.check_request(page, tier));
   // 0 is older than every tick (ticks start at 1); a later release stamps a new tick again.
   m.pages[page].last_use[static_cast<int>(tier)].store(0, std::memory_order_relaxed);
-  if (tier == Tier::kHost && m.opt.nvme != nullptr) m.write_behind(page);
   return Status::Ok();
 }
 

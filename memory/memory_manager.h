@@ -236,11 +236,7 @@ class MemoryManager {
   // their update). Under LRU its copy becomes the oldest, the first to go when room is needed,
   // ahead of pages that are older but still to be used; with an access plan (Belady) the plan
   // already knows and the hint changes nothing. No effect on a pinned copy until it is released.
-  // On the host with an NVMe tier, an unpinned dirty host copy also starts its write to NVMe at
-  // once (write-behind; a worker commits such pages in small groups), so that its eviction later
-  // finds a clean copy and needs no I/O. Until that commit the page cannot be pinned for write
-  // without forcing the commit. InvalidArgument for a bad page or tier (a failed write is
-  // logged; the copy stays dirty and its eviction writes it again).
+  // InvalidArgument for a bad page or tier.
   [[nodiscard]] Status demote(PageId page, Tier tier);
   // Waits until every prefetch issued so far has finished (tests, benchmarks).
   void drain_prefetches();

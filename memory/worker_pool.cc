@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/util/thread_name.h"
+
 namespace strata::memory::internal {
 
 WorkerPool::WorkerPool(uint32_t max_workers) : max_workers_(std::max<uint32_t>(1, max_workers)) {}
@@ -19,7 +21,10 @@ void WorkerPool::submit(std::function<void()> task) {
   std::lock_guard lock(mu_);
   queue_.push_back(std::move(task));
   if (idle_ < queue_.size() && threads_.size() < max_workers_) {
-    threads_.emplace_back([this] { run(); });
+    threads_.emplace_back([this] {
+      SetThreadName("mm-worker");
+      run();
+    });
   } else {
     cv_.notify_one();
   }

@@ -92,5 +92,26 @@ TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
   }
 }
 
+// A staged write reads its buffer (a frame of the manager's host pool) until it completes: the
+// manager's destructor waits for such writes and drops the uncommitted versions, so nothing is
+// left staged in the store, and nothing was committed.
+TEST(PageStoreTierTest, ManagerShutdownDropsStagedVersions) {
+  testing::ScratchDir dir;
+  auto store = testing::OpenStore(dir.path(), kPage, 64);
+  PageStoreTier tier(store.get());
+  {
+    auto mm = MustCreate(nullptr, &tier);
+    for (PageId p = 0; p < 3; ++p) {
+      auto ref = mm->acquire_sync(p, Tier::kHost, Access::kOverwrite);
+      ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+      FillPattern(ref->data(), kPage, p, 5);
+    }
+    ASSERT_TRUE(mm->flush_all().ok());
+    EXPECT_LT(store->stats().slots_free, store->stats().slots_total) << "versions are staged";
+  }
+  EXPECT_EQ(store->stats().slots_free, store->stats().slots_total);
+  EXPECT_TRUE(tier.committed_pages().empty());
+}
+
 }  // namespace
 }  // namespace strata::memory
