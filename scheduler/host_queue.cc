@@ -1,8 +1,13 @@
 #include "scheduler/host_queue.h"
 
+#include "core/util/thread_name.h"
+
 namespace strata::scheduler {
 
-HostQueue::HostQueue(std::string name) : name_(std::move(name)), thread_([this] { run(); }) {}
+HostQueue::HostQueue(std::string name) : name_(std::move(name)), thread_([this] {
+      SetThreadName(name_);
+      run();
+    }) {}
 
 HostQueue::~HostQueue() {
   {

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/util/thread_name.h"
 #include "storage/io_engine_base.h"
 
 namespace strata::storage::internal {
@@ -18,7 +19,10 @@ class SyncIoEngine final : public IoEngineBase {
  public:
   explicit SyncIoEngine(const IoEngineOptions& options) : IoEngineBase(options) {
     const uint32_t threads = std::min<uint32_t>(options.queue_depth, 64);
-    for (uint32_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
+    for (uint32_t i = 0; i < threads; ++i) workers_.emplace_back([this] {
+      SetThreadName("io-sync");
+      run();
+    });
   }
 
   ~SyncIoEngine() override {

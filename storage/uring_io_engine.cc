@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/util/log.h"
+#include "core/util/thread_name.h"
 #include "storage/io_engine_base.h"
 
 namespace strata::storage::internal {
@@ -53,7 +54,10 @@ class UringIoEngine final : public IoEngineBase {
                                  std::strerror(-r));
       }
     }
-    completer_ = std::thread([this] { complete_loop(); });
+    completer_ = std::thread([this] {
+      SetThreadName("io-complete");
+      complete_loop();
+    });
     return Status::Ok();
   }
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "core/util/sizes.h"
+#include "core/util/thread_name.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -97,7 +98,10 @@ struct Op {
 class StreamCore {
  public:
   explicit StreamCore(std::string name) : name_(std::move(name)) {
-    worker_ = std::thread([this] { run_worker(); });
+    worker_ = std::thread([this] {
+      SetThreadName("sim:" + name_);
+      run_worker();
+    });
   }
   ~StreamCore() { shutdown(); }
 
