@@ -154,6 +154,10 @@ class Engine {
   void SubmitPublish(int block);
   Status PublishBlock(int block);
   // Updates the block page by page; page_done(k) runs once page k's parameters are written.
+  // Starts reading page index k of `block`'s grad, m, v and param pages (master with
+  // --delayed-update) into the host pool, k past the block's end running into next_block (< 0:
+  // none). No-op without NVMe.
+  void PrefetchUpdatePage(int block, int next_block, size_t k);
   Status UpdateBlock(const UpdateJob& job, const std::vector<std::shared_ptr<Event>>& grads,
                      const std::function<void(size_t)>& page_done);
   std::shared_ptr<Event> Record(Stream& stream);
