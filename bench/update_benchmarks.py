@@ -119,6 +119,15 @@ def offload_rows(j):
                       + f") vs {j['in_memory_tokens_per_s']:.0f} in memory; "
                         f"{j['offload_model']} batch {j['offload_batch']} x seq "
                         f"{j['offload_seq']}")]
+    if j.get("offload_cost_cpu_bound") is not None:
+        rows.append({"metric": "offload_cost_cpu_bound", "value": j["offload_cost_cpu_bound"],
+                     "target": "report", "met": True,
+                     "what": f"the cost ratio the paged run would reach with all {j['cpu_cores']} "
+                             f"cores busy all the time: it uses "
+                             f"{j['offload_cpu_s_per_step']:.3f} CPU s per step vs "
+                             f"{j['in_memory_cpu_s_per_step']:.3f} in memory (kernels, copies, "
+                             f"checksums, I/O and AdamW share the cores: Note [CPU bound] in "
+                             f"tools/bench_offload.cc)"})
     losses = ", ".join(f"{l:.3f}" for l in j["scale_losses"])
     st = j["scale_state_bytes"]
     rows.append({"metric": "scale_loss_falling", "value": None, "target": "falls",
@@ -187,7 +196,10 @@ BENCHES = {
                     "--movement-only: every move and host update, no kernels); (2) tokens/s "
                     "with 25% device and 50% host budgets (rest on NVMe) vs all in memory, same "
                     "model and batch: a wide, shallow model with few tokens per step, whose "
-                    "states rather than activations are what does not fit; (3) a deep "
+                    "states rather than activations are what does not fit, with the CPU "
+                    "seconds each run spends per step (on this machine the sim device's "
+                    "kernels and all data movement share 2 cores, which bounds the ratio); "
+                    "(3) a deep "
                     "narrow model >= 4x the host budget and >= 16x the device budget trains 3 "
                     "steps, its NVMe rate vs fio's sequential read on the same directory.",
         "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR],
