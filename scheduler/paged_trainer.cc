@@ -30,6 +30,9 @@ using scheduler::Engine;
 using scheduler::MemoryPlan;
 using scheduler::StatePages;
 
+// Dirty host pages staged per NVMe commit by an eviction (MemoryManagerOptions).
+constexpr uint64_t kWriteBackGroupPages = 8;
+
 class PagedTrainer final : public Trainer {
  public:
   PagedTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
@@ -188,6 +191,13 @@ Status PagedTrainer::Setup() {
   mo.budgets.host_bytes = plan_.host_bytes;
   mo.device = nullptr;  // the engine's block slots are the device side (Note [Block slots])
   mo.nvme = tier_.get();
+  // Small write-back groups: a group's later pages stay resident as clean copies, and in a
+  // training step most of them are gradients discarded after AdamW or parameters updated again
+  // before they are evicted, so their writes were wasted. Cost configuration, NVMe writes per
+  // step: 615 MiB with groups of 64 (the manager's default), 503 with 8, 489 with 1 (one commit
+  // each); the step time did not change here, but on a real drive writes cost bandwidth and
+  // endurance.
+  mo.write_back_batch_pages = kWriteBackGroupPages;
   STRATA_ASSIGN_OR_RETURN(mm_, memory::MemoryManager::Create(mo));
   if (resume_from_) {
     // The manager adopted the manifest's pages as committed NVMe copies (they load on demand).
