@@ -187,6 +187,7 @@ class Engine {
   std::unique_ptr<Stream> compute_, h2d_, d2h_;
   std::unique_ptr<Stream> d2h_first_;  // block 0's gradient (Note [Gradient order])
   std::unique_ptr<tbb::task_arena> compute_arena_, optimizer_arena_;
+  size_t optimizer_read_ahead_ = 1;  // page indices the optimizer reads ahead (engine.cc)
   std::unique_ptr<HostQueue> optimizer_;
   std::vector<void*> allocations_;  // device buffers, freed in the destructor
 
