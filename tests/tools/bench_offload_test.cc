@@ -28,7 +28,10 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
        {"\"overlap_step_s\":", "\"overlap_compute_only_s\":", "\"overlap_movement_only_s\":",
         "\"overlap_ratio\":", "\"overlap_target\":", "\"offload_tokens_per_s\":",
         "\"in_memory_tokens_per_s\":", "\"offload_cost_ratio\":", "\"offload_cost_target\":",
-        "\"offload_model\":", "\"offload_recompute_layers\":",
+        "\"offload_model\":", "\"offload_recompute_layers\":", "\"cpu_cores\":",
+        "\"in_memory_cpu_s_per_step\":", "\"offload_cpu_s_per_step\":",
+        "\"offload_cost_cpu_bound\":", "\"overlap_cpu_s_per_step\":",
+        "\"overlap_movement_only_cpu_s_per_step\":",
         "\"scale_state_bytes\":", "\"scale_gpu_mem\":", "\"scale_host_mem\":",
         "\"scale_losses\":[", "\"scale_nvme_bytes_per_step\":", "\"scale_nvme_bytes_per_s\":",
         "\"scale_nvme_vs_fio_ratio\":null"}) {
