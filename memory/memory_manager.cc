@@ -131,6 +131,40 @@ struct PageState {
   std::atomic<uint64_t> last_use[2] = {0, 0};
 };
 
+// The pages with a copy on one tier: O(1) insert and erase, and contiguous, because eviction
+// copies the whole set for every frame it takes (walking an unordered_set's nodes was half the
+// cost of an eviction in a 20k-page pool). Inserting a member or erasing a non-member does
+// nothing.
+class ResidentSet {
+ public:
+  void reset(uint64_t num_pages) {
+    STRATA_CHECK(num_pages < kAbsent) << num_pages << " pages";
+    pos_.assign(num_pages, kAbsent);
+  }
+  void insert(PageId p) {
+    if (pos_[p] != kAbsent) return;
+    pos_[p] = uint32_t(pages_.size());
+    pages_.push_back(p);
+  }
+  void erase(PageId p) {
+    const uint32_t i = pos_[p];
+    if (i == kAbsent) return;
+    const PageId last = pages_.back();
+    pages_[i] = last;
+    pos_[last] = i;
+    pages_.pop_back();
+    pos_[p] = kAbsent;
+  }
+  size_t size() const { return pages_.size(); }
+  std::vector<PageId>::const_iterator begin() const { return pages_.begin(); }
+  std::vector<PageId>::const_iterator end() const { return pages_.end(); }
+
+ private:
+  static constexpr uint32_t kAbsent = UINT32_MAX;
+  std::vector<PageId> pages_;
+  std::vector<uint32_t> pos_;  // index in pages_, per page id
+};
+
 struct FramePool {
   uint64_t capacity_frames = 0;
   std::mutex mu;
@@ -139,7 +173,7 @@ struct FramePool {
   uint64_t allocated = 0;  // frames that exist
   uint64_t in_use = 0;     // frames held by pages or in transit
   uint64_t peak = 0;       // of in_use
-  std::unordered_set<PageId> resident;
+  ResidentSet resident;
   std::atomic<int> waiters{0};  // threads in get_frame's wait (see wake())
 };
 
@@ -162,6 +196,33 @@ const std::string& ThisThreadName() {
   }();
   return name;
 }
+
+// Eviction candidates in victim order, sorted only as far as the caller reads: an eviction
+// mostly takes one of the first few, and sorting a large pool's whole resident set for every
+// frame (a 24 GiB pool of 1 MiB pages holds 24k) cost more than the eviction. Each read past the
+// sorted prefix extends it by partial_sort, at least doubling it. Order: higher score first,
+// then lower page id.
+class VictimOrder {
+ public:
+  explicit VictimOrder(std::vector<std::pair<uint64_t, PageId>> scored)
+      : v_(std::move(scored)) {}
+  size_t size() const { return v_.size(); }
+  PageId operator[](size_t i) {
+    if (i >= sorted_) {
+      const size_t upto = std::min(v_.size(), std::max(i + 1, 2 * sorted_ + 8));
+      std::partial_sort(v_.begin() + sorted_, v_.begin() + upto, v_.end(),
+                        [](const auto& a, const auto& b) {
+                          return a.first != b.first ? a.first > b.first : a.second < b.second;
+                        });
+      sorted_ = upto;
+    }
+    return v_[i].second;
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, PageId>> v_;
+  size_t sorted_ = 0;
+};
 
 }  // namespace
 
@@ -470,33 +531,29 @@ struct MemoryManager::Impl {
   }
 
   // Victims in the order to try: Belady (farthest next use first) or LRU (oldest first).
-  // *planned: the order came from an access plan (Belady), not from recency.
-  std::vector<PageId> rank(int t, std::vector<PageId> candidates, uint64_t* min_next_use,
-                           bool* planned) {
+  // *planned: the order came from an access plan (Belady), not from recency. *demoted: how many
+  // demoted copies (demote(): last_use 0) lead a recency order.
+  VictimOrder rank(int t, const std::vector<PageId>& candidates, uint64_t* min_next_use,
+                   bool* planned, size_t* demoted) {
     auto pl = opt.policy == EvictionPolicy::kBelady ? current_plan() : nullptr;
     *planned = pl && pl->size() > 0;
+    *demoted = 0;
     std::vector<std::pair<uint64_t, PageId>> scored;
     scored.reserve(candidates.size());
     const uint64_t pos = plan_pos.load(std::memory_order_relaxed);
     for (PageId c : candidates) {
       uint64_t score;
-      if (pl && pl->size() > 0) {
+      if (*planned) {
         score = pl->next_use(c, Tier(t), pos);
       } else {
         score = UINT64_MAX - pages[c].last_use[t].load(std::memory_order_relaxed);
       }
+      // A prefetch evicts nothing needed no later than the page it brings in.
+      if (min_next_use != nullptr && score <= *min_next_use) continue;
+      if (!*planned && score == UINT64_MAX) ++*demoted;
       scored.emplace_back(score, c);
     }
-    std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
-    std::vector<PageId> out;
-    out.reserve(scored.size());
-    for (const auto& [score, c] : scored) {
-      if (min_next_use != nullptr && score <= *min_next_use) break;
-      out.push_back(c);
-    }
-    return out;
+    return VictimOrder(std::move(scored));
   }
 
   // A frame on tier t for page `for_page`: a free one, a new one, or one taken from a victim.
@@ -542,9 +599,12 @@ struct MemoryManager::Impl {
       }
       const bool prefetching = !may_wait;
       bool planned = false;
-      const std::vector<PageId> ranked =
-          rank(t, std::move(candidates),
-               prefetching && prefetch_next_use > 0 ? &prefetch_next_use : nullptr, &planned);
+      // Demoted copies lead the recency order; a run that starts with them ends with them, so
+      // pages still to be used soon are not written early behind them.
+      size_t demoted_prefix = 0;
+      VictimOrder ranked =
+          rank(t, candidates, prefetching && prefetch_next_use > 0 ? &prefetch_next_use : nullptr,
+               &planned, &demoted_prefix);
       // Dirty host victims are staged, not committed one by one (Note [Grouped write-back]):
       // in recency order the run of them at the front (up to group_pages), committed at once;
       // under an access plan only the first, and the request skips to a clean copy.
@@ -552,13 +612,6 @@ struct MemoryManager::Impl {
       const uint64_t stage_limit = !nvme_host ? 0 : planned ? 1 : group_pages;
       uint64_t staged_here = 0;
       bool commit_now = false;
-      // Demoted copies (demote(): last_use 0) lead the recency order; a run that starts with
-      // them ends with them, so pages still to be used soon are not written early behind them.
-      size_t demoted_prefix = 0;
-      while (!planned && demoted_prefix < ranked.size() &&
-             pages[ranked[demoted_prefix]].last_use[t].load(std::memory_order_relaxed) == 0) {
-        ++demoted_prefix;
-      }
       for (size_t i = 0; i < ranked.size(); ++i) {
         const PageId v = ranked[i];
         if (staged_here > 0 && demoted_prefix > 0 && i >= demoted_prefix) {
@@ -842,6 +895,7 @@ Result<std::unique_ptr<MemoryManager>> MemoryManager::Create(const MemoryManager
   impl->page = page;
   impl->pages = std::make_unique<PageState[]>(o.num_pages);
   impl->pools[kDev].capacity_frames = o.device == nullptr ? 0 : o.budgets.device_bytes / page;
+  for (FramePool& pool : impl->pools) pool.resident.reset(o.num_pages);
   impl->pools[kHostT].capacity_frames = o.budgets.host_bytes / page;
   impl->group_pages =
       std::max<uint64_t>(1, std::min(o.write_back_batch_pages, o.write_back_batch_bytes / page));
