@@ -153,11 +153,11 @@ class Engine {
   void SubmitUpdate(const UpdateJob& job);
   void SubmitPublish(int block);
   Status PublishBlock(int block);
-  // Updates the block page by page; page_done(k) runs once page k's parameters are written.
   // Starts reading page index k of `block`'s grad, m, v and param pages (master with
   // --delayed-update) into the host pool, k past the block's end running into next_block (< 0:
   // none). No-op without NVMe.
   void PrefetchUpdatePage(int block, int next_block, size_t k);
+  // Updates the block page by page; page_done(k) runs once page k's parameters are written.
   Status UpdateBlock(const UpdateJob& job, const std::vector<std::shared_ptr<Event>>& grads,
                      const std::function<void(size_t)>& page_done);
   std::shared_ptr<Event> Record(Stream& stream);
