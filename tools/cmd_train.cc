@@ -1,5 +1,6 @@
 // `strata train`: parses flags into TrainOptions, runs the Trainer, prints progress on stderr
 // and one JSON object per step to --log-json.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
@@ -61,7 +62,30 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
   auto logger = Logger("train");
   logger->info("model {} | data {} | batch {} x seq {} | {} steps", trainer->config().ToString(),
                trainer->data_name(), o.batch, trainer->seq(), o.steps);
+  // The closing summary: what a whole run did (the first step, which warms up, is left out of
+  // the rate when there are more).
+  long steps_run = 0;
+  double timed_s = 0, timed_tokens = 0, last_elapsed_s = 0;
+  float first_loss = 0, last_loss = 0;
+  StepStats::Moved moved_sum;
+  bool paged = false;
+  uint64_t peak_device = 0, peak_host = 0, peak_nvme = 0;
   Status st = trainer->Run([&](const StepStats& s) {
+    if (steps_run++ == 0) first_loss = s.loss;
+    last_loss = s.loss;
+    last_elapsed_s = s.elapsed_s;
+    if (steps_run > 1 || o.steps == 1) {
+      timed_s += s.step_s;
+      timed_tokens += s.tokens_per_s * s.step_s;
+    }
+    paged = s.paged;
+    moved_sum.h2d += s.moved_bytes.h2d;
+    moved_sum.d2h += s.moved_bytes.d2h;
+    moved_sum.nvme_read += s.moved_bytes.nvme_read;
+    moved_sum.nvme_write += s.moved_bytes.nvme_write;
+    peak_device = std::max(peak_device, s.device_peak_bytes);
+    peak_host = std::max(peak_host, s.host_peak_bytes);
+    peak_nvme = std::max(peak_nvme, s.nvme_peak_bytes);
     std::fprintf(stderr,
                  "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f%s | %.0f tok/s | %.0f ms | "
                  "device peak %s\n",
@@ -95,6 +119,21 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
       log->flush();
     }
   });
+  if (st.ok() && steps_run > 0) {
+    const auto per_step = [&](uint64_t total) { return FormatBytes(total / uint64_t(steps_run)); };
+    std::fprintf(stderr, "done: %ld steps in %.1f s | %.0f tok/s%s | loss %.4f -> %.4f\n",
+                 steps_run, last_elapsed_s, timed_s > 0 ? timed_tokens / timed_s : 0.0,
+                 steps_run > 1 ? " after step 1" : "", first_loss, last_loss);
+    if (paged) {
+      std::fprintf(stderr,
+                   "      moved per step (mean) h2d %s d2h %s nvme read %s write %s | peak device "
+                   "%s host %s nvme %s\n",
+                   per_step(moved_sum.h2d).c_str(), per_step(moved_sum.d2h).c_str(),
+                   per_step(moved_sum.nvme_read).c_str(), per_step(moved_sum.nvme_write).c_str(),
+                   FormatBytes(peak_device).c_str(), FormatBytes(peak_host).c_str(),
+                   FormatBytes(peak_nvme).c_str());
+    }
+  }
   return st;
 }
 

@@ -60,6 +60,9 @@ TEST(TrainPagedCli, LogJsonReportsMovesOverlapAndPeaks) {
   }
   EXPECT_EQ(n, 2);
   EXPECT_GT(nvme_read, 0u);
+  // The closing summary on stderr.
+  EXPECT_NE(r.err.find("done: 2 steps in "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("moved per step (mean) h2d "), std::string::npos) << r.err;
 
   // The trace: one named track per queue, slices with bytes on compute, h2d and d2h.
   auto t = nlohmann::json::parse(ReadFileBytes(trace));
