@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 
 #include "core/kernels/adamw.h"
 #include "core/util/log.h"
@@ -69,6 +70,7 @@ Engine::~Engine() {
   h2d_.reset();
   d2h_.reset();
   d2h_first_.reset();
+  refresh_.reset();
   for (void* p : allocations_) device_.free(p);
 }
 
@@ -89,6 +91,7 @@ Status Engine::Setup() {
   program_ = BuildStepProgram(L, micro_batches_, o_.grad_clip > 0);
   const int blocks = layout_.num_blocks();
   param_version_.assign(blocks, 0);
+  updated_this_step_.assign(blocks, false);
   update_done_.resize(blocks);
   grads_read_.resize(blocks);
   last_param_use_.assign(blocks, 0);
@@ -105,6 +108,7 @@ Status Engine::Setup() {
   h2d_ = device_.create_stream("h2d");
   d2h_ = device_.create_stream("d2h");
   d2h_first_ = device_.create_stream("d2h first");
+  refresh_ = device_.create_stream("refresh");
   compute_arena_ = std::make_unique<tbb::task_arena>(o_.threads);
   optimizer_arena_ = std::make_unique<tbb::task_arena>(o_.threads);
   const uint64_t pool_pages = mm_.options().budgets.host_bytes / sp_.page_bytes();
@@ -219,26 +223,36 @@ int Engine::FindSlot(int block, SlotRole role) const {
   return -1;
 }
 
-// Belady over the program, with a tie-break for dead slots (empty, stale, finished gradients):
-// the one whose last use was scheduled earliest is likely free first, so the load waits least
-// (a gradient copy counts as one op later than its kernel). Waiting on the in-order h2d stream
-// would hold up every later load too.
+// Belady over the program, with tie-breaks for dead slots (empty, stale, finished gradients):
+// first one that is free now (its last use completed: overwriting it waits for nothing), then the
+// smallest that fits (a small block in a large slot can leave a large block, or the next
+// gradient, only a slot whose copy is still in flight), then the one whose last use was scheduled
+// earliest, likely free first (a gradient copy counts as one op later than its kernel). Waiting
+// on the in-order h2d stream would hold up every later load too.
 int Engine::ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const {
   int best = -1;
-  std::pair<uint64_t, uint64_t> best_score{0, 0};
+  // Live: {0, next use, 0, 0}, farthest first. Dead: {1, free now, ~bytes, ~last use}.
+  using Score = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>;
+  Score best_score{0, 0, 0, 0};
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (Contains(taken, int(i)) || slots_[i].bytes < bytes) continue;
     const Slot& s = slots_[i];
     if (s.block >= 0 && s.role == SlotRole::kGrad && s.grad_active) continue;
     uint64_t next = StepProgram::kNever;
     if (s.block >= 0 && s.role == SlotRole::kParam && s.version == param_version_[s.block]) {
-      // A use after the end of this step is dead: every block is updated in between.
+      // A use after the end of this step is dead: every block is updated in between — unless
+      // the update already was and the slot holds (or is being refreshed to) its result.
       const uint64_t d = program_.next_use(s.block, SlotRole::kParam, pos);
-      if (d != StepProgram::kNever && pos + d < program_.ops.size()) next = d;
+      if (d != StepProgram::kNever &&
+          (pos + d < program_.ops.size() || updated_this_step_[s.block])) {
+        next = d;
+      }
     }
-    const std::pair<uint64_t, uint64_t> score =
-        next == StepProgram::kNever ? std::pair<uint64_t, uint64_t>{1, ~s.last_use_seq}
-                                    : std::pair<uint64_t, uint64_t>{0, next};
+    Score score{0, next, 0, 0};
+    if (next == StepProgram::kNever) {
+      const bool free_now = !s.refresh.valid() && (!s.last_use || s.last_use->query());
+      score = Score{1, free_now ? 1 : 0, ~s.bytes, ~s.last_use_seq};
+    }
     if (best < 0 || score > best_score) {
       best = int(i);
       best_score = score;
@@ -347,6 +361,7 @@ Status Engine::Schedule(size_t pos, const Op& op, long step) {
     const SlotUse& u = op.uses[i];
     if (u.role == SlotRole::kGrad && Contains(op.grads_started, u.block)) continue;
     const int idx = FindSlot(u.block, u.role);
+    if (idx >= 0) STRATA_RETURN_IF_ERROR(ResolveRefresh(idx));
     if (u.role == SlotRole::kGrad) {
       STRATA_CHECK(idx >= 0) << op.label() << ": gradient of block " << u.block << " not started";
     }
@@ -370,6 +385,7 @@ Status Engine::Schedule(size_t pos, const Op& op, long step) {
                          << " bytes to evict (" << slots_.size() << " slots)";
     chosen[i] = v;
     taken.push_back(v);
+    STRATA_RETURN_IF_ERROR(ResolveRefresh(v));  // the load below waits for the refresh
     Slot& s = slots_[v];
     s.block = u.block;
     s.role = u.role;
@@ -485,7 +501,7 @@ void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
   });
 }
 
-void Engine::SubmitUpdate(const UpdateJob& job) {
+void Engine::SubmitUpdate(UpdateJob job) {
   const int block = job.block;
   auto promise = std::make_shared<std::promise<Status>>();
   std::shared_future<Status> done = promise->get_future().share();
@@ -495,8 +511,10 @@ void Engine::SubmitUpdate(const UpdateJob& job) {
   auto page_promises = std::make_shared<std::vector<std::promise<Status>>>(n);
   if (!o_.delayed_update) {  // the parameter pages change: their next loads wait for them
     ++param_version_[block];
+    updated_this_step_[block] = true;
     update_done_[block].clear();
     for (auto& p : *page_promises) update_done_[block].push_back(p.get_future().share());
+    MarkRefresh(block, job);
   }
   optimizer_->submit([this, promise, page_promises, grads = grad_ready_[block], job] {
     size_t pages_done = 0;
@@ -506,8 +524,71 @@ void Engine::SubmitUpdate(const UpdateJob& job) {
     });
     // The pages not reached (after an error) carry the error, so no load waits forever.
     for (size_t k = pages_done; k < page_promises->size(); ++k) (*page_promises)[k].set_value(st);
+    if (job.refresh_done) {
+      if (st.ok()) {
+        job.refresh_done->set_value(Record(*refresh_));
+      } else {
+        job.refresh_done->set_value(st);
+      }
+    }
     promise->set_value(st);
   });
+}
+
+bool Engine::MarkRefresh(int block, UpdateJob& job) {
+  if (o_.plan.params != Home::kDevice && !program_.wait_for_norm) return false;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (s.block != block || s.role != SlotRole::kParam || s.refresh.valid()) continue;
+    job.refresh_dst = s.ptr;
+    job.refresh_after = s.last_use;
+    job.refresh_done = std::make_shared<std::promise<Result<std::shared_ptr<Event>>>>();
+    s.refresh = job.refresh_done->get_future().share();
+    s.version = param_version_[block];
+    s.ready = nullptr;
+    return true;
+  }
+  return false;
+}
+
+Status Engine::ResolveRefresh(int slot) {
+  Slot& s = slots_[slot];
+  if (!s.refresh.valid()) return Status::Ok();
+  Result<std::shared_ptr<Event>> r = s.refresh.get();
+  s.refresh = {};
+  if (!r.ok()) {
+    return r.status().WithContext("optimizer update of block " + std::to_string(s.block));
+  }
+  s.ready = *r;
+  s.last_use = *r;  // the refresh waited for the slot's previous last use
+  return Status::Ok();
+}
+
+Status Engine::RefreshPage(const UpdateJob& job, size_t k) {
+  const int block = job.block;
+  if (k == 0 && job.refresh_after) refresh_->wait(*job.refresh_after);
+  memory::AcquireOptions ao;
+  ao.holder = "refresh block " + std::to_string(block);
+  STRATA_ASSIGN_OR_RETURN(
+      PageRef ref, mm_.acquire_sync(sp_.pages(block, Role::kParam)[k], Tier::kHost, Access::kRead,
+                                    ao));
+  const auto& pieces = sp_.pieces(block, Role::kParam, k);
+  uint64_t bytes = 0;
+  for (const Piece& p : pieces) bytes += p.bytes;
+  auto held = std::make_shared<PageRef>(std::move(ref));
+  Status st;
+  Mark(*refresh_, Queue::kRefresh, "param b" + std::to_string(block) + " p" + std::to_string(k),
+       bytes, job.step, [&] {
+         const char* src = static_cast<const char*>(held->data());
+         char* dst = reinterpret_cast<char*>(job.refresh_dst);
+         for (const Piece& p : pieces) {
+           if (!st.ok()) break;
+           st = device_.copy_async(dst + p.block_offset, src + p.page_offset, p.bytes,
+                                   CopyKind::kHostToDevice, *refresh_);
+         }
+         refresh_->launch([held] { held->release(); });
+       });
+  return st;
 }
 
 void Engine::SubmitPublish(int block) {
@@ -623,6 +704,7 @@ Status Engine::UpdateBlock(const UpdateJob& job, const std::vector<std::shared_p
     // else: when room is needed they go first, not the gradients still waiting for AdamW.
     STRATA_RETURN_IF_ERROR(mm_.demote(mp[k], Tier::kHost));
     STRATA_RETURN_IF_ERROR(mm_.demote(vp[k], Tier::kHost));
+    if (job.refresh_dst != nullptr) STRATA_RETURN_IF_ERROR(RefreshPage(job, k));
     page_done(k);
   }
   return Status::Ok();
@@ -648,6 +730,7 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
                                             CopyKind::kHostToDevice, *h2d_));
   tokens_copied_ = Record(*h2d_);
   compute_->wait(*tokens_copied_);
+  updated_this_step_.assign(updated_this_step_.size(), false);
 
   // Note [Update read-ahead]: the position of the step's last block backward.
   size_t last_block_bwd = program_.ops.size();
@@ -688,6 +771,8 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
     }
     loss_sum += l;
   }
+  result->device_at_end = device_.stats();
+  result->memory_at_end = mm_.stats();
   result->loss = static_cast<float>(loss_sum / micro_batches_);
   result->grad_norm = GlobalGradNorm(block_sums_);
   float coef = 1.0f;
@@ -728,6 +813,10 @@ Status Engine::Drain() {
     if (first.ok()) first = st;
   }
   if (optimizer_) optimizer_->drain();
+  if (refresh_) {  // filled by the optimizer thread: after its drain
+    Status st = refresh_->synchronize();
+    if (first.ok()) first = st;
+  }
   for (const std::shared_future<Status>& job : jobs_) {
     Status st = job.get();
     if (first.ok() && !st.ok()) first = st.WithContext("optimizer queue");

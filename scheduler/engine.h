@@ -40,6 +40,22 @@
 // parameters of step s-2's update and never waits for step s-1's. Deterministic (the same bits
 // for any budget or placement) but not the exact trajectory; the master is what --export writes.
 //
+// Note [Eager refresh]
+// A device slot that holds a block's parameters is stale once the block's update is submitted.
+// Loading the new version lazily, at the block's next use, puts every parameter upload of a
+// placement that keeps parameters on the device into the next forward, behind a driver that
+// waits on the host for each update. Instead, when the update is submitted the slot is marked
+// for refresh and the optimizer thread itself enqueues each page's upload on the `refresh`
+// stream (an h2d stream sharing the link) right after it has updated that page: d2h -> AdamW ->
+// h2d run one page behind each other, and the driver never waits for an update to load. The
+// slot's ready Event is handed to the driver through a future that it resolves only when an op
+// uses the slot (or a load overwrites it). It applies where the refreshed slot is next used
+// before any other block needs it: with --params-on device (every block keeps its slot; without
+// clipping the refreshes run during backward and the next forward loads nothing) and, for any
+// placement, with clipping (updates in forward order after backward, refreshing the slots that
+// backward left with blocks 1, 2, ... — the next forward's first ops). A refreshed slot's next
+// use lies in the next step and counts for Belady (ChooseVictim), unlike a stale one's.
+//
 // Honesty of the sim device: every compute op checks (STRATA_CHECK) that each buffer it touches
 // lies inside a live device allocation before it runs.
 //
@@ -93,6 +109,12 @@ struct EngineStepResult {
   float loss = 0;
   double grad_norm = 0;
   bool clipped = false;
+  // The device's and the memory manager's counters when the step's compute had finished, before
+  // its updates were submitted. A step's movement is the difference of successive snapshots:
+  // the uploads after step s's updates count in step s+1, whose compute waits for them, so
+  // nothing depends on when a caller reads the counters (Note [Eager refresh]).
+  DeviceStats device_at_end;
+  memory::MemoryStats memory_at_end;
 };
 
 class Engine {
@@ -130,6 +152,9 @@ class Engine {
     std::shared_ptr<Event> ready;     // compute waits on it before using the content
     std::shared_ptr<Event> last_use;  // whoever overwrites the slot waits on it
     uint64_t last_use_seq = 0;        // op_seq_ when last_use was scheduled (victim tie-break)
+    // Note [Eager refresh]: set while the optimizer uploads the block's new version; yields the
+    // Event after which the slot holds it (ResolveRefresh makes it ready/last_use).
+    std::shared_future<Result<std::shared_ptr<Event>>> refresh;
   };
 
   explicit Engine(const EngineOptions& options);
@@ -149,8 +174,21 @@ class Engine {
     float lr = 0, coef = 1;
     bool discard_grads = true;  // drop the gradient pages once read (not when on_grads reads them)
     int next_block = -1;        // the block updated next, whose first pages are read ahead
+    // Note [Eager refresh]: upload each updated page into this slot (nullptr: none) on the
+    // refresh stream after `refresh_after` (the slot's last use), then fulfil refresh_done.
+    float* refresh_dst = nullptr;
+    std::shared_ptr<Event> refresh_after = nullptr;
+    std::shared_ptr<std::promise<Result<std::shared_ptr<Event>>>> refresh_done = nullptr;
   };
-  void SubmitUpdate(const UpdateJob& job);
+  void SubmitUpdate(UpdateJob job);
+  // Note [Eager refresh]: the slot of `block`'s (now stale) parameters, marked for refresh by
+  // `job`; false when no slot holds them or the placement does not refresh eagerly.
+  bool MarkRefresh(int block, UpdateJob& job);
+  // Makes a pending refresh of slot `slot` its ready and last-use Event (waits until the
+  // optimizer has enqueued it); the update's error if it failed.
+  Status ResolveRefresh(int slot);
+  // Enqueues the upload of page k of job.block's parameters into job.refresh_dst.
+  Status RefreshPage(const UpdateJob& job, size_t k);
   void SubmitPublish(int block);
   Status PublishBlock(int block);
   // Starts reading page index k of `block`'s grad, m, v and param pages (master with
@@ -186,6 +224,7 @@ class Engine {
 
   std::unique_ptr<Stream> compute_, h2d_, d2h_;
   std::unique_ptr<Stream> d2h_first_;  // block 0's gradient (Note [Gradient order])
+  std::unique_ptr<Stream> refresh_;    // uploads after updates, from the optimizer thread only
   std::unique_ptr<tbb::task_arena> compute_arena_, optimizer_arena_;
   size_t optimizer_read_ahead_ = 1;  // page indices the optimizer reads ahead (engine.cc)
   std::unique_ptr<HostQueue> optimizer_;
@@ -206,6 +245,7 @@ class Engine {
   std::vector<Slot> slots_;
   uint64_t op_seq_ = 0;  // compute ops scheduled so far (all steps)
   std::vector<uint64_t> param_version_;
+  std::vector<bool> updated_this_step_;  // the block's update of the current step was submitted
   // Per block, per parameter page: what the next load of that page waits on (its update or
   // publish). Page granularity lets a block's load start while its later pages still update.
   std::vector<std::vector<std::shared_future<Status>>> update_done_;

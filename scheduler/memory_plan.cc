@@ -84,10 +84,13 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
   plan.tokens_bytes = RoundUp(uint64_t(2) * in.batch * in.seq * 4);
   const std::vector<uint64_t> min_slots = MinimalSlotSizes(layout);
   const uint64_t min_slot_bytes = TotalBytes(min_slots);
-  // Every block's parameters and the gradients beside them, plus one prefetch slot: more slots
-  // than that are never used.
+  // Every block's parameters and the gradients beside them, plus one prefetch slot and a second
+  // gradient slot (a block's backward then need not wait for the previous block's gradient to
+  // finish its copy down): more slots than that are never used.
   std::vector<uint64_t> useful = CoverBoth(min_slots, AllResidentSlotSizes(layout));
-  useful.push_back(block_bytes.transformer > 0 ? block_bytes.transformer : block_bytes.largest);
+  const uint64_t spare = block_bytes.transformer > 0 ? block_bytes.transformer : block_bytes.largest;
+  useful.push_back(spare);
+  useful.push_back(spare);
   auto acts = [&](int recompute_layers) {
     return RoundUp(ActivationFloats(c, in.micro_rows, in.seq, recompute_layers) * 4);
   };

@@ -316,10 +316,11 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::vector<int32_t> tokens(size_t(2) * o_.batch * seq_);
+  // Counters at the end of the previous step's compute (EngineStepResult::device_at_end).
+  DeviceStats d0 = device_->stats();
+  memory::MemoryStats m0 = mm_->stats();
   for (long step = start_step_; step < o_.steps; ++step) {
     data_.batch(step, o_.batch, seq_, tokens.data(), tokens.data() + size_t(o_.batch) * seq_);
-    const DeviceStats d0 = device_->stats();
-    const memory::MemoryStats m0 = mm_->stats();
     const auto c0 = Clock::now();
     const int64_t t0 = timeline_.now_ns();
     scheduler::EngineStepResult r;
@@ -331,8 +332,8 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
         engine_->RunStep(step, LearningRateAt(o_, step), tokens.data(), &r, on_grads));
     const int64_t t1 = timeline_.now_ns();
     const auto c1 = Clock::now();
-    const DeviceStats d1 = device_->stats();
-    const memory::MemoryStats m1 = mm_->stats();
+    const DeviceStats& d1 = r.device_at_end;
+    const memory::MemoryStats& m1 = r.memory_at_end;
     StepStats s;
     s.step = step + 1;
     s.loss = r.loss;
@@ -352,6 +353,8 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
     s.recompute_layers = plan_.recompute_layers;
     s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes;
     s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;
+    d0 = d1;
+    m0 = m1;
     timeline_.Forget(t0);
     on_step(s);
     if (o_.ckpt_every > 0 && (step + 1) % o_.ckpt_every == 0) {

@@ -124,6 +124,13 @@ StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_no
     for (int b = 0; b < p.num_blocks; ++b) p.ops.back().updates.push_back(b);
   } else {
     for (Op& o : p.ops) o.updates = o.grads_final;
+    // The embedding's gradient is final one op after block 1's, but the next step needs the
+    // embedding first (its forward is the first op): update it first, then block 1, so that its
+    // update and upload overlap block 1's gradient copy instead of following its update.
+    if (p.num_blocks > 2) {
+      p.ops[p.ops.size() - 2].updates.clear();
+      p.ops.back().updates = {0, 1};
+    }
   }
   return p;
 }

@@ -47,6 +47,8 @@ const char* QueueName(Queue queue) {
       return "optimizer (host AdamW)";
     case Queue::kD2HFirst:
       return "d2h (embedding gradient)";
+    case Queue::kRefresh:
+      return "h2d (refresh after update)";
   }
   return "?";
 }

@@ -28,8 +28,9 @@ enum class Queue : uint8_t {
   kOptimizerIo,
   kOptimizer,
   kD2HFirst,  // the embedding's gradient, ahead of the others (Note [Gradient order])
+  kRefresh,   // parameter uploads right after their update (Note [Eager refresh] in engine.h)
 };
-inline constexpr int kNumQueues = 7;
+inline constexpr int kNumQueues = 8;
 const char* QueueName(Queue queue);
 
 struct Slice {

@@ -27,7 +27,8 @@ class MemoryPlanTest : public ::testing::Test {
 TEST_F(MemoryPlanTest, DefaultsHoldEverything) {
   auto plan = MakeMemoryPlan(in_);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->slots, layout_.num_blocks() + 3);
+  // Every block, two gradients beside them, one prefetch and one second gradient slot.
+  EXPECT_EQ(plan->slots, layout_.num_blocks() + 4);
   EXPECT_EQ(plan->params, Home::kHost);
   EXPECT_EQ(plan->optimizer, Home::kHost);
   EXPECT_EQ(plan->host_bytes, 64u * 16384);

@@ -50,7 +50,9 @@ TEST(StepProgram, OrderAndGradientLifetimes) {
       if (wait) {
         for (size_t i = 0; i + 1 < p.ops.size(); ++i) EXPECT_TRUE(p.ops[i].updates.empty());
       } else {
-        EXPECT_TRUE(Has(p.ops[p.ops.size() - 2].updates, 1));  // block_bwd of layer 0
+        EXPECT_TRUE(Has(p.ops[p.ops.size() - 3].updates, 2));  // block_bwd of layer 1
+        // The embedding before block 1: the next step needs it first.
+        EXPECT_EQ(p.ops.back().updates, (std::vector<int>{0, 1}));
       }
     }
   }
