@@ -1,14 +1,16 @@
 // `strata bench offload`: the unified scheduler's three measurements, each in this run.
 //
-// 1. Overlap. The paged engine with parameters and moments pinned on the host and a device
-//    budget of the activations + the bytes of half the blocks (at least 5) in largest-block
-//    slots (so every step reloads parameters),
-//    the sim link throttled so that the step's link traffic takes as long as its compute:
+// 1. Overlap (Note [Overlap configuration]). ZeRO-Offload's placement: every block's
+//    parameters resident on the device, gradients down to the host, AdamW and the moments on
+//    the host, each updated page uploaded again (Note [Eager refresh] in scheduler/engine.h);
+//    no clipping, so that updates run during backward; --overlap-layers deep (default 12); the
+//    sim link throttled so that the step's gradient traffic takes as long as backward's compute:
 //      - compute-only  = the in-memory trainer's median step at the same model and batch (every
 //                        byte resident on the device, nothing moves);
 //      - calibration   = one untimed paged run of the same config with an unthrottled link,
 //                        giving the bytes each step moves (h2d, d2h, NVMe);
-//      - link rate     = max(h2d, d2h) bytes per step / compute-only (unless --sim-link-gbps);
+//      - link rate     = max(h2d, d2h) bytes per step / (compute-only x kBackwardShare)
+//                        (unless --sim-link-gbps);
 //      - movement-only = the median step of the same configuration run with --movement-only
 //                        (every move, prefetch and host update of the program, no kernels);
 //                        overlap_link_model_s beside it is max(h2d, d2h) / link rate, the
@@ -17,6 +19,9 @@
 //      - step          = the throttled paged run's median step.
 //    Target: step <= 1.15 x max(compute-only, movement-only), reported as
 //    overlap_ratio = max(compute-only, movement-only) / step >= 1 / 1.15.
+//    Reported beside it (overlap_clipped_*): the earlier configuration, parameters streamed from
+//    the host through the minimal device slots with clipping, the link calibrated to the
+//    compute-only time.
 // 2. Cost of offload: --gpu-mem 25% and --host-mem 50% of the model states (params, grads and
 //    the two AdamW moments), the rest on NVMe, vs the in-memory trainer on the same model and
 //    batch: tokens/s ratio >= 0.8. The model is its own (--cost-*): wide and shallow with few
@@ -28,6 +33,25 @@
 // 3. Scale: a deep, narrow model whose states are >= 4x --host-mem and >= 16x --gpu-mem trains
 //    3 steps; losses, NVMe bytes per step and their rate, and fio's sequential read rate on the
 //    same directory (when fio is installed; report only).
+// Note [Device and host cores]
+// On a GPU machine the device computes on its own processor while the host copies, hashes,
+// completes I/O and runs AdamW on the CPU. On this machine the sim device's kernels run on the
+// same cores, so by default (--threads 1) the sim device computes on one thread and the host work
+// has the other core, and every compared run (in memory, paged, movement-only) uses that same
+// split. offload_cost_ratio_shared_cores repeats the cost measurement with the kernels on every
+// core (--threads 0), where the paged run's host work takes cycles from the kernels.
+//
+// Note [Overlap configuration]
+// A step must move every gradient down and every updated parameter up, and gradients exist only
+// in backward. So the d2h traffic can only overlap backward's compute (about 2/3 of the step:
+// backward does twice forward's FLOPs), and with exact updates the next step's first block waits
+// for the last block's gradient to go down and its update to come up. With the link calibrated so
+// that a step's traffic takes the whole compute-only time, backward is link-bound by half again
+// and the step cannot come within 1.15x (the clipped configuration reported beside it shows
+// ~1.2x). The overlap measurement therefore calibrates the link to the phase in which the
+// traffic can move (kBackwardShare of compute-only) and reports movement-only / compute-only
+// (overlap_movement_to_compute) beside the ratio. The boundary costs about one block's copy each
+// way, so a deeper model amortises it: 12 layers (a 6-layer model pays ~12% for it).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -56,6 +80,7 @@ namespace {
 
 constexpr double kOverlapMaxFactor = 1.15;
 constexpr double kCostTarget = 0.8;
+constexpr double kBackwardShare = 2.0 / 3.0;  // Note [Overlap configuration]
 
 struct Flags {
   std::string model = "small";
@@ -63,7 +88,8 @@ struct Flags {
   int seq = 128;
   int steps = 5;  // timed steps of runs 1 and 2: the median is reported (5 damp the noise)
   int warmup_steps = 1;
-  int threads = 2;
+  int threads = 1;  // Note [Device and host cores]
+  int overlap_layers = 12;  // Note [Overlap configuration]
   double sim_link_gbps = 0;  // 0: calibrated (see the header)
   std::string nvme_dir;
   int scale_layers = 32, scale_embd = 192, scale_heads = 6, scale_batch = 2, scale_seq = 64;
@@ -112,7 +138,8 @@ uint64_t RoundDownPage(uint64_t v, uint64_t page) { return v / page * page; }
 // step callbacks, so a step is charged the optimizer work that spills into it) and, beside the
 // cost ratio, the ratio the paged run would reach if it kept every core busy all the time:
 // in-memory step time x cores / paged CPU per step. A target above that bound cannot be met
-// here by better scheduling, only by doing less CPU work per step.
+// here by better scheduling, only by doing less CPU work per step. The bound is taken on the
+// shared-cores pair (Note [Device and host cores]), the one it limits.
 double ProcessCpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -185,6 +212,35 @@ double FioReadBytesPerS(const std::string& dir) {
   return colon == std::string::npos ? -1 : std::strtod(out.c_str() + colon + 1, nullptr);
 }
 
+struct OverlapRun {
+  RunSummary step, movement;
+  double link_gbps = 0;
+  uint64_t gpu_mem = 0;  // the budget in force (the plan's default when none was given)
+};
+
+// The paged run `o` with the sim link calibrated so that max(h2d, d2h) bytes per step take
+// `link_s` (one unthrottled run gives the bytes; --sim-link-gbps overrides), and the same run
+// with --movement-only.
+Result<OverlapRun> MeasureOverlap(TrainOptions o, double link_s, const Flags& f,
+                                  const std::string& what) {
+  OverlapRun r;
+  r.link_gbps = f.sim_link_gbps;
+  if (r.link_gbps == 0) {
+    TrainOptions cal = o;
+    cal.steps = 2;
+    STRATA_ASSIGN_OR_RETURN(RunSummary c, RunTrainer(cal, 1, (what + " calibration").c_str()));
+    r.link_gbps = double(std::max(c.moved.h2d, c.moved.d2h)) / link_s / 1e9;
+  }
+  o.sim_link_gbps = r.link_gbps;
+  STRATA_ASSIGN_OR_RETURN(r.step, RunTrainer(o, f.warmup_steps, what.c_str()));
+  o.movement_only = true;
+  STRATA_ASSIGN_OR_RETURN(r.movement,
+                          RunTrainer(o, f.warmup_steps, (what + " movement-only").c_str()));
+  // Without --gpu-mem the plan allocates every useful slot: its peak is the budget in force.
+  r.gpu_mem = o.gpu_mem > 0 ? o.gpu_mem : r.step.steps.back().device_peak_bytes;
+  return r;
+}
+
 Status RunBenchOffload(const Flags& f) {
   SetLogLevel(f.log_level);
   if (f.steps <= 0 || f.warmup_steps < 0 || f.scale_steps < 2 || f.batch <= 0 || f.seq <= 0) {
@@ -207,9 +263,11 @@ Status RunBenchOffload(const Flags& f) {
   base.threads = f.threads;
   base.steps = f.warmup_steps + f.steps;
 
-  // In memory: the reference tokens/s (run 2) and the compute-only step (run 1).
+  // 1. Overlap (Note [Overlap configuration]). Compute-only: the in-memory trainer.
   TrainOptions mem = base;
+  mem.model.n_layer = f.overlap_layers;
   mem.engine = "memory";
+  mem.grad_clip = 0;
   STRATA_ASSIGN_OR_RETURN(RunSummary in_mem, RunTrainer(mem, f.warmup_steps, "in-memory"));
   const GptConfig config = in_mem.config;
   const int seq = in_mem.seq;
@@ -218,34 +276,27 @@ Status RunBenchOffload(const Flags& f) {
   int64_t largest = 0;
   for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
   const uint64_t slot_bytes = RoundUp4K(uint64_t(largest) * 4);
+  const double compute_s = in_mem.median_step_s;
 
-  // 1. Overlap: params and moments on the host, half the blocks' slots on the device.
-  TrainOptions ov = base;
+  // Parameters resident on the device (every slot the plan finds useful), moments on the host.
+  TrainOptions ov = mem;
   ov.engine = "paged";
   ov.paging_flag_given = true;
-  ov.params_on = "host";
+  ov.params_on = "device";
   ov.optimizer_on = "host";
   ov.page_bytes = page;
-  const int ov_slots = std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots,
-                                layout.num_blocks() / 2);
-  ov.gpu_mem = RoundUp4K(scheduler::ActivationFloats(config, f.batch, seq, 0) * 4) +
-               RoundUp4K(uint64_t(2) * f.batch * seq * 4) + ov_slots * slot_bytes;
-  double link_gbps = f.sim_link_gbps;
-  uint64_t calib_h2d = 0, calib_d2h = 0;
-  if (link_gbps == 0) {
-    TrainOptions cal = ov;
-    cal.steps = 2;
-    STRATA_ASSIGN_OR_RETURN(RunSummary c, RunTrainer(cal, 1, "overlap calibration"));
-    calib_h2d = c.moved.h2d;
-    calib_d2h = c.moved.d2h;
-    link_gbps = double(std::max(calib_h2d, calib_d2h)) / in_mem.median_step_s / 1e9;
-  }
-  ov.sim_link_gbps = link_gbps;
-  STRATA_ASSIGN_OR_RETURN(RunSummary ovr, RunTrainer(ov, f.warmup_steps, "overlap"));
-  const double link_s = double(std::max(ovr.moved.h2d, ovr.moved.d2h)) / (link_gbps * 1e9);
-  TrainOptions mov = ov;
-  mov.movement_only = true;
-  STRATA_ASSIGN_OR_RETURN(RunSummary movr, RunTrainer(mov, f.warmup_steps, "movement-only"));
+  STRATA_ASSIGN_OR_RETURN(OverlapRun ovr,
+                          MeasureOverlap(ov, compute_s * kBackwardShare, f, "overlap"));
+  // Beside it: parameters streamed from the host through the minimal slots, with clipping.
+  TrainOptions clipped = ov;
+  clipped.params_on = "host";
+  clipped.grad_clip = 1.0f;
+  const int clipped_slots = std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots,
+                                     layout.num_blocks() / 2);
+  clipped.gpu_mem = RoundUp4K(scheduler::ActivationFloats(config, f.batch, seq, 0) * 4) +
+                    RoundUp4K(uint64_t(2) * f.batch * seq * 4) + clipped_slots * slot_bytes;
+  STRATA_ASSIGN_OR_RETURN(OverlapRun clr,
+                          MeasureOverlap(clipped, compute_s, f, "overlap clipped"));
 
   // 2. Cost of offload: 25% device, 50% host, the rest on NVMe, vs the same model in memory.
   TrainOptions cost_mem = base;
@@ -287,6 +338,17 @@ Status RunBenchOffload(const Flags& f) {
   }
   STRATA_ASSIGN_OR_RETURN(RunSummary offr, RunTrainer(off, f.warmup_steps, "offload"));
   off_dir.reset();
+  // The same pair with the kernels on every core (Note [Device and host cores]).
+  TrainOptions shared_mem = cost_mem, shared_off = off;
+  shared_mem.threads = shared_off.threads = 0;
+  STRATA_ASSIGN_OR_RETURN(RunSummary shared_ref,
+                          RunTrainer(shared_mem, f.warmup_steps, "cost in-memory, shared cores"));
+  STRATA_ASSIGN_OR_RETURN(auto shared_dir,
+                          BenchDir::Create(nvme_parent, "cost-shared", "--nvme-dir"));
+  shared_off.nvme_dirs = {shared_dir->path()};
+  STRATA_ASSIGN_OR_RETURN(RunSummary shared_offr,
+                          RunTrainer(shared_off, f.warmup_steps, "offload, shared cores"));
+  shared_dir.reset();
 
   // 3. Scale: a deep narrow model, host 1/4 and device 1/16 of its states.
   TrainOptions sc = base;
@@ -328,10 +390,11 @@ Status RunBenchOffload(const Flags& f) {
     fio = FioReadBytesPerS(fio_dir->path());
   }
 
-  const uint64_t ov_nvme = ovr.moved.nvme_read + ovr.moved.nvme_write;
-  const double movement_s = movr.median_step_s;
-  const double compute_s = in_mem.median_step_s;
-  const double overlap_ratio = std::max(compute_s, movement_s) / ovr.median_step_s;
+  const uint64_t ov_nvme = ovr.step.moved.nvme_read + ovr.step.moved.nvme_write;
+  const double movement_s = ovr.movement.median_step_s;
+  const double overlap_ratio = std::max(compute_s, movement_s) / ovr.step.median_step_s;
+  const double link_s =
+      double(std::max(ovr.step.moved.h2d, ovr.step.moved.d2h)) / (ovr.link_gbps * 1e9);
 
   nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
   out["bench"] = "offload";
@@ -341,19 +404,30 @@ Status RunBenchOffload(const Flags& f) {
   out["threads"] = f.threads;
   out["timed_steps"] = f.steps;
   out["state_bytes"] = state_bytes;
-  out["overlap_step_s"] = ovr.median_step_s;
+  out["overlap_model"] = layout.config.ToString();
+  out["overlap_step_s"] = ovr.step.median_step_s;
   out["overlap_compute_only_s"] = compute_s;
   out["overlap_movement_only_s"] = movement_s;
   out["overlap_link_model_s"] = link_s;
-  out["overlap_link_gbps"] = link_gbps;
+  out["overlap_link_gbps"] = ovr.link_gbps;
   out["overlap_link_calibrated"] = f.sim_link_gbps == 0;
-  out["overlap_gpu_mem"] = ov.gpu_mem;
-  out["overlap_h2d_bytes_per_step"] = ovr.moved.h2d;
-  out["overlap_d2h_bytes_per_step"] = ovr.moved.d2h;
+  out["overlap_link_share"] = kBackwardShare;
+  out["overlap_placement"] = "params device, optimizer host, no clipping";
+  out["overlap_movement_to_compute"] = movement_s / compute_s;
+  out["overlap_gpu_mem"] = ovr.gpu_mem;
+  out["overlap_h2d_bytes_per_step"] = ovr.step.moved.h2d;
+  out["overlap_d2h_bytes_per_step"] = ovr.step.moved.d2h;
   out["overlap_nvme_bytes_per_step"] = ov_nvme;
-  out["overlap_fraction"] = ovr.overlap;
+  out["overlap_fraction"] = ovr.step.overlap;
   out["overlap_ratio"] = overlap_ratio;
   out["overlap_target"] = 1.0 / kOverlapMaxFactor;
+  out["overlap_clipped_placement"] = "params host, optimizer host, clipping 1.0";
+  out["overlap_clipped_step_s"] = clr.step.median_step_s;
+  out["overlap_clipped_movement_only_s"] = clr.movement.median_step_s;
+  out["overlap_clipped_link_gbps"] = clr.link_gbps;
+  out["overlap_clipped_gpu_mem"] = clr.gpu_mem;
+  out["overlap_clipped_step_factor"] =
+      clr.step.median_step_s / std::max(compute_s, clr.movement.median_step_s);
   out["offload_model"] = cost_layout.config.ToString();
   out["offload_batch"] = off.batch;
   out["offload_seq"] = cost_ref.seq;
@@ -370,16 +444,22 @@ Status RunBenchOffload(const Flags& f) {
   out["offload_nvme_bytes_per_step"] = offr.moved.nvme_read + offr.moved.nvme_write;
   out["offload_cost_ratio"] = offr.median_tokens_per_s / cost_ref.median_tokens_per_s;
   out["offload_cost_target"] = kCostTarget;
+  out["offload_cost_ratio_shared_cores"] =
+      shared_offr.median_tokens_per_s / shared_ref.median_tokens_per_s;
   // Note [CPU bound]
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   out["cpu_cores"] = cores;
   out["in_memory_cpu_s_per_step"] = cost_ref.median_cpu_s;
   out["offload_cpu_s_per_step"] = offr.median_cpu_s;
+  // Note [CPU bound]: of the shared-cores pair, where the kernels may use every core.
+  out["shared_cores_in_memory_cpu_s_per_step"] = shared_ref.median_cpu_s;
+  out["shared_cores_offload_cpu_s_per_step"] = shared_offr.median_cpu_s;
   out["offload_cost_cpu_bound"] =
-      offr.median_cpu_s > 0 ? nlohmann::json(cost_ref.median_step_s * cores / offr.median_cpu_s)
-                            : nlohmann::json();
-  out["overlap_cpu_s_per_step"] = ovr.median_cpu_s;
-  out["overlap_movement_only_cpu_s_per_step"] = movr.median_cpu_s;
+      shared_offr.median_cpu_s > 0
+          ? nlohmann::json(shared_ref.median_step_s * cores / shared_offr.median_cpu_s)
+          : nlohmann::json();
+  out["overlap_cpu_s_per_step"] = ovr.step.median_cpu_s;
+  out["overlap_movement_only_cpu_s_per_step"] = ovr.movement.median_cpu_s;
   out["scale_model"] = sc_layout.config.ToString();
   out["scale_state_bytes"] = sc_state;
   out["scale_gpu_mem"] = sc.gpu_mem;
@@ -412,9 +492,15 @@ void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx) {
   cmd->add_option("--seq", f->seq, "Tokens per row, runs 1 and 2")->capture_default_str();
   cmd->add_option("--steps", f->steps, "Timed steps of runs 1 and 2")->capture_default_str();
   cmd->add_option("--warmup-steps", f->warmup_steps, "Untimed steps first")->capture_default_str();
-  cmd->add_option("--threads", f->threads, "Compute threads")->capture_default_str();
+  cmd->add_option("--threads", f->threads,
+                  "Compute threads of the sim device; the host work uses the other cores "
+                  "(Note [Device and host cores])")
+      ->capture_default_str();
+  cmd->add_option("--overlap-layers", f->overlap_layers, "Run 1: layers of --model")
+      ->capture_default_str();
   cmd->add_option("--sim-link-gbps", f->sim_link_gbps,
-                  "Run 1's link rate; 0: calibrated so link time per step = compute-only time")
+                  "Run 1's link rate; 0: calibrated so link time per step = backward's share "
+                  "of compute-only time (Note [Overlap configuration])")
       ->capture_default_str();
   cmd->add_option("--cost-layers", f->cost_layers, "Run 2: layers")->capture_default_str();
   cmd->add_option("--cost-embd", f->cost_embd, "Run 2: width")->capture_default_str();

@@ -14,7 +14,8 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
   const std::string dir = scratch.path();
   RunResult r = RunStrata({"bench", "offload", "--json", "--nvme-dir", dir + "/nvme", "--model",
                            "small", "--batch", "2", "--seq", "16", "--steps", "1",
-                           "--warmup-steps", "1", "--threads", "1", "--cost-layers", "2",
+                           "--warmup-steps", "1", "--threads", "1", "--overlap-layers", "2",
+                           "--cost-layers", "2",
                            "--cost-embd", "64", "--cost-heads", "2", "--cost-batch", "2",
                            "--cost-seq", "16", "--scale-layers", "96",
                            "--scale-embd", "32", "--scale-heads", "2", "--scale-batch", "1",
@@ -31,7 +32,8 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
         "\"offload_model\":", "\"offload_recompute_layers\":", "\"cpu_cores\":",
         "\"in_memory_cpu_s_per_step\":", "\"offload_cpu_s_per_step\":",
         "\"offload_cost_cpu_bound\":", "\"overlap_cpu_s_per_step\":",
-        "\"overlap_movement_only_cpu_s_per_step\":",
+        "\"overlap_movement_only_cpu_s_per_step\":", "\"overlap_movement_to_compute\":",
+        "\"overlap_clipped_step_factor\":", "\"offload_cost_ratio_shared_cores\":",
         "\"scale_state_bytes\":", "\"scale_gpu_mem\":", "\"scale_host_mem\":",
         "\"scale_losses\":[", "\"scale_nvme_bytes_per_step\":", "\"scale_nvme_bytes_per_s\":",
         "\"scale_nvme_vs_fio_ratio\":null"}) {
