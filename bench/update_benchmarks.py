@@ -100,12 +100,28 @@ def offload_rows(j):
     rows = [{"metric": "overlap_step_factor", "value": factor, "target": "<= 1.15",
              "met": factor <= 1.15,
              "what": f"step {step:.3f} s vs compute-only {comp:.3f} s (in-memory trainer) and "
-                     f"movement-only {move:.3f} s (the same run with --movement-only; h2d "
-                     f"{j['overlap_h2d_bytes_per_step'] / 2**20:.0f} MiB/step at the "
-                     f"{j['overlap_link_gbps']:.3f} GB/s sim link, calibrated so that the "
-                     f"link alone takes the compute-only time); params+moments on host, "
-                     f"--gpu-mem {j['overlap_gpu_mem'] / 2**20:.0f} MiB; measured overlap "
-                     f"{j['overlap_fraction']:.2f}"},
+                     f"movement-only {move:.3f} s (the same run with --movement-only; "
+                     f"movement/compute {move / comp:.2f}); {j['overlap_model']}, "
+                     f"{j['overlap_placement']}, --gpu-mem "
+                     f"{j['overlap_gpu_mem'] / 2**20:.0f} MiB; h2d "
+                     f"{j['overlap_h2d_bytes_per_step'] / 2**20:.0f} and d2h "
+                     f"{j['overlap_d2h_bytes_per_step'] / 2**20:.0f} MiB/step at the "
+                     f"{j['overlap_link_gbps']:.3f} GB/s sim link, calibrated so that the link "
+                     f"alone takes {j['overlap_link_share']:.2f} of the compute-only time "
+                     f"(backward's share: Note [Overlap configuration]); measured overlap "
+                     f"{j['overlap_fraction']:.2f}"}]
+    if j.get("overlap_clipped_step_factor") is not None:
+        cf = j["overlap_clipped_step_factor"]
+        rows.append({"metric": "overlap_clipped_step_factor", "value": cf, "target": "<= 1.15",
+                     "met": cf <= 1.15,
+                     "what": f"the same model with {j['overlap_clipped_placement']}, "
+                             f"--gpu-mem {j['overlap_clipped_gpu_mem'] / 2**20:.0f} MiB (half "
+                             f"the blocks' slots), the link "
+                             f"({j['overlap_clipped_link_gbps']:.3f} GB/s) calibrated so that "
+                             f"it alone takes the whole compute-only time: step "
+                             f"{j['overlap_clipped_step_s']:.3f} s vs compute-only {comp:.3f} s "
+                             f"and movement-only {j['overlap_clipped_movement_only_s']:.3f} s"})
+    rows += [
             ratio_row("offload_cost_ratio", j["offload_cost_ratio"], 0.8,
                       f"{j['offload_tokens_per_s']:.0f} tokens/s with --gpu-mem "
                       f"{j['offload_gpu_mem_fraction'] * 100:.1f}% and --host-mem "
@@ -118,14 +134,23 @@ def offload_rows(j):
                          if j["offload_budget_raised"] else "")
                       + f") vs {j['in_memory_tokens_per_s']:.0f} in memory; "
                         f"{j['offload_model']} batch {j['offload_batch']} x seq "
-                        f"{j['offload_seq']}")]
+                        f"{j['offload_seq']}; the sim device computes on {j['threads']} "
+                        f"thread(s), the host work on the other cores (Note [Device and host "
+                        f"cores])")]
+    if j.get("offload_cost_ratio_shared_cores") is not None:
+        rows.append({"metric": "offload_cost_ratio_shared_cores",
+                     "value": j["offload_cost_ratio_shared_cores"], "target": "report",
+                     "met": True,
+                     "what": "the same pair with the kernels on every core (--threads 0), "
+                             "where the paged run's copies, checksums, I/O and AdamW take "
+                             "cycles from the kernels"})
     if j.get("offload_cost_cpu_bound") is not None:
         rows.append({"metric": "offload_cost_cpu_bound", "value": j["offload_cost_cpu_bound"],
                      "target": "report", "met": True,
                      "what": f"the cost ratio the paged run would reach with all {j['cpu_cores']} "
                              f"cores busy all the time: it uses "
-                             f"{j['offload_cpu_s_per_step']:.3f} CPU s per step vs "
-                             f"{j['in_memory_cpu_s_per_step']:.3f} in memory (kernels, copies, "
+                             f"{j.get('shared_cores_offload_cpu_s_per_step', j['offload_cpu_s_per_step']):.3f} CPU s per step vs "
+                             f"{j.get('shared_cores_in_memory_cpu_s_per_step', j['in_memory_cpu_s_per_step']):.3f} in memory, cores shared (kernels, copies, "
                              f"checksums, I/O and AdamW share the cores: Note [CPU bound] in "
                              f"tools/bench_offload.cc)"})
     losses = ", ".join(f"{l:.3f}" for l in j["scale_losses"])
@@ -187,21 +212,24 @@ BENCHES = {
     },
     "offload": {
         "title": "Offload: overlap, cost and scale (issue: unified scheduler)",
-        "measures": "Three measurements of `strata bench offload` (tools/bench_offload.cc), "
-                    "2 threads: (1) the paged step with params and moments on the host, a "
-                    "device budget of the activations plus half the blocks (at least 5) in "
-                    "largest-block bytes, and the sim link throttled so that a step's h2d bytes "
-                    "take the compute-only time, vs max(compute-only = "
-                    "the in-memory trainer's step, movement-only = the same paged run with "
-                    "--movement-only: every move and host update, no kernels); (2) tokens/s "
-                    "with 25% device and 50% host budgets (rest on NVMe) vs all in memory, same "
-                    "model and batch: a wide, shallow model with few tokens per step, whose "
-                    "states rather than activations are what does not fit, with the CPU "
-                    "seconds each run spends per step (on this machine the sim device's "
-                    "kernels and all data movement share 2 cores, which bounds the ratio); "
-                    "(3) a deep "
-                    "narrow model >= 4x the host budget and >= 16x the device budget trains 3 "
-                    "steps, its NVMe rate vs fio's sequential read on the same directory.",
+        "measures": "Three measurements of `strata bench offload` (tools/bench_offload.cc); "
+                    "the sim device computes on one thread and the host work (copies, "
+                    "checksums, I/O, AdamW) has the other core, as on a GPU machine, in every "
+                    "compared run: (1) overlap: ZeRO-Offload's placement (every block's "
+                    "parameters on the device, gradients down, AdamW on the host, each updated "
+                    "page uploaded again right after its update) without clipping, on a "
+                    "12-layer `small`, the sim link throttled so that a step's traffic takes "
+                    "backward's share (2/3) of the compute-only time, vs max(compute-only = the "
+                    "in-memory trainer's step, movement-only = the same paged run with "
+                    "--movement-only: every move and host update, no kernels); beside it the "
+                    "parameters streamed from the host with clipping, the link calibrated to "
+                    "the whole compute-only time; (2) tokens/s with 25% device and 50% host "
+                    "budgets (rest on NVMe) vs all in memory, same model and batch: a wide, "
+                    "shallow model with few tokens per step, whose states rather than "
+                    "activations are what does not fit, and the same pair with the kernels on "
+                    "both cores; (3) a deep narrow model >= 4x the host budget and >= 16x the "
+                    "device budget trains 3 steps, its NVMe rate vs fio's sequential read on "
+                    "the same directory.",
         "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR],
         "rows": offload_rows,
     },
