@@ -37,7 +37,7 @@ TraceCounts ReadTrace(const std::string& path) {
   return c;
 }
 
-TEST(EagerRefresh, ParamsOnDeviceLoadNothingAfterTheFirstStep) {
+TEST(EagerRefreshConcurrent, ParamsOnDeviceLoadNothingAfterTheFirstStep) {
   ScratchDir dir("eager_refresh");
   TrainOptions o = TinyRun(3);
   o.engine = "paged";
