@@ -167,6 +167,10 @@ class Engine {
   // Among slots of at least `bytes` not in `taken`; -1 when there is none.
   int ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const;
   Status LoadSlot(int slot, int block, memory::Role role, long step);
+  // Enqueues the copies of page k of (block, role)'s tensor pieces into the block-layout buffer
+  // `dst` on `stream` (a `queue` slice in the trace); `ref` pins the host page until they ran.
+  Status UploadPage(memory::PageRef ref, int block, memory::Role role, size_t k, float* dst,
+                    Stream& stream, Queue queue, long step);
   Status CopyGradDown(int slot, int block, const std::shared_ptr<Event>& after, long step);
   struct UpdateJob {
     int block = 0;
