@@ -135,6 +135,7 @@ Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
   so.capacity_bytes = o_.nvme_mem > 0 ? o_.nvme_mem : 3 * state_bytes;
+  so.faults = o_.nvme_faults;
   STRATA_ASSIGN_OR_RETURN(store_, storage::PageStore::Open(so));
   if (resume_from_) {
     // Before the tier reads the committed versions: the manifest's become the current ones.

@@ -32,6 +32,10 @@
 #include "core/nn/gpt_config.h"
 #include "core/util/status.h"
 
+namespace strata::storage {
+class FaultInjector;
+}  // namespace strata::storage
+
 namespace strata {
 
 struct ModelChoice {
@@ -80,6 +84,9 @@ struct TrainOptions {
   bool delayed_update = false;         // --delayed-update: one-step-stale updates (paged only)
   bool movement_only = false;          // --movement-only: skip the kernels (paged only)
   bool paging_flag_given = false;      // set by the CLI when any paging flag was given
+  // Tests: makes the NVMe tier's disk misbehave (storage/fault_injector.h). Borrowed: must
+  // outlive the Trainer. Not a flag.
+  storage::FaultInjector* nvme_faults = nullptr;
 };
 
 struct StepStats {
