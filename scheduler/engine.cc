@@ -163,7 +163,7 @@ Status Engine::PinHostHomes() {
   pins_.resize(sp_.num_pages());
   pinned_home_.assign(sp_.num_pages(), false);
   std::vector<Role> roles;
-  if (o_.plan.params == Home::kHost) roles.push_back(Role::kParam);
+  if (o_.plan.params == Home::kHost || o_.plan.params_host_pinned) roles.push_back(Role::kParam);
   if (o_.plan.optimizer == Home::kHost) {
     roles.push_back(Role::kAdamM);
     roles.push_back(Role::kAdamV);

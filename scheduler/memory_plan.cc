@@ -142,9 +142,12 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
   }
   std::sort(plan.slot_sizes.begin(), plan.slot_sizes.end(), std::greater<>());
   plan.slots = static_cast<int>(plan.slot_sizes.size());
+  const std::vector<uint64_t> resident = CoverBoth(min_slots, AllResidentSlotSizes(layout));
+  const bool all_resident = CoverBoth(plan.slot_sizes, resident) == plan.slot_sizes;
+  // auto fills the fastest tier first: parameters stay on the device when every block fits.
+  if (params_on == "auto" && all_resident) params_on = "device";
   if (params_on == "device") {
-    const std::vector<uint64_t> resident = CoverBoth(min_slots, AllResidentSlotSizes(layout));
-    if (CoverBoth(plan.slot_sizes, resident) != plan.slot_sizes) {
+    if (!all_resident) {
       return Status::ResourceExhausted(
           "--params-on device needs block slots of " + DescribeSlots(resident) +
           " (every block's parameters and the gradients beside them): " +
@@ -198,7 +201,11 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
       }
       *out = Home::kHost;
     } else {
-      *out = Home::kDevice;  // params on device: the host pages are the master copy
+      // params on device: the host pages are the master copy AdamW updates, pinned in the pool
+      // when they fit beside the working pages (else they pass through it like nvme's).
+      *out = Home::kDevice;
+      plan.params_host_pinned = pages <= avail;
+      if (plan.params_host_pinned) avail -= pages;
       return Status::Ok();
     }
     if (*out == Home::kHost) avail -= pages;

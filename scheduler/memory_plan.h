@@ -24,10 +24,12 @@
 //
 // Placement (--params-on, --optimizer-on): device | host | nvme | auto.
 //   params device: every block's parameters stay in a slot (the host pages stay the master copy
-//     that AdamW updates; a block's slot is refreshed after its update);
+//     that AdamW updates, pinned in the pool when they fit; a block's slot is refreshed after
+//     its update);
 //   host: pinned in the host pool; nvme: live on NVMe and pass through the pool;
 //   auto fills the faster tier first with what is used most often: parameters (read forward and
 //     backward and written by the optimizer) before the AdamW moments (used by the optimizer only):
+//     parameters on the device when every block's slot fits --gpu-mem, else on the host; on the
 //     host when they fit beside the working pages, else NVMe.
 //   --optimizer-on device (AdamW on the device) is not implemented: NotSupported.
 #pragma once
@@ -63,6 +65,7 @@ struct MemoryPlanInput {
 
 struct MemoryPlan {
   Home params = Home::kHost;
+  bool params_host_pinned = false;  // params kDevice: their host master pages are pinned too
   Home optimizer = Home::kHost;
   // Activation checkpointing: the first recompute_layers transformer blocks keep only their
   // output and rebuild their activations in backward; the others keep all of theirs.

@@ -29,7 +29,7 @@ TEST_F(MemoryPlanTest, DefaultsHoldEverything) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   // Every block, two gradients beside them, one prefetch and one second gradient slot.
   EXPECT_EQ(plan->slots, layout_.num_blocks() + 4);
-  EXPECT_EQ(plan->params, Home::kHost);
+  EXPECT_EQ(plan->params, Home::kDevice);  // auto: every block fits on the device
   EXPECT_EQ(plan->optimizer, Home::kHost);
   EXPECT_EQ(plan->host_bytes, 64u * 16384);
   EXPECT_LE(plan->min_device_bytes, plan->device_bytes);
@@ -93,6 +93,14 @@ TEST_F(MemoryPlanTest, RecomputeAutoCheckpointsTheFewestBlocksThatFit) {
 TEST_F(MemoryPlanTest, AutoPlacementFillsHostWithParamsFirst) {
   in_.has_nvme = true;
   in_.host_mem = (kHostWorkingPages + 16) * in_.page_bytes;  // room for params only
+  // The device holds every block: the parameters stay there, their master copy pinned on the host.
+  auto resident = MakeMemoryPlan(in_);
+  ASSERT_TRUE(resident.ok()) << resident.status().ToString();
+  EXPECT_EQ(resident->params, Home::kDevice);
+  EXPECT_TRUE(resident->params_host_pinned);
+  EXPECT_EQ(resident->optimizer, Home::kNvme);
+  // The device at its minimum: the parameters on the host, the moments on NVMe.
+  in_.gpu_mem = resident->min_device_bytes;
   auto plan = MakeMemoryPlan(in_);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->params, Home::kHost);

@@ -186,6 +186,14 @@ TEST_F(OffloadTransparency, ConcurrentUpdatesDuringBackwardWithoutClipping) {
   o.params_on = "device";
   o.optimizer_on = "auto";
   ExpectSame(o, ref, "noclip_params_on_device");
+  // With NVMe: the parameters' host master copy pinned (the pool holds everything), then passing
+  // through a pool of 10 pages with the moments.
+  o.nvme_dirs = {dir_.sub("nvme_noclip_device")};
+  o.optimizer_on = "nvme";
+  ExpectSame(o, ref, "noclip_params_on_device_master_pinned");
+  o.nvme_dirs = {dir_.sub("nvme_noclip_device_small")};
+  o.host_mem = 10 * 16384;
+  ExpectSame(o, ref, "noclip_params_on_device_master_on_nvme");
 }
 
 // --delayed-update is not the exact trajectory (step 2 computes with the initial parameters),
