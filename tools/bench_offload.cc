@@ -250,6 +250,10 @@ Status RunBenchOffload(const Flags& f) {
     return Status::InvalidArgument(
         "--steps and --batch/--seq must be positive, --warmup-steps >= 0, --scale-steps >= 2");
   }
+  if (f.overlap_layers <= 0) {
+    return Status::InvalidArgument("--overlap-layers must be positive, got " +
+                                   std::to_string(f.overlap_layers));
+  }
   if (f.sim_link_gbps < 0) return Status::InvalidArgument("--sim-link-gbps must be >= 0");
   const std::string nvme_parent =
       f.nvme_dir.empty() ? std::string("/var/tmp") : f.nvme_dir;

@@ -47,6 +47,9 @@ TEST(BenchOffload, BadFlagIsUsageError) {
   RunResult r = RunStrata({"bench", "offload", "--steps", "0", "--no-fio"}, dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
+  r = RunStrata({"bench", "offload", "--overlap-layers", "0", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--overlap-layers"), std::string::npos) << r.err;
 }
 
 }  // namespace
