@@ -109,7 +109,10 @@ def offload_rows(j):
                      f"{j['overlap_link_gbps']:.3f} GB/s sim link, calibrated so that the link "
                      f"alone takes {j['overlap_link_share']:.2f} of the compute-only time "
                      f"(backward's share: Note [Overlap configuration]); measured overlap "
-                     f"{j['overlap_fraction']:.2f}"}]
+                     f"{j['overlap_fraction']:.2f}"
+                     + (f"; the median of {j['overlap_rounds']} rounds, whose factors were "
+                        + ", ".join(f"{x:.3f}" for x in j["overlap_step_factor_rounds"])
+                        if "overlap_step_factor_rounds" in j else "")}]
     if j.get("overlap_clipped_step_factor") is not None:
         cf = j["overlap_clipped_step_factor"]
         rows.append({"metric": "overlap_clipped_step_factor", "value": cf, "target": "<= 1.15",
@@ -119,8 +122,12 @@ def offload_rows(j):
                              f"the blocks' slots), the link "
                              f"({j['overlap_clipped_link_gbps']:.3f} GB/s) calibrated so that "
                              f"it alone takes the whole compute-only time: step "
-                             f"{j['overlap_clipped_step_s']:.3f} s vs compute-only {comp:.3f} s "
-                             f"and movement-only {j['overlap_clipped_movement_only_s']:.3f} s"})
+                             f"{j['overlap_clipped_step_s']:.3f} s vs compute-only {j.get('overlap_clipped_compute_only_s', comp):.3f} s "
+                             f"and movement-only {j['overlap_clipped_movement_only_s']:.3f} s"
+                             + (f"; median of the rounds' "
+                                + ", ".join(f"{x:.3f}" for x in
+                                            j["overlap_clipped_step_factor_rounds"])
+                                if "overlap_clipped_step_factor_rounds" in j else "")})
     rows += [
             ratio_row("offload_cost_ratio", j["offload_cost_ratio"], 0.8,
                       f"{j['offload_tokens_per_s']:.0f} tokens/s with --gpu-mem "

@@ -15,6 +15,7 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
   RunResult r = RunStrata({"bench", "offload", "--json", "--nvme-dir", dir + "/nvme", "--model",
                            "small", "--batch", "2", "--seq", "16", "--steps", "1",
                            "--warmup-steps", "1", "--threads", "1", "--overlap-layers", "2",
+                           "--overlap-rounds", "2",
                            "--cost-layers", "2",
                            "--cost-embd", "64", "--cost-heads", "2", "--cost-batch", "2",
                            "--cost-seq", "16", "--scale-layers", "96",
@@ -34,6 +35,7 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
         "\"offload_cost_cpu_bound\":", "\"overlap_cpu_s_per_step\":",
         "\"overlap_movement_only_cpu_s_per_step\":", "\"overlap_movement_to_compute\":",
         "\"overlap_clipped_step_factor\":", "\"offload_cost_ratio_shared_cores\":",
+        "\"overlap_step_factor_rounds\":[", "\"overlap_clipped_step_factor_rounds\":[",
         "\"scale_state_bytes\":", "\"scale_gpu_mem\":", "\"scale_host_mem\":",
         "\"scale_losses\":[", "\"scale_nvme_bytes_per_step\":", "\"scale_nvme_bytes_per_s\":",
         "\"scale_nvme_vs_fio_ratio\":null"}) {
@@ -50,6 +52,9 @@ TEST(BenchOffload, BadFlagIsUsageError) {
   r = RunStrata({"bench", "offload", "--overlap-layers", "0", "--no-fio"}, dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--overlap-layers"), std::string::npos) << r.err;
+  r = RunStrata({"bench", "offload", "--overlap-rounds", "0", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--overlap-rounds"), std::string::npos) << r.err;
 }
 
 }  // namespace
