@@ -224,14 +224,16 @@ int Engine::FindSlot(int block, SlotRole role) const {
 }
 
 // Belady over the program, with tie-breaks for dead slots (empty, stale, finished gradients):
-// first one that is free now (its last use completed: overwriting it waits for nothing), then the
-// smallest that fits (a small block in a large slot can leave a large block, or the next
-// gradient, only a slot whose copy is still in flight), then the one whose last use was scheduled
-// earliest, likely free first (a gradient copy counts as one op later than its kernel). Waiting
-// on the in-order h2d stream would hold up every later load too.
+// first the smallest that fits (a small block in a large slot can leave a large block, or the
+// next gradient, only a slot whose copy is still in flight), then among those one that is free
+// now (its last use completed: overwriting it waits for nothing), then the one whose last use was
+// scheduled earliest, likely free first (a gradient copy counts as one op later than its kernel).
+// Waiting on the in-order h2d stream would hold up every later load too. Only the choice among
+// equal-sized dead slots depends on timing, and those are interchangeable: which blocks stay
+// resident, and so the bytes a step moves, does not.
 int Engine::ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const {
   int best = -1;
-  // Live: {0, next use, 0, 0}, farthest first. Dead: {1, free now, ~bytes, ~last use}.
+  // Live: {0, next use, 0, 0}, farthest first. Dead: {1, ~bytes, free now, ~last use}.
   using Score = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>;
   Score best_score{0, 0, 0, 0};
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -251,7 +253,7 @@ int Engine::ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t byt
     Score score{0, next, 0, 0};
     if (next == StepProgram::kNever) {
       const bool free_now = !s.refresh.valid() && (!s.last_use || s.last_use->query());
-      score = Score{1, free_now ? 1 : 0, ~s.bytes, ~s.last_use_seq};
+      score = Score{1, ~s.bytes, free_now ? 1 : 0, ~s.last_use_seq};
     }
     if (best < 0 || score > best_score) {
       best = int(i);
