@@ -185,9 +185,9 @@ class Engine {
     std::shared_ptr<std::promise<Result<std::shared_ptr<Event>>>> refresh_done = nullptr;
   };
   void SubmitUpdate(UpdateJob job);
-  // Note [Eager refresh]: the slot of `block`'s (now stale) parameters, marked for refresh by
-  // `job`; false when no slot holds them or the placement does not refresh eagerly.
-  bool MarkRefresh(int block, UpdateJob& job);
+  // Note [Eager refresh]: marks the slot of `block`'s (now stale) parameters for refresh by
+  // `job`; nothing when no slot holds them or the placement does not refresh eagerly.
+  void MarkRefresh(int block, UpdateJob& job);
   // Makes a pending refresh of slot `slot` its ready and last-use Event (waits until the
   // optimizer has enqueued it); the update's error if it failed.
   Status ResolveRefresh(int slot);

@@ -53,8 +53,8 @@ void Engine::SubmitUpdate(UpdateJob job) {
   });
 }
 
-bool Engine::MarkRefresh(int block, UpdateJob& job) {
-  if (o_.plan.params != Home::kDevice && !program_.wait_for_norm) return false;
+void Engine::MarkRefresh(int block, UpdateJob& job) {
+  if (o_.plan.params != Home::kDevice && !program_.wait_for_norm) return;
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (s.block != block || s.role != SlotRole::kParam || s.refresh.valid()) continue;
@@ -64,9 +64,8 @@ bool Engine::MarkRefresh(int block, UpdateJob& job) {
     s.refresh = job.refresh_done->get_future().share();
     s.version = param_version_[block];
     s.ready = nullptr;
-    return true;
+    return;
   }
-  return false;
 }
 
 Status Engine::ResolveRefresh(int slot) {
