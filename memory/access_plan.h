@@ -1,10 +1,12 @@
-// AccessPlan (internal to memory/, pure): the future of every page for Belady eviction.
+// Access plans: the known future of the host pool's pages, for Belady eviction.
 //
-// A plan is the ordered list of (page, tier) acquires of one training step; steps repeat, so
-// position p of the infinite sequence is entry p % size() of iteration p / size(). next_use()
-// answers "at which absolute position is `page` next acquired on `tier`, at or after `from`",
-// kNever when the plan never touches it there. Immutable after construction; share it with
-// shared_ptr<const AccessPlan>.
+// A plan is the ordered list of acquires of one training step, each tagged with the acquirer
+// that makes it (the scheduler's driver, its optimizer, ...); steps repeat, so position p of the
+// infinite sequence is entry p % size() of iteration p / size(). Acquirers run ahead of or
+// behind each other (the optimizer finishes step s while the driver starts step s+1), so each
+// follows its own cursor: an absolute position in that sequence, advanced by its own acquires
+// (Note [Plan cursors] in eviction_policy.h). A page's next use is the earliest of its next
+// uses by each acquirer from that acquirer's cursor.
 #pragma once
 
 #include <cstdint>
@@ -15,22 +17,36 @@
 #include "memory/page_plan.h"
 
 namespace strata::memory {
-enum class Tier : uint8_t;
-struct PlannedAccess;
+
+// At most this many acquirers follow one plan (AcquireOptions::acquirer < kMaxAcquirers).
+inline constexpr int kMaxAcquirers = 4;
+
+// One entry of an access plan: `acquirer` will acquire `page`, in this order.
+struct PlannedAccess {
+  PageId page = 0;
+  uint8_t acquirer = 0;
+};
+
 }  // namespace strata::memory
 
 namespace strata::memory::internal {
 
+// Immutable after construction; shared as shared_ptr<const AccessPlan>. Pure.
 class AccessPlan {
  public:
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
   explicit AccessPlan(const std::vector<PlannedAccess>& plan);
   uint64_t size() const { return size_; }
-  uint64_t next_use(PageId page, Tier tier, uint64_t from) const;
+  // The absolute position at or after `from` at which `acquirer` next acquires `page`; kNever
+  // when it never does.
+  uint64_t next_use(PageId page, int acquirer, uint64_t from) const;
+  // The earliest next use of `page` by any acquirer, each from its cursor (kMaxAcquirers
+  // entries).
+  uint64_t next_use(PageId page, const uint64_t* cursors) const;
 
  private:
-  static uint64_t key(PageId page, Tier tier) { return page * 4 + static_cast<uint64_t>(tier); }
+  static uint64_t key(PageId page, int acquirer) { return page * kMaxAcquirers + acquirer; }
   uint64_t size_ = 0;
   std::unordered_map<uint64_t, std::vector<uint64_t>> positions_;  // sorted, within one step
 };

@@ -4,20 +4,30 @@
 //
 // Semantics (copy-on-write, as the PageStore gives them):
 // - stage_write(page, buffer) starts writing a new version of `page` from `buffer`
-//   (page_bytes() long, 4 KiB aligned). The new version is not readable and the buffer must
-//   stay unchanged until commit() returns. At most one staged version per page between commits
-//   (the manager never stages a page twice).
-// - commit() makes every staged version current, atomically and durably, and returns the first
-//   error of any staged write or of the commit itself. On error no staged version became
-//   current and the previously committed versions stay readable.
+//   (page_bytes() long, 4 KiB aligned) into the open batch. The new version is not readable
+//   and the buffer must stay unchanged until the batch holding it is committed. At most one
+//   staged version per page in all batches not yet committed (the manager never stages a page
+//   twice before its commit).
+// - seal() closes the open batch and returns it; later stage_write()s go to a new batch. It
+//   does no I/O, so the manager seals under its own bookkeeping and commits with no lock held
+//   (Note [Locking] in memory_manager.cc): the sealed batch names exactly the pages it holds.
+// - commit(batch) makes every version of `batch` current, atomically and durably, and returns
+//   the first error of any of its writes or of the commit itself. On error no version of the
+//   batch became current and the previously committed versions stay readable. Batches may be
+//   committed from several threads; their pages are disjoint.
 // - read(page, buffer) reads the last committed version; NotFound when the page never was
 //   committed.
-// Threads: every method may be called from any thread; commits are serialised by the
-// implementation. Errors are Statuses naming the page, the file and the offset.
+// - Snapshots (checkpoints): save_snapshot(name) durably records every page's committed
+//   version under `name`; those versions stay on disk until the snapshot is deleted. A store
+//   is reopened at a snapshot by OpenNvmeStore (memory/nvme_store.h).
+// Threads: every method may be called from any thread. Errors are Statuses naming the page,
+// the file and the offset.
 #pragma once
 
 #include <cstdint>
 #include <future>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "core/util/status.h"
@@ -31,6 +41,17 @@ struct NvmeTierStats {
   uint64_t peak_bytes = 0;
 };
 
+// Versions staged together, sealed by NvmeTier::seal(). Implementations derive from it.
+class NvmeBatch {
+ public:
+  virtual ~NvmeBatch() = default;
+  // The pages with a version in this batch, in staging order.
+  const std::vector<PageId>& pages() const { return pages_; }
+
+ protected:
+  std::vector<PageId> pages_;
+};
+
 class NvmeTier {
  public:
   virtual ~NvmeTier() = default;
@@ -41,7 +62,8 @@ class NvmeTier {
   virtual void unregister_buffer(void* /*buffer*/) {}
 
   [[nodiscard]] virtual Status stage_write(PageId page, const void* buffer) = 0;
-  [[nodiscard]] virtual Status commit() = 0;
+  virtual std::unique_ptr<NvmeBatch> seal() = 0;
+  [[nodiscard]] virtual Status commit(std::unique_ptr<NvmeBatch> batch) = 0;
   // Forgets every staged version without committing it, once its write no longer reads its
   // buffer (the manager calls it before it frees the buffers). The default has nothing to wait
   // for: an implementation that copies the buffer in stage_write.
@@ -52,6 +74,11 @@ class NvmeTier {
   // Pages with a committed version now (a reopened store). The manager marks them as having a
   // valid NVMe copy at creation, so a resumed run reads them instead of zeros.
   virtual std::vector<PageId> committed_pages() const = 0;
+
+  // Snapshots; the defaults say the tier keeps none.
+  [[nodiscard]] virtual Status save_snapshot(const std::string& name);
+  virtual Result<std::vector<std::string>> snapshot_names() const;
+  [[nodiscard]] virtual Status delete_snapshot(const std::string& name);
 
   virtual NvmeTierStats stats() const = 0;
 };

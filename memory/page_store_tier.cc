@@ -9,13 +9,28 @@ namespace {
 constexpr uint64_t kMaxFixedBufferBytes = 1 * kGiB;
 }  // namespace
 
+// A sealed PageStore batch with the versions it holds.
+class PageStoreTier::Sealed final : public NvmeBatch {
+ public:
+  Sealed(std::unique_ptr<storage::PageStore::Batch> batch, std::vector<PageId> pages)
+      : batch(std::move(batch)) {
+    pages_ = std::move(pages);
+  }
+  std::unique_ptr<storage::PageStore::Batch> batch;
+};
+
 PageStoreTier::PageStoreTier(storage::PageStore* store) : store_(store) {
   STRATA_CHECK(store_ != nullptr);
   for (const storage::PageRecord& r : store_->pages()) committed_version_[r.page] = r.entry.version;
   batch_ = std::make_unique<storage::PageStore::Batch>(store_->new_batch());
 }
 
-PageStoreTier::~PageStoreTier() = default;
+PageStoreTier::PageStoreTier(std::unique_ptr<storage::PageStore> store)
+    : PageStoreTier(store.get()) {
+  owned_ = std::move(store);
+}
+
+PageStoreTier::~PageStoreTier() { batch_.reset(); }
 
 Status PageStoreTier::register_buffer(void* buffer, uint64_t bytes) {
   const uint64_t piece =
@@ -47,38 +62,40 @@ Status PageStoreTier::stage_write(PageId page, const void* buffer) {
   }
   auto it = committed_version_.find(page);
   const uint64_t version = (it == committed_version_.end() ? 0 : it->second) + 1;
+  // Starts the write (a submission, no wait): the PageStore's engine completes it.
   STRATA_RETURN_IF_ERROR(store_->write_page_version(*batch_, page, version, buffer, page_bytes()));
   staged_version_[page] = version;
+  batch_pages_.push_back(page);
   return Status::Ok();
 }
 
-Status PageStoreTier::commit() {
-  std::lock_guard commit_lock(commit_mu_);
-  std::unique_ptr<storage::PageStore::Batch> batch;
-  std::unordered_map<PageId, uint64_t> staged;
-  {
-    std::lock_guard lock(mu_);
-    if (batch_->empty()) return Status::Ok();
-    batch = std::move(batch_);
-    batch_ = std::make_unique<storage::PageStore::Batch>(store_->new_batch());
-    staged.swap(staged_version_);
-  }
-  Status st = store_->commit(*batch);
-  if (st.ok()) {
-    std::lock_guard lock(mu_);
-    for (const auto& [page, version] : staged) committed_version_[page] = version;
+std::unique_ptr<NvmeBatch> PageStoreTier::seal() {
+  std::lock_guard lock(mu_);
+  auto sealed = std::make_unique<Sealed>(std::move(batch_), std::move(batch_pages_));
+  batch_ = std::make_unique<storage::PageStore::Batch>(store_->new_batch());
+  batch_pages_.clear();
+  return sealed;
+}
+
+Status PageStoreTier::commit(std::unique_ptr<NvmeBatch> batch) {
+  auto* sealed = dynamic_cast<Sealed*>(batch.get());
+  STRATA_CHECK(sealed != nullptr) << "commit of a batch this tier did not seal";
+  if (sealed->pages().empty()) return Status::Ok();
+  Status st = store_->commit(*sealed->batch);
+  std::lock_guard lock(mu_);
+  for (PageId page : sealed->pages()) {
+    auto it = staged_version_.find(page);
+    if (st.ok()) committed_version_[page] = it->second;
+    staged_version_.erase(it);
   }
   return st;
 }
 
 void PageStoreTier::drop_staged() {
-  std::lock_guard commit_lock(commit_mu_);
-  std::unique_ptr<storage::PageStore::Batch> batch;
+  std::unique_ptr<NvmeBatch> batch = seal();
   {
     std::lock_guard lock(mu_);
-    batch = std::move(batch_);
-    batch_ = std::make_unique<storage::PageStore::Batch>(store_->new_batch());
-    staged_version_.clear();
+    for (PageId page : batch->pages()) staged_version_.erase(page);
   }
   batch.reset();  // waits for the batch's writes, then frees their slots
 }
@@ -91,6 +108,16 @@ std::vector<PageId> PageStoreTier::committed_pages() const {
   std::vector<PageId> out;
   for (const storage::PageRecord& r : store_->pages()) out.push_back(r.page);
   return out;
+}
+
+Status PageStoreTier::save_snapshot(const std::string& name) { return store_->save_manifest(name); }
+
+Result<std::vector<std::string>> PageStoreTier::snapshot_names() const {
+  return store_->manifest_names();
+}
+
+Status PageStoreTier::delete_snapshot(const std::string& name) {
+  return store_->delete_manifest(name);
 }
 
 NvmeTierStats PageStoreTier::stats() const {

@@ -111,7 +111,7 @@ Status Engine::Setup() {
   refresh_ = device_.create_stream("refresh");
   compute_arena_ = std::make_unique<tbb::task_arena>(o_.threads);
   optimizer_arena_ = std::make_unique<tbb::task_arena>(o_.threads);
-  const uint64_t pool_pages = mm_.options().budgets.host_bytes / sp_.page_bytes();
+  const uint64_t pool_pages = mm_.options().host_bytes / sp_.page_bytes();
   optimizer_read_ahead_ =
       std::clamp<size_t>(pool_pages / kPrefetchPoolFraction, 1, kOptimizerPrefetchMax);
   optimizer_ = std::make_unique<HostQueue>("optimizer");
@@ -190,7 +190,7 @@ Status Engine::Repin(PageId page) {
   if (!pinned_home_[page]) return Status::Ok();
   memory::AcquireOptions ao;
   ao.holder = "host home pin";
-  STRATA_ASSIGN_OR_RETURN(PageRef ref, mm_.acquire_sync(page, Tier::kHost, Access::kRead, ao));
+  STRATA_ASSIGN_OR_RETURN(PageRef ref, mm_.acquire_sync(page, Access::kRead, ao));
   std::lock_guard lock(pins_mu_);
   pins_[page] = std::move(ref);
   return Status::Ok();
@@ -291,7 +291,7 @@ Status Engine::LoadSlot(int slot, int block, Role role, long step) {
   if (s.last_use) h2d_->wait(*s.last_use);
   const auto& pages = sp_.pages(block, role);
   if (mm_.options().nvme != nullptr) {
-    for (PageId p : pages) mm_.prefetch(p, Tier::kHost);
+    for (PageId p : pages) mm_.prefetch(p);
   }
   memory::AcquireOptions ao;
   ao.holder = "load block " + std::to_string(block) + " " + memory::RoleName(role);
@@ -302,7 +302,7 @@ Status Engine::LoadSlot(int slot, int block, Role role, long step) {
     }
     const int64_t t0 = timeline_.now_ns();
     STRATA_ASSIGN_OR_RETURN(PageRef ref,
-                            mm_.acquire_sync(pages[k], Tier::kHost, Access::kRead, ao));
+                            mm_.acquire_sync(pages[k], Access::kRead, ao));
     timeline_.add(Slice{Queue::kFetch, "page " + std::to_string(pages[k]), t0, timeline_.now_ns(),
                         sp_.page_bytes(), step});
     STRATA_RETURN_IF_ERROR(
@@ -333,7 +333,7 @@ Status Engine::CopyGradDown(int slot, int block, const std::shared_ptr<Event>& a
   for (size_t k = 0; k < pages.size(); ++k) {
     const int64_t t0 = timeline_.now_ns();
     STRATA_ASSIGN_OR_RETURN(PageRef ref,
-                            mm_.acquire_sync(pages[k], Tier::kHost, Access::kOverwrite, ao));
+                            mm_.acquire_sync(pages[k], Access::kOverwrite, ao));
     timeline_.add(Slice{Queue::kFetch, "grad page " + std::to_string(pages[k]), t0,
                         timeline_.now_ns(), 0, step});
     const auto& pieces = sp_.pieces(block, Role::kGrad, k);

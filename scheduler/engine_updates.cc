@@ -87,8 +87,7 @@ Status Engine::RefreshPage(const UpdateJob& job, size_t k) {
   memory::AcquireOptions ao;
   ao.holder = "refresh block " + std::to_string(block);
   STRATA_ASSIGN_OR_RETURN(
-      PageRef ref, mm_.acquire_sync(sp_.pages(block, Role::kParam)[k], Tier::kHost, Access::kRead,
-                                    ao));
+      PageRef ref, mm_.acquire_sync(sp_.pages(block, Role::kParam)[k], Access::kRead, ao));
   return UploadPage(std::move(ref), block, Role::kParam, k, job.refresh_dst, *refresh_,
                     Queue::kRefresh, job.step);
 }
@@ -111,10 +110,10 @@ Status Engine::PublishBlock(int block) {
   ao.holder = "publish block " + std::to_string(block);
   for (size_t k = 0; k < pp.size(); ++k) {
     STRATA_ASSIGN_OR_RETURN(PageRef master,
-                            mm_.acquire_sync(mp[k], Tier::kHost, Access::kRead, ao));
+                            mm_.acquire_sync(mp[k], Access::kRead, ao));
     Unpin(pp[k]);
     STRATA_ASSIGN_OR_RETURN(PageRef param,
-                            mm_.acquire_sync(pp[k], Tier::kHost, Access::kOverwrite, ao));
+                            mm_.acquire_sync(pp[k], Access::kOverwrite, ao));
     std::memcpy(param.data(), master.data(), sp_.page_bytes());
     param.release();
     master.release();
@@ -134,7 +133,7 @@ void Engine::PrefetchUpdatePage(int block, int next_block, size_t k) {
     if (k >= sp_.pages(block, param_role).size()) return;
   }
   for (Role r : {Role::kGrad, Role::kAdamM, Role::kAdamV, param_role}) {
-    mm_.prefetch(sp_.pages(block, r)[k], Tier::kHost);
+    mm_.prefetch(sp_.pages(block, r)[k]);
   }
 }
 
@@ -168,13 +167,13 @@ Status Engine::UpdateBlock(const UpdateJob& job, const std::vector<std::shared_p
     grads[k]->synchronize();  // this page's gradient is on the host (copy errors: Drain)
     // Each host-home page is unpinned just before it is taken for write, so that making room
     // for the others never evicts it.
-    STRATA_ASSIGN_OR_RETURN(PageRef g, mm_.acquire_sync(gp[k], Tier::kHost, Access::kRead, ao));
+    STRATA_ASSIGN_OR_RETURN(PageRef g, mm_.acquire_sync(gp[k], Access::kRead, ao));
     Unpin(mp[k]);
-    STRATA_ASSIGN_OR_RETURN(PageRef m, mm_.acquire_sync(mp[k], Tier::kHost, Access::kWrite, ao));
+    STRATA_ASSIGN_OR_RETURN(PageRef m, mm_.acquire_sync(mp[k], Access::kWrite, ao));
     Unpin(vp[k]);
-    STRATA_ASSIGN_OR_RETURN(PageRef v, mm_.acquire_sync(vp[k], Tier::kHost, Access::kWrite, ao));
+    STRATA_ASSIGN_OR_RETURN(PageRef v, mm_.acquire_sync(vp[k], Access::kWrite, ao));
     Unpin(pp[k]);
-    STRATA_ASSIGN_OR_RETURN(PageRef p, mm_.acquire_sync(pp[k], Tier::kHost, Access::kWrite, ao));
+    STRATA_ASSIGN_OR_RETURN(PageRef p, mm_.acquire_sync(pp[k], Access::kWrite, ao));
     const int64_t t1 = timeline_.now_ns();
     timeline_.add(Slice{Queue::kOptimizerIo,
                         "adamw pages b" + std::to_string(block) + " p" + std::to_string(k), t0, t1,
@@ -204,8 +203,8 @@ Status Engine::UpdateBlock(const UpdateJob& job, const std::vector<std::shared_p
     STRATA_RETURN_IF_ERROR(Repin(vp[k]));
     // The moments are next needed by the next step's update of this page, after everything
     // else: when room is needed they go first, not the gradients still waiting for AdamW.
-    STRATA_RETURN_IF_ERROR(mm_.demote(mp[k], Tier::kHost));
-    STRATA_RETURN_IF_ERROR(mm_.demote(vp[k], Tier::kHost));
+    STRATA_RETURN_IF_ERROR(mm_.demote(mp[k]));
+    STRATA_RETURN_IF_ERROR(mm_.demote(vp[k]));
     if (job.refresh_dst != nullptr) STRATA_RETURN_IF_ERROR(RefreshPage(job, k));
     page_done(k);
   }

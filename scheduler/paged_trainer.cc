@@ -13,14 +13,12 @@
 #include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
-#include "memory/page_store_tier.h"
+#include "memory/nvme_store.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
-#include "storage/catalog.h"
-#include "storage/page_store.h"
 
 namespace strata {
 namespace {
@@ -42,8 +40,7 @@ class PagedTrainer final : public Trainer {
     if (engine_) engine_->Drain().IgnoreError();  // also runs a queued checkpoint
     engine_.reset();
     mm_.reset();
-    tier_.reset();
-    store_.reset();
+    nvme_.reset();
   }
 
   Status Setup();
@@ -70,8 +67,7 @@ class PagedTrainer final : public Trainer {
   std::unique_ptr<StatePages> pages_;
   MemoryPlan plan_;
   std::unique_ptr<Device> device_;
-  std::unique_ptr<storage::PageStore> store_;
-  std::unique_ptr<memory::PageStoreTier> tier_;
+  std::unique_ptr<memory::NvmeTier> nvme_;
   std::unique_ptr<memory::MemoryManager> mm_;
   scheduler::Timeline timeline_;
   std::unique_ptr<Engine> engine_;
@@ -100,12 +96,12 @@ std::vector<memory::PageId> PagedTrainer::DurablePages() const {
 }
 
 Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
-  const std::string catalog = storage::Catalog::PathFor(o_.nvme_dirs[0]);
+  const std::string& dir = o_.nvme_dirs[0];
   if (o_.resume) {
     STRATA_ASSIGN_OR_RETURN(resume_from_, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
-    if (resume_from_ && !storage::Catalog::Exists(catalog)) {
+    if (resume_from_ && !memory::NvmeStoreExists(dir)) {
       return Status::NotFound("--resume: " + o_.ckpt_dir + " names checkpoint " +
-                              resume_from_->manifest + " but --nvme-dir " + o_.nvme_dirs[0] +
+                              resume_from_->manifest + " but --nvme-dir " + dir +
                               " holds no page store; give the --nvme-dir of the checkpointed run");
     }
     if (resume_from_ && resume_from_->run != RunFingerprint()) {
@@ -114,9 +110,9 @@ Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
                                      RunFingerprint() +
                                      "; use the same flags or another --ckpt-dir");
     }
-  } else if (storage::Catalog::Exists(catalog)) {
-    return Status::InvalidArgument("--nvme-dir " + o_.nvme_dirs[0] +
-                                   " already holds a Strata page store (" + catalog +
+  } else if (memory::NvmeStoreExists(dir)) {
+    return Status::InvalidArgument("--nvme-dir " + dir + " already holds a Strata page store (" +
+                                   memory::NvmeStorePath(dir) +
                                    ") from an earlier run; add --resume to continue it, or give "
                                    "an empty directory");
   }
@@ -131,19 +127,18 @@ Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
         (o_.ckpt_every > 0 ? std::string(" plus a checkpoint's parameters and moments") : "") +
         "); raise --nvme-mem or leave it out (default 3x the state)");
   }
-  storage::PageStoreOptions so;
+  memory::NvmeStoreOptions so;
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
   so.capacity_bytes = o_.nvme_mem > 0 ? o_.nvme_mem : 3 * state_bytes;
   so.faults = o_.nvme_faults;
-  STRATA_ASSIGN_OR_RETURN(store_, storage::PageStore::Open(so));
-  if (resume_from_) {
-    // Before the tier reads the committed versions: the manifest's become the current ones.
-    STRATA_RETURN_IF_ERROR(store_->restore_manifest(resume_from_->manifest)
-                               .WithContext("--resume from " + o_.ckpt_dir));
-    start_step_ = resume_from_->step;
+  if (resume_from_) so.restore_snapshot = resume_from_->manifest;
+  Result<std::unique_ptr<memory::NvmeTier>> nvme = memory::OpenNvmeStore(so);
+  if (!nvme.ok()) {
+    return resume_from_ ? nvme.status().WithContext("--resume from " + o_.ckpt_dir) : nvme.status();
   }
-  tier_ = std::make_unique<memory::PageStoreTier>(store_.get());
+  nvme_ = std::move(*nvme);
+  if (resume_from_) start_step_ = resume_from_->step;
   return Status::Ok();
 }
 
@@ -189,9 +184,9 @@ Status PagedTrainer::Setup() {
   memory::MemoryManagerOptions mo;
   mo.page_bytes = page;
   mo.num_pages = pages_->num_pages();
-  mo.budgets.host_bytes = plan_.host_bytes;
-  mo.device = nullptr;  // the engine's block slots are the device side (Note [Block slots])
-  mo.nvme = tier_.get();
+  mo.host_bytes = plan_.host_bytes;
+  mo.device = device_.get();  // the pool is pinned for the device's copies
+  mo.nvme = nvme_.get();
   // Small write-back groups: a group's later pages stay resident as clean copies, and in a
   // training step most of them are gradients discarded after AdamW or parameters updated again
   // before they are evicted, so their writes were wasted. Cost configuration, NVMe writes per
@@ -206,7 +201,7 @@ Status PagedTrainer::Setup() {
                           resume_from_->manifest, o_.ckpt_dir);
   } else {
     STRATA_RETURN_IF_ERROR(WriteInitialParams());
-    if (store_ && !store_->pages().empty()) STRATA_RETURN_IF_ERROR(ResetMoments());
+    if (nvme_ && !nvme_->committed_pages().empty()) STRATA_RETURN_IF_ERROR(ResetMoments());
   }
 
   scheduler::EngineOptions eo;
@@ -283,22 +278,16 @@ Status PagedTrainer::Checkpoint(long steps_done) {
 }
 
 Status PagedTrainer::WriteCheckpoint(long steps_done) {
-  const std::vector<memory::PageId> pages = DurablePages();
-  STRATA_RETURN_IF_ERROR(mm_->flush(pages));
-  STRATA_RETURN_IF_ERROR(mm_->commit_nvme());
+  // A snapshot of this name can only be an orphan: a killed run saved it but never recorded it
+  // (the record names an earlier step, the one this run resumed from). save_snapshot replaces
+  // it.
   const std::string name = scheduler::ManifestNameForStep(steps_done);
-  // A manifest of this name can only be an orphan: a killed run saved it but never recorded it
-  // (the record names an earlier step, the one this run resumed from).
-  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> existing, store_->manifest_names());
-  for (const std::string& n : existing) {
-    if (n == name) STRATA_RETURN_IF_ERROR(store_->delete_manifest(n));
-  }
-  STRATA_RETURN_IF_ERROR(store_->save_manifest(name));
+  STRATA_RETURN_IF_ERROR(mm_->save_snapshot(name, DurablePages()));
   STRATA_RETURN_IF_ERROR(
       scheduler::WriteCheckpointRecord(o_.ckpt_dir, {steps_done, name, RunFingerprint()}));
-  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, store_->manifest_names());
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, mm_->snapshot_names());
   for (const std::string& n : names) {
-    if (n != name && n.rfind("step-", 0) == 0) STRATA_RETURN_IF_ERROR(store_->delete_manifest(n));
+    if (n != name && n.rfind("step-", 0) == 0) STRATA_RETURN_IF_ERROR(mm_->delete_snapshot(n));
   }
   Logger("train")->debug("checkpoint {} in {}", name, o_.ckpt_dir);
   return Status::Ok();

@@ -76,8 +76,8 @@ Status WriteBlockPages(memory::MemoryManager& mm, const StatePages& sp, int bloc
                        const float* values) {
   const auto& pages = sp.pages(block, role);
   for (size_t k = 0; k < pages.size(); ++k) {
-    STRATA_ASSIGN_OR_RETURN(memory::PageRef ref, mm.acquire_sync(pages[k], memory::Tier::kHost,
-                                                                 memory::Access::kOverwrite));
+    STRATA_ASSIGN_OR_RETURN(memory::PageRef ref,
+                            mm.acquire_sync(pages[k], memory::Access::kOverwrite));
     char* dst = static_cast<char*>(ref.data());
     std::memset(dst, 0, sp.page_bytes());
     for (const Piece& p : sp.pieces(block, role, k)) {
@@ -93,7 +93,7 @@ Status ReadBlockPages(memory::MemoryManager& mm, const StatePages& sp, int block
   const auto& pages = sp.pages(block, role);
   for (size_t k = 0; k < pages.size(); ++k) {
     STRATA_ASSIGN_OR_RETURN(memory::PageRef ref,
-                            mm.acquire_sync(pages[k], memory::Tier::kHost, memory::Access::kRead));
+                            mm.acquire_sync(pages[k], memory::Access::kRead));
     const char* src = static_cast<const char*>(ref.data());
     for (const Piece& p : sp.pieces(block, role, k)) {
       std::memcpy(reinterpret_cast<char*>(values) + p.block_offset, src + p.page_offset, p.bytes);

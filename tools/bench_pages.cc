@@ -1,15 +1,17 @@
 // `strata bench pages`: the memory manager's page moves against the raw rates of the same
 // machine, measured side by side in one run, and bytes moved under Belady vs LRU.
 //
-//   h2d_ratio / d2h_ratio    page moves through the manager (sim device copy streams) vs
-//                            memcpy of the same bytes between the same host and device frames,
+//   h2d_ratio / d2h_ratio    page copies as the scheduler makes them (host pool pages pinned by
+//                            the manager, Device::copy_async into and out of a device buffer on
+//                            one stream) vs memcpy of the same bytes between the same buffers,
 //                            page by page, on one thread
 //   nvme_write_ratio         flush + one commit of every page (PageStore: writes, fdatasync,
 //                            RocksDB batch) vs the IoEngine writing the same bytes to a raw
 //                            O_DIRECT file at the same queue depth and request size + fdatasync
 //   nvme_read_ratio          acquiring every page on the host from NVMe (checksummed reads) vs
 //                            the IoEngine reading the same bytes from the raw file
-//   belady_vs_lru_ratio      bytes moved by Belady / by LRU on the synthetic training trace
+//   belady_vs_lru_ratio      NVMe bytes moved by Belady (a cursor per acquirer) / by LRU on the
+//                            synthetic training trace through a small host pool
 // Each rate is the best of --reps. One JSON object on stdout; logs on stderr.
 #include <fcntl.h>
 #include <unistd.h>
@@ -21,15 +23,15 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/device/device.h"
 #include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
+#include "memory/nvme_store.h"
 #include "memory/page_store_tier.h"
 #include "memory/training_trace.h"
 #include "storage/aligned_buffer.h"
@@ -46,7 +48,6 @@ using memory::Access;
 using memory::MemoryManager;
 using memory::PageId;
 using memory::PageRef;
-using memory::Tier;
 
 double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -85,11 +86,11 @@ struct Flags {
   bool json = true;
 };
 
-// Acquires every page on `tier` at once and waits for all; returns the seconds taken.
-Result<double> AcquireAll(MemoryManager& mm, uint64_t pages, Tier tier, Access access) {
+// Acquires every page at once and waits for all; returns the seconds taken.
+Result<double> AcquireAll(MemoryManager& mm, uint64_t pages, Access access) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::future<Result<PageRef>>> futures;
-  for (PageId p = 0; p < pages; ++p) futures.push_back(mm.acquire(p, tier, access));
+  for (PageId p = 0; p < pages; ++p) futures.push_back(mm.acquire(p, access));
   std::vector<PageRef> refs;
   for (auto& f : futures) {
     Result<PageRef> r = f.get();
@@ -153,33 +154,140 @@ Result<uint64_t> RunTrace(const BenchDir& dir, const std::string& name,
                           memory::EvictionPolicy policy, int blocks) {
   constexpr uint64_t kTracePage = 1 * kMiB;
   const uint64_t num_pages = 4 * uint64_t(blocks);
-  const uint64_t device_pages = std::max<uint64_t>(2, num_pages / 8);
   const uint64_t host_pages = std::max<uint64_t>(4, num_pages / 4);
-  storage::PageStoreOptions so;
+  memory::NvmeStoreOptions so;
   so.dirs = {dir.sub(name)};
   so.page_bytes = kTracePage;
   so.capacity_bytes = 3 * num_pages * kTracePage;
-  STRATA_ASSIGN_OR_RETURN(auto store, storage::PageStore::Open(so));
-  STRATA_ASSIGN_OR_RETURN(auto device,
-                          CreateSimDevice({.capacity_bytes = device_pages * kTracePage}));
-  memory::PageStoreTier tier(store.get());
+  STRATA_ASSIGN_OR_RETURN(auto tier, memory::OpenNvmeStore(so));
   memory::MemoryManagerOptions o;
   o.page_bytes = kTracePage;
   o.num_pages = num_pages;
-  o.budgets.device_bytes = device_pages * kTracePage;
-  o.budgets.host_bytes = host_pages * kTracePage;
-  o.device = device.get();
-  o.nvme = &tier;
+  o.host_bytes = host_pages * kTracePage;
+  o.nvme = tier.get();
   o.policy = policy;
   STRATA_ASSIGN_OR_RETURN(auto mm, MemoryManager::Create(o));
   const auto trace = memory::SyntheticTrainingStep(blocks);
   if (policy == memory::EvictionPolicy::kBelady) mm->set_access_plan(memory::PlanOf(trace));
   for (int step = 0; step < 3; ++step) {
     for (const memory::TraceAccess& a : trace) {
-      STRATA_ASSIGN_OR_RETURN(PageRef ref, mm->acquire_sync(a.page, a.tier, a.access));
+      STRATA_ASSIGN_OR_RETURN(
+          PageRef ref, mm->acquire_sync(a.page, a.access, {.holder = {}, .acquirer = a.acquirer}));
     }
   }
   return mm->stats().moved_bytes();
+}
+
+// Page copies as the scheduler makes them (Engine::UploadPage, the gradient copies down):
+// Device::copy_async of every pinned host page into (or out of) a device buffer on one stream,
+// then a synchronize; against memcpy of the same bytes between the same buffers.
+struct CopyTimes {
+  double h2d_s = 1e30, d2h_s = 1e30, h2d_memcpy_s = 1e30, d2h_memcpy_s = 1e30;
+};
+
+Status TimeDeviceCopies(MemoryManager& mm, Device& device, uint64_t pages, CopyTimes* best) {
+  const uint64_t page = mm.page_bytes();
+  STRATA_ASSIGN_OR_RETURN(void* dev, device.alloc(page * pages));
+  char* d = static_cast<char*>(dev);
+  auto stream = device.create_stream("bench pages");
+  std::vector<PageRef> refs;
+  for (PageId p = 0; p < pages; ++p) {
+    STRATA_ASSIGN_OR_RETURN(PageRef h, mm.acquire_sync(p, Access::kRead));
+    refs.push_back(std::move(h));
+  }
+  Status st;
+  for (const CopyKind kind : {CopyKind::kHostToDevice, CopyKind::kDeviceToHost}) {
+    const bool h2d = kind == CopyKind::kHostToDevice;
+    auto t0 = std::chrono::steady_clock::now();
+    for (uint64_t p = 0; p < pages && st.ok(); ++p) {
+      char* host = static_cast<char*>(refs[p].data());
+      st = h2d ? device.copy_async(d + p * page, host, page, kind, *stream)
+               : device.copy_async(host, d + p * page, page, kind, *stream);
+    }
+    if (st.ok()) st = stream->synchronize();
+    double& moved = h2d ? best->h2d_s : best->d2h_s;
+    moved = std::min(moved, Seconds(t0));
+    // The sim device's arena is host memory, so the host may touch it for the baseline; both
+    // sides hold the same bytes, so copying one onto the other changes nothing.
+    t0 = std::chrono::steady_clock::now();
+    for (uint64_t p = 0; p < pages; ++p) {
+      char* host = static_cast<char*>(refs[p].data());
+      if (h2d) {
+        std::memcpy(d + p * page, host, page);
+      } else {
+        std::memcpy(host, d + p * page, page);
+      }
+    }
+    double& memcpy_s = h2d ? best->h2d_memcpy_s : best->d2h_memcpy_s;
+    memcpy_s = std::min(memcpy_s, Seconds(t0));
+  }
+  stream.reset();
+  device.free(dev);
+  return st;
+}
+
+struct NvmeTimes {
+  double write_flush_s = 0, write_s = 1e30, read_s = 1e30;
+  double raw_write_s = 1e30, raw_read_s = 1e30, store_write_s = 1e30, store_read_s = 1e30;
+};
+
+// One repetition of the NVMe measurements: a host write of every page, flush + one commit, the
+// same bytes through the raw engine and the store directly; then every page read back.
+Status TimeNvme(MemoryManager& mm, storage::PageStore& store, RawIo& raw, char* src, uint64_t pages,
+                int rep, NvmeTimes* best) {
+  STRATA_ASSIGN_OR_RETURN(double s, AcquireAll(mm, pages, Access::kWrite));
+  auto t0 = std::chrono::steady_clock::now();
+  STRATA_RETURN_IF_ERROR(mm.flush_all());
+  const double flush_s = Seconds(t0);
+  STRATA_RETURN_IF_ERROR(mm.commit_nvme());
+  if (Seconds(t0) < best->write_s) {
+    best->write_s = Seconds(t0);
+    best->write_flush_s = flush_s;
+  }
+  STRATA_ASSIGN_OR_RETURN(s, raw.run(storage::IoOp::kWrite));
+  best->raw_write_s = std::min(best->raw_write_s, s);
+  STRATA_ASSIGN_OR_RETURN(s,
+                          StoreDirect(store, pages, src, storage::IoOp::kWrite, uint64_t(rep) + 1));
+  best->store_write_s = std::min(best->store_write_s, s);
+  STRATA_RETURN_IF_ERROR(mm.evict_all());
+  STRATA_ASSIGN_OR_RETURN(s, AcquireAll(mm, pages, Access::kRead));
+  best->read_s = std::min(best->read_s, s);
+  STRATA_ASSIGN_OR_RETURN(s, raw.run(storage::IoOp::kRead));
+  best->raw_read_s = std::min(best->raw_read_s, s);
+  STRATA_ASSIGN_OR_RETURN(s, StoreDirect(store, pages, src, storage::IoOp::kRead, 0));
+  best->store_read_s = std::min(best->store_read_s, s);
+  return Status::Ok();
+}
+
+// The hot path: acquire + release of a page already in the pool (a hit), one thread.
+Result<double> TimeHitNs(MemoryManager& mm, uint64_t pages) {
+  constexpr int kHitIters = 100000;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kHitIters; ++i) {
+    STRATA_ASSIGN_OR_RETURN(PageRef ref, mm.acquire_sync(PageId(i) % pages, Access::kRead));
+  }
+  return Seconds(t0) / kHitIters * 1e9;
+}
+
+void AddRatios(nlohmann::ordered_json& out, uint64_t bytes, const CopyTimes& c,
+               const NvmeTimes& n) {
+  auto rate = [&](double s) { return double(bytes) / s / 1e9; };
+  out["h2d_ratio"] = c.h2d_memcpy_s / c.h2d_s;
+  out["h2d_page_gbytes_per_s"] = rate(c.h2d_s);
+  out["h2d_memcpy_gbytes_per_s"] = rate(c.h2d_memcpy_s);
+  out["d2h_ratio"] = c.d2h_memcpy_s / c.d2h_s;
+  out["d2h_page_gbytes_per_s"] = rate(c.d2h_s);
+  out["d2h_memcpy_gbytes_per_s"] = rate(c.d2h_memcpy_s);
+  out["nvme_write_ratio"] = n.raw_write_s / n.write_s;
+  out["nvme_write_page_gbytes_per_s"] = rate(n.write_s);
+  out["nvme_write_raw_gbytes_per_s"] = rate(n.raw_write_s);
+  out["nvme_write_store_direct_gbytes_per_s"] = rate(n.store_write_s);
+  out["nvme_read_store_direct_gbytes_per_s"] = rate(n.store_read_s);
+  out["nvme_write_flush_seconds"] = n.write_flush_s;
+  out["nvme_write_total_seconds"] = n.write_s;
+  out["nvme_read_ratio"] = n.raw_read_s / n.read_s;
+  out["nvme_read_page_gbytes_per_s"] = rate(n.read_s);
+  out["nvme_read_raw_gbytes_per_s"] = rate(n.raw_read_s);
 }
 
 Status RunBenchPages(const Flags& f) {
@@ -190,9 +298,9 @@ Status RunBenchPages(const Flags& f) {
   const uint64_t pages = uint64_t(f.pages);
   const uint64_t bytes = page * pages;
   STRATA_RETURN_IF_ERROR(storage::CheckWritableDir(f.dir, "--dir"));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BenchDir> scratch, BenchDir::Create(f.dir, "pages", "--dir"));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BenchDir> scratch,
+                          BenchDir::Create(f.dir, "pages", "--dir"));
   const BenchDir& dir = *scratch;
-
   STRATA_ASSIGN_OR_RETURN(auto device,
                           CreateSimDevice({.capacity_bytes = bytes, .link_gbps = f.link_gbps}));
   storage::PageStoreOptions so;
@@ -202,123 +310,40 @@ Status RunBenchPages(const Flags& f) {
   so.capacity_bytes = 5 * bytes;
   STRATA_ASSIGN_OR_RETURN(auto store, storage::PageStore::Open(so));
   memory::PageStoreTier tier(store.get());
-  memory::MemoryManagerOptions o;
-  o.page_bytes = page;
-  o.num_pages = pages;
-  o.budgets.device_bytes = bytes;
-  o.budgets.host_bytes = bytes;
-  o.device = device.get();
-  o.nvme = &tier;
-  STRATA_ASSIGN_OR_RETURN(auto mm, MemoryManager::Create(o));
-
+  STRATA_ASSIGN_OR_RETURN(auto mm, MemoryManager::Create({.page_bytes = page,
+                                                          .num_pages = pages,
+                                                          .host_bytes = bytes,
+                                                          .device = device.get(),
+                                                          .nvme = &tier}));
   // The raw I/O baseline's buffer (as many bytes as the pages).
   STRATA_ASSIGN_OR_RETURN(storage::AlignedBuffer src, storage::AlignedBuffer::Allocate(bytes));
   std::memset(src.data(), 0x5a, bytes);
   STRATA_ASSIGN_OR_RETURN(auto raw, RawIo::Create(dir.path(), page, pages, src.data()));
-
   for (PageId p = 0; p < pages; ++p) {
-    STRATA_ASSIGN_OR_RETURN(PageRef ref, mm->acquire_sync(p, Tier::kHost, Access::kOverwrite));
+    STRATA_ASSIGN_OR_RETURN(PageRef ref, mm->acquire_sync(p, Access::kOverwrite));
     std::memset(ref.data(), int(p & 0xff), page);
   }
-
-  double h2d_memcpy_s = 1e30, d2h_memcpy_s = 1e30, h2d_s = 1e30, d2h_s = 1e30;
-  double nvme_w_flush_s = 0, store_w_s = 1e30, store_r_s = 1e30;
-  double nvme_w_s = 1e30, nvme_r_s = 1e30, raw_w_s = 1e30, raw_r_s = 1e30;
+  CopyTimes copies, warm_copies;
+  NvmeTimes nvme, warm_nvme;
   for (int rep = 0; rep < f.reps + 1; ++rep) {  // rep 0 warms arenas, files and threads
-    const bool timed = rep > 0;
-    STRATA_RETURN_IF_ERROR(mm->evict_all(Tier::kDevice));  // host copies are valid: clean drops
-    STRATA_ASSIGN_OR_RETURN(double s, AcquireAll(*mm, pages, Tier::kDevice, Access::kRead));
-    if (timed) h2d_s = std::min(h2d_s, s);
-    {
-      // The memcpy baseline: the same bytes between the very same host and device frames
-      // (both copies are pinned for read and hold identical bytes, so copying one onto the other
-      // changes nothing). The sim device's arena is host memory, so the host may touch it.
-      std::vector<PageRef> host_refs, dev_refs;
-      for (PageId p = 0; p < pages; ++p) {
-        STRATA_ASSIGN_OR_RETURN(PageRef h, mm->acquire_sync(p, Tier::kHost, Access::kRead));
-        STRATA_ASSIGN_OR_RETURN(PageRef d, mm->acquire_sync(p, Tier::kDevice, Access::kRead));
-        host_refs.push_back(std::move(h));
-        dev_refs.push_back(std::move(d));
-      }
-      auto t0 = std::chrono::steady_clock::now();
-      for (uint64_t p = 0; p < pages; ++p)
-        std::memcpy(dev_refs[p].data(), host_refs[p].data(), page);
-      if (timed) h2d_memcpy_s = std::min(h2d_memcpy_s, Seconds(t0));
-      t0 = std::chrono::steady_clock::now();
-      for (uint64_t p = 0; p < pages; ++p)
-        std::memcpy(host_refs[p].data(), dev_refs[p].data(), page);
-      if (timed) d2h_memcpy_s = std::min(d2h_memcpy_s, Seconds(t0));
-    }
-    // A write on the device (no move: the copy is there) makes the host copies stale.
-    STRATA_ASSIGN_OR_RETURN(s, AcquireAll(*mm, pages, Tier::kDevice, Access::kWrite));
-    STRATA_ASSIGN_OR_RETURN(s, AcquireAll(*mm, pages, Tier::kHost, Access::kRead));
-    if (timed) d2h_s = std::min(d2h_s, s);
-
-    // A write on the host makes the NVMe copies stale; then flush + one commit.
-    STRATA_ASSIGN_OR_RETURN(s, AcquireAll(*mm, pages, Tier::kHost, Access::kWrite));
-    auto t0 = std::chrono::steady_clock::now();
-    STRATA_RETURN_IF_ERROR(mm->flush_all());
-    const double flush_s = Seconds(t0);
-    STRATA_RETURN_IF_ERROR(mm->commit_nvme());
-    if (timed && Seconds(t0) < nvme_w_s) {
-      nvme_w_s = Seconds(t0);
-      nvme_w_flush_s = flush_s;
-    }
-    STRATA_ASSIGN_OR_RETURN(s, raw->run(storage::IoOp::kWrite));
-    if (timed) raw_w_s = std::min(raw_w_s, s);
-    STRATA_ASSIGN_OR_RETURN(
-        s, StoreDirect(*store, pages, src.data(), storage::IoOp::kWrite, uint64_t(rep) + 1));
-    if (timed) store_w_s = std::min(store_w_s, s);
-
-    STRATA_RETURN_IF_ERROR(mm->evict_all(Tier::kDevice));
-    STRATA_RETURN_IF_ERROR(mm->evict_all(Tier::kHost));
-    STRATA_ASSIGN_OR_RETURN(s, AcquireAll(*mm, pages, Tier::kHost, Access::kRead));
-    if (timed) nvme_r_s = std::min(nvme_r_s, s);
-    STRATA_ASSIGN_OR_RETURN(s, raw->run(storage::IoOp::kRead));
-    if (timed) raw_r_s = std::min(raw_r_s, s);
-    STRATA_ASSIGN_OR_RETURN(s, StoreDirect(*store, pages, src.data(), storage::IoOp::kRead, 0));
-    if (timed) store_r_s = std::min(store_r_s, s);
+    STRATA_RETURN_IF_ERROR(TimeDeviceCopies(*mm, *device, pages, rep > 0 ? &copies : &warm_copies));
+    STRATA_RETURN_IF_ERROR(
+        TimeNvme(*mm, *store, *raw, src.data(), pages, rep, rep > 0 ? &nvme : &warm_nvme));
   }
-  // The hot path: acquire + release of a page already on the host (a hit), one thread.
-  constexpr int kHitIters = 100000;
-  auto th = std::chrono::steady_clock::now();
-  for (int i = 0; i < kHitIters; ++i) {
-    STRATA_ASSIGN_OR_RETURN(PageRef ref,
-                            mm->acquire_sync(PageId(i) % pages, Tier::kHost, Access::kRead));
-  }
-  const double hit_ns = Seconds(th) / kHitIters * 1e9;
+  STRATA_ASSIGN_OR_RETURN(const double hit_ns, TimeHitNs(*mm, pages));
   const memory::MemoryStats stats = mm->stats();
-  const std::string backend = storage::IoBackendName(raw->engine().backend());
-
   STRATA_ASSIGN_OR_RETURN(uint64_t belady,
                           RunTrace(dir, "belady", memory::EvictionPolicy::kBelady, f.trace_blocks));
   STRATA_ASSIGN_OR_RETURN(uint64_t lru,
                           RunTrace(dir, "lru", memory::EvictionPolicy::kLru, f.trace_blocks));
-
-  auto rate = [&](double s) { return double(bytes) / s / 1e9; };
   nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
   out["bench"] = "pages";
   out["page_bytes"] = page;
   out["pages"] = pages;
   out["reps"] = f.reps;
   out["sim_link_gbps"] = f.link_gbps;
-  out["io_backend"] = backend;
-  out["h2d_ratio"] = h2d_memcpy_s / h2d_s;
-  out["h2d_page_gbytes_per_s"] = rate(h2d_s);
-  out["h2d_memcpy_gbytes_per_s"] = rate(h2d_memcpy_s);
-  out["d2h_ratio"] = d2h_memcpy_s / d2h_s;
-  out["d2h_page_gbytes_per_s"] = rate(d2h_s);
-  out["d2h_memcpy_gbytes_per_s"] = rate(d2h_memcpy_s);
-  out["nvme_write_ratio"] = raw_w_s / nvme_w_s;
-  out["nvme_write_page_gbytes_per_s"] = rate(nvme_w_s);
-  out["nvme_write_raw_gbytes_per_s"] = rate(raw_w_s);
-  out["nvme_write_store_direct_gbytes_per_s"] = rate(store_w_s);
-  out["nvme_read_store_direct_gbytes_per_s"] = rate(store_r_s);
-  out["nvme_write_flush_seconds"] = nvme_w_flush_s;
-  out["nvme_write_total_seconds"] = nvme_w_s;
-  out["nvme_read_ratio"] = raw_r_s / nvme_r_s;
-  out["nvme_read_page_gbytes_per_s"] = rate(nvme_r_s);
-  out["nvme_read_raw_gbytes_per_s"] = rate(raw_r_s);
+  out["io_backend"] = storage::IoBackendName(raw->engine().backend());
+  AddRatios(out, bytes, copies, nvme);
   out["belady_vs_lru_ratio"] = lru == 0 ? 1.0 : double(belady) / double(lru);
   out["belady_moved_bytes"] = belady;
   out["lru_moved_bytes"] = lru;
@@ -327,8 +352,8 @@ Status RunBenchPages(const Flags& f) {
   out["store_io_requests"] = io.requests;
   out["store_io_fixed_buffer_requests"] = io.fixed_buffer_requests;
   out["trace_blocks"] = f.trace_blocks;
-  out["device_peak_bytes"] = stats.tiers[0].peak_bytes;
-  out["host_peak_bytes"] = stats.tiers[1].peak_bytes;
+  out["device_peak_bytes"] = device->stats().peak_bytes;
+  out["host_peak_bytes"] = stats.tier(memory::Tier::kHost).peak_bytes;
   std::printf("%s\n", out.dump().c_str());
   std::fflush(stdout);
   return Status::Ok();
@@ -339,7 +364,8 @@ Status RunBenchPages(const Flags& f) {
 void AddBenchPagesCommand(CLI::App& bench, CommandContext& ctx) {
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = bench.add_subcommand(
-      "pages", "Memory manager page moves vs memcpy and the raw IoEngine; Belady vs LRU");
+      "pages",
+      "Page copies vs memcpy, the memory manager's NVMe moves vs the raw IoEngine; Belady vs LRU");
   cmd->add_option("--page-size", f->page_size, "Page size (power of two)")->capture_default_str();
   cmd->add_option("--pages", f->pages, "Pages moved per measurement")->capture_default_str();
   cmd->add_option("--reps", f->reps, "Timed repetitions (best is reported)")->capture_default_str();

@@ -53,7 +53,16 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(const std::string& context) const {
   if (ok()) return *this;
-  return Status(code_, context + ": " + message_);
+  Status out(code_, context + ": " + message_);
+  out.detail_ = detail_;
+  return out;
+}
+
+Status Status::WithDetail(std::shared_ptr<const StatusDetail> detail) const {
+  if (ok()) return *this;
+  Status out = *this;
+  out.detail_ = std::move(detail);
+  return out;
 }
 
 namespace internal {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cerrno>
+#include <memory>
 #include <string>
 #include <utility>
 #include <variant>
@@ -35,6 +36,14 @@ enum class StatusCode {
 };
 
 const char* StatusCodeName(StatusCode code);
+
+// Structured facts a layer attaches to an error so that a caller can act on them without
+// parsing the message (memory::BudgetShortfall: which budget, how much was needed and given).
+// The message stays complete on its own; the detail is for code. Immutable once attached.
+class StatusDetail {
+ public:
+  virtual ~StatusDetail() = default;
+};
 
 class [[nodiscard]] Status {
  public:
@@ -65,8 +74,16 @@ class [[nodiscard]] Status {
   // "IoError: pwrite /x offset 4096: No space left on device"
   std::string ToString() const;
 
-  // Returns a Status with the same code and `context + ": " + message`.
+  // Returns a Status with the same code, detail and `context + ": " + message`.
   Status WithContext(const std::string& context) const;
+
+  // The same Status carrying `detail` (ignored on OK).
+  Status WithDetail(std::shared_ptr<const StatusDetail> detail) const;
+  // The attached detail if it is a D, else nullptr.
+  template <typename D>
+  const D* detail() const {
+    return dynamic_cast<const D*>(detail_.get());
+  }
 
   // Explicit, greppable way to drop a Status on purpose.
   void IgnoreError() const {}
@@ -78,6 +95,7 @@ class [[nodiscard]] Status {
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::shared_ptr<const StatusDetail> detail_;
 };
 
 // Result<T>: a value or a non-OK Status.

@@ -30,21 +30,32 @@ class FakeNvmeTier final : public NvmeTier {
         !committed_.count(page)) {
       return Status::ResourceExhausted("fake nvme full");
     }
+    open_.push_back(page);
     auto& bytes = staged_[page];
     bytes.assign(static_cast<const char*>(buffer), static_cast<const char*>(buffer) + page_bytes_);
     used_peak_ = std::max<uint64_t>(used_peak_, committed_.size() + staged_.size());
     return Status::Ok();
   }
 
-  Status commit() override {
+  std::unique_ptr<NvmeBatch> seal() override {
     std::lock_guard lock(mu_);
+    auto batch = std::make_unique<Batch>(std::move(open_));
+    open_.clear();
+    return batch;
+  }
+
+  Status commit(std::unique_ptr<NvmeBatch> batch) override {
+    std::lock_guard lock(mu_);
+    if (batch->pages().empty()) return Status::Ok();
     if (fail_next_commit_) {
       fail_next_commit_ = false;
-      staged_.clear();
+      for (PageId p : batch->pages()) staged_.erase(p);
       return Status::IoError("injected commit failure");
     }
-    for (auto& [page, bytes] : staged_) committed_[page] = std::move(bytes);
-    staged_.clear();
+    for (PageId p : batch->pages()) {
+      committed_[p] = std::move(staged_[p]);
+      staged_.erase(p);
+    }
     ++commits_;
     return Status::Ok();
   }
@@ -89,6 +100,9 @@ class FakeNvmeTier final : public NvmeTier {
   }
 
  private:
+  struct Batch final : NvmeBatch {
+    explicit Batch(std::vector<PageId> pages) { pages_ = std::move(pages); }
+  };
   void sleep() const {
     if (latency_us_ > 0) std::this_thread::sleep_for(std::chrono::microseconds(latency_us_));
   }
@@ -98,6 +112,7 @@ class FakeNvmeTier final : public NvmeTier {
   mutable std::mutex mu_;
   std::unordered_map<PageId, std::vector<char>> committed_;
   std::unordered_map<PageId, std::vector<char>> staged_;
+  std::vector<PageId> open_;  // pages staged since the last seal
   uint64_t used_peak_ = 0;
   uint64_t commits_ = 0;
   bool fail_next_commit_ = false;

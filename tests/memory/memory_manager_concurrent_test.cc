@@ -24,7 +24,6 @@ using testing::Rig;
 using testing::RigConfig;
 
 struct RandomAccessParams {
-  uint64_t device_pages;
   uint64_t host_pages;
   EvictionPolicy policy;
   bool real_store = false;
@@ -33,19 +32,17 @@ struct RandomAccessParams {
 
 class MemoryManagerConcurrentRandom : public ::testing::TestWithParam<RandomAccessParams> {};
 
-// Several threads acquire random pages on random tiers for read, write or overwrite, one page
-// at a time, and now and then discard one. Writers fill the page with a pattern tagged uniquely
+// Several threads acquire random pages for read, write or overwrite, one page at a time, and
+// now and then discard one. Writers fill the page with a pattern tagged uniquely
 // and record the tag in the shadow while they hold the write pin; readers check the page against
 // the shadow; a discard sets the shadow to 0 (zeros). A per-page shared_mutex in the test keeps
 // a page's discard and its shadow update atomic for the other threads (discard holds no pin).
-// Pages are checked on the device through an honest device->host copy on the thread's own
-// stream.
+// Threads follow two acquirers' cursors of the plan (even and odd ids).
 TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
   const RandomAccessParams sp = GetParam();
   RigConfig c;
   c.page_bytes = 16 * 1024;
   c.num_pages = 12;
-  c.device_pages = sp.device_pages;
   c.host_pages = sp.host_pages;
   c.nvme_pages = 2 * c.num_pages;
   c.policy = sp.policy;
@@ -56,7 +53,7 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
     std::mt19937_64 prng(99);
     std::vector<PlannedAccess> plan;
     for (int i = 0; i < 48; ++i) {
-      plan.push_back({prng() % c.num_pages, prng() % 2 ? Tier::kDevice : Tier::kHost});
+      plan.push_back({prng() % c.num_pages, uint8_t(prng() % 2)});
     }
     rig.mm->set_access_plan(plan);
   }
@@ -71,8 +68,6 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
 
   auto worker = [&](int id) {
     std::mt19937_64 rng(1234 + id);
-    std::unique_ptr<Stream> stream = rig.device->create_stream("stress" + std::to_string(id));
-    std::vector<uint64_t> buf(page / 8);
     for (int op = 0; op < kOps && failures.load() == 0; ++op) {
       const PageId p = rng() % c.num_pages;
       if (rng() % 20 == 0) {
@@ -87,12 +82,12 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
         continue;
       }
       std::shared_lock not_discarding(discard_mu[p]);
-      const Tier tier = rng() % 2 ? Tier::kDevice : Tier::kHost;
       const int kind = rng() % 10;  // 0-5 read, 6-8 write, 9 overwrite
       const Access access = kind < 6   ? Access::kRead
                             : kind < 9 ? Access::kWrite
                                        : Access::kOverwrite;
-      auto fut = rig.mm->acquire(p, tier, access, {.holder = "stress " + std::to_string(id)});
+      auto fut = rig.mm->acquire(
+          p, access, {.holder = "stress " + std::to_string(id), .acquirer = uint8_t(id % 2)});
       if (fut.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
         ADD_FAILURE() << "acquire of page " << p << " did not complete: deadlock?\n"
                       << rig.mm->stall_report();
@@ -108,32 +103,18 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
       if (access != Access::kOverwrite) {  // check the contents against the shadow
         const uint64_t tag = shadow[p].load();
         const void* bytes = ref->data();
-        if (tier == Tier::kDevice) {
-          Status st = testing::CopyAndWait(*rig.device, *stream, buf.data(), ref->data(), page,
-                                           CopyKind::kDeviceToHost);
-          ASSERT_TRUE(st.ok()) << st.ToString();
-          bytes = buf.data();
-        }
         const int64_t bad = CheckPattern(bytes, page, p, tag);
         if (bad >= 0) {
           const PageResidency r = rig.mm->residency(p);
-          ADD_FAILURE() << "page " << p << " on " << TierName(tier) << " word " << bad
-                        << " does not match tag " << tag << "; holds tag "
-                        << testing::TagOf(bytes, p) << "; copies device " << r.valid[0] << " host "
-                        << r.valid[1] << " nvme " << r.valid[2] << " staged " << r.nvme_staged;
+          ADD_FAILURE() << "page " << p << " word " << bad << " does not match tag " << tag
+                        << "; holds tag " << testing::TagOf(bytes, p) << "; state " << r.state
+                        << ", nvme " << r.valid[2];
           failures.fetch_add(1);
         }
       }
       if (access != Access::kRead) {
         const uint64_t tag = next_tag.fetch_add(1);
-        if (tier == Tier::kDevice) {
-          FillPattern(buf.data(), page, p, tag);
-          Status st = testing::CopyAndWait(*rig.device, *stream, ref->data(), buf.data(), page,
-                                           CopyKind::kHostToDevice);
-          ASSERT_TRUE(st.ok()) << st.ToString();
-        } else {
-          FillPattern(ref->data(), page, p, tag);
-        }
+        FillPattern(ref->data(), page, p, tag);
         shadow[p].store(tag);
       }
       if (op % 50 == 49 && id == 0) {  // a step boundary: commit NVMe versions in one batch
@@ -151,7 +132,7 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
 
   // Final pass: every page, read on the host, matches the shadow.
   for (PageId p = 0; p < c.num_pages; ++p) {
-    auto ref = rig.mm->acquire_sync(p, Tier::kHost, Access::kRead);
+    auto ref = rig.mm->acquire_sync(p, Access::kRead);
     ASSERT_TRUE(ref.ok()) << ref.status().ToString();
     EXPECT_EQ(CheckPattern(ref->data(), page, p, shadow[p].load()), -1) << "page " << p;
   }
@@ -159,37 +140,34 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
   for (int t = 0; t < kNumTiers; ++t) {
     EXPECT_LE(s.tiers[t].peak_bytes, s.tiers[t].capacity_bytes) << TierName(Tier(t));
   }
-  EXPECT_LE(rig.device->stats().peak_bytes, c.device_pages * page);
   EXPECT_GT(s.moved_bytes(), 0u);
   EXPECT_GT(s.discards, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Budgets, MemoryManagerConcurrentRandom,
-    ::testing::Values(RandomAccessParams{1, 1, EvictionPolicy::kLru},  // the minimum that can work
-                      RandomAccessParams{1, 2, EvictionPolicy::kBelady},
-                      RandomAccessParams{2, 3, EvictionPolicy::kLru},
-                      RandomAccessParams{4, 6, EvictionPolicy::kBelady},
-                      RandomAccessParams{1, 2, EvictionPolicy::kLru, /*real_store=*/true},
-                      RandomAccessParams{3, 4, EvictionPolicy::kBelady, /*real_store=*/true},
+    ::testing::Values(RandomAccessParams{1, EvictionPolicy::kLru},  // the minimum that can work
+                      RandomAccessParams{2, EvictionPolicy::kBelady},
+                      RandomAccessParams{3, EvictionPolicy::kLru},
+                      RandomAccessParams{6, EvictionPolicy::kBelady},
+                      RandomAccessParams{2, EvictionPolicy::kLru, /*real_store=*/true},
+                      RandomAccessParams{4, EvictionPolicy::kBelady, /*real_store=*/true},
                       // 8 host frames: write-behind keeps up to 2 staged, groups reach 8
-                      RandomAccessParams{2, 8, EvictionPolicy::kBelady, false, /*plan=*/true},
-                      RandomAccessParams{3, 8, EvictionPolicy::kBelady, true, /*plan=*/true},
-                      RandomAccessParams{2, 8, EvictionPolicy::kLru, /*real_store=*/true}),
+                      RandomAccessParams{8, EvictionPolicy::kBelady, false, /*plan=*/true},
+                      RandomAccessParams{8, EvictionPolicy::kBelady, true, /*plan=*/true},
+                      RandomAccessParams{8, EvictionPolicy::kLru, /*real_store=*/true}),
     [](const ::testing::TestParamInfo<RandomAccessParams>& info) {
-      return "dev" + std::to_string(info.param.device_pages) + "_host" +
-             std::to_string(info.param.host_pages) +
+      return "host" + std::to_string(info.param.host_pages) +
              (info.param.policy == EvictionPolicy::kLru ? "_lru" : "_belady") +
              (info.param.plan ? "_plan" : "") + (info.param.real_store ? "_pagestore" : "_fake");
     });
 
-uint64_t RunTrace(EvictionPolicy policy, int blocks, uint64_t device_pages, uint64_t host_pages,
-                  int steps, MemoryStats* out,
+uint64_t RunTrace(EvictionPolicy policy, int blocks, uint64_t host_pages, int steps,
+                  MemoryStats* out,
                   uint64_t write_back_batch_pages = MemoryManagerOptions{}.write_back_batch_pages) {
   RigConfig c;
   c.page_bytes = 16 * 1024;
   c.num_pages = 4 * blocks;
-  c.device_pages = device_pages;
   c.host_pages = host_pages;
   c.nvme_pages = 4 * c.num_pages;
   c.policy = policy;
@@ -199,7 +177,7 @@ uint64_t RunTrace(EvictionPolicy policy, int blocks, uint64_t device_pages, uint
   if (policy == EvictionPolicy::kBelady) rig.mm->set_access_plan(PlanOf(trace));
   for (int s = 0; s < steps; ++s) {
     for (const TraceAccess& op : trace) {
-      auto ref = rig.mm->acquire_sync(op.page, op.tier, op.access);
+      auto ref = rig.mm->acquire_sync(op.page, op.access, {.holder = {}, .acquirer = op.acquirer});
       STRATA_CHECK(ref.ok()) << ref.status().ToString();
     }
   }
@@ -210,23 +188,18 @@ uint64_t RunTrace(EvictionPolicy policy, int blocks, uint64_t device_pages, uint
 TEST(MemoryManagerEvictionTest, BeladyMovesNoMoreThanLruOnATrainingTrace) {
   struct Case {
     int blocks;
-    uint64_t device_pages, host_pages;
+    uint64_t host_pages;
   };
-  for (const Case& k : {Case{8, 4, 8}, Case{8, 6, 16}, Case{12, 5, 20}, Case{6, 3, 6}}) {
+  for (const Case& k : {Case{8, 8}, Case{8, 16}, Case{12, 20}, Case{6, 6}}) {
     MemoryStats belady, lru;
-    const uint64_t b =
-        RunTrace(EvictionPolicy::kBelady, k.blocks, k.device_pages, k.host_pages, 3, &belady);
-    const uint64_t l =
-        RunTrace(EvictionPolicy::kLru, k.blocks, k.device_pages, k.host_pages, 3, &lru);
+    const uint64_t b = RunTrace(EvictionPolicy::kBelady, k.blocks, k.host_pages, 3, &belady);
+    const uint64_t l = RunTrace(EvictionPolicy::kLru, k.blocks, k.host_pages, 3, &lru);
     std::printf(
-        "blocks %d device %llu host %llu pages: moved belady %llu lru %llu bytes "
-        "(h2d %llu/%llu d2h %llu/%llu nvme_r %llu/%llu nvme_w %llu/%llu)\n",
-        k.blocks, (unsigned long long)k.device_pages, (unsigned long long)k.host_pages,
-        (unsigned long long)b, (unsigned long long)l, (unsigned long long)belady.h2d_bytes,
-        (unsigned long long)lru.h2d_bytes, (unsigned long long)belady.d2h_bytes,
-        (unsigned long long)lru.d2h_bytes, (unsigned long long)belady.nvme_read_bytes,
-        (unsigned long long)lru.nvme_read_bytes, (unsigned long long)belady.nvme_write_bytes,
-        (unsigned long long)lru.nvme_write_bytes);
+        "blocks %d host %llu pages: moved belady %llu lru %llu bytes "
+        "(nvme_r %llu/%llu nvme_w %llu/%llu)\n",
+        k.blocks, (unsigned long long)k.host_pages, (unsigned long long)b, (unsigned long long)l,
+        (unsigned long long)belady.nvme_read_bytes, (unsigned long long)lru.nvme_read_bytes,
+        (unsigned long long)belady.nvme_write_bytes, (unsigned long long)lru.nvme_write_bytes);
     EXPECT_LE(b, l) << "blocks " << k.blocks;
   }
 }
@@ -236,28 +209,28 @@ TEST(MemoryManagerEvictionTest, BeladyMovesNoMoreThanLruOnATrainingTrace) {
 TEST(MemoryManagerEvictionTest, SharedCommitsCutCommitsNotBytesOnATrainingTrace) {
   struct Case {
     int blocks;
-    uint64_t device_pages, host_pages;
+    uint64_t host_pages;
   };
   for (const EvictionPolicy policy : {EvictionPolicy::kLru, EvictionPolicy::kBelady}) {
-    for (const Case& k : {Case{8, 4, 8}, Case{8, 6, 16}, Case{12, 5, 20}, Case{6, 3, 6}}) {
+    for (const Case& k : {Case{8, 8}, Case{8, 16}, Case{12, 20}, Case{6, 6}}) {
       MemoryStats shared, alone;
-      const uint64_t moved_shared =
-          RunTrace(policy, k.blocks, k.device_pages, k.host_pages, 3, &shared);
-      const uint64_t moved_alone =
-          RunTrace(policy, k.blocks, k.device_pages, k.host_pages, 3, &alone, 1);
+      const uint64_t moved_shared = RunTrace(policy, k.blocks, k.host_pages, 3, &shared);
+      const uint64_t moved_alone = RunTrace(policy, k.blocks, k.host_pages, 3, &alone, 1);
       std::printf(
-          "%s blocks %d device %llu host %llu pages: commits %llu (alone %llu), moved %llu "
-          "(alone %llu) bytes\n",
+          "%s blocks %d host %llu pages: commits %llu (alone %llu), moved %llu (alone %llu) "
+          "bytes\n",
           policy == EvictionPolicy::kLru ? "lru" : "belady", k.blocks,
-          (unsigned long long)k.device_pages, (unsigned long long)k.host_pages,
-          (unsigned long long)shared.nvme_commits, (unsigned long long)alone.nvme_commits,
-          (unsigned long long)moved_shared, (unsigned long long)moved_alone);
+          (unsigned long long)k.host_pages, (unsigned long long)shared.nvme_commits,
+          (unsigned long long)alone.nvme_commits, (unsigned long long)moved_shared,
+          (unsigned long long)moved_alone);
       EXPECT_EQ(alone.nvme_commits, alone.nvme_write_bytes / (16 * 1024))
           << "alone: one commit per NVMe write-back";
       EXPECT_LE(moved_shared, moved_alone * 11 / 10) << "blocks " << k.blocks;
-      // Write-behind under a plan keeps at most a quarter of the host pool staged: 6 host
-      // pages leave it no room.
-      if (policy == EvictionPolicy::kLru || k.host_pages >= 16) {
+      // Write-behind under a plan keeps at most a quarter of the host pool staged, and on this
+      // host-only trace (the device tier in front of it went, Note [Device residency]) almost
+      // every victim is dirty, so a commit often comes when nothing clean is left: measured
+      // 2.2x fewer commits with 16 of 32 pages, 1.5x with 20 of 48, none with 6 of 24.
+      if (policy == EvictionPolicy::kLru || 2 * k.host_pages >= 4 * uint64_t(k.blocks)) {
         EXPECT_LE(2 * shared.nvme_commits, alone.nvme_commits) << "blocks " << k.blocks;
       } else {
         EXPECT_LE(shared.nvme_commits, alone.nvme_commits) << "blocks " << k.blocks;

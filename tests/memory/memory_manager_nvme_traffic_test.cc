@@ -20,46 +20,30 @@ using testing::RigConfig;
 
 constexpr uint64_t kPage = 64 * 1024;
 
-// Writes `tag`'s pattern into `page` on `tier` (through an honest copy for the device).
-void WritePage(Rig& rig, PageId page, Tier tier, uint64_t tag, Access access = Access::kWrite) {
-  auto ref = rig.mm->acquire_sync(page, tier, access);
+// Writes `tag`'s pattern into `page`.
+void WritePage(Rig& rig, PageId page, uint64_t tag, Access access = Access::kWrite) {
+  auto ref = rig.mm->acquire_sync(page, access);
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
-  if (tier == Tier::kHost) {
-    FillPattern(ref->data(), rig.mm->page_bytes(), page, tag);
-    return;
-  }
-  std::vector<uint64_t> buf(rig.mm->page_bytes() / 8);
-  FillPattern(buf.data(), rig.mm->page_bytes(), page, tag);
-  auto stream = rig.device->create_stream("test write");
-  ASSERT_TRUE(testing::CopyAndWait(*rig.device, *stream, ref->data(), buf.data(),
-                                   rig.mm->page_bytes(), CopyKind::kHostToDevice)
-                  .ok());
+  FillPattern(ref->data(), rig.mm->page_bytes(), page, tag);
 }
 
-// Reads `page` on `tier` and returns the index of the first word not matching `tag`, or -1.
-int64_t ReadPage(Rig& rig, PageId page, Tier tier, uint64_t tag) {
-  auto ref = rig.mm->acquire_sync(page, tier, Access::kRead);
+// Reads `page` and returns the index of the first word not matching `tag`, or -1.
+int64_t ReadPage(Rig& rig, PageId page, uint64_t tag) {
+  auto ref = rig.mm->acquire_sync(page, Access::kRead);
   EXPECT_TRUE(ref.ok()) << ref.status().ToString();
   if (!ref.ok()) return 0;
-  if (tier == Tier::kHost) return CheckPattern(ref->data(), rig.mm->page_bytes(), page, tag);
-  std::vector<uint64_t> buf(rig.mm->page_bytes() / 8);
-  auto stream = rig.device->create_stream("test read");
-  EXPECT_TRUE(testing::CopyAndWait(*rig.device, *stream, buf.data(), ref->data(),
-                                   rig.mm->page_bytes(), CopyKind::kDeviceToHost)
-                  .ok());
-  return CheckPattern(buf.data(), rig.mm->page_bytes(), page, tag);
+  return CheckPattern(ref->data(), rig.mm->page_bytes(), page, tag);
 }
 
 // ---- discard ------------------------------------------------------------------------------
 
-TEST(MemoryManagerDiscardTest, DiscardedPageReadsZerosOnEveryTier) {
+TEST(MemoryManagerDiscardTest, DiscardedPageReadsZeros) {
   Rig rig = MakeRig({});
-  WritePage(rig, 1, Tier::kHost, 5);
+  WritePage(rig, 1, 5);
   ASSERT_TRUE(rig.mm->flush_all().ok());
   ASSERT_TRUE(rig.mm->commit_nvme().ok());
-  { ASSERT_TRUE(rig.mm->acquire_sync(1, Tier::kDevice, Access::kRead).ok()); }
   PageResidency r = rig.mm->residency(1);
-  ASSERT_TRUE(r.valid[0] && r.valid[1] && r.valid[2]);
+  ASSERT_TRUE(r.valid[1] && r.valid[2]);
   const MemoryStats before = rig.mm->stats();
 
   ASSERT_TRUE(rig.mm->discard(1).ok());
@@ -67,51 +51,39 @@ TEST(MemoryManagerDiscardTest, DiscardedPageReadsZerosOnEveryTier) {
   EXPECT_FALSE(r.valid[0] || r.valid[1] || r.valid[2] || r.nvme_staged);
   MemoryStats s = rig.mm->stats();
   EXPECT_EQ(s.discards, 1u);
-  EXPECT_EQ(s.tiers[0].current_bytes, 0u) << "the device frame went back to its pool";
   EXPECT_EQ(s.tiers[1].current_bytes, 0u) << "the host frame went back to its pool";
 
-  EXPECT_EQ(ReadPage(rig, 1, Tier::kHost, 0), -1);
-  EXPECT_EQ(ReadPage(rig, 1, Tier::kDevice, 0), -1);
+  EXPECT_EQ(ReadPage(rig, 1, 0), -1);
   s = rig.mm->stats();
   EXPECT_EQ(s.nvme_read_bytes, before.nvme_read_bytes) << "the dead NVMe copy is not read";
   EXPECT_EQ(s.nvme_write_bytes, before.nvme_write_bytes);
 }
 
-// Two gradient-like pages dirty on the host, two dirty on the device; then enough other pages
-// to reuse every frame, a flush and a commit. Without discard all four are written back (D2H
-// and NVMe); discarded, nothing is.
+// Four gradient-like pages dirty on the host; then enough other pages to reuse every frame, a
+// flush and a commit. Without discard all four are written back to NVMe; discarded, nothing is.
 TEST(MemoryManagerDiscardTest, DiscardedDirtyPagesAreNeverWrittenBack) {
   for (const bool discard : {false, true}) {
     SCOPED_TRACE(discard ? "with discard" : "without discard");
     RigConfig c;
-    c.device_pages = 2;
-    c.host_pages = 2;
+    c.host_pages = 4;
     Rig rig = MakeRig(c);
-    WritePage(rig, 0, Tier::kHost, 10, Access::kOverwrite);
-    WritePage(rig, 1, Tier::kHost, 11, Access::kOverwrite);
-    WritePage(rig, 2, Tier::kDevice, 12, Access::kOverwrite);
-    WritePage(rig, 3, Tier::kDevice, 13, Access::kOverwrite);
+    for (PageId p = 0; p < 4; ++p) WritePage(rig, p, 10 + p, Access::kOverwrite);
     if (discard) {
       for (PageId p = 0; p < 4; ++p) ASSERT_TRUE(rig.mm->discard(p).ok());
     }
-    for (PageId p = 4; p < 12; ++p) {
-      EXPECT_EQ(ReadPage(rig, p, Tier::kHost, 0), -1);
-      EXPECT_EQ(ReadPage(rig, p, Tier::kDevice, 0), -1);
-    }
+    for (PageId p = 4; p < 12; ++p) EXPECT_EQ(ReadPage(rig, p, 0), -1);
     ASSERT_TRUE(rig.mm->flush_all().ok());
     ASSERT_TRUE(rig.mm->commit_nvme().ok());
     const MemoryStats s = rig.mm->stats();
     if (discard) {
       EXPECT_EQ(s.nvme_write_bytes, 0u);
-      EXPECT_EQ(s.d2h_bytes, 0u);
       EXPECT_EQ(s.write_backs, 0u);
       EXPECT_EQ(s.nvme_commits, 0u) << "nothing was staged, so nothing was committed";
       EXPECT_EQ(s.discards, 4u);
-      for (PageId p = 0; p < 4; ++p) EXPECT_EQ(ReadPage(rig, p, Tier::kHost, 0), -1);
+      for (PageId p = 0; p < 4; ++p) EXPECT_EQ(ReadPage(rig, p, 0), -1);
     } else {
       EXPECT_EQ(s.nvme_write_bytes, 4 * kPage);
-      EXPECT_EQ(s.d2h_bytes, 2 * kPage);
-      for (PageId p = 0; p < 4; ++p) EXPECT_EQ(ReadPage(rig, p, Tier::kHost, 10 + p), -1);
+      for (PageId p = 0; p < 4; ++p) EXPECT_EQ(ReadPage(rig, p, 10 + p), -1);
     }
   }
 }
@@ -123,8 +95,8 @@ TEST(MemoryManagerDiscardTest, StagedVersionOfADiscardedPageNeverBecomesValid) {
   RigConfig c;
   c.real_store = true;
   Rig rig = MakeRig(c);
-  WritePage(rig, 0, Tier::kHost, 3);
-  WritePage(rig, 1, Tier::kHost, 4);
+  WritePage(rig, 0, 3);
+  WritePage(rig, 1, 4);
   ASSERT_TRUE(rig.mm->flush_all().ok());
   ASSERT_TRUE(rig.mm->residency(0).nvme_staged);
   ASSERT_TRUE(rig.mm->discard(0).ok());
@@ -135,7 +107,7 @@ TEST(MemoryManagerDiscardTest, StagedVersionOfADiscardedPageNeverBecomesValid) {
       << "the staged buffers are held until the commit";
 
   // The next writer of page 0 needs no commit; page 1 stays dead.
-  WritePage(rig, 0, Tier::kHost, 7, Access::kOverwrite);
+  WritePage(rig, 0, 7, Access::kOverwrite);
   EXPECT_EQ(rig.mm->stats().nvme_commits, 0u);
   // flush commits the dead versions out of the way (forced), then stages page 0's new one.
   ASSERT_TRUE(rig.mm->flush_all().ok());
@@ -147,30 +119,30 @@ TEST(MemoryManagerDiscardTest, StagedVersionOfADiscardedPageNeverBecomesValid) {
   const MemoryStats s = rig.mm->stats();
   EXPECT_EQ(s.tiers[1].current_bytes, kPage) << "dead buffers returned; page 0's copy stays";
 
-  ASSERT_TRUE(rig.mm->evict_all(Tier::kHost).ok());
-  EXPECT_EQ(ReadPage(rig, 0, Tier::kHost, 7), -1);
-  EXPECT_EQ(ReadPage(rig, 1, Tier::kHost, 0), -1);
+  ASSERT_TRUE(rig.mm->evict_all().ok());
+  EXPECT_EQ(ReadPage(rig, 0, 7), -1);
+  EXPECT_EQ(ReadPage(rig, 1, 0), -1);
   EXPECT_EQ(rig.mm->stats().nvme_read_bytes, kPage) << "page 1 is not read from NVMe";
 }
 
 TEST(MemoryManagerDiscardTest, FailedCommitOfADiscardedVersionReturnsItsFrame) {
   Rig rig = MakeRig({});
-  WritePage(rig, 2, Tier::kHost, 8);
+  WritePage(rig, 2, 8);
   ASSERT_TRUE(rig.mm->flush_all().ok());
   ASSERT_TRUE(rig.mm->discard(2).ok());
   rig.nvme->fail_next_commit();
   EXPECT_FALSE(rig.mm->commit_nvme().ok());
   EXPECT_EQ(rig.mm->stats().tiers[1].current_bytes, 0u);
-  EXPECT_EQ(ReadPage(rig, 2, Tier::kHost, 0), -1);
+  EXPECT_EQ(ReadPage(rig, 2, 0), -1);
 }
 
 TEST(MemoryManagerDiscardTest, BadPageIsInvalidArgumentAndNoNvmeTierIsFine) {
   Rig rig = MakeRig({.with_nvme = false});
   EXPECT_EQ(rig.mm->discard(16).code(), StatusCode::kInvalidArgument);
-  WritePage(rig, 3, Tier::kDevice, 6);
+  WritePage(rig, 3, 6);
   ASSERT_TRUE(rig.mm->discard(3).ok());
   ASSERT_TRUE(rig.mm->discard(3).ok()) << "discarding a zero page again is harmless";
-  EXPECT_EQ(ReadPage(rig, 3, Tier::kHost, 0), -1);
+  EXPECT_EQ(ReadPage(rig, 3, 0), -1);
   EXPECT_EQ(rig.mm->stats().discards, 2u);
 }
 
@@ -178,8 +150,8 @@ TEST(MemoryManagerDiscardTest, BadPageIsInvalidArgumentAndNoNvmeTierIsFine) {
 // itself gets Timeout with the stall report, and the page is left alone.
 TEST(MemoryManagerDiscardTest, DiscardWhileHoldingThePinTimesOutWithAReport) {
   Rig rig = MakeRig({.stall_timeout_ms = 200});
-  WritePage(rig, 4, Tier::kHost, 2);
-  auto held = rig.mm->acquire_sync(4, Tier::kHost, Access::kRead, {.holder = "optimizer 4"});
+  WritePage(rig, 4, 2);
+  auto held = rig.mm->acquire_sync(4, Access::kRead, {.holder = "optimizer 4"});
   ASSERT_TRUE(held.ok());
   Status st = rig.mm->discard(4);
   EXPECT_EQ(st.code(), StatusCode::kTimeout);
@@ -194,15 +166,15 @@ TEST(MemoryManagerDiscardTest, DiscardWhileHoldingThePinTimesOutWithAReport) {
 TEST(MemoryManagerDiscardConcurrentTest, ConcurrentDiscardWaitsForAnotherThreadsPins) {
   Rig rig = MakeRig({});
   for (const Access access : {Access::kWrite, Access::kRead}) {
-    WritePage(rig, 5, Tier::kHost, 9);
-    auto held = rig.mm->acquire_sync(5, Tier::kHost, access);
+    WritePage(rig, 5, 9);
+    auto held = rig.mm->acquire_sync(5, access);
     ASSERT_TRUE(held.ok());
     auto discarded = std::async(std::launch::async, [&] { return rig.mm->discard(5); });
     EXPECT_EQ(discarded.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
     EXPECT_EQ(CheckPattern(held->data(), kPage, 5, 9), -1) << "the holder's copy is intact";
     held->release();
     ASSERT_TRUE(discarded.get().ok());
-    EXPECT_EQ(ReadPage(rig, 5, Tier::kHost, 0), -1);
+    EXPECT_EQ(ReadPage(rig, 5, 0), -1);
   }
   EXPECT_EQ(rig.mm->stats().discards, 2u);
 }
@@ -225,7 +197,7 @@ TEST(MemoryManagerWriteBackTest, DirtyEvictionsShareCommits) {
       c.write_back_batch_pages = batch;
       Rig rig = MakeRig(c);
       for (PageId p = 0; p < c.num_pages; ++p) {
-        WritePage(rig, p, Tier::kHost, 100 + p, Access::kOverwrite);
+        WritePage(rig, p, 100 + p, Access::kOverwrite);
       }
       const MemoryStats s = rig.mm->stats();
       EXPECT_EQ(s.write_backs, 56u);
@@ -241,7 +213,7 @@ TEST(MemoryManagerWriteBackTest, DirtyEvictionsShareCommits) {
       }
       EXPECT_LE(s.tiers[1].peak_bytes, s.tiers[1].capacity_bytes);
       for (PageId p = 0; p < c.num_pages; ++p) {
-        EXPECT_EQ(ReadPage(rig, p, Tier::kHost, 100 + p), -1) << "page " << p;
+        EXPECT_EQ(ReadPage(rig, p, 100 + p), -1) << "page " << p;
       }
     }
   }
@@ -251,29 +223,29 @@ TEST(MemoryManagerWriteBackTest, DirtyEvictionsShareCommits) {
 // and is not taken out of turn.
 TEST(MemoryManagerWriteBackTest, GroupIsTheRunOfDirtyVictimsAtTheFront) {
   Rig rig = MakeRig({});  // 4 host frames, LRU order (no plan)
-  WritePage(rig, 0, Tier::kHost, 1);
-  EXPECT_EQ(ReadPage(rig, 1, Tier::kHost, 0), -1);  // clean: never written
-  WritePage(rig, 2, Tier::kHost, 3);
-  WritePage(rig, 3, Tier::kHost, 4);
-  EXPECT_EQ(ReadPage(rig, 4, Tier::kHost, 0), -1);  // evicts 0: a run of one, then 1 is clean
+  WritePage(rig, 0, 1);
+  EXPECT_EQ(ReadPage(rig, 1, 0), -1);  // clean: never written
+  WritePage(rig, 2, 3);
+  WritePage(rig, 3, 4);
+  EXPECT_EQ(ReadPage(rig, 4, 0), -1);  // evicts 0: a run of one, then 1 is clean
   MemoryStats s = rig.mm->stats();
   EXPECT_EQ(s.write_backs, 1u);
   EXPECT_EQ(s.nvme_commits, 1u);
   EXPECT_TRUE(rig.mm->residency(0).valid[2]);
   EXPECT_FALSE(rig.mm->residency(0).valid[1]);
   EXPECT_TRUE(rig.mm->residency(1).valid[1]);
-  EXPECT_EQ(ReadPage(rig, 5, Tier::kHost, 0), -1);  // evicts 1, no write
+  EXPECT_EQ(ReadPage(rig, 5, 0), -1);  // evicts 1, no write
   EXPECT_EQ(rig.mm->stats().nvme_commits, 1u);
-  EXPECT_EQ(ReadPage(rig, 6, Tier::kHost, 0), -1);  // run 2, 3 in one commit; evicts 2
+  EXPECT_EQ(ReadPage(rig, 6, 0), -1);  // run 2, 3 in one commit; evicts 2
   s = rig.mm->stats();
   EXPECT_EQ(s.write_backs, 3u);
   EXPECT_EQ(s.nvme_commits, 2u);
   EXPECT_FALSE(rig.mm->residency(2).valid[1]);
   EXPECT_TRUE(rig.mm->residency(3).valid[1] && rig.mm->residency(3).valid[2])
       << "the rest of the run stays resident, clean";
-  EXPECT_EQ(ReadPage(rig, 7, Tier::kHost, 0), -1);  // evicts 3 without I/O
+  EXPECT_EQ(ReadPage(rig, 7, 0), -1);  // evicts 3 without I/O
   EXPECT_EQ(rig.mm->stats().nvme_write_bytes, 3 * kPage);
-  for (PageId p : {0, 2, 3}) EXPECT_EQ(ReadPage(rig, p, Tier::kHost, p == 0 ? 1 : p + 1), -1);
+  for (PageId p : {0, 2, 3}) EXPECT_EQ(ReadPage(rig, p, p == 0 ? 1 : p + 1), -1);
 }
 
 // A group needs a free NVMe slot per page until its commit (copy-on-write). With 14 slots for
@@ -288,7 +260,7 @@ TEST(MemoryManagerWriteBackTest, GroupsStopShortWhenTheStoreIsFull) {
   Rig rig = MakeRig(c);
   for (uint64_t round = 1; round <= 3; ++round) {
     for (PageId p = 0; p < c.num_pages; ++p) {
-      auto ref = rig.mm->acquire_sync(p, Tier::kHost, Access::kWrite);
+      auto ref = rig.mm->acquire_sync(p, Access::kWrite);
       ASSERT_TRUE(ref.ok()) << "round " << round << " page " << p << ": "
                             << ref.status().ToString();
       EXPECT_EQ(CheckPattern(ref->data(), kPage, p, round == 1 ? 0 : 10 * (round - 1) + p), -1);

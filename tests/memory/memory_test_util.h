@@ -1,8 +1,6 @@
-// Helpers shared by the memory tests: a sim device + fake NVMe + manager bundle, page patterns
-// and reading a page's bytes back through an honest device->host copy.
+// Helpers shared by the memory tests: a fake (or real) NVMe tier + manager bundle and page
+// patterns.
 #pragma once
-
-#include "tests/common/scratch_dir.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/device/device.h"
 #include "memory/memory_manager.h"
 #include "memory/page_store_tier.h"
 #include "storage/page_store.h"
+#include "tests/common/scratch_dir.h"
 #include "tests/memory/fake_nvme_tier.h"
 
 namespace strata::memory::testing {
@@ -26,11 +24,13 @@ namespace strata::memory::testing {
 using ::strata::test_support::ScratchDir;
 
 inline std::unique_ptr<storage::PageStore> OpenStore(const std::string& dir, uint64_t page_bytes,
-                                                     uint64_t pages) {
+                                                     uint64_t pages,
+                                                     storage::FaultInjector* faults = nullptr) {
   storage::PageStoreOptions o;
   o.dirs = {dir};
   o.page_bytes = page_bytes;
   o.capacity_bytes = pages * page_bytes;
+  o.faults = faults;
   auto store = storage::PageStore::Open(o);
   STRATA_CHECK(store.ok()) << store.status().ToString();
   return std::move(store).value();
@@ -41,7 +41,6 @@ struct Rig {
   std::unique_ptr<ScratchDir> dir;
   std::unique_ptr<storage::PageStore> store;
   std::unique_ptr<PageStoreTier> store_tier;
-  std::unique_ptr<Device> device;
   std::unique_ptr<FakeNvmeTier> nvme;
   std::unique_ptr<MemoryManager> mm;
 };
@@ -49,31 +48,23 @@ struct Rig {
 struct RigConfig {
   uint64_t page_bytes = 64 * 1024;
   uint64_t num_pages = 16;
-  uint64_t device_pages = 4;
   uint64_t host_pages = 4;
   uint64_t nvme_pages = 64;
   bool with_nvme = true;
   EvictionPolicy policy = EvictionPolicy::kBelady;
   uint64_t stall_timeout_ms = 30'000;
-  double link_gbps = 0.0;
   int nvme_latency_us = 0;
   bool real_store = false;  // the storage PageStore in a scratch dir instead of the fake
   uint64_t write_back_batch_pages = MemoryManagerOptions{}.write_back_batch_pages;
+  storage::FaultInjector* faults = nullptr;  // with real_store: the store's disk misbehaves
 };
 
 inline Rig MakeRig(const RigConfig& c) {
   Rig rig;
-  SimDeviceOptions dopt;
-  // Room for the page frames only: the budget is enforced by the manager, the arena checks it.
-  dopt.capacity_bytes = c.device_pages * c.page_bytes;
-  dopt.link_gbps = c.link_gbps;
-  auto device = CreateSimDevice(dopt);
-  STRATA_CHECK(device.ok()) << device.status().ToString();
-  rig.device = std::move(*device);
   NvmeTier* nvme = nullptr;
   if (c.with_nvme && c.real_store) {
     rig.dir = std::make_unique<ScratchDir>();
-    rig.store = OpenStore(rig.dir->path(), c.page_bytes, c.nvme_pages);
+    rig.store = OpenStore(rig.dir->path(), c.page_bytes, c.nvme_pages, c.faults);
     rig.store_tier = std::make_unique<PageStoreTier>(rig.store.get());
     nvme = rig.store_tier.get();
   } else if (c.with_nvme) {
@@ -83,9 +74,7 @@ inline Rig MakeRig(const RigConfig& c) {
   MemoryManagerOptions o;
   o.page_bytes = c.page_bytes;
   o.num_pages = c.num_pages;
-  o.budgets.device_bytes = c.device_pages * c.page_bytes;
-  o.budgets.host_bytes = c.host_pages * c.page_bytes;
-  o.device = rig.device.get();
+  o.host_bytes = c.host_pages * c.page_bytes;
   o.nvme = nvme;
   o.policy = c.policy;
   o.stall_timeout_ms = c.stall_timeout_ms;
@@ -122,13 +111,6 @@ inline int64_t CheckPattern(const void* buf, uint64_t bytes, PageId page, uint64
     if (w[i] != PatternWord(page, tag, i)) return int64_t(i);
   }
   return -1;
-}
-
-// Moves bytes between a test-owned host buffer and a pinned device page on `stream`.
-inline Status CopyAndWait(Device& device, Stream& stream, void* dst, const void* src,
-                          uint64_t bytes, CopyKind kind) {
-  STRATA_RETURN_IF_ERROR(device.copy_async(dst, src, bytes, kind, stream));
-  return stream.synchronize();
 }
 
 }  // namespace strata::memory::testing

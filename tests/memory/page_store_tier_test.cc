@@ -15,13 +15,11 @@ using testing::FillPattern;
 constexpr uint64_t kPage = 64 * 1024;
 constexpr uint64_t kPages = 12;
 
-std::unique_ptr<MemoryManager> MustCreate(Device* device, NvmeTier* tier) {
+std::unique_ptr<MemoryManager> MustCreate(NvmeTier* tier) {
   MemoryManagerOptions o;
   o.page_bytes = kPage;
   o.num_pages = kPages;
-  o.budgets.device_bytes = 4 * kPage;
-  o.budgets.host_bytes = 3 * kPage;
-  o.device = device;
+  o.host_bytes = 3 * kPage;
   o.nvme = tier;
   auto mm = MemoryManager::Create(o);
   STRATA_CHECK(mm.ok()) << mm.status().ToString();
@@ -31,40 +29,27 @@ std::unique_ptr<MemoryManager> MustCreate(Device* device, NvmeTier* tier) {
 TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
   testing::ScratchDir dir;
   {
-    auto device = CreateSimDevice({.capacity_bytes = 4 * kPage});
-    ASSERT_TRUE(device.ok());
     auto store = testing::OpenStore(dir.path(), kPage, 64);
     PageStoreTier tier(store.get());
-    auto mm = MustCreate(device->get(), &tier);
-    // Six pages written on the host, six on the device.
-    auto stream = (*device)->create_stream("test");
-    std::vector<uint64_t> buf(kPage / 8);
+    auto mm = MustCreate(&tier);
+    // Twelve pages written through three host frames: most reach NVMe by eviction.
     for (PageId p = 0; p < kPages; ++p) {
-      const Tier where = p < 6 ? Tier::kHost : Tier::kDevice;
-      auto ref = mm->acquire_sync(p, where, Access::kOverwrite);
+      auto ref = mm->acquire_sync(p, Access::kOverwrite);
       ASSERT_TRUE(ref.ok()) << ref.status().ToString();
-      if (where == Tier::kHost) {
-        FillPattern(ref->data(), kPage, p, 40 + p);
-      } else {
-        FillPattern(buf.data(), kPage, p, 40 + p);
-        ASSERT_TRUE(testing::CopyAndWait(**device, *stream, ref->data(), buf.data(), kPage,
-                                         CopyKind::kHostToDevice)
-                        .ok());
-      }
+      FillPattern(ref->data(), kPage, p, 40 + p);
     }
     ASSERT_TRUE(mm->flush_all().ok());
     ASSERT_TRUE(mm->commit_nvme().ok());
     EXPECT_EQ(store->stats().pages, kPages);
-    ASSERT_TRUE(mm->evict_all(Tier::kDevice).ok());
-    ASSERT_TRUE(mm->evict_all(Tier::kHost).ok());
+    ASSERT_TRUE(mm->evict_all().ok());
     for (PageId p = 0; p < kPages; ++p) {
-      auto ref = mm->acquire_sync(p, Tier::kHost, Access::kRead);
+      auto ref = mm->acquire_sync(p, Access::kRead);
       ASSERT_TRUE(ref.ok()) << ref.status().ToString();
       EXPECT_EQ(CheckPattern(ref->data(), kPage, p, 40 + p), -1) << "page " << p;
     }
     // Rewrite page 0 and commit again: a second version.
     {
-      auto ref = mm->acquire_sync(0, Tier::kHost, Access::kWrite);
+      auto ref = mm->acquire_sync(0, Access::kWrite);
       ASSERT_TRUE(ref.ok());
       FillPattern(ref->data(), kPage, 0, 99);
     }
@@ -73,7 +58,7 @@ TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
     EXPECT_EQ(store->lookup(0)->version, 2u);
     // Page 1 is rewritten but never committed: a reopen sees its committed version.
     {
-      auto ref = mm->acquire_sync(1, Tier::kHost, Access::kWrite);
+      auto ref = mm->acquire_sync(1, Access::kWrite);
       ASSERT_TRUE(ref.ok());
       FillPattern(ref->data(), kPage, 1, 77);
     }
@@ -82,10 +67,10 @@ TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
   // What a resumed run sees: reopen the store and read through a new manager.
   auto store = testing::OpenStore(dir.path(), kPage, 64);
   PageStoreTier tier(store.get());
-  auto mm = MustCreate(nullptr, &tier);
+  auto mm = MustCreate(&tier);
   for (PageId p = 0; p < kPages; ++p) {
     EXPECT_TRUE(mm->residency(p).valid[2]) << "page " << p << " is known to be on NVMe";
-    auto ref = mm->acquire_sync(p, Tier::kHost, Access::kRead);
+    auto ref = mm->acquire_sync(p, Access::kRead);
     ASSERT_TRUE(ref.ok()) << ref.status().ToString();
     const uint64_t tag = p == 0 ? 99 : 40 + p;
     EXPECT_EQ(CheckPattern(ref->data(), kPage, p, tag), -1) << "page " << p;
@@ -100,9 +85,9 @@ TEST(PageStoreTierTest, ManagerShutdownDropsStagedVersions) {
   auto store = testing::OpenStore(dir.path(), kPage, 64);
   PageStoreTier tier(store.get());
   {
-    auto mm = MustCreate(nullptr, &tier);
+    auto mm = MustCreate(&tier);
     for (PageId p = 0; p < 3; ++p) {
-      auto ref = mm->acquire_sync(p, Tier::kHost, Access::kOverwrite);
+      auto ref = mm->acquire_sync(p, Access::kOverwrite);
       ASSERT_TRUE(ref.ok()) << ref.status().ToString();
       FillPattern(ref->data(), kPage, p, 5);
     }

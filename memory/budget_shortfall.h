@@ -1,0 +1,43 @@
+// BudgetShortfall: the structured form of "this budget is too small", attached to the Status
+// (Status::detail) of every error that a larger budget would have avoided. memory/ and the
+// scheduler state the numbers; only tools/ knows which command-line flag sets which budget and
+// words the advice (tools/budget_message.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/util/status.h"
+#include "memory/tier.h"
+
+namespace strata::memory {
+
+struct BudgetShortfall {
+  Tier tier = Tier::kHost;
+  uint64_t need_bytes = 0;  // the smallest budget that would have done
+  uint64_t have_bytes = 0;  // the budget given
+  std::string what;         // what needs the bytes: "one page", "the minimal working set"
+  std::string held_by;      // who holds the budget now (a stall), empty when nothing does
+  // What else lowers the need, if anything ("a smaller page size").
+  std::string or_lower;
+};
+
+// The Status detail that carries a BudgetShortfall.
+struct BudgetShortfallDetail final : StatusDetail {
+  explicit BudgetShortfallDetail(BudgetShortfall s) : shortfall(std::move(s)) {}
+  BudgetShortfall shortfall;
+};
+
+// `status` carrying `shortfall` as its detail.
+inline Status WithShortfall(const Status& status, BudgetShortfall shortfall) {
+  return status.WithDetail(std::make_shared<const BudgetShortfallDetail>(std::move(shortfall)));
+}
+
+// The shortfall `status` carries, or nullptr.
+inline const BudgetShortfall* ShortfallOf(const Status& status) {
+  const auto* d = status.detail<BudgetShortfallDetail>();
+  return d == nullptr ? nullptr : &d->shortfall;
+}
+
+}  // namespace strata::memory

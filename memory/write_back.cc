@@ -1,0 +1,82 @@
+#include "memory/write_back.h"
+
+#include <string>
+#include <utility>
+
+// Note [Grouped write-back]
+// A dirty host copy must reach NVMe before its frame is reused, and the NvmeTier only promises
+// that a staged buffer may change once the batch holding it is committed: storage::PageStore
+// reports the end of a batch's writes as a whole, in commit(), not per page. So what frees a
+// dirty frame is a commit (one fdatasync + one synchronous RocksDB batch), and one commit per
+// evicted page serialised a paged training step on commits. Instead the frame source
+// (memory/frame_source.cc) stages dirty victims (their writes start at once and run
+// concurrently in the I/O engine) and lets one commit cover several of them:
+// - Recency order (LRU, or no access plan): the run of dirty victims at the front of the order,
+//   up to group_pages, is staged and committed together; the request takes the run's first
+//   page, and the others stay resident as clean copies that the next evictions drop without
+//   I/O. The run stops at the first droppable clean copy (that copy is not taken: the order is
+//   kept exactly), so only pages that are next in line are written early; one of them written
+//   again before its eviction is the rare wasted write.
+// - Access plan (Belady): the order beyond the first victim is no forecast (a page just used
+//   jumps ahead of the others: cyclic plans evict the most recently used pages), so writing the
+//   next dirty pages early would mostly waste writes. Write-behind instead: the request stages
+//   only the first victim when it is dirty and takes the first clean copy further down; the
+//   staged frames are freed by a later commit, when behind_pages are staged (at most a quarter
+//   of the host pool, so that eviction still chooses among most of it) or nothing droppable is
+//   left.
+// Either way forced_commits counts these commits; write_back_batch_pages = 1 (or a byte limit of
+// one page) gives back one commit per write-back. A write to a staged page forces the commit
+// first.
+
+namespace strata::memory::internal {
+
+Status WriteBack::stage(PageId p, std::unique_lock<std::mutex>& lock) {
+  PageEntry& e = pages_[p];
+  e.begin_stage();
+  void* frame = e.frame;
+  lock.unlock();
+  // The tier submits the write and returns; no lock of ours is held meanwhile.
+  Status st = nvme_->stage_write(p, frame);
+  lock.lock();
+  e.finish_stage(st.ok());
+  e.cv.notify_all();
+  if (!st.ok()) return st.WithContext("writing page " + std::to_string(p) + " to NVMe");
+  staged_.fetch_add(1);
+  Counters::bump(counters_.nvme_write_bytes, pool_.page_bytes());
+  return st;
+}
+
+Status WriteBack::commit(bool forced) {
+  if (nvme_ == nullptr) {
+    return Status::FailedPrecondition("no NVMe tier: there is nothing to commit");
+  }
+  staged_.store(0);
+  std::unique_ptr<NvmeBatch> batch = nvme_->seal();
+  // Nothing staged (e.g. another thread's commit took this group's pages): no commit, so that
+  // nvme_commits and forced_commits count real commits only.
+  if (batch->pages().empty()) return Status::Ok();
+  const std::vector<PageId> list = batch->pages();
+  Status st = nvme_->commit(std::move(batch));
+  for (PageId p : list) {
+    PageEntry& e = pages_[p];
+    std::unique_lock lock(e.mu);
+    if (e.staged_dead_frame != nullptr) {
+      // Discarded after it was staged (Note [Page states]): committed or not, the version is
+      // dead, and its buffer may be reused now.
+      pool_.put(std::exchange(e.staged_dead_frame, nullptr));
+    } else {
+      // The stager marks the page kStaged right after the tier took the write.
+      e.cv.wait(lock, [&] { return e.state != PageState::kStaging; });
+      e.finish_commit(st.ok());
+    }
+    e.cv.notify_all();
+  }
+  Counters::bump(counters_.commits);
+  if (forced) Counters::bump(counters_.forced_commits);
+  pool_.wake();
+  return st.ok()
+             ? st
+             : st.WithContext("committing " + std::to_string(list.size()) + " NVMe page versions");
+}
+
+}  // namespace strata::memory::internal

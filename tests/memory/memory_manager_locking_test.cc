@@ -1,0 +1,117 @@
+// Note [Locking] (memory/memory_manager.cc) as a test: no mutex of the manager is held across
+// an NVMe commit. A commit made slow by injected disk latency is in flight while a hit and the
+// staging of another page complete. Before 2026-11-25 the manager held its staging
+// mutex across the tier's commit (an fdatasync plus a synchronous RocksDB write), so staging
+// waited for it. Runs under TSan (`Concurrent` in the suite name).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "memory/memory_manager.h"
+#include "memory/page_store_tier.h"
+#include "storage/fault_injector.h"
+#include "tests/memory/memory_test_util.h"
+
+namespace strata::memory {
+namespace {
+
+using testing::CheckPattern;
+using testing::FillPattern;
+
+constexpr uint64_t kPage = 64 * 1024;
+// Every disk transfer completes no sooner than this after it was issued while the latency is
+// set: far longer than anything the checked operations do, also under TSan.
+constexpr uint64_t kSlowWriteNs = 3'000'000'000;
+
+// Forwards to the page store's tier and says when a commit has started.
+class SignallingTier final : public NvmeTier {
+ public:
+  explicit SignallingTier(NvmeTier* inner) : inner_(inner) {}
+  uint64_t page_bytes() const override { return inner_->page_bytes(); }
+  Status stage_write(PageId page, const void* buffer) override {
+    return inner_->stage_write(page, buffer);
+  }
+  std::unique_ptr<NvmeBatch> seal() override { return inner_->seal(); }
+  Status commit(std::unique_ptr<NvmeBatch> batch) override {
+    if (!batch->pages().empty() && !signalled_.exchange(true)) started_.set_value();
+    return inner_->commit(std::move(batch));
+  }
+  void drop_staged() override { inner_->drop_staged(); }
+  std::future<Status> read(PageId page, void* buffer) override {
+    return inner_->read(page, buffer);
+  }
+  std::vector<PageId> committed_pages() const override { return inner_->committed_pages(); }
+  NvmeTierStats stats() const override { return inner_->stats(); }
+  std::future<void> started() { return started_.get_future(); }
+
+ private:
+  NvmeTier* inner_;
+  std::promise<void> started_;
+  std::atomic<bool> signalled_{false};
+};
+
+void Write(MemoryManager& mm, PageId p, uint64_t tag) {
+  auto ref = mm.acquire_sync(p, Access::kOverwrite);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  FillPattern(ref->data(), kPage, p, tag);
+}
+
+TEST(MemoryManagerLockingConcurrent, HitAndStagingProceedDuringASlowCommit) {
+  testing::ScratchDir dir;
+  storage::FaultInjector faults;
+  auto store = testing::OpenStore(dir.path(), kPage, 64, &faults);
+  PageStoreTier store_tier(store.get());
+  SignallingTier tier(&store_tier);
+  auto mm = MemoryManager::Create(
+      {.page_bytes = kPage, .num_pages = 8, .host_bytes = 4 * kPage, .nvme = &tier});
+  ASSERT_TRUE(mm.ok()) << mm.status().ToString();
+  MemoryManager& m = **mm;
+  // Page 0 on NVMe and read back into the pool (the hit); page 2 dirty (staged while the commit
+  // runs); page 3's version written slowly, so that its commit waits for that write.
+  Write(m, 0, 10);
+  ASSERT_TRUE(m.flush_all().ok());
+  ASSERT_TRUE(m.commit_nvme().ok());
+  ASSERT_TRUE(m.evict_all().ok());
+  { ASSERT_TRUE(m.acquire_sync(0, Access::kRead).ok()); }
+  Write(m, 2, 12);
+  Write(m, 3, 13);
+  faults.set_latency_ns(kSlowWriteNs);
+  const PageId three[] = {3};
+  ASSERT_TRUE(m.flush(three).ok());
+
+  std::atomic<bool> committed{false};
+  std::future<void> started = tier.started();
+  auto commit = std::async(std::launch::async, [&] {
+    Status st = m.commit_nvme();
+    committed.store(true);
+    return st;
+  });
+  started.wait();
+
+  auto hit = m.acquire(0, Access::kRead);
+  ASSERT_EQ(hit.wait_for(std::chrono::seconds(1)), std::future_status::ready);
+  const PageId two[] = {2};
+  auto staged = std::async(std::launch::async, [&] { return m.flush(two); });
+  ASSERT_EQ(staged.wait_for(std::chrono::seconds(1)), std::future_status::ready)
+      << "staging waited for the commit in flight";
+  EXPECT_FALSE(committed.load()) << "the commit finished early: the test proves nothing";
+
+  auto h = hit.get();
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(CheckPattern(h->data(), kPage, 0, 10), -1);
+  ASSERT_TRUE(staged.get().ok());
+  ASSERT_TRUE(commit.get().ok());
+  EXPECT_TRUE(committed.load());
+  faults.set_latency_ns(0);
+  // Page 2 was staged after the batch in flight was sealed: the next commit makes it durable.
+  EXPECT_TRUE(m.residency(3).valid[2]);
+  EXPECT_TRUE(m.residency(2).nvme_staged);
+  ASSERT_TRUE(m.commit_nvme().ok());
+  EXPECT_TRUE(m.residency(2).valid[2]);
+}
+
+}  // namespace
+}  // namespace strata::memory
