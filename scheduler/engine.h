@@ -1,4 +1,9 @@
-// Engine: runs the step program (scheduler/step_program.h) over paged model state.
+// Engine: the driver of a training step over paged model state. It walks the step program
+// (scheduler/step_program.h) top to bottom and only enqueues: for each op it finds or fills the
+// device slots the op needs (slot_cache.h, transfers.h), launches the op's kernels on the compute
+// stream (block_ops.h, gpt_ops.h), sends finished gradients down, and hands each block over to
+// the optimizer queue (optimizer_queue.h) once its gradient is final. Per block it keeps one
+// BlockState (block_state.h).
 //
 // Queues (each its own thread, joined by Events): compute (the Device's compute stream: the
 // block ops), h2d and d2h (Device streams: pieces of pages into and out of block slots), the
@@ -56,32 +61,31 @@
 // backward left with blocks 1, 2, ... — the next forward's first ops). A refreshed slot's next
 // use lies in the next step and counts for Belady (ChooseVictim), unlike a stale one's.
 //
-// Honesty of the sim device: every compute op checks (STRATA_CHECK) that each buffer it touches
-// lies inside a live device allocation before it runs.
-//
-// Threads: Create, RunStep, Drain and ReadParams from one thread (the driver). Borrowed objects
-// (layout, pages, memory manager, device, timeline) must outlive the Engine.
+// Threads: Create, RunStep, Drain and EnqueueAfterUpdates from one thread (the driver). Borrowed
+// objects (layout, pages, memory manager, device, timeline) must outlive the Engine.
 #pragma once
-
-#include <tbb/task_arena.h>
 
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "core/device/device.h"
-#include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "memory/memory_manager.h"
-#include "scheduler/host_queue.h"
+#include "scheduler/block_ops.h"
+#include "scheduler/block_state.h"
+#include "scheduler/device_buffers.h"
+#include "scheduler/host_pages.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/optimizer_queue.h"
+#include "scheduler/slot_cache.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/step_program.h"
 #include "scheduler/trace.h"
+#include "scheduler/transfers.h"
 
 namespace strata::scheduler {
 
@@ -103,6 +107,9 @@ struct EngineOptions {
   // --movement-only: every op keeps its slots, events and moves, but its kernels do not run
   // (losses and gradient sums read 0). Measures movement alone in the same program.
   bool skip_kernels = false;
+  // Learn the host tier's access plan from the second step and set it on the memory manager
+  // (Note [Host access plan] in host_pages.h); false: the pool stays LRU steered by demote.
+  bool host_access_plan = false;
 };
 
 struct EngineStepResult {
@@ -119,8 +126,9 @@ struct EngineStepResult {
 
 class Engine {
  public:
-  // Allocates the activations, the tokens buffer and plan.slots slots from the device, creates the
-  // streams and pins the pages whose home is the host. ResourceExhausted when the device refuses.
+  // Allocates the block slots (plan.slot_sizes) and the ops' buffers from the device, creates
+  // the streams and pins the pages whose home is the host. ResourceExhausted when the device
+  // refuses.
   static Result<std::unique_ptr<Engine>> Create(const EngineOptions& options);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -142,135 +150,47 @@ class Engine {
   std::shared_future<Status> EnqueueAfterUpdates(std::function<Status()> job);
 
  private:
-  struct Slot {
-    float* ptr = nullptr;
-    uint64_t bytes = 0;  // holds any block of at most this size (scheduler/slot_sizes.h)
-    int block = -1;  // -1: empty
-    SlotRole role = SlotRole::kParam;
-    uint64_t version = 0;             // param_version_ of the block when loaded
-    bool grad_active = false;         // a gradient being accumulated (must not be evicted)
-    std::shared_ptr<Event> ready;     // compute waits on it before using the content
-    std::shared_ptr<Event> last_use;  // whoever overwrites the slot waits on it
-    uint64_t last_use_seq = 0;        // op_seq_ when last_use was scheduled (victim tie-break)
-    // Note [Eager refresh]: set while the optimizer uploads the block's new version; yields the
-    // Event after which the slot holds it (ResolveRefresh makes it ready/last_use).
-    std::shared_future<Result<std::shared_ptr<Event>>> refresh;
-  };
-
   explicit Engine(const EngineOptions& options);
   Status Setup();
   Status PinHostHomes();
 
-  // Driver helpers.
+  // The driver, in the order a step calls them (engine.cc).
+  Status CopyTokensIn(const int32_t* tokens);
   Status Schedule(size_t pos, const Op& op, long step);
-  int FindSlot(int block, SlotRole role) const;
-  // Among slots of at least `bytes` not in `taken`; -1 when there is none.
-  int ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const;
-  Status LoadSlot(int slot, int block, memory::Role role, long step);
-  // Enqueues the copies of page k of (block, role)'s tensor pieces into the block-layout buffer
-  // `dst` on `stream` (a `queue` slice in the trace); `ref` pins the host page until they ran.
-  Status UploadPage(memory::PageRef ref, int block, memory::Role role, size_t k, float* dst,
-                    Stream& stream, Queue queue, long step);
-  Status CopyGradDown(int slot, int block, const std::shared_ptr<Event>& after, long step);
-  struct UpdateJob {
-    int block = 0;
-    long step = 0;
-    float lr = 0, coef = 1;
-    bool discard_grads = true;  // drop the gradient pages once read (not when on_grads reads them)
-    int next_block = -1;        // the block updated next, whose first pages are read ahead
-    // Note [Eager refresh]: upload each updated page into this slot (nullptr: none) on the
-    // refresh stream after `refresh_after` (the slot's last use), then fulfil refresh_done.
-    float* refresh_dst = nullptr;
-    std::shared_ptr<Event> refresh_after = nullptr;
-    std::shared_ptr<std::promise<Result<std::shared_ptr<Event>>>> refresh_done = nullptr;
-  };
+  std::vector<int> FindHits(const Op& op, Status* status);
+  Status FillMisses(size_t pos, const Op& op, long step, std::vector<int>& chosen);
+  std::shared_ptr<Event> Launch(const Op& op, const std::vector<int>& chosen, long step);
+  Status CopyGradDown(int block, const std::shared_ptr<Event>& after, long step);
+  Status FinishCompute(long step, EngineStepResult* result);
+
+  // Handing blocks to the optimizer (engine_updates.cc).
   void SubmitUpdate(UpdateJob job);
-  // Note [Eager refresh]: marks the slot of `block`'s (now stale) parameters for refresh by
-  // `job`; nothing when no slot holds them or the placement does not refresh eagerly.
-  void MarkRefresh(int block, UpdateJob& job);
-  // Makes a pending refresh of slot `slot` its ready and last-use Event (waits until the
-  // optimizer has enqueued it); the update's error if it failed.
-  Status ResolveRefresh(int slot);
-  // Enqueues the upload of page k of job.block's parameters into job.refresh_dst.
-  Status RefreshPage(const UpdateJob& job, size_t k);
-  void SubmitPublish(int block);
-  Status PublishBlock(int block);
-  // Starts reading page index k of `block`'s grad, m, v and param pages (master with
-  // --delayed-update) into the host pool, k past the block's end running into next_block (< 0:
-  // none). No-op without NVMe.
-  void PrefetchUpdatePage(int block, int next_block, size_t k);
-  // Updates the block page by page; page_done(k) runs once page k's parameters are written.
-  Status UpdateBlock(const UpdateJob& job, const std::vector<std::shared_ptr<Event>>& grads,
-                     const std::function<void(size_t)>& page_done);
-  std::shared_ptr<Event> Record(Stream& stream);
-  void Mark(Stream& stream, Queue queue, std::string name, uint64_t bytes, long step,
-            const std::function<void()>& enqueue);
-
-  // Compute.
-  void RunOp(const Op& op, const std::vector<float*>& slot_ptrs);
-  bool Recomputed(int layer) const { return layer < o_.plan.recompute_layers; }
-  const float* BlockInput(int layer) const;
-  const TransformerActs& ActsFor(int layer);
-
-  // Host pins of pages whose home is the host (any thread; pins_mu_).
-  void Unpin(memory::PageId page);
-  Status Repin(memory::PageId page);
+  void SubmitPublish(int block, long step);
+  void ReadAheadFirstUpdate();
+  void LearnHostPlan(long step);
 
   EngineOptions o_;
-  const GptLayout& layout_;
   const StatePages& sp_;
-  memory::MemoryManager& mm_;
   Device& device_;
   Timeline& timeline_;
   StepProgram program_;
-  int micro_batches_ = 1;
-  float dloss_ = 0;
+  std::vector<BlockState> blocks_;
+  size_t last_block_bwd_ = 0;  // Note [Update read-ahead] (optimizer_queue.cc)
 
-  std::unique_ptr<Stream> compute_, h2d_, d2h_;
-  std::unique_ptr<Stream> d2h_first_;  // block 0's gradient (Note [Gradient order])
-  std::unique_ptr<Stream> refresh_;    // uploads after updates, from the optimizer thread only
-  std::unique_ptr<tbb::task_arena> compute_arena_, optimizer_arena_;
-  size_t optimizer_read_ahead_ = 1;  // page indices the optimizer reads ahead (engine.cc)
-  std::unique_ptr<HostQueue> optimizer_;
-  std::vector<void*> allocations_;  // device buffers, freed in the destructor
+  HostPages host_;
+  DeviceBuffers buffers_;
+  std::unique_ptr<BlockOps> ops_;
+  SlotCache slots_;
+  std::unique_ptr<Stream> compute_;
+  std::unique_ptr<Transfers> transfers_;
+  std::unique_ptr<OptimizerQueue> optimizer_;
 
-  // Device buffers.
-  int32_t* tokens_ = nullptr;
-  float* emb_out_ = nullptr;
-  // Layer l's output (the next one's input): its own activations' `out`, or, for a recomputed
-  // layer, a residual buffer that the rebuild in backward writes again (the same bits).
-  std::vector<float*> outputs_;
-  std::vector<TransformerActs> layer_acts_;  // per layer; empty for recomputed layers
-  TransformerActs work_acts_{};              // where recomputed layers are rebuilt
-  HeadActs head_acts_{};
-  BackwardScratch scratch_{};
-  float* dres_ = nullptr;
-
-  std::vector<Slot> slots_;
   uint64_t op_seq_ = 0;  // compute ops scheduled so far (all steps)
-  std::vector<uint64_t> param_version_;
-  std::vector<bool> updated_this_step_;  // the block's update of the current step was submitted
-  // Per block, per parameter page: what the next load of that page waits on (its update or
-  // publish). Page granularity lets a block's load start while its later pages still update.
-  std::vector<std::vector<std::shared_future<Status>>> update_done_;
-  std::vector<std::shared_future<Status>> jobs_;         // every optimizer job since Drain
-  std::vector<std::shared_future<Status>> grads_read_;   // the last update reading a block's grads
-  std::vector<size_t> last_param_use_;                   // op index, per block
-  // Per block, per gradient page: the page's final gradient is on the host (the update of that
-  // page waits for it alone).
-  std::vector<std::vector<std::shared_ptr<Event>>> grad_ready_;
-  std::shared_ptr<Event> norm_ready_;
   std::shared_ptr<Event> last_compute_;
   std::vector<int32_t> tokens_host_;
   std::shared_ptr<Event> tokens_copied_;
-
-  // Written by compute ops, read after the step's compute (or an Event) completed.
-  std::vector<double> block_sums_;
-  std::vector<float> losses_;
-
-  std::mutex pins_mu_;
-  std::vector<memory::PageRef> pins_;  // indexed by page id; empty refs for other pages
-  std::vector<bool> pinned_home_;      // page's home is the host
+  long steps_run_ = 0;  // RunStep calls so far (Note [Host access plan])
+  std::vector<std::shared_future<Status>> recorded_jobs_;
 };
 
 }  // namespace strata::scheduler

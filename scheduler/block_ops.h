@@ -1,0 +1,34 @@
+// BlockOps: the model-specific half of a step — what each compute op of the step program does
+// with the device slots it was given. The Engine (the driver) knows blocks, slots and pages but
+// no model; an implementation knows the model's kernels and owns its device buffers (the step's
+// inputs, activations, scratch). GptOps (gpt_ops.h) is the GPT; tensor-parallel blocks can
+// implement the same interface.
+//
+// Threads: Run on the compute stream's thread, in program order; the accessors from the driver
+// after the step's compute has completed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "scheduler/step_program.h"
+
+namespace strata::scheduler {
+
+class BlockOps {
+ public:
+  virtual ~BlockOps() = default;
+  // Bytes of a block's parameters (= its gradient), in its contiguous layout.
+  virtual uint64_t block_bytes(int block) const = 0;
+  // The device buffer of the step's inputs and targets (batch*seq of each, int32) and its size.
+  virtual int32_t* tokens() = 0;
+  virtual uint64_t tokens_count() const = 0;
+  // Runs `op`'s kernels; slots[i] holds op.uses[i]. Zeroes the gradient slots the op starts in
+  // micro-batch 0, and records the loss and the final gradients' sums of squares.
+  virtual void Run(const Op& op, const std::vector<float*>& slots) = 0;
+  // After the step's compute: each micro-batch's loss, and each block's gradient sum of squares.
+  virtual const std::vector<float>& losses() const = 0;
+  virtual const std::vector<double>& grad_sums() const = 0;
+};
+
+}  // namespace strata::scheduler

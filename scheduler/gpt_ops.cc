@@ -1,0 +1,157 @@
+#include "scheduler/gpt_ops.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/util/check.h"
+#include "scheduler/grad_norm.h"
+
+namespace strata::scheduler {
+
+namespace {
+
+float* AlignedTake(float*& cursor, int64_t floats) {
+  float* p = cursor;
+  cursor += (floats + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
+  return p;
+}
+
+bool StartsGrad(const Op& op, size_t i) {
+  return op.uses[i].role == SlotRole::kGrad &&
+         std::find(op.grads_started.begin(), op.grads_started.end(), op.uses[i].block) !=
+             op.grads_started.end();
+}
+
+}  // namespace
+
+GptOps::GptOps(const GptOpsOptions& o)
+    : o_(o), layout_(*o.layout), device_(*o.device), buffers_(*o.device) {}
+
+Result<std::unique_ptr<GptOps>> GptOps::Create(const GptOpsOptions& options) {
+  STRATA_CHECK(options.layout && options.device && options.plan);
+  STRATA_CHECK(options.micro_rows > 0 && options.batch % options.micro_rows == 0);
+  std::unique_ptr<GptOps> ops(new GptOps(options));
+  STRATA_RETURN_IF_ERROR(ops->Allocate());
+  return ops;
+}
+
+Status GptOps::Allocate() {
+  const GptConfig& c = layout_.config;
+  const int L = c.n_layer, B = o_.micro_rows, T = o_.seq;
+  dloss_ = 1.0f / float(int64_t(o_.batch) * T);
+  block_sums_.assign(layout_.num_blocks(), 0.0);
+  losses_.assign(o_.batch / o_.micro_rows, 0.0f);
+  arena_ = std::make_unique<tbb::task_arena>(o_.threads);
+  STRATA_ASSIGN_OR_RETURN(void* tokens, buffers_.Alloc(o_.plan->tokens_bytes, "the step's tokens"));
+  tokens_ = static_cast<int32_t*>(tokens);
+  STRATA_ASSIGN_OR_RETURN(void* acts, buffers_.Alloc(o_.plan->acts_bytes, "activations"));
+  float* cur = static_cast<float*>(acts);
+  const int64_t residual = int64_t(B) * T * c.n_embd;
+  // The order of ActivationFloats (scheduler/memory_plan.cc).
+  emb_out_ = AlignedTake(cur, residual);
+  layer_acts_.resize(L);
+  outputs_.assign(L, nullptr);
+  for (int l = 0; l < L; ++l) {
+    if (Recomputed(l)) {
+      outputs_[l] = AlignedTake(cur, residual);
+    } else {
+      layer_acts_[l] =
+          CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T)));
+      outputs_[l] = layer_acts_[l].out;
+    }
+  }
+  if (o_.plan->recompute()) {
+    work_acts_ = CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T)));
+  }
+  head_acts_ = CarveHeadActs(c, B, T, AlignedTake(cur, HeadActsFloats(c, B, T)));
+  scratch_ = CarveBackwardScratch(c, B, T, AlignedTake(cur, BackwardScratchFloats(c, B, T)));
+  dres_ = AlignedTake(cur, residual);
+  STRATA_CHECK(reinterpret_cast<char*>(cur) <= static_cast<char*>(acts) + o_.plan->acts_bytes)
+      << "activation carving overflows its buffer";
+  return Status::Ok();
+}
+
+const float* GptOps::BlockInput(int layer) const {
+  return layer == 0 ? emb_out_ : outputs_[layer - 1];
+}
+
+const TransformerActs& GptOps::ActsFor(int layer) {
+  if (!Recomputed(layer)) return layer_acts_[layer];
+  work_acts_.out = outputs_[layer];
+  return work_acts_;
+}
+
+void GptOps::CheckResident(const Op& op, const std::vector<float*>& slots) const {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const int64_t floats = layout_.blocks[op.uses[i].block].numel;
+    STRATA_CHECK(device_.is_device_memory(slots[i], size_t(floats) * 4))
+        << op.label() << ": slot " << i << " is not device memory";
+  }
+  STRATA_CHECK(device_.is_device_memory(emb_out_, 4) && device_.is_device_memory(tokens_, 4));
+}
+
+void GptOps::Run(const Op& op, const std::vector<float*>& slots) {
+  CheckResident(op, slots);  // the sim device's honesty check
+  if (o_.skip_kernels) {
+    losses_[op.micro_batch] = 0.0f;
+    for (int b : op.grads_final) block_sums_[b] = 0.0;
+    return;
+  }
+  arena_->execute([&] {
+    if (op.micro_batch == 0) {
+      for (size_t i = 0; i < op.uses.size(); ++i) {
+        if (StartsGrad(op, i)) {
+          std::memset(slots[i], 0, size_t(layout_.blocks[op.uses[i].block].numel) * 4);
+        }
+      }
+    }
+    Compute(op, slots);
+    for (int b : op.grads_final) {
+      for (size_t i = 0; i < op.uses.size(); ++i) {
+        if (op.uses[i].block == b && op.uses[i].role == SlotRole::kGrad) {
+          block_sums_[b] = BlockGradSumOfSquares(layout_.blocks[b], slots[i]);
+        }
+      }
+    }
+  });
+}
+
+// The op's forward or backward. Slots follow the op's uses (step_program.cc): the head's ops
+// use {head params, embedding params, head grad, embedding grad}, a block's backward {params,
+// grad}.
+void GptOps::Compute(const Op& op, const std::vector<float*>& p) {
+  const int B = o_.micro_rows, T = o_.seq, L = layout_.config.n_layer;
+  const int32_t* x = tokens_ + int64_t(op.micro_batch) * B * T;
+  const int32_t* y = tokens_ + int64_t(o_.batch) * T + int64_t(op.micro_batch) * B * T;
+  const float* head_in = BlockInput(L);
+  const int64_t wte = layout_.embedding().tensors[kWte].offset;
+  switch (op.kind) {
+    case OpKind::kEmbedFwd:
+      EmbeddingForward(layout_, p[0], x, B, T, emb_out_);
+      break;
+    case OpKind::kBlockFwd:
+      TransformerForward(layout_, op.block - 1, p[0], BlockInput(op.block - 1), B, T,
+                         ActsFor(op.block - 1));
+      break;
+    case OpKind::kHeadFwd:
+      losses_[op.micro_batch] =
+          HeadForward(layout_, p[0], p[1] + wte, head_in, y, B, T, head_acts_);
+      break;
+    case OpKind::kHeadBwd:
+      HeadBackward(layout_, p[0], p[2], p[1] + wte, p[3] + wte, head_in, y, B, T, head_acts_,
+                   scratch_, dloss_, dres_);
+      break;
+    case OpKind::kBlockBwd: {
+      const int l = op.block - 1;
+      if (Recomputed(l)) TransformerForward(layout_, l, p[0], BlockInput(l), B, T, ActsFor(l));
+      TransformerBackward(layout_, l, p[0], p[1], BlockInput(l), B, T, ActsFor(l), scratch_,
+                          dres_);
+      break;
+    }
+    case OpKind::kEmbedBwd:
+      EmbeddingBackward(layout_, p[0], dres_, x, B, T);
+      break;
+  }
+}
+
+}  // namespace strata::scheduler

@@ -1,0 +1,84 @@
+// GptOps: BlockOps for the GPT of core/nn (embedding, transformer blocks, tied head). Owns the
+// device buffers of the step's tokens and of the activations (carved by the memory plan's
+// activation layout: blocks the plan recomputes keep only their output and are rebuilt in
+// backward in one shared set of activations), and runs each op's forward or backward on the
+// device's kernels inside a TBB arena of `threads`.
+//
+// Honesty of the sim device: every op checks (STRATA_CHECK) that each buffer it touches lies
+// inside a live device allocation before it runs.
+#pragma once
+
+#include <tbb/task_arena.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/device/device.h"
+#include "core/nn/gpt_blocks.h"
+#include "core/nn/gpt_layout.h"
+#include "core/util/status.h"
+#include "scheduler/block_ops.h"
+#include "scheduler/device_buffers.h"
+#include "scheduler/memory_plan.h"
+
+namespace strata::scheduler {
+
+struct GptOpsOptions {
+  const GptLayout* layout = nullptr;
+  Device* device = nullptr;
+  const MemoryPlan* plan = nullptr;  // acts_bytes, tokens_bytes, recompute_layers
+  int batch = 1;                     // rows per step
+  int micro_rows = 1;                // rows per micro-batch (divides batch)
+  int seq = 1;
+  int threads = 1;
+  // --movement-only: ops run no kernels (losses and gradient sums read 0).
+  bool skip_kernels = false;
+};
+
+class GptOps final : public BlockOps {
+ public:
+  // Allocates the tokens and the activations. ResourceExhausted when the device refuses.
+  static Result<std::unique_ptr<GptOps>> Create(const GptOpsOptions& options);
+
+  uint64_t block_bytes(int block) const override {
+    return uint64_t(layout_.blocks[block].numel) * 4;
+  }
+  int32_t* tokens() override { return tokens_; }
+  uint64_t tokens_count() const override { return uint64_t(2) * o_.batch * o_.seq; }
+  void Run(const Op& op, const std::vector<float*>& slots) override;
+  const std::vector<float>& losses() const override { return losses_; }
+  const std::vector<double>& grad_sums() const override { return block_sums_; }
+
+ private:
+  explicit GptOps(const GptOpsOptions& o);
+  Status Allocate();
+  void CheckResident(const Op& op, const std::vector<float*>& slots) const;
+  void Compute(const Op& op, const std::vector<float*>& slots);
+  bool Recomputed(int layer) const { return layer < o_.plan->recompute_layers; }
+  const float* BlockInput(int layer) const;
+  const TransformerActs& ActsFor(int layer);
+
+  const GptOpsOptions o_;
+  const GptLayout& layout_;
+  Device& device_;
+  DeviceBuffers buffers_;
+  std::unique_ptr<tbb::task_arena> arena_;
+  float dloss_ = 0;
+
+  int32_t* tokens_ = nullptr;
+  float* emb_out_ = nullptr;
+  // Layer l's output (the next one's input): its own activations' `out`, or, for a recomputed
+  // layer, a residual buffer that the rebuild in backward writes again (the same bits).
+  std::vector<float*> outputs_;
+  std::vector<TransformerActs> layer_acts_;  // per layer; empty for recomputed layers
+  TransformerActs work_acts_{};              // where recomputed layers are rebuilt
+  HeadActs head_acts_{};
+  BackwardScratch scratch_{};
+  float* dres_ = nullptr;
+
+  // Written by ops, read after the step's compute completed.
+  std::vector<double> block_sums_;
+  std::vector<float> losses_;
+};
+
+}  // namespace strata::scheduler

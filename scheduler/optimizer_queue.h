@@ -1,0 +1,92 @@
+// OptimizerQueue: the optimizer side of the Engine. One host thread (a HostQueue) runs, in
+// submission order, each block's AdamW update page by page over host pages (Note [Exact
+// updates] in engine.h), the upload of each updated parameter page into its device slot on the
+// `refresh` stream (Note [Eager refresh]), the NVMe read-ahead of the pages the next updates
+// need (Note [Update read-ahead]), --delayed-update's publishing (Note [Delayed update]) and
+// jobs such as checkpoints that must see one step's finished state.
+//
+// Threads: Submit*, Enqueue and Drain from the driver; the jobs run on the queue's thread.
+// Borrowed objects must outlive the queue.
+#pragma once
+
+#include <tbb/task_arena.h>
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "core/device/device.h"
+#include "core/nn/gpt_layout.h"
+#include "core/util/status.h"
+#include "scheduler/host_pages.h"
+#include "scheduler/host_queue.h"
+#include "scheduler/slot_cache.h"
+#include "scheduler/state_pages.h"
+#include "scheduler/trace.h"
+#include "scheduler/transfers.h"
+
+namespace strata::scheduler {
+
+struct AdamWSettings {
+  float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
+  bool delayed_update = false;  // update the master copy (Note [Delayed update])
+  int threads = 1;              // the TBB arena of AdamW
+};
+
+struct UpdateJob {
+  int block = 0;
+  long step = 0;
+  float lr = 0, coef = 1;
+  bool discard_grads = true;  // drop the gradient pages once read (not when on_grads reads them)
+  int next_block = -1;        // the block updated next, whose first pages are read ahead
+  RefreshTarget refresh = {};  // the slot to refresh after each page (Note [Eager refresh])
+  std::vector<std::shared_ptr<Event>> grads = {};  // per gradient page: on the host
+};
+
+class OptimizerQueue {
+ public:
+  OptimizerQueue(const GptLayout& layout, const StatePages& pages, HostPages& host,
+                 Transfers& transfers, Device& device, Timeline& timeline,
+                 const AdamWSettings& settings);
+  ~OptimizerQueue();  // drains
+
+  // Queues the update; `page_done[k]` is fulfilled once page k's parameters are written (with
+  // the update's error when it failed before). Returns the job's completion.
+  std::shared_future<Status> SubmitUpdate(
+      UpdateJob job, std::shared_ptr<std::vector<std::promise<Status>>> page_done);
+  // Queues copying block's master pages onto its parameter pages (--delayed-update).
+  std::shared_future<Status> SubmitPublish(int block, long step);
+  // Runs `job` after every update submitted so far and before any later one.
+  std::shared_future<Status> Enqueue(std::function<Status()> job);
+  // Starts reading ahead the first pages of `block`'s update (then next_block's).
+  void ReadAhead(int block, int next_block);
+  // Errors of the jobs that finished (they are forgotten); waits for none.
+  Status TakeFinishedErrors();
+  // Waits for every job and for the refresh uploads; the first error.
+  Status Drain();
+
+ private:
+  Status UpdateBlock(const UpdateJob& job, const std::function<void(size_t)>& page_done);
+  Status UpdatePage(const UpdateJob& job, size_t k);
+  Status RefreshPage(const UpdateJob& job, size_t k);
+  Status PublishBlock(int block, long step);
+  void PrefetchUpdatePage(int block, int next_block, size_t k);
+  std::shared_future<Status> Track(std::shared_future<Status> done);
+
+  const GptLayout& layout_;
+  const StatePages& sp_;
+  HostPages& host_;
+  Transfers& transfers_;
+  Device& device_;
+  Timeline& timeline_;
+  const AdamWSettings settings_;
+  size_t read_ahead_ = 1;  // page indices read ahead (Note [Update read-ahead])
+  std::unique_ptr<Stream> refresh_;  // filled from the queue's thread only
+  std::unique_ptr<tbb::task_arena> arena_;
+  std::unique_ptr<HostQueue> queue_;
+  std::vector<std::shared_future<Status>> jobs_;  // since the last Drain
+};
+
+}  // namespace strata::scheduler
