@@ -149,6 +149,11 @@ Status PagedTrainer::Setup() {
     return Status::InvalidArgument("--page-size " + FormatBytes(page) +
                                    " must be a power of two of at least 4K (e.g. 64K, 16M)");
   }
+  if (o_.host_eviction != "belady" && o_.host_eviction != "lru") {
+    return Status::InvalidArgument("--host-eviction must be 'belady' or 'lru', got '" +
+                                   o_.host_eviction + "'");
+  }
+  const bool belady = o_.host_eviction == "belady";
   STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page, o_.delayed_update));
   pages_ = std::make_unique<StatePages>(std::move(sp));
   const int micro_rows = o_.micro_batch > 0 ? o_.micro_batch : o_.batch;
@@ -194,6 +199,7 @@ Status PagedTrainer::Setup() {
   // each); the step time did not change here, but on a real drive writes cost bandwidth and
   // endurance.
   mo.write_back_batch_pages = kWriteBackGroupPages;
+  mo.policy = belady ? memory::EvictionPolicy::kBelady : memory::EvictionPolicy::kLru;
   STRATA_ASSIGN_OR_RETURN(mm_, memory::MemoryManager::Create(mo));
   if (resume_from_) {
     // The manager adopted the manifest's pages as committed NVMe copies (they load on demand).
@@ -222,6 +228,7 @@ Status PagedTrainer::Setup() {
   eo.grad_clip = o_.grad_clip;
   eo.delayed_update = o_.delayed_update;
   eo.skip_kernels = o_.movement_only;
+  eo.host_access_plan = belady && !o_.nvme_dirs.empty();
   STRATA_ASSIGN_OR_RETURN(engine_, Engine::Create(eo));
   timeline_.set_keep_all(!o_.trace_path.empty());
   return Status::Ok();

@@ -83,6 +83,9 @@ struct TrainOptions {
   bool resume = false;                 // --resume: continue from the checkpoint in --ckpt-dir
   bool delayed_update = false;         // --delayed-update: one-step-stale updates (paged only)
   bool movement_only = false;          // --movement-only: skip the kernels (paged only)
+  // --host-eviction: how the host pool picks victims: belady (over the access plan learned from
+  // step 2, Note [Host access plan] in scheduler/host_pages.h) or lru (steered by demote).
+  std::string host_eviction = "belady";
   bool paging_flag_given = false;      // set by the CLI when any paging flag was given
   // Tests: makes the NVMe tier's disk misbehave (storage/fault_injector.h). Borrowed: must
   // outlive the Trainer. Not a flag.

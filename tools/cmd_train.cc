@@ -48,7 +48,7 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
   for (const char* flag : {"--host-mem", "--nvme-dir", "--nvme-mem", "--page-size", "--params-on",
                            "--optimizer-on", "--micro-batch", "--recompute", "--trace",
                            "--ckpt-dir", "--ckpt-every", "--resume", "--delayed-update",
-                           "--movement-only"}) {
+                           "--movement-only", "--host-eviction"}) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
   std::unique_ptr<std::ofstream> log;
@@ -223,6 +223,10 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
                 "Measure the movement alone: every page move, prefetch and optimizer update of "
                 "the paged engine runs, the device kernels do not (losses read 0); its step time "
                 "is the movement-only time of this configuration");
+  cmd->add_option("--host-eviction", o.host_eviction,
+                  "How the host pool picks what to drop: belady (the order of a step, learned "
+                  "from step 2) or lru (least recently used, optimizer moments first)")
+      ->capture_default_str();
   cmd->add_option("--engine", o.engine,
                   "memory (all state on the device), paged (the Engine), or auto: paged when a "
                   "paging flag is given or --gpu-mem is below the in-memory need")
