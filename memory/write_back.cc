@@ -28,6 +28,15 @@
 // one page) gives back one commit per write-back. A write to a staged page forces the commit
 // first.
 
+// Note [Commit order]
+// With no lock held across a commit, two commits can be in flight at once: a forced one (an
+// eviction's write-back) and the caller's commit_nvme. The later one may find its own batch
+// empty and return while the earlier batch, holding versions the caller staged, is still being
+// committed; a snapshot taken right after would record those pages' older versions (a resumed
+// run read stale moments: kill_resume_test under Belady's write-behind, 2026-11-25). So batches
+// are numbered when sealed, and a caller's commit waits, without a lock, until every batch
+// sealed before its own has finished.
+
 namespace strata::memory::internal {
 
 Status WriteBack::stage(PageId p, std::unique_lock<std::mutex>& lock) {
@@ -50,8 +59,26 @@ Status WriteBack::commit(bool forced) {
   if (nvme_ == nullptr) {
     return Status::FailedPrecondition("no NVMe tier: there is nothing to commit");
   }
-  staged_.store(0);
-  std::unique_ptr<NvmeBatch> batch = nvme_->seal();
+  std::unique_ptr<NvmeBatch> batch;
+  uint64_t number = 0;
+  {
+    std::lock_guard lock(seal_mu_);
+    staged_.store(0);
+    batch = nvme_->seal();
+    number = ++sealed_;
+    in_flight_.insert(number);
+  }
+  Status st = commit_sealed(std::move(batch), forced);
+  std::unique_lock lock(seal_mu_);
+  in_flight_.erase(number);
+  done_cv_.notify_all();
+  if (!forced) {
+    done_cv_.wait(lock, [&] { return in_flight_.empty() || *in_flight_.begin() > number; });
+  }
+  return st;
+}
+
+Status WriteBack::commit_sealed(std::unique_ptr<NvmeBatch> batch, bool forced) {
   // Nothing staged (e.g. another thread's commit took this group's pages): no commit, so that
   // nvme_commits and forced_commits count real commits only.
   if (batch->pages().empty()) return Status::Ok();

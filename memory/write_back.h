@@ -8,8 +8,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <set>
 
 #include "core/util/status.h"
 #include "memory/host_frame_pool.h"
@@ -33,16 +35,26 @@ class WriteBack {
   uint64_t staged() const { return staged_.load(); }
   // Commits what is staged: the tier's batch is sealed and committed with no lock held, then
   // its pages become kClean (kDirty again if the commit failed) and the buffers of discarded
-  // versions return to the pool. `forced`: the manager's own commit (MemoryStats).
-  // FailedPrecondition without an NVMe tier.
+  // versions return to the pool. `forced`: the manager's own commit (MemoryStats). A commit
+  // that is not forced (the caller's commit_nvme) returns only once every commit sealed before
+  // it has finished too (Note [Commit order] in write_back.cc). FailedPrecondition without an
+  // NVMe tier.
   Status commit(bool forced);
 
  private:
+  Status commit_sealed(std::unique_ptr<NvmeBatch> batch, bool forced);
+
   NvmeTier* const nvme_;
   PageTable& pages_;
   HostFramePool& pool_;
   Counters& counters_;
   std::atomic<uint64_t> staged_{0};
+  // Note [Commit order]: seal_mu_ orders sealing and numbering batches (no I/O under it);
+  // in_flight_ holds the numbers of the commits not finished yet.
+  std::mutex seal_mu_;
+  std::condition_variable done_cv_;
+  uint64_t sealed_ = 0;
+  std::set<uint64_t> in_flight_;
 };
 
 }  // namespace strata::memory::internal

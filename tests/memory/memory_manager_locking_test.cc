@@ -113,5 +113,31 @@ TEST(MemoryManagerLockingConcurrent, HitAndStagingProceedDuringASlowCommit) {
   EXPECT_TRUE(m.residency(2).valid[2]);
 }
 
+// Note [Commit order] (memory/write_back.cc): a commit_nvme that finds nothing staged of its own
+// still returns only after a commit sealed before it, holding another page's version, is done:
+// a snapshot taken right after must see that version.
+TEST(MemoryManagerLockingConcurrent, CommitWaitsForACommitSealedBeforeIt) {
+  testing::ScratchDir dir;
+  storage::FaultInjector faults;
+  auto store = testing::OpenStore(dir.path(), kPage, 64, &faults);
+  PageStoreTier store_tier(store.get());
+  SignallingTier tier(&store_tier);
+  auto mm = MemoryManager::Create(
+      {.page_bytes = kPage, .num_pages = 8, .host_bytes = 4 * kPage, .nvme = &tier});
+  ASSERT_TRUE(mm.ok()) << mm.status().ToString();
+  MemoryManager& m = **mm;
+  Write(m, 3, 13);
+  faults.set_latency_ns(kSlowWriteNs / 3);
+  const PageId three[] = {3};
+  ASSERT_TRUE(m.flush(three).ok());
+  std::future<void> started = tier.started();
+  auto first = std::async(std::launch::async, [&] { return m.commit_nvme(); });
+  started.wait();
+  ASSERT_TRUE(m.commit_nvme().ok());  // its own batch is empty
+  EXPECT_TRUE(m.residency(3).valid[2]) << "returned while an earlier commit was in flight";
+  ASSERT_TRUE(first.get().ok());
+  faults.set_latency_ns(0);
+}
+
 }  // namespace
 }  // namespace strata::memory
