@@ -224,5 +224,30 @@ TEST_F(OffloadTransparency, ConcurrentDelayedUpdateIsDeterministicAcrossBudgets)
   EXPECT_TRUE(a.weights == b.weights);
 }
 
+// The host pool's eviction changes what moves, never a value: Belady over the access plan
+// learned from step 2 (set from step 4 on: Note [Host access plan]) and LRU give the in-memory
+// run's bits, everything on NVMe in a pool of a few pages.
+TEST_F(OffloadTransparency, ConcurrentHostEvictionPoliciesGiveTheSameBits) {
+  base_.steps = 6;
+  const TrainOutcome ref = Reference(base_, "ref6");
+  for (const char* policy : {"belady", "lru"}) {
+    TrainOptions o = base_;
+    o.page_bytes = 4096;
+    o.nvme_dirs = {dir_.sub(std::string("nvme_") + policy)};
+    o.nvme_mem = 4 << 20;
+    o.host_mem = 10 * 4096;
+    o.params_on = "nvme";
+    o.optimizer_on = "nvme";
+    o.host_eviction = policy;
+    EXPECT_GT(NvmeRead(ExpectSame(o, ref, policy)), 0u);
+  }
+  TrainOptions bad = base_;
+  bad.engine = "paged";
+  bad.host_eviction = "fifo";
+  auto t = Trainer::Create(bad);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("--host-eviction"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace strata::testing

@@ -1,0 +1,68 @@
+#include "scheduler/host_pages.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+namespace strata::scheduler {
+namespace {
+
+using memory::Access;
+
+std::unique_ptr<memory::MemoryManager> Manager() {
+  auto mm = memory::MemoryManager::Create(
+      {.page_bytes = 4096, .num_pages = 8, .host_bytes = 8 * 4096});
+  EXPECT_TRUE(mm.ok()) << mm.status().ToString();
+  return std::move(*mm);
+}
+
+// Note [Host access plan]: the acquires of the recorded step, the driver's then the
+// optimizer's, each in its own order; other steps' acquires are not in it.
+TEST(HostPages, RecordsOneStepsAcquiresAsAPlanPerAcquirer) {
+  auto mm = Manager();
+  HostPages host(*mm);
+  auto touch = [&](memory::PageId p, Acquirer a, long step) {
+    ASSERT_TRUE(host.Acquire(p, Access::kRead, a, "test", step).ok());
+  };
+  touch(0, Acquirer::kDriver, 4);
+  host.Record(5);
+  touch(1, Acquirer::kDriver, 5);
+  touch(2, Acquirer::kOptimizer, 5);
+  touch(3, Acquirer::kDriver, 5);
+  touch(4, Acquirer::kOptimizer, 6);
+  touch(5, Acquirer::kOptimizer, 5);
+  std::vector<memory::PlannedAccess> plan = host.TakePlan();
+  ASSERT_EQ(plan.size(), 4u);
+  const memory::PageId pages[] = {1, 3, 2, 5};
+  const uint8_t acquirers[] = {0, 0, 1, 1};
+  for (size_t i = 0; i < plan.size(); ++i) {
+    EXPECT_EQ(plan[i].page, pages[i]) << i;
+    EXPECT_EQ(plan[i].acquirer, acquirers[i]) << i;
+  }
+  EXPECT_EQ(host.recorded_step(), -1);
+  touch(6, Acquirer::kDriver, 5);
+  EXPECT_TRUE(host.TakePlan().empty());
+}
+
+TEST(HostPages, HomesStayPinnedButForTheirOwnWrites) {
+  auto mm = Manager();
+  HostPages host(*mm);
+  ASSERT_TRUE(host.SetHomes({2, 3}).ok());
+  EXPECT_EQ(mm->residency(2).readers, 1);
+  EXPECT_EQ(mm->residency(4).readers, 0);
+  host.Unpin(2);
+  host.Unpin(4);  // not a home: nothing happens
+  EXPECT_EQ(mm->residency(2).readers, 0);
+  {
+    auto w = host.Acquire(2, Access::kWrite, Acquirer::kOptimizer, "test", 0);
+    ASSERT_TRUE(w.ok());
+    EXPECT_TRUE(mm->residency(2).writer);
+  }
+  ASSERT_TRUE(host.Repin(2).ok());
+  EXPECT_EQ(mm->residency(2).readers, 1);
+  host.ReleaseHomes();
+  EXPECT_EQ(mm->residency(3).readers, 0);
+}
+
+}  // namespace
+}  // namespace strata::scheduler
