@@ -15,6 +15,8 @@ packages=(
   libopenmpi-dev openmpi-bin
   # tests and benchmarks: GoogleTest, the PyTorch reference peer, the disk's limit
   libgtest-dev libgmock-dev python3 python3-torch python3-numpy fio
+  # the layering and size check (tests/check_structure.sh): function extents
+  universal-ctags
 )
 
 missing=()
