@@ -80,6 +80,7 @@
 #include "core/nn/gpt_layout.h"
 #include "core/util/log.h"
 #include "core/util/sizes.h"
+#include "scheduler/activations.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/slot_sizes.h"
 #include "scheduler/trainer.h"
@@ -334,7 +335,7 @@ Status RunBenchOffload(const Flags& f) {
   clipped.grad_clip = 1.0f;
   const int clipped_slots = std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots,
                                      layout.num_blocks() / 2);
-  clipped.gpu_mem = RoundUp4K(scheduler::ActivationFloats(config, f.batch, seq, 0) * 4) +
+  clipped.gpu_mem = RoundUp4K(scheduler::MakeActivationLayout(config, f.batch, seq, 0).Bytes()) +
                     RoundUp4K(uint64_t(2) * f.batch * seq * 4) + clipped_slots * slot_bytes;
   OverlapMeasure ovm, clm;
   STRATA_ASSIGN_OR_RETURN(ovm.link_gbps,
@@ -375,9 +376,9 @@ Status RunBenchOffload(const Flags& f) {
   for (int mb = off.batch; mb >= 1; --mb) {
     if (off.batch % mb != 0) continue;
     off.micro_batch = mb;
-    need = RoundUp4K(scheduler::ActivationFloats(cost_ref.config, mb, cost_ref.seq,
-                                                 cost_ref.config.n_layer) *
-                     4) +
+    need = RoundUp4K(scheduler::MakeActivationLayout(cost_ref.config, mb, cost_ref.seq,
+                                                     cost_ref.config.n_layer)
+                         .Bytes()) +
            RoundUp4K(uint64_t(2) * off.batch * cost_ref.seq * 4) + cost_slots;
     if (need <= off.gpu_mem) {
       budget_raised = false;
