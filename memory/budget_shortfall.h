@@ -1,7 +1,9 @@
-// BudgetShortfall: the structured form of "this budget is too small", attached to the Status
-// (Status::detail) of every error that a larger budget would have avoided. memory/ and the
-// scheduler state the numbers; only tools/ knows which command-line flag sets which budget and
-// words the advice (tools/budget_message.h).
+// BudgetShortfall: the structured form of "this budget is too small", attached by memory/ to the
+// Status (Status::detail) of every error that a larger budget would have avoided. memory/ states
+// the numbers in words that name no command-line flag; only tools/ knows which flag sets which
+// budget and words the advice (tools/budget_message.h). The scheduler's refusals before step 1
+// (scheduler/memory_plan.h) are about its own flags and name them already; their numbers are
+// public functions (MinimalDeviceBytes) rather than details, so no message is advised twice.
 #pragma once
 
 #include <cstdint>
@@ -13,14 +15,19 @@
 
 namespace strata::memory {
 
+// Besides a larger budget, what else lowers the need.
+enum class Relief : uint8_t {
+  kNone = 0,
+  kSmallerPages,  // the need is a number of pages: a smaller page size needs fewer bytes
+};
+
 struct BudgetShortfall {
   Tier tier = Tier::kHost;
   uint64_t need_bytes = 0;  // the smallest budget that would have done
   uint64_t have_bytes = 0;  // the budget given
   std::string what;         // what needs the bytes: "one page", "the minimal working set"
   std::string held_by;      // who holds the budget now (a stall), empty when nothing does
-  // What else lowers the need, if anything ("a smaller page size").
-  std::string or_lower;
+  Relief or_lower = Relief::kNone;
 };
 
 // The Status detail that carries a BudgetShortfall.

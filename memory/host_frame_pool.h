@@ -1,4 +1,4 @@
-// HostFramePool (internal to memory/): the one pinned host pool of --host-mem, cut into page
+// HostFramePool (internal to memory/): the one pinned host pool (the host budget), cut into page
 // frames, with the set of pages resident in it and the waiting room of requests that need a
 // frame.
 //

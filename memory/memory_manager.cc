@@ -66,7 +66,7 @@ const std::string& ThisThreadName() {
 
 Status CheckOptions(const MemoryManagerOptions& o) {
   const uint64_t page = o.page_bytes;
-  if (page < kMinPageBytes || (page & (page - 1)) != 0) {
+  if (!IsValidPageSize(page)) {
     return Status::InvalidArgument("page size " + std::to_string(page) +
                                    " bytes is not a power of two of at least 4 KiB");
   }
@@ -85,7 +85,7 @@ Status CheckOptions(const MemoryManagerOptions& o) {
                         .have_bytes = o.host_bytes,
                         .what = "one page",
                         .held_by = "",
-                        .or_lower = "the page size"});
+                        .or_lower = Relief::kSmallerPages});
   }
   if (o.write_back_batch_pages == 0) {
     return Status::InvalidArgument(

@@ -53,13 +53,20 @@ Result<size_t> PagePlan::find(const std::string& name) const {
   return Status::NotFound("page plan: no tensor named '" + name + "'");
 }
 
-Result<PagePlan> MakePagePlan(std::span<const TensorEntry> tensors,
-                              const PagePlanOptions& options) {
+bool IsValidPageSize(uint64_t page_bytes) {
+  return page_bytes >= kMinPageBytes && (page_bytes & (page_bytes - 1)) == 0;
+}
+
+namespace {
+
+// InvalidArgument naming the bad option or tensor. The words are memory/'s own: the caller
+// knows which flag, if any, set the page size.
+Status CheckPlanInput(std::span<const TensorEntry> tensors, const PagePlanOptions& options) {
   const uint64_t page = options.page_bytes;
-  if (page < kMinPageBytes || (page & (page - 1)) != 0) {
+  if (!IsValidPageSize(page)) {
     return Status::InvalidArgument("page size " + std::to_string(page) +
-                                   " bytes is not a power of two of at least 4 KiB; use e.g. "
-                                   "--page-size 16M");
+                                   " bytes is not a power of two of at least 4 KiB (e.g. 64 KiB, "
+                                   "16 MiB)");
   }
   if (options.elem_bytes == 0) return Status::InvalidArgument("page plan: elem_bytes is 0");
   const uint64_t align = options.tensor_align_bytes == 0 ? 1 : options.tensor_align_bytes;
@@ -76,58 +83,85 @@ Result<PagePlan> MakePagePlan(std::span<const TensorEntry> tensors,
                                      "the block non-negative");
     }
   }
+  return Status::Ok();
+}
 
-  PagePlan plan;
-  plan.options = options;
-  plan.tensors.assign(tensors.begin(), tensors.end());
-  plan.placements.resize(tensors.size());
-
+// The tensor indices in layout order: by (block, role), input order inside a group.
+std::vector<size_t> LayoutOrder(std::span<const TensorEntry> tensors) {
   std::vector<size_t> order(tensors.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return std::make_tuple(tensors[a].block, int(tensors[a].role)) <
            std::make_tuple(tensors[b].block, int(tensors[b].role));
   });
+  return order;
+}
 
-  bool have_group = false;
-  int group_block = 0;
-  Role group_role = Role::kParam;
-  uint64_t offset = 0;  // bytes used in the current (last) page
-  for (size_t idx : order) {
-    const TensorEntry& t = tensors[idx];
-    const uint64_t bytes = uint64_t(t.numel) * options.elem_bytes;
-    const bool new_group = !have_group || t.block != group_block || t.role != group_role;
+// Lays tensors out page by page (Note [Page packing]); one Packer per plan.
+class Packer {
+ public:
+  explicit Packer(PagePlan& plan)
+      : plan_(plan),
+        page_(plan.options.page_bytes),
+        align_(plan.options.tensor_align_bytes == 0 ? 1 : plan.options.tensor_align_bytes) {}
+
+  // Places tensor `idx`, the next one in layout order.
+  void Place(size_t idx) {
+    const TensorEntry& t = plan_.tensors[idx];
+    const uint64_t bytes = uint64_t(t.numel) * plan_.options.elem_bytes;
+    const bool new_group = !have_group_ || t.block != group_block_ || t.role != group_role_;
     if (new_group) {
-      have_group = true;
-      group_block = t.block;
-      group_role = t.role;
-      plan.pages.push_back(PageInfo{t.block, t.role, 0});
-      offset = 0;
+      have_group_ = true;
+      group_block_ = t.block;
+      group_role_ = t.role;
+      NewPage(t);
     } else {
-      offset = (offset + align - 1) / align * align;
-      if (offset >= page || (bytes <= page && offset + bytes > page)) {
-        plan.pages.push_back(PageInfo{t.block, t.role, 0});
-        offset = 0;
-      }
+      offset_ = (offset_ + align_ - 1) / align_ * align_;
+      // A tensor that fits in a page never straddles one.
+      if (offset_ >= page_ || (bytes <= page_ && offset_ + bytes > page_)) NewPage(t);
     }
-    TensorPlacement& placement = plan.placements[idx];
-    placement.first_span = plan.spans.size();
+    TensorPlacement& placement = plan_.placements[idx];
+    placement.first_span = plan_.spans.size();
     placement.bytes = bytes;
     uint64_t done = 0;
     while (done < bytes) {
-      if (offset == page) {
-        plan.pages.push_back(PageInfo{t.block, t.role, 0});
-        offset = 0;
-      }
-      const uint64_t piece = std::min(bytes - done, page - offset);
-      const PageId id = plan.pages.size() - 1;
-      plan.spans.push_back(TensorSpan{id, offset, done, piece});
-      plan.pages[id].used_bytes += piece;
-      offset += piece;
+      if (offset_ == page_) NewPage(t);
+      const uint64_t piece = std::min(bytes - done, page_ - offset_);
+      const PageId id = plan_.pages.size() - 1;
+      plan_.spans.push_back(TensorSpan{id, offset_, done, piece});
+      plan_.pages[id].used_bytes += piece;
+      offset_ += piece;
       done += piece;
     }
-    placement.span_count = plan.spans.size() - placement.first_span;
+    placement.span_count = plan_.spans.size() - placement.first_span;
   }
+
+ private:
+  void NewPage(const TensorEntry& t) {
+    plan_.pages.push_back(PageInfo{t.block, t.role, 0});
+    offset_ = 0;
+  }
+
+  PagePlan& plan_;
+  const uint64_t page_;
+  const uint64_t align_;
+  bool have_group_ = false;
+  int group_block_ = 0;
+  Role group_role_ = Role::kParam;
+  uint64_t offset_ = 0;  // bytes used in the current (last) page
+};
+
+}  // namespace
+
+Result<PagePlan> MakePagePlan(std::span<const TensorEntry> tensors,
+                              const PagePlanOptions& options) {
+  STRATA_RETURN_IF_ERROR(CheckPlanInput(tensors, options));
+  PagePlan plan;
+  plan.options = options;
+  plan.tensors.assign(tensors.begin(), tensors.end());
+  plan.placements.resize(tensors.size());
+  Packer packer(plan);
+  for (size_t idx : LayoutOrder(tensors)) packer.Place(idx);
   return plan;
 }
 

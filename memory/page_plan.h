@@ -96,4 +96,7 @@ struct PagePlan {
 Result<PagePlan> MakePagePlan(std::span<const TensorEntry> tensors,
                               const PagePlanOptions& options = {});
 
+// A power of two of at least kMinPageBytes.
+bool IsValidPageSize(uint64_t page_bytes);
+
 }  // namespace strata::memory

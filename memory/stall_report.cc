@@ -35,9 +35,10 @@ Status StallStatus(ManagerState& m, PageId page, const std::string& what, bool f
   const std::string report = StallReport(m);
   const std::string hint = for_frame ? "raise the host budget or have holders release pages sooner"
                                      : "the holders below must release it";
+  // The first line is a whole sentence: tools/ appends the flag to raise to it.
   const std::string msg = "page " + std::to_string(page) + ": waited " +
                           std::to_string(m.opt.stall_timeout_ms) + " ms for " + what +
-                          " without progress; " + hint + ". Who holds what:\n" + report;
+                          " without progress; " + hint + "\nWho holds what:\n" + report;
   m.log->warn("{}", msg);
   Status st = Status::Timeout(msg);
   if (!for_frame) return st;
@@ -47,7 +48,7 @@ Status StallStatus(ManagerState& m, PageId page, const std::string& what, bool f
                                            .have_bytes = have,
                                            .what = "a free page frame",
                                            .held_by = report,
-                                           .or_lower = ""});
+                                           .or_lower = Relief::kNone});
 }
 
 }  // namespace strata::memory::internal

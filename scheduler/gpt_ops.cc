@@ -4,17 +4,12 @@
 #include <cstring>
 
 #include "core/util/check.h"
+#include "scheduler/activations.h"
 #include "scheduler/grad_norm.h"
 
 namespace strata::scheduler {
 
 namespace {
-
-float* AlignedTake(float*& cursor, int64_t floats) {
-  float* p = cursor;
-  cursor += (floats + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
-  return p;
-}
 
 bool StartsGrad(const Op& op, size_t i) {
   return op.uses[i].role == SlotRole::kGrad &&
@@ -37,37 +32,26 @@ Result<std::unique_ptr<GptOps>> GptOps::Create(const GptOpsOptions& options) {
 
 Status GptOps::Allocate() {
   const GptConfig& c = layout_.config;
-  const int L = c.n_layer, B = o_.micro_rows, T = o_.seq;
+  const int B = o_.micro_rows, T = o_.seq;
   dloss_ = 1.0f / float(int64_t(o_.batch) * T);
   block_sums_.assign(layout_.num_blocks(), 0.0);
   losses_.assign(o_.batch / o_.micro_rows, 0.0f);
   arena_ = std::make_unique<tbb::task_arena>(o_.threads);
   STRATA_ASSIGN_OR_RETURN(void* tokens, buffers_.Alloc(o_.plan->tokens_bytes, "the step's tokens"));
   tokens_ = static_cast<int32_t*>(tokens);
+  const ActivationLayout layout = MakeActivationLayout(c, B, T, o_.plan->recompute_layers);
+  STRATA_CHECK(layout.Bytes() <= o_.plan->acts_bytes)
+      << "the plan budgets " << o_.plan->acts_bytes << " bytes of activations, the layout needs "
+      << layout.Bytes();
   STRATA_ASSIGN_OR_RETURN(void* acts, buffers_.Alloc(o_.plan->acts_bytes, "activations"));
-  float* cur = static_cast<float*>(acts);
-  const int64_t residual = int64_t(B) * T * c.n_embd;
-  // The order of ActivationFloats (scheduler/memory_plan.cc).
-  emb_out_ = AlignedTake(cur, residual);
-  layer_acts_.resize(L);
-  outputs_.assign(L, nullptr);
-  for (int l = 0; l < L; ++l) {
-    if (Recomputed(l)) {
-      outputs_[l] = AlignedTake(cur, residual);
-    } else {
-      layer_acts_[l] =
-          CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T)));
-      outputs_[l] = layer_acts_[l].out;
-    }
-  }
-  if (o_.plan->recompute()) {
-    work_acts_ = CarveTransformerActs(c, B, T, AlignedTake(cur, TransformerActsFloats(c, B, T)));
-  }
-  head_acts_ = CarveHeadActs(c, B, T, AlignedTake(cur, HeadActsFloats(c, B, T)));
-  scratch_ = CarveBackwardScratch(c, B, T, AlignedTake(cur, BackwardScratchFloats(c, B, T)));
-  dres_ = AlignedTake(cur, residual);
-  STRATA_CHECK(reinterpret_cast<char*>(cur) <= static_cast<char*>(acts) + o_.plan->acts_bytes)
-      << "activation carving overflows its buffer";
+  Activations carved = CarveActivations(layout, static_cast<float*>(acts));
+  emb_out_ = carved.emb_out;
+  outputs_ = std::move(carved.outputs);
+  layer_acts_ = std::move(carved.layers);
+  work_acts_ = carved.work;
+  head_acts_ = carved.head;
+  scratch_ = carved.scratch;
+  dres_ = carved.dres;
   return Status::Ok();
 }
 

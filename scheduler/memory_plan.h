@@ -75,7 +75,7 @@ struct MemoryPlan {
   uint64_t slot_bytes = 0;             // the largest block (rounded to 4 KiB)
   std::vector<uint64_t> slot_sizes;    // bytes of each slot, largest first (scheduler/slot_sizes.h)
   int slots = 0;                       // slot_sizes.size()
-  uint64_t acts_bytes = 0;        // activations + scratch (rounded to 4 KiB)
+  uint64_t acts_bytes = 0;        // ActivationLayout::Bytes() (activations.h), rounded to 4 KiB
   uint64_t tokens_bytes = 0;      // the step's inputs and targets (rounded to 4 KiB)
   uint64_t device_bytes = 0;      // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
@@ -88,9 +88,12 @@ struct MemoryPlan {
 // flag), NotSupported (--optimizer-on device).
 Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in);
 
-// Activation floats for one micro-batch when the first `recompute_layers` blocks (0 .. n_layer)
-// are checkpointed: those keep only their output, plus one block's activations to rebuild them
-// in backward; every other block keeps all of its activations.
-int64_t ActivationFloats(const GptConfig& c, int micro_rows, int seq, int recompute_layers);
+// The minimal device working set: the smallest --gpu-mem (in.gpu_mem) that MakeMemoryPlan
+// accepts for `in`, i.e. the minimal block slots, one micro-batch's activations with as many
+// blocks checkpointed as in.recompute allows (none: 0; all, auto: every block) and the step's
+// tokens. Reads only the layout, micro_rows, batch, seq and recompute; the number
+// MakeMemoryPlan's refusal of a smaller budget states. InvalidArgument for an unknown
+// in.recompute.
+Result<uint64_t> MinimalDeviceBytes(const MemoryPlanInput& in);
 
 }  // namespace strata::scheduler

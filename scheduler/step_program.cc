@@ -1,6 +1,7 @@
 #include "scheduler/step_program.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/util/check.h"
 
@@ -46,92 +47,96 @@ int StepProgram::max_slots_per_op() const {
   return static_cast<int>(most);
 }
 
+namespace {
+
+SlotUse Param(int block) { return SlotUse{block, SlotRole::kParam}; }
+SlotUse Grad(int block) { return SlotUse{block, SlotRole::kGrad}; }
+
+Op MakeOp(OpKind kind, int block, int micro_batch, std::vector<SlotUse> uses) {
+  Op op;
+  op.kind = kind;
+  op.block = block;
+  op.micro_batch = micro_batch;
+  op.uses = std::move(uses);
+  return op;
+}
+
+// After the last micro-batch's op that finishes `block`'s gradient, the gradient is final.
+void MarkFinal(Op& op, int block) {
+  op.grads_final = {block};
+  op.reduce_scatter = {block};
+}
+
+// Micro-batch m's forward: embed_fwd, block_fwd 1..L, head_fwd.
+void AppendForward(StepProgram& p, int m) {
+  const int head = p.num_blocks - 1;
+  Op op = MakeOp(OpKind::kEmbedFwd, 0, m, {Param(0)});
+  op.all_gather = {0};
+  p.ops.push_back(std::move(op));
+  for (int b = 1; b < head; ++b) {
+    op = MakeOp(OpKind::kBlockFwd, b, m, {Param(b)});
+    op.all_gather = {b};
+    p.ops.push_back(std::move(op));
+  }
+  op = MakeOp(OpKind::kHeadFwd, head, m, {Param(head), Param(0)});
+  op.all_gather = {head};
+  p.ops.push_back(std::move(op));
+}
+
+// Micro-batch m's backward: head_bwd (which starts the tied embedding's gradient), block_bwd
+// L..1, embed_bwd (which finishes it).
+void AppendBackward(StepProgram& p, int m) {
+  const int head = p.num_blocks - 1;
+  const bool last_mb = m == p.micro_batches - 1;
+  Op op = MakeOp(OpKind::kHeadBwd, head, m, {Param(head), Param(0), Grad(head), Grad(0)});
+  op.grads_started = {head, 0};
+  op.grads_done = {head};
+  if (last_mb) MarkFinal(op, head);
+  p.ops.push_back(std::move(op));
+  for (int b = head - 1; b >= 1; --b) {
+    op = MakeOp(OpKind::kBlockBwd, b, m, {Param(b), Grad(b)});
+    op.grads_started = {b};
+    op.grads_done = {b};
+    op.all_gather = {b};
+    if (last_mb) MarkFinal(op, b);
+    p.ops.push_back(std::move(op));
+  }
+  op = MakeOp(OpKind::kEmbedBwd, 0, m, {Grad(0)});
+  op.grads_done = {0};
+  if (last_mb) MarkFinal(op, 0);
+  p.ops.push_back(std::move(op));
+}
+
+// Where each block's update may start.
+void PlaceUpdates(StepProgram& p) {
+  if (p.wait_for_norm) {
+    // Forward order: the next step's first op needs block 0 first.
+    for (int b = 0; b < p.num_blocks; ++b) p.ops.back().updates.push_back(b);
+    return;
+  }
+  for (Op& o : p.ops) o.updates = o.grads_final;
+  // The embedding's gradient is final one op after block 1's, but the next step needs the
+  // embedding first (its forward is the first op): update it first, then block 1, so that its
+  // update and upload overlap block 1's gradient copy instead of following its update.
+  if (p.num_blocks > 2) {
+    p.ops[p.ops.size() - 2].updates.clear();
+    p.ops.back().updates = {0, 1};
+  }
+}
+
+}  // namespace
+
 StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_norm) {
   STRATA_CHECK(num_layers >= 0 && micro_batches >= 1);
   StepProgram p;
-  const int L = num_layers, head = L + 1;
-  p.num_blocks = L + 2;
+  p.num_blocks = num_layers + 2;
   p.micro_batches = micro_batches;
   p.wait_for_norm = wait_for_norm;
-  auto param = [](int b) { return SlotUse{b, SlotRole::kParam}; };
-  auto grad = [](int b) { return SlotUse{b, SlotRole::kGrad}; };
   for (int m = 0; m < micro_batches; ++m) {
-    const bool last_mb = m == micro_batches - 1;
-    Op op;
-    op.micro_batch = m;
-    op.kind = OpKind::kEmbedFwd;
-    op.block = 0;
-    op.uses = {param(0)};
-    op.all_gather = {0};
-    p.ops.push_back(op);
-    for (int l = 0; l < L; ++l) {
-      op = Op{};
-      op.micro_batch = m;
-      op.kind = OpKind::kBlockFwd;
-      op.block = 1 + l;
-      op.uses = {param(1 + l)};
-      op.all_gather = {1 + l};
-      p.ops.push_back(op);
-    }
-    op = Op{};
-    op.micro_batch = m;
-    op.kind = OpKind::kHeadFwd;
-    op.block = head;
-    op.uses = {param(head), param(0)};
-    op.all_gather = {head};
-    p.ops.push_back(op);
-    op = Op{};
-    op.micro_batch = m;
-    op.kind = OpKind::kHeadBwd;
-    op.block = head;
-    op.uses = {param(head), param(0), grad(head), grad(0)};
-    op.grads_started = {head, 0};
-    op.grads_done = {head};
-    if (last_mb) {
-      op.grads_final = {head};
-      op.reduce_scatter = {head};
-    }
-    p.ops.push_back(op);
-    for (int l = L - 1; l >= 0; --l) {
-      op = Op{};
-      op.micro_batch = m;
-      op.kind = OpKind::kBlockBwd;
-      op.block = 1 + l;
-      op.uses = {param(1 + l), grad(1 + l)};
-      op.grads_started = {1 + l};
-      op.grads_done = {1 + l};
-      op.all_gather = {1 + l};
-      if (last_mb) {
-        op.grads_final = {1 + l};
-        op.reduce_scatter = {1 + l};
-      }
-      p.ops.push_back(op);
-    }
-    op = Op{};
-    op.micro_batch = m;
-    op.kind = OpKind::kEmbedBwd;
-    op.block = 0;
-    op.uses = {grad(0)};
-    op.grads_done = {0};
-    if (last_mb) {
-      op.grads_final = {0};
-      op.reduce_scatter = {0};
-    }
-    p.ops.push_back(op);
+    AppendForward(p, m);
+    AppendBackward(p, m);
   }
-  if (wait_for_norm) {
-    // Forward order: the next step's first op needs block 0 first.
-    for (int b = 0; b < p.num_blocks; ++b) p.ops.back().updates.push_back(b);
-  } else {
-    for (Op& o : p.ops) o.updates = o.grads_final;
-    // The embedding's gradient is final one op after block 1's, but the next step needs the
-    // embedding first (its forward is the first op): update it first, then block 1, so that its
-    // update and upload overlap block 1's gradient copy instead of following its update.
-    if (p.num_blocks > 2) {
-      p.ops[p.ops.size() - 2].updates.clear();
-      p.ops.back().updates = {0, 1};
-    }
-  }
+  PlaceUpdates(p);
   return p;
 }
 

@@ -16,15 +16,13 @@
 #include "core/nn/gpt_weights.h"
 #include "core/util/log.h"
 #include "core/util/sizes.h"
+#include "scheduler/activations.h"
 #include "scheduler/grad_norm.h"
 #include "scheduler/paged_trainer.h"
 
 namespace strata {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-Result<GptConfig> ResolveConfig(const TrainOptions& o) {
+Result<GptConfig> ResolveModelConfig(const TrainOptions& o) {
   GptConfig c;
   if (!o.init_path.empty() && !o.model.preset_given) {
     STRATA_ASSIGN_OR_RETURN(c, ReadGptConfigFromSafetensors(o.init_path));
@@ -40,6 +38,10 @@ Result<GptConfig> ResolveConfig(const TrainOptions& o) {
   STRATA_RETURN_IF_ERROR(c.Validate());
   return c;
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
 
 Status ValidateOptions(const TrainOptions& o) {
   auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
@@ -86,13 +88,9 @@ Status ValidateOptions(const TrainOptions& o) {
 // micro-batch, the step's tokens, alignment slack.
 uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T) {
   const int B = o.micro_batch > 0 ? o.micro_batch : o.batch;
-  const int64_t BT = int64_t(B) * T;
   const int64_t P = MakeGptLayout(c).total_numel;
-  const int64_t act_floats = BT * c.n_embd /*embedding out*/ +
-                             c.n_layer * TransformerActsFloats(c, B, T) + HeadActsFloats(c, B, T) +
-                             BackwardScratchFloats(c, B, T) + BT * c.n_embd /*dres*/;
-  return uint64_t(4 * P) * 4 + uint64_t(act_floats) * 4 + uint64_t(2 * o.batch * T) * 4 +
-         16 * kDeviceAlignment;
+  const uint64_t acts = scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0).Bytes();
+  return uint64_t(4 * P) * 4 + acts + uint64_t(2 * o.batch * T) * 4 + 16 * kDeviceAlignment;
 }
 
 // One device allocation freed on destruction.
@@ -125,11 +123,10 @@ class InMemoryTrainer final : public Trainer {
   Status Setup() {
     const GptConfig& c = layout_.config;
     const int B = micro_rows(), T = seq_;
-    const int64_t BT = int64_t(B) * T;
     const int64_t P = layout_.total_numel;
-    const int64_t act_floats =
-        BT * c.n_embd /*embedding out*/ + c.n_layer * TransformerActsFloats(c, B, T) +
-        HeadActsFloats(c, B, T) + BackwardScratchFloats(c, B, T) + BT * c.n_embd /*dres*/;
+    // Every block keeps its activations: this trainer never recomputes.
+    const scheduler::ActivationLayout act_layout =
+        scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0);
     const uint64_t need_bytes = InMemoryDeviceBytes(o_, c, T);
     uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
     if (capacity < need_bytes) {
@@ -153,23 +150,17 @@ class InMemoryTrainer final : public Trainer {
     STRATA_RETURN_IF_ERROR(alloc(P, &grads_));
     STRATA_RETURN_IF_ERROR(alloc(P, &m_));
     STRATA_RETURN_IF_ERROR(alloc(P, &v_));
-    STRATA_RETURN_IF_ERROR(alloc(act_floats, &acts_));
+    STRATA_RETURN_IF_ERROR(alloc(act_layout.Floats(), &acts_));
     STRATA_RETURN_IF_ERROR(alloc(2 * int64_t(o_.batch) * T, &tokens_));
     std::memset(m_.f(), 0, P * 4);
     std::memset(v_.f(), 0, P * 4);
 
-    float* a = acts_.f();
-    emb_out_ = a;
-    a += BT * c.n_embd;
-    for (int l = 0; l < c.n_layer; ++l) {
-      layer_acts_.push_back(CarveTransformerActs(c, B, T, a));
-      a += TransformerActsFloats(c, B, T);
-    }
-    head_acts_ = CarveHeadActs(c, B, T, a);
-    a += HeadActsFloats(c, B, T);
-    scratch_ = CarveBackwardScratch(c, B, T, a);
-    a += BackwardScratchFloats(c, B, T);
-    dres_ = a;
+    scheduler::Activations acts = scheduler::CarveActivations(act_layout, acts_.f());
+    emb_out_ = acts.emb_out;
+    layer_acts_ = std::move(acts.layers);
+    head_acts_ = acts.head;
+    scratch_ = acts.scratch;
+    dres_ = acts.dres;
 
     if (!o_.init_path.empty()) {
       STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, layout_, params_.f()));
@@ -319,7 +310,7 @@ float LearningRateAt(const TrainOptions& o, long step) {
 
 Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateOptions(options));
-  STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveConfig(options));
+  STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveModelConfig(options));
   const int seq = options.seq > 0 ? options.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {
     return Status::InvalidArgument(

@@ -131,4 +131,8 @@ class Trainer {
 // The learning rate of 0-based step `step` under the options' schedule.
 float LearningRateAt(const TrainOptions& options, long step);
 
+// The model a run of `options` trains: --init's shape (unless --model was given) or the preset,
+// then the shape flags; validated (InvalidArgument naming the flag, or --init's file errors).
+Result<GptConfig> ResolveModelConfig(const TrainOptions& options);
+
 }  // namespace strata

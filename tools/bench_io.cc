@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -145,6 +146,15 @@ void Emit(const nlohmann::json& j, bool json) {
   std::fflush(stdout);
 }
 
+// Incompressible bytes (a fixed seed: runs write the same data).
+void FillRandom(AlignedBuffer& buffer, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (uint64_t i = 0; i < buffer.size(); i += 8) {
+    const uint64_t x = rng();
+    std::memcpy(buffer.data() + i, &x, 8);
+  }
+}
+
 // Commit latency: `commits` batches of `pages` pages of `block` bytes into a fresh PageStore.
 Status RunCommitBench(const BenchIoFlags& f, uint64_t block, storage::IoBackend backend) {
   const std::string dir = f.dir + "/strata-bench-store-" + std::to_string(::getpid());
@@ -165,11 +175,7 @@ Status RunCommitBench(const BenchIoFlags& f, uint64_t block, storage::IoBackend 
   o.io.request_bytes = std::min<uint64_t>(block, 1 * kMiB);
   STRATA_ASSIGN_OR_RETURN(auto store, storage::PageStore::Open(o));
   STRATA_ASSIGN_OR_RETURN(AlignedBuffer pages, AlignedBuffer::Allocate(f.commit_pages * block));
-  std::mt19937_64 rng(7);
-  for (uint64_t i = 0; i < pages.size(); i += 8) {
-    const uint64_t x = rng();
-    std::memcpy(pages.data() + i, &x, 8);
-  }
+  FillRandom(pages, 7);
   (void)store->engine().register_buffer(pages.data(), pages.size()).ok();
   std::vector<double> catalog_us, total_us;
   for (uint32_t c = 1; c <= f.commits; ++c) {
@@ -197,41 +203,105 @@ Status RunCommitBench(const BenchIoFlags& f, uint64_t block, storage::IoBackend 
   return Status::Ok();
 }
 
-Status RunBenchIo(const BenchIoFlags& f) {
-  STRATA_ASSIGN_OR_RETURN(uint64_t size, ParseBytes(f.size, "--size"));
-  STRATA_ASSIGN_OR_RETURN(uint64_t block, ParseBytes(f.block, "--block"));
-  if (block == 0 || !storage::IsIoAligned(block)) {
-    return Status::InvalidArgument("--block " + f.block + " is not a positive multiple of 4 KiB");
-  }
-  if (size < block) {
-    return Status::InvalidArgument("--size " + f.size + " is smaller than --block " + f.block);
-  }
-  size = size / block * block;
-  if (f.depth == 0 || f.depth > 4096) {
-    return Status::InvalidArgument("--depth " + std::to_string(f.depth) + " is out of 1..4096");
-  }
-  storage::IoBackend backend;
-  if (f.backend == "auto") {
-    backend = storage::IoBackend::kAuto;
-  } else if (f.backend == "io_uring") {
-    backend = storage::IoBackend::kUring;
-  } else if (f.backend == "sync") {
-    backend = storage::IoBackend::kSync;
-  } else {
-    return Status::InvalidArgument("--backend " + f.backend + ": use auto, io_uring or sync");
-  }
-  // Patterns run in a fixed order (writes first, so reads read written blocks).
-  const std::vector<std::string> known = {"write", "read", "randwrite", "randread"};
-  std::vector<bool> wanted(known.size(), false);
-  std::stringstream list(f.rw);
+// Patterns in the order they run (writes first, so reads read written blocks).
+const std::vector<std::string> kPatterns = {"write", "read", "randwrite", "randread"};
+
+// What the flags ask for, checked.
+struct IoRequestPlan {
+  uint64_t size = 0;   // whole blocks
+  uint64_t block = 0;
+  storage::IoBackend backend = storage::IoBackend::kAuto;
+  std::vector<std::string> patterns;  // from kPatterns, in its order
+};
+
+Result<storage::IoBackend> ParseBackend(const std::string& name) {
+  if (name == "auto") return storage::IoBackend::kAuto;
+  if (name == "io_uring") return storage::IoBackend::kUring;
+  if (name == "sync") return storage::IoBackend::kSync;
+  return Status::InvalidArgument("--backend " + name + ": use auto, io_uring or sync");
+}
+
+Result<std::vector<std::string>> ParsePatterns(const std::string& rw) {
+  std::vector<bool> wanted(kPatterns.size(), false);
+  std::stringstream list(rw);
   for (std::string item; std::getline(list, item, ',');) {
-    auto it = std::find(known.begin(), known.end(), item);
-    if (it == known.end()) {
+    auto it = std::find(kPatterns.begin(), kPatterns.end(), item);
+    if (it == kPatterns.end()) {
       return Status::InvalidArgument("--rw " + item +
                                      ": use read, write, randread, randwrite or a comma list");
     }
-    wanted[it - known.begin()] = true;
+    wanted[it - kPatterns.begin()] = true;
   }
+  std::vector<std::string> patterns;
+  for (size_t i = 0; i < kPatterns.size(); ++i) {
+    if (wanted[i]) patterns.push_back(kPatterns[i]);
+  }
+  return patterns;
+}
+
+Result<IoRequestPlan> ParseFlags(const BenchIoFlags& f) {
+  IoRequestPlan p;
+  STRATA_ASSIGN_OR_RETURN(p.size, ParseBytes(f.size, "--size"));
+  STRATA_ASSIGN_OR_RETURN(p.block, ParseBytes(f.block, "--block"));
+  if (p.block == 0 || !storage::IsIoAligned(p.block)) {
+    return Status::InvalidArgument("--block " + f.block + " is not a positive multiple of 4 KiB");
+  }
+  if (p.size < p.block) {
+    return Status::InvalidArgument("--size " + f.size + " is smaller than --block " + f.block);
+  }
+  p.size = p.size / p.block * p.block;
+  if (f.depth == 0 || f.depth > 4096) {
+    return Status::InvalidArgument("--depth " + std::to_string(f.depth) + " is out of 1..4096");
+  }
+  STRATA_ASSIGN_OR_RETURN(p.backend, ParseBackend(f.backend));
+  STRATA_ASSIGN_OR_RETURN(p.patterns, ParsePatterns(f.rw));
+  return p;
+}
+
+// `size` bytes allocated to `fd`; the error names --dir and its free space.
+Status Preallocate(const storage::UniqueFd& fd, uint64_t size, const std::string& dir) {
+  if (int r = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(size)); r != 0) {
+    Result<uint64_t> free_bytes = storage::FreeBytes(dir);
+    return Status::FromErrno(
+        r, "--dir " + dir + ": preallocate " + FormatBytes(size) +
+               " (free: " + (free_bytes.ok() ? FormatBytes(*free_bytes) : "?") + ")");
+  }
+  return Status::Ok();
+}
+
+// Runs every pattern of `p` over the registered `file`, one JSON object each.
+Status RunPatterns(const BenchIoFlags& f, const IoRequestPlan& p, IoEngine& engine, int file,
+                   AlignedBuffer& buffers, const std::string& path) {
+  bool written = f.no_layout;
+  for (const std::string& pattern : p.patterns) {
+    const bool write = pattern.find("write") != std::string::npos;
+    const bool random = pattern.rfind("rand", 0) == 0;
+    if (!write && !written) {
+      // Reads of never-written (unwritten-extent) blocks skip the disk: lay the file out first.
+      Logger("storage")->info("bench io: laying out {} of {} before reading", FormatBytes(p.size),
+                              path);
+      STRATA_ASSIGN_OR_RETURN(
+          double ignored, RunPattern(engine, file, buffers, p.size, p.block, f.depth, true, false));
+      (void)ignored;
+    }
+    written = written || write;
+    STRATA_ASSIGN_OR_RETURN(
+        double seconds, RunPattern(engine, file, buffers, p.size, p.block, f.depth, write, random));
+    nlohmann::json j;
+    j["rw"] = pattern;
+    j["bytes"] = p.size;
+    j["block"] = p.block;
+    j["depth"] = f.depth;
+    j["backend"] = storage::IoBackendName(engine.backend());
+    j["seconds"] = seconds;
+    j["bytes_per_s"] = static_cast<double>(p.size) / seconds;
+    Emit(j, f.json);
+  }
+  return Status::Ok();
+}
+
+Status RunBenchIo(const BenchIoFlags& f) {
+  STRATA_ASSIGN_OR_RETURN(const IoRequestPlan p, ParseFlags(f));
   STRATA_RETURN_IF_ERROR(storage::CheckWritableDir(f.dir, "--dir"));
 
   const std::string path = f.dir + "/strata-bench-io.dat";
@@ -244,59 +314,25 @@ Status RunBenchIo(const BenchIoFlags& f) {
       if (!keep) ::unlink(path.c_str());
     }
   } remove{path, f.keep};
-  if (int r = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(size)); r != 0) {
-    Result<uint64_t> free_bytes = storage::FreeBytes(f.dir);
-    return Status::FromErrno(
-        r, "--dir " + f.dir + ": preallocate " + FormatBytes(size) +
-               " (free: " + (free_bytes.ok() ? FormatBytes(*free_bytes) : "?") + ")");
-  }
+  STRATA_RETURN_IF_ERROR(Preallocate(fd, p.size, f.dir));
 
   storage::IoEngineOptions io;
-  io.backend = backend;
+  io.backend = p.backend;
   io.queue_depth = f.depth;
-  io.request_bytes = block;
+  io.request_bytes = p.block;
   STRATA_ASSIGN_OR_RETURN(auto engine, IoEngine::Create(io));
   STRATA_ASSIGN_OR_RETURN(int file, engine->register_file(fd.get(), path));
   STRATA_ASSIGN_OR_RETURN(AlignedBuffer buffers,
-                          AlignedBuffer::Allocate(f.depth * block, f.huge_pages));
-  std::mt19937_64 rng(3);
-  for (uint64_t i = 0; i < buffers.size(); i += 8) {
-    const uint64_t x = rng();
-    std::memcpy(buffers.data() + i, &x, 8);
-  }
+                          AlignedBuffer::Allocate(f.depth * p.block, f.huge_pages));
+  FillRandom(buffers, 3);
   if (Status s = engine->register_buffer(buffers.data(), buffers.size()); !s.ok()) {
     Logger("storage")->warn("bench io: fixed buffers not registered ({})", s.message());
   }
-  bool written = f.no_layout;
-  for (size_t i = 0; i < known.size(); ++i) {
-    if (!wanted[i]) continue;
-    const bool write = known[i].find("write") != std::string::npos;
-    const bool random = known[i].rfind("rand", 0) == 0;
-    if (!write && !written) {
-      // Reads of never-written (unwritten-extent) blocks skip the disk: lay the file out first.
-      Logger("storage")->info("bench io: laying out {} of {} before reading", FormatBytes(size),
-                              path);
-      STRATA_ASSIGN_OR_RETURN(
-          double ignored, RunPattern(*engine, file, buffers, size, block, f.depth, true, false));
-      (void)ignored;
-    }
-    written = written || write;
-    STRATA_ASSIGN_OR_RETURN(
-        double seconds, RunPattern(*engine, file, buffers, size, block, f.depth, write, random));
-    nlohmann::json j;
-    j["rw"] = known[i];
-    j["bytes"] = size;
-    j["block"] = block;
-    j["depth"] = f.depth;
-    j["backend"] = storage::IoBackendName(engine->backend());
-    j["seconds"] = seconds;
-    j["bytes_per_s"] = static_cast<double>(size) / seconds;
-    Emit(j, f.json);
-  }
+  STRATA_RETURN_IF_ERROR(RunPatterns(f, p, *engine, file, buffers, path));
   engine->unregister_buffer(buffers.data());
   engine.reset();
   if (f.commits > 0 && f.commit_pages > 0) {
-    STRATA_RETURN_IF_ERROR(RunCommitBench(f, block, backend));
+    STRATA_RETURN_IF_ERROR(RunCommitBench(f, p.block, p.backend));
   }
   return Status::Ok();
 }

@@ -32,6 +32,7 @@
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
 #include "memory/nvme_store.h"
+#include "memory/page_plan.h"
 #include "memory/page_store_tier.h"
 #include "memory/training_trace.h"
 #include "storage/aligned_buffer.h"
@@ -290,48 +291,80 @@ void AddRatios(nlohmann::ordered_json& out, uint64_t bytes, const CopyTimes& c,
   out["nvme_read_raw_gbytes_per_s"] = rate(n.raw_read_s);
 }
 
-Status RunBenchPages(const Flags& f) {
-  STRATA_ASSIGN_OR_RETURN(const uint64_t page, ParseBytes(f.page_size, "--page-size"));
-  if (f.pages <= 0 || f.reps <= 0 || f.trace_blocks <= 0) {
-    return Status::InvalidArgument("--pages, --reps and --trace-blocks must be positive");
-  }
-  const uint64_t pages = uint64_t(f.pages);
+// Everything one run measures, opened in `dir`: the sim device, a PageStore with its tier, a
+// memory manager over both holding every page on the host, and the raw I/O baseline over a
+// buffer of as many bytes as the pages. Members are destroyed in reverse order: users first.
+struct PagesRig {
+  std::unique_ptr<Device> device;
+  std::unique_ptr<storage::PageStore> store;
+  std::unique_ptr<memory::PageStoreTier> tier;
+  std::unique_ptr<MemoryManager> mm;
+  storage::AlignedBuffer src;
+  std::unique_ptr<RawIo> raw;
+};
+
+Result<std::unique_ptr<PagesRig>> OpenRig(const BenchDir& dir, uint64_t page, uint64_t pages,
+                                          double link_gbps) {
   const uint64_t bytes = page * pages;
-  STRATA_RETURN_IF_ERROR(storage::CheckWritableDir(f.dir, "--dir"));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BenchDir> scratch,
-                          BenchDir::Create(f.dir, "pages", "--dir"));
-  const BenchDir& dir = *scratch;
-  STRATA_ASSIGN_OR_RETURN(auto device,
-                          CreateSimDevice({.capacity_bytes = bytes, .link_gbps = f.link_gbps}));
+  auto rig = std::make_unique<PagesRig>();
+  STRATA_ASSIGN_OR_RETURN(rig->device,
+                          CreateSimDevice({.capacity_bytes = bytes, .link_gbps = link_gbps}));
   storage::PageStoreOptions so;
   so.dirs = {dir.sub("store")};
   so.page_bytes = page;
   // Committed + staged versions of the manager's pages, and of as many pages written directly.
   so.capacity_bytes = 5 * bytes;
-  STRATA_ASSIGN_OR_RETURN(auto store, storage::PageStore::Open(so));
-  memory::PageStoreTier tier(store.get());
-  STRATA_ASSIGN_OR_RETURN(auto mm, MemoryManager::Create({.page_bytes = page,
+  STRATA_ASSIGN_OR_RETURN(rig->store, storage::PageStore::Open(so));
+  rig->tier = std::make_unique<memory::PageStoreTier>(rig->store.get());
+  STRATA_ASSIGN_OR_RETURN(rig->mm, MemoryManager::Create({.page_bytes = page,
                                                           .num_pages = pages,
                                                           .host_bytes = bytes,
-                                                          .device = device.get(),
-                                                          .nvme = &tier}));
-  // The raw I/O baseline's buffer (as many bytes as the pages).
-  STRATA_ASSIGN_OR_RETURN(storage::AlignedBuffer src, storage::AlignedBuffer::Allocate(bytes));
-  std::memset(src.data(), 0x5a, bytes);
-  STRATA_ASSIGN_OR_RETURN(auto raw, RawIo::Create(dir.path(), page, pages, src.data()));
+                                                          .device = rig->device.get(),
+                                                          .nvme = rig->tier.get()}));
+  STRATA_ASSIGN_OR_RETURN(rig->src, storage::AlignedBuffer::Allocate(bytes));
+  std::memset(rig->src.data(), 0x5a, bytes);
+  STRATA_ASSIGN_OR_RETURN(rig->raw, RawIo::Create(dir.path(), page, pages, rig->src.data()));
   for (PageId p = 0; p < pages; ++p) {
-    STRATA_ASSIGN_OR_RETURN(PageRef ref, mm->acquire_sync(p, Access::kOverwrite));
+    STRATA_ASSIGN_OR_RETURN(PageRef ref, rig->mm->acquire_sync(p, Access::kOverwrite));
     std::memset(ref.data(), int(p & 0xff), page);
   }
-  CopyTimes copies, warm_copies;
-  NvmeTimes nvme, warm_nvme;
-  for (int rep = 0; rep < f.reps + 1; ++rep) {  // rep 0 warms arenas, files and threads
-    STRATA_RETURN_IF_ERROR(TimeDeviceCopies(*mm, *device, pages, rep > 0 ? &copies : &warm_copies));
+  return rig;
+}
+
+// The best of `reps` timed repetitions of the copies and the NVMe moves, after one untimed.
+Status MeasureMoves(PagesRig& rig, uint64_t pages, int reps, CopyTimes* copies,
+                    NvmeTimes* nvme) {
+  CopyTimes warm_copies;
+  NvmeTimes warm_nvme;
+  for (int rep = 0; rep < reps + 1; ++rep) {  // rep 0 warms arenas, files and threads
     STRATA_RETURN_IF_ERROR(
-        TimeNvme(*mm, *store, *raw, src.data(), pages, rep, rep > 0 ? &nvme : &warm_nvme));
+        TimeDeviceCopies(*rig.mm, *rig.device, pages, rep > 0 ? copies : &warm_copies));
+    STRATA_RETURN_IF_ERROR(TimeNvme(*rig.mm, *rig.store, *rig.raw, rig.src.data(), pages, rep,
+                                    rep > 0 ? nvme : &warm_nvme));
   }
-  STRATA_ASSIGN_OR_RETURN(const double hit_ns, TimeHitNs(*mm, pages));
-  const memory::MemoryStats stats = mm->stats();
+  return Status::Ok();
+}
+
+Status RunBenchPages(const Flags& f) {
+  STRATA_ASSIGN_OR_RETURN(const uint64_t page, ParseBytes(f.page_size, "--page-size"));
+  if (!memory::IsValidPageSize(page)) {
+    return Status::InvalidArgument("--page-size " + f.page_size +
+                                   " must be a power of two of at least 4K (e.g. 64K, 16M)");
+  }
+  if (f.pages <= 0 || f.reps <= 0 || f.trace_blocks <= 0) {
+    return Status::InvalidArgument("--pages, --reps and --trace-blocks must be positive");
+  }
+  const uint64_t pages = uint64_t(f.pages);
+  STRATA_RETURN_IF_ERROR(storage::CheckWritableDir(f.dir, "--dir"));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BenchDir> scratch,
+                          BenchDir::Create(f.dir, "pages", "--dir"));
+  const BenchDir& dir = *scratch;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<PagesRig> rig, OpenRig(dir, page, pages, f.link_gbps));
+  CopyTimes copies;
+  NvmeTimes nvme;
+  STRATA_RETURN_IF_ERROR(MeasureMoves(*rig, pages, f.reps, &copies, &nvme));
+  STRATA_ASSIGN_OR_RETURN(const double hit_ns, TimeHitNs(*rig->mm, pages));
+  const memory::MemoryStats stats = rig->mm->stats();
   STRATA_ASSIGN_OR_RETURN(uint64_t belady,
                           RunTrace(dir, "belady", memory::EvictionPolicy::kBelady, f.trace_blocks));
   STRATA_ASSIGN_OR_RETURN(uint64_t lru,
@@ -342,17 +375,17 @@ Status RunBenchPages(const Flags& f) {
   out["pages"] = pages;
   out["reps"] = f.reps;
   out["sim_link_gbps"] = f.link_gbps;
-  out["io_backend"] = storage::IoBackendName(raw->engine().backend());
-  AddRatios(out, bytes, copies, nvme);
+  out["io_backend"] = storage::IoBackendName(rig->raw->engine().backend());
+  AddRatios(out, page * pages, copies, nvme);
   out["belady_vs_lru_ratio"] = lru == 0 ? 1.0 : double(belady) / double(lru);
   out["belady_moved_bytes"] = belady;
   out["lru_moved_bytes"] = lru;
   out["acquire_hit_ns"] = hit_ns;
-  const storage::IoEngineStats io = store->engine().stats();
+  const storage::IoEngineStats io = rig->store->engine().stats();
   out["store_io_requests"] = io.requests;
   out["store_io_fixed_buffer_requests"] = io.fixed_buffer_requests;
   out["trace_blocks"] = f.trace_blocks;
-  out["device_peak_bytes"] = device->stats().peak_bytes;
+  out["device_peak_bytes"] = rig->device->stats().peak_bytes;
   out["host_peak_bytes"] = stats.tier(memory::Tier::kHost).peak_bytes;
   std::printf("%s\n", out.dump().c_str());
   std::fflush(stdout);

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tools/budget_message.h"
 #include "tools/command.h"
 
 namespace strata::tools {
@@ -33,7 +34,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!ctx.status.ok()) {
-    std::fprintf(stderr, "strata: error: %s\n", ctx.status.message().c_str());
+    // A budget shortfall from memory/ is worded with its flag here, for every command.
+    const strata::Status shown = WithBudgetAdvice(ctx.status);
+    std::fprintf(stderr, "strata: error: %s\n", shown.message().c_str());
   }
   return ExitCodeFor(ctx.status);
 }

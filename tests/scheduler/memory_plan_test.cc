@@ -51,6 +51,28 @@ TEST_F(MemoryPlanTest, BudgetBelowMinimumIsRefusedWithTheNumber) {
   EXPECT_EQ(at_min->slots, kMinWorkingSlots + kPrefetchSlots);
 }
 
+// The public minimal working set is the budget the plan accepts and refuses one byte below.
+TEST_F(MemoryPlanTest, MinimalDeviceBytesIsTheSmallestBudgetThePlanAccepts) {
+  GptConfig deeper = *GptPreset("tiny");
+  deeper.n_layer = 4;
+  layout_ = MakeGptLayout(deeper);
+  for (const char* recompute : {"none", "all", "auto"}) {
+    in_.recompute = recompute;
+    auto min = MinimalDeviceBytes(in_);
+    ASSERT_TRUE(min.ok()) << min.status().ToString();
+    in_.gpu_mem = *min;
+    auto at = MakeMemoryPlan(in_);
+    ASSERT_TRUE(at.ok()) << recompute << ": " << at.status().ToString();
+    EXPECT_EQ(at->min_device_bytes, *min) << recompute;
+    in_.gpu_mem = *min - 1;
+    auto below = MakeMemoryPlan(in_);
+    EXPECT_EQ(below.status().code(), StatusCode::kResourceExhausted) << recompute;
+    in_.gpu_mem = 0;
+  }
+  in_.recompute = "some";
+  EXPECT_EQ(MinimalDeviceBytes(in_).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(MemoryPlanTest, RecomputeAutoKicksInWhenActivationsDoNotFit) {
   auto none = MakeMemoryPlan(in_);
   ASSERT_TRUE(none.ok());

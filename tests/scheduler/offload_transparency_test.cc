@@ -3,28 +3,34 @@
 // tier's peak exceeds its budget. The in-memory trainer is the reference.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include <cstdint>
 #include <string>
 
 #include "core/nn/gpt_config.h"
 #include "core/nn/gpt_layout.h"
+#include "scheduler/memory_plan.h"
 #include "tests/scheduler/scheduler_test_util.h"
 
 namespace strata::testing {
 namespace {
 
-// The minimal device working set, read from the refusal of a 1-byte budget ("... (N bytes) ...").
-uint64_t MinimalDeviceBytes(TrainOptions o) {
-  o.engine = "paged";
-  o.gpu_mem = 1;
-  auto t = Trainer::Create(o);
-  EXPECT_FALSE(t.ok());
-  if (t.ok()) return 0;
-  const std::string& m = t.status().message();
-  EXPECT_EQ(t.status().code(), StatusCode::kResourceExhausted) << m;
-  const size_t open = m.find('(');
-  EXPECT_NE(open, std::string::npos) << m;
-  return std::strtoull(m.c_str() + open + 1, nullptr, 10);
+// The minimal device working set of the paged run `o` (scheduler::MinimalDeviceBytes for the
+// model the trainer resolves; micro-batch and --seq as the paged trainer takes them).
+uint64_t MinimalDeviceBytes(const TrainOptions& o) {
+  Result<GptConfig> config = ResolveModelConfig(o);
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  if (!config.ok()) return 0;
+  EXPECT_GT(o.seq, 0) << "the tests give --seq";
+  const GptLayout layout = MakeGptLayout(*config);
+  scheduler::MemoryPlanInput in;
+  in.layout = &layout;
+  in.micro_rows = o.micro_batch > 0 ? o.micro_batch : o.batch;
+  in.batch = o.batch;
+  in.seq = o.seq;
+  in.recompute = o.recompute;
+  Result<uint64_t> bytes = scheduler::MinimalDeviceBytes(in);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return bytes.ok() ? *bytes : 0;
 }
 
 class OffloadTransparency : public ::testing::Test {

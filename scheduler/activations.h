@@ -1,0 +1,81 @@
+// ActivationLayout: the activations of one micro-batch as one size table and one carving
+// function (llm.c's habit), so that what the memory plan budgets, what the benchmarks size and
+// what both trainers carve is the same thing, computed in one place.
+//
+// It lives in scheduler/, not core/nn/, because everything beyond one block's parts is a
+// decision of the step: which blocks keep their activations (--recompute), where a recomputed
+// block is rebuilt, and that one backward scratch and one residual gradient serve every block.
+// core/nn/gpt_blocks.h sizes and carves the parts of one block, of the head and of the scratch.
+//
+// Note [Activation layout]
+// One buffer; its pieces in this order, each starting a multiple of kTensorAlignFloats floats
+// (64 bytes) after the base (BT = micro_rows * seq, C = n_embd):
+//   emb_out                        (BT, C)          the embedding's output, block 1's input
+//   for each layer l = 0 .. L-1:
+//     l <  recompute_layers        (BT, C)          only the block's output (the next block's
+//                                                   input); backward rebuilds the rest in `work`
+//     l >= recompute_layers        TransformerActs  everything its backward reads; `out` is
+//                                                   the block's output
+//   work (recompute_layers > 0)    TransformerActs  where backward rebuilds a recomputed block
+//   head                           HeadActs
+//   scratch                        BackwardScratch  shared by every block's backward
+//   dres                           (BT, C)          the gradient along the residual stream
+// The checkpointed blocks are the first ones: which ones does not change the arithmetic, and
+// a rebuild writes a block's output again with the same bits. Moving a piece changes addresses
+// only, never the values computed (both trainers agree bit for bit).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/nn/gpt_blocks.h"
+#include "core/nn/gpt_config.h"
+
+namespace strata::scheduler {
+
+struct ActivationLayout {
+  GptConfig config;
+  int micro_rows = 0;        // B, rows per micro-batch
+  int seq = 0;               // T, tokens per row
+  int recompute_layers = 0;  // the first k transformer blocks keep only their output
+
+  // The size table: floats of each kind of piece, each rounded up to kTensorAlignFloats
+  // (NH = n_head, V = vocab_size).
+  int64_t residual = 0;  // (BT, C): emb_out, a recomputed block's output, dres
+  // TransformerActs: (BT, C) x5 ln1 atty res2 ln2 out, (BT) x4 ln1/ln2 mean and rstd,
+  // (BT, 3C) qkv, (B, NH, T, T) att, (BT, 4C) x2 fch fch_gelu.
+  int64_t block = 0;
+  int64_t head = 0;  // HeadActs: (BT, C) lnf, (BT) x2 lnf mean and rstd, (BT, V) x2 logits probs
+  // BackwardScratch: (BT, 4C) x2 dfch_gelu dfch, (BT, C) x2 dln datty, (BT, 3C) dqkv,
+  // (B, NH, T, T) datt, (BT, V) dlogits.
+  int64_t scratch = 0;
+
+  bool recomputed(int layer) const { return layer < recompute_layers; }
+  int kept_layers() const { return config.n_layer - recompute_layers; }
+  // The whole buffer, in the order of Note [Activation layout].
+  int64_t Floats() const;
+  uint64_t Bytes() const { return uint64_t(Floats()) * sizeof(float); }
+};
+
+// The layout for `config` (valid), micro_rows, seq > 0 and 0 <= recompute_layers <= n_layer.
+ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, int seq,
+                                      int recompute_layers);
+
+// Pointers into one buffer carved by CarveActivations.
+struct Activations {
+  float* emb_out = nullptr;
+  // Layer l's output, the next layer's input: layers[l].out, or a recomputed layer's own
+  // residual buffer.
+  std::vector<float*> outputs;
+  std::vector<TransformerActs> layers;  // one per layer; all null for a recomputed layer
+  TransformerActs work{};               // all null without recompute
+  HeadActs head{};
+  BackwardScratch scratch{};
+  float* dres = nullptr;
+};
+
+// Carves `base`, which must hold layout.Floats() floats and be 64-byte aligned (a Device
+// allocation is), in the order of Note [Activation layout].
+Activations CarveActivations(const ActivationLayout& layout, float* base);
+
+}  // namespace strata::scheduler

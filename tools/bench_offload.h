@@ -1,0 +1,122 @@
+// `strata bench offload` in parts (internal to tools/; see tools/bench_offload.cc for what it
+// measures and why): its flags, running one trainer configuration and summarising its steps
+// (bench_offload_run.cc), and the three measurements (bench_offload_measure.cc).
+// tools/bench_offload.cc is the command and its JSON report.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/nn/gpt_config.h"
+#include "core/nn/gpt_layout.h"
+#include "core/util/status.h"
+#include "scheduler/trainer.h"
+#include "tools/bench_dir.h"
+
+namespace strata::tools::offload {
+
+inline constexpr double kOverlapMaxFactor = 1.15;
+inline constexpr double kCostTarget = 0.8;
+inline constexpr double kBackwardShare = 2.0 / 3.0;  // Note [Overlap configuration]
+
+struct Flags {
+  std::string model = "small";
+  int batch = 8;
+  int seq = 128;
+  int steps = 5;  // timed steps of runs 1 and 2: the median is reported (5 damp the noise)
+  int warmup_steps = 1;
+  int threads = 1;  // Note [Device and host cores]
+  int overlap_layers = 12;  // Note [Overlap configuration]
+  int overlap_rounds = 3;   // Note [Overlap rounds]
+  double sim_link_gbps = 0;  // 0: calibrated (see the header)
+  std::string nvme_dir;
+  int scale_layers = 32, scale_embd = 192, scale_heads = 6, scale_batch = 2, scale_seq = 64;
+  int scale_steps = 3;
+  // Run 2's model: wide and shallow with few tokens per step, so that its states, not its
+  // activations, dominate (the regime offloading is for; see the header).
+  int cost_layers = 8, cost_embd = 768, cost_heads = 12, cost_batch = 4, cost_seq = 64;
+  std::string page_size;  // empty: 1 MiB
+  bool fio = true;
+  bool json = false;
+  std::string log_level = "warn";
+};
+
+// One trainer run, its steps and their medians.
+struct RunSummary {
+  std::vector<StepStats> steps;  // every step, warmup included
+  double median_step_s = 0;
+  double median_tokens_per_s = 0;
+  double median_cpu_s = 0;  // process CPU (user + system) per step: Note [CPU bound]
+  StepStats::Moved moved;  // the last step's
+  double overlap = 0;      // the last step's
+  int recompute_layers = 0;
+  GptConfig config;
+  int seq = 0;
+};
+
+// Trains `o`, logging each step on stderr as `what`; the medians skip the first `warmup` steps.
+Result<RunSummary> RunTrainer(const TrainOptions& o, int warmup, const char* what);
+
+// Makes `o` a paged run with these budgets, the rest of its state on NVMe in `nvme`, and
+// --recompute auto.
+void PageUnderBudgets(TrainOptions& o, uint64_t page, uint64_t gpu_mem, uint64_t host_mem,
+                      const BenchDir& nvme);
+
+inline uint64_t RoundUp4K(uint64_t v) { return (v + 4095) / 4096 * 4096; }
+inline uint64_t RoundDownPage(uint64_t v, uint64_t page) { return v / page * page; }
+
+// Model state bytes of `layout`: params, grads and the two AdamW moments.
+inline uint64_t StateBytes(const GptLayout& layout) {
+  return uint64_t(layout.total_numel) * 4 * 4;
+}
+
+// fio's sequential 1 MiB O_DIRECT read rate (bytes/s) on `dir`; < 0 when fio is unavailable.
+double FioReadBytesPerS(const std::string& dir);
+
+// 1. Overlap: one round is the compute-only step measured just before, the paged run and its
+// --movement-only run, one after the other (Note [Overlap rounds]).
+struct OverlapRound {
+  double compute_s = 0;
+  RunSummary step, movement;
+  double factor() const;  // step / max(compute-only, movement-only)
+};
+
+struct OverlapMeasure {
+  double link_gbps = 0;
+  uint64_t gpu_mem = 0;  // the budget in force (the plan's default when none was given)
+  std::vector<OverlapRound> rounds;
+  // The round whose factor is the median (the upper one of an even count).
+  const OverlapRound& median() const;
+  std::vector<double> factors() const;
+};
+
+struct OverlapResult {
+  RunSummary in_memory;      // the first compute-only run (its model and seq)
+  OverlapMeasure resident;   // parameters on the device, no clipping
+  OverlapMeasure clipped;    // parameters streamed from the host, clipping
+};
+Result<OverlapResult> MeasureOverlap(const Flags& f, const TrainOptions& base, uint64_t page);
+
+// 2. Cost of offload: 25% device, 50% host, the rest on NVMe, vs the same model in memory, with
+// the kernels on one core and on every core (Note [Device and host cores]).
+struct CostResult {
+  RunSummary in_memory, offload;
+  RunSummary shared_in_memory, shared_offload;
+  TrainOptions offload_options;  // the budgets and micro-batch in force
+  bool budget_raised = false;    // 25% was below the minimal working set
+};
+Result<CostResult> MeasureCost(const Flags& f, const TrainOptions& base, uint64_t page,
+                               const std::string& nvme_parent);
+
+// 3. Scale: a deep narrow model, host 1/4 and device 1/16 of its states; fio beside it.
+struct ScaleResult {
+  TrainOptions options;  // the budgets in force
+  GptLayout layout;
+  RunSummary run;
+  double fio_read_bytes_per_s = -1;  // < 0: not measured
+};
+Result<ScaleResult> MeasureScale(const Flags& f, const TrainOptions& base, uint64_t page,
+                                 const std::string& nvme_parent);
+
+}  // namespace strata::tools::offload

@@ -1,0 +1,200 @@
+// `strata bench offload`'s three measurements (tools/bench_offload.h; what each measures and why:
+// the header of tools/bench_offload.cc).
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/util/sizes.h"
+#include "scheduler/activations.h"
+#include "scheduler/memory_plan.h"
+#include "scheduler/slot_sizes.h"
+#include "tools/bench_offload.h"
+
+namespace strata::tools::offload {
+namespace {
+
+// The sim link rate (GB/s) at which max(h2d, d2h) bytes per step of the paged run `o` take
+// `link_s` (one unthrottled run gives the bytes); --sim-link-gbps overrides.
+Result<double> CalibrateLink(TrainOptions o, double link_s, const Flags& f,
+                             const std::string& what) {
+  if (f.sim_link_gbps > 0) return f.sim_link_gbps;
+  o.steps = 2;
+  STRATA_ASSIGN_OR_RETURN(RunSummary c, RunTrainer(o, 1, (what + " calibration").c_str()));
+  return double(std::max(c.moved.h2d, c.moved.d2h)) / link_s / 1e9;
+}
+
+// Appends a round to `m`: the paged run `o` at m->link_gbps, then the same with --movement-only.
+Status MeasureRound(TrainOptions o, double compute_s, const Flags& f, const std::string& what,
+                    OverlapMeasure* m) {
+  OverlapRound r;
+  r.compute_s = compute_s;
+  o.sim_link_gbps = m->link_gbps;
+  STRATA_ASSIGN_OR_RETURN(r.step, RunTrainer(o, f.warmup_steps, what.c_str()));
+  o.movement_only = true;
+  STRATA_ASSIGN_OR_RETURN(r.movement,
+                          RunTrainer(o, f.warmup_steps, (what + " movement-only").c_str()));
+  // Without --gpu-mem the plan allocates every useful slot: its peak is the budget in force.
+  m->gpu_mem = o.gpu_mem > 0 ? o.gpu_mem : r.step.steps.back().device_peak_bytes;
+  m->rounds.push_back(std::move(r));
+  return Status::Ok();
+}
+
+// Beside the resident configuration `ov`: parameters streamed from the host through the minimal
+// slots (or half the blocks), with clipping, every activation kept.
+TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSummary& in_memory) {
+  TrainOptions clipped = ov;
+  clipped.params_on = "host";
+  clipped.grad_clip = 1.0f;
+  const GptLayout layout = MakeGptLayout(in_memory.config);
+  int64_t largest = 0;
+  for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
+  const uint64_t slot_bytes = RoundUp4K(uint64_t(largest) * 4);
+  const int slots = std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots,
+                             layout.num_blocks() / 2);
+  const scheduler::ActivationLayout acts =
+      scheduler::MakeActivationLayout(in_memory.config, f.batch, in_memory.seq, 0);
+  clipped.gpu_mem = RoundUp4K(acts.Bytes()) +
+                    RoundUp4K(uint64_t(2) * f.batch * in_memory.seq * 4) + slots * slot_bytes;
+  return clipped;
+}
+
+// The largest micro-batch of `off` whose minimal working set (every block recomputed) fits
+// off.gpu_mem; when none does, the budget is raised to micro-batch 1's minimum (returns true).
+Result<bool> FitMicroBatch(TrainOptions& off, const GptLayout& layout, int seq) {
+  scheduler::MemoryPlanInput in;
+  in.layout = &layout;
+  in.batch = off.batch;
+  in.seq = seq;
+  in.recompute = "all";
+  uint64_t need = 0;
+  for (int mb = off.batch; mb >= 1; --mb) {
+    if (off.batch % mb != 0) continue;
+    off.micro_batch = mb;
+    in.micro_rows = mb;
+    STRATA_ASSIGN_OR_RETURN(need, scheduler::MinimalDeviceBytes(in));
+    if (need <= off.gpu_mem) return false;
+  }
+  std::fprintf(stderr, "bench offload: 25%% of the states (%s) is below the minimal device "
+               "working set (%s); using the minimum\n", FormatBytes(off.gpu_mem).c_str(),
+               FormatBytes(need).c_str());
+  off.gpu_mem = need;
+  return true;
+}
+
+}  // namespace
+
+double OverlapRound::factor() const {
+  return step.median_step_s / std::max(compute_s, movement.median_step_s);
+}
+
+const OverlapRound& OverlapMeasure::median() const {
+  std::vector<size_t> order(rounds.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return rounds[a].factor() < rounds[b].factor(); });
+  return rounds[order[order.size() / 2]];
+}
+
+std::vector<double> OverlapMeasure::factors() const {
+  std::vector<double> v;
+  for (const OverlapRound& r : rounds) v.push_back(r.factor());
+  return v;
+}
+
+Result<OverlapResult> MeasureOverlap(const Flags& f, const TrainOptions& base, uint64_t page) {
+  // Compute-only: the in-memory trainer (Note [Overlap configuration]).
+  TrainOptions mem = base;
+  mem.model.n_layer = f.overlap_layers;
+  mem.engine = "memory";
+  mem.grad_clip = 0;
+  OverlapResult r;
+  STRATA_ASSIGN_OR_RETURN(r.in_memory, RunTrainer(mem, f.warmup_steps, "in-memory"));
+  const double compute_s = r.in_memory.median_step_s;
+  // Parameters resident on the device (every slot the plan finds useful), moments on the host.
+  TrainOptions ov = mem;
+  ov.engine = "paged";
+  ov.paging_flag_given = true;
+  ov.params_on = "device";
+  ov.optimizer_on = "host";
+  ov.page_bytes = page;
+  const TrainOptions clipped = ClippedConfig(ov, f, r.in_memory);
+  STRATA_ASSIGN_OR_RETURN(r.resident.link_gbps,
+                          CalibrateLink(ov, compute_s * kBackwardShare, f, "overlap"));
+  STRATA_ASSIGN_OR_RETURN(r.clipped.link_gbps,
+                          CalibrateLink(clipped, compute_s, f, "overlap clipped"));
+  for (int round = 0; round < f.overlap_rounds; ++round) {
+    double round_compute_s = compute_s;
+    if (round > 0) {
+      STRATA_ASSIGN_OR_RETURN(RunSummary again, RunTrainer(mem, f.warmup_steps, "in-memory"));
+      round_compute_s = again.median_step_s;
+    }
+    STRATA_RETURN_IF_ERROR(MeasureRound(ov, round_compute_s, f, "overlap", &r.resident));
+    STRATA_RETURN_IF_ERROR(
+        MeasureRound(clipped, round_compute_s, f, "overlap clipped", &r.clipped));
+  }
+  return r;
+}
+
+Result<CostResult> MeasureCost(const Flags& f, const TrainOptions& base, uint64_t page,
+                               const std::string& nvme_parent) {
+  TrainOptions cost_mem = base;
+  cost_mem.model.n_layer = f.cost_layers;
+  cost_mem.model.n_embd = f.cost_embd;
+  cost_mem.model.n_head = f.cost_heads;
+  cost_mem.batch = f.cost_batch;
+  cost_mem.seq = f.cost_seq;
+  cost_mem.engine = "memory";
+  CostResult r;
+  STRATA_ASSIGN_OR_RETURN(r.in_memory, RunTrainer(cost_mem, f.warmup_steps, "cost in-memory"));
+  const GptLayout layout = MakeGptLayout(r.in_memory.config);
+  const uint64_t state = StateBytes(layout);
+  TrainOptions off = cost_mem;
+  STRATA_ASSIGN_OR_RETURN(auto off_dir, BenchDir::Create(nvme_parent, "cost", "--nvme-dir"));
+  PageUnderBudgets(off, page, state / 4, RoundDownPage(state / 2, page), *off_dir);
+  STRATA_ASSIGN_OR_RETURN(r.budget_raised, FitMicroBatch(off, layout, r.in_memory.seq));
+  STRATA_ASSIGN_OR_RETURN(r.offload, RunTrainer(off, f.warmup_steps, "offload"));
+  off_dir.reset();
+  r.offload_options = off;
+  // The same pair with the kernels on every core (Note [Device and host cores]).
+  TrainOptions shared_mem = cost_mem, shared_off = off;
+  shared_mem.threads = shared_off.threads = 0;
+  STRATA_ASSIGN_OR_RETURN(r.shared_in_memory,
+                          RunTrainer(shared_mem, f.warmup_steps, "cost in-memory, shared cores"));
+  STRATA_ASSIGN_OR_RETURN(auto shared_dir,
+                          BenchDir::Create(nvme_parent, "cost-shared", "--nvme-dir"));
+  shared_off.nvme_dirs = {shared_dir->path()};
+  STRATA_ASSIGN_OR_RETURN(r.shared_offload,
+                          RunTrainer(shared_off, f.warmup_steps, "offload, shared cores"));
+  return r;
+}
+
+Result<ScaleResult> MeasureScale(const Flags& f, const TrainOptions& base, uint64_t page,
+                                 const std::string& nvme_parent) {
+  ScaleResult r;
+  TrainOptions& sc = r.options;
+  sc = base;
+  sc.model.n_layer = f.scale_layers;
+  sc.model.n_embd = f.scale_embd;
+  sc.model.n_head = f.scale_heads;
+  sc.model.block_size = f.scale_seq;
+  sc.batch = f.scale_batch;
+  sc.seq = f.scale_seq;
+  sc.steps = f.scale_steps;
+  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(sc));
+  r.layout = MakeGptLayout(config);
+  const uint64_t state = StateBytes(r.layout);
+  STRATA_ASSIGN_OR_RETURN(auto sc_dir, BenchDir::Create(nvme_parent, "scale", "--nvme-dir"));
+  PageUnderBudgets(sc, page, state / 16, RoundDownPage(state / 4, page), *sc_dir);
+  sc.micro_batch = 1;
+  STRATA_ASSIGN_OR_RETURN(r.run, RunTrainer(sc, 0, "scale"));
+  sc_dir.reset();
+  if (f.fio) {
+    STRATA_ASSIGN_OR_RETURN(auto fio_dir, BenchDir::Create(nvme_parent, "fio", "--nvme-dir"));
+    r.fio_read_bytes_per_s = FioReadBytesPerS(fio_dir->path());
+  }
+  return r;
+}
+
+}  // namespace strata::tools::offload
