@@ -445,6 +445,7 @@ const TransformerActs& Engine::ActsFor(int layer) {
 void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
   const GptConfig& c = layout_.config;
   const int B = o_.micro_rows, T = o_.seq, L = c.n_layer;
+  const KernelTable& k = device_.kernels();
   // The sim device's honesty check: the op touches only device-resident memory.
   for (size_t i = 0; i < ptrs.size(); ++i) {
     const int64_t floats = layout_.blocks[op.uses[i].block].numel;
@@ -471,32 +472,32 @@ void Engine::RunOp(const Op& op, const std::vector<float*>& ptrs) {
     }
     switch (op.kind) {
       case OpKind::kEmbedFwd:
-        EmbeddingForward(layout_, ptrs[0], x, B, T, emb_out_);
+        EmbeddingForward(k, layout_, ptrs[0], x, B, T, emb_out_);
         break;
       case OpKind::kBlockFwd: {
         const int l = op.block - 1;
-        TransformerForward(layout_, l, ptrs[0], BlockInput(l), B, T, ActsFor(l));
+        TransformerForward(k, layout_, l, ptrs[0], BlockInput(l), B, T, ActsFor(l));
         break;
       }
       case OpKind::kHeadFwd:
         losses_[op.micro_batch] =
-            HeadForward(layout_, ptrs[0], ptrs[1] + wte_offset, head_in, y, B, T, head_acts_);
+            HeadForward(k, layout_, ptrs[0], ptrs[1] + wte_offset, head_in, y, B, T, head_acts_);
         break;
       case OpKind::kHeadBwd:
-        HeadBackward(layout_, ptrs[0], ptrs[2], ptrs[1] + wte_offset, ptrs[3] + wte_offset, head_in,
-                     y, B, T, head_acts_, scratch_, dloss_, dres_);
+        HeadBackward(k, layout_, ptrs[0], ptrs[2], ptrs[1] + wte_offset, ptrs[3] + wte_offset,
+                     head_in, y, B, T, head_acts_, scratch_, dloss_, dres_);
         break;
       case OpKind::kBlockBwd: {
         const int l = op.block - 1;
         if (Recomputed(l)) {
-          TransformerForward(layout_, l, ptrs[0], BlockInput(l), B, T, ActsFor(l));
+          TransformerForward(k, layout_, l, ptrs[0], BlockInput(l), B, T, ActsFor(l));
         }
-        TransformerBackward(layout_, l, ptrs[0], ptrs[1], BlockInput(l), B, T, ActsFor(l), scratch_,
-                            dres_);
+        TransformerBackward(k, layout_, l, ptrs[0], ptrs[1], BlockInput(l), B, T, ActsFor(l),
+                            scratch_, dres_);
         break;
       }
       case OpKind::kEmbedBwd:
-        EmbeddingBackward(layout_, ptrs[0], dres_, x, B, T);
+        EmbeddingBackward(k, layout_, ptrs[0], dres_, x, B, T);
         break;
     }
     for (int b : op.grads_final) {
