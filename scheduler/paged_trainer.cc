@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/device/create_device.h"
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
 #include "core/nn/gpt_weights.h"
@@ -178,7 +179,7 @@ Status PagedTrainer::Setup() {
   SimDeviceOptions dopt;
   dopt.capacity_bytes = plan_.device_bytes;
   dopt.link_gbps = o_.sim_link_gbps;
-  STRATA_ASSIGN_OR_RETURN(device_, CreateSimDevice(dopt));
+  STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device}, dopt));
   if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(OpenNvme(pages_->plan().total_bytes()));
 
   memory::MemoryManagerOptions mo;

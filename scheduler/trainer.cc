@@ -9,6 +9,7 @@
 
 #include "core/data/builtin_corpus.h"
 #include "core/data/token_dataset.h"
+#include "core/device/create_device.h"
 #include "core/device/device.h"
 #include "core/kernels/adamw.h"
 #include "core/nn/gpt_blocks.h"
@@ -79,6 +80,9 @@ Status ValidateOptions(const TrainOptions& o) {
   if (o.engine != "auto" && o.engine != "memory" && o.engine != "paged") {
     return bad("--engine must be auto, memory or paged, got '" + o.engine + "'");
   }
+  if (o.device == "cuda" && o.sim_link_gbps != 0) {
+    return bad("--sim-link-gbps models the sim device's link; drop it or use --device sim");
+  }
   return Status::Ok();
 }
 
@@ -141,7 +145,7 @@ class InMemoryTrainer final : public Trainer {
     SimDeviceOptions dopt;
     dopt.capacity_bytes = capacity;
     dopt.link_gbps = o_.sim_link_gbps;
-    STRATA_ASSIGN_OR_RETURN(device_, CreateSimDevice(dopt));
+    STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device}, dopt));
     compute_ = device_->create_stream("compute");
 
     auto alloc = [&](int64_t floats, DeviceBuffer* out) -> Status {
@@ -329,6 +333,8 @@ float LearningRateAt(const TrainOptions& o, long step) {
 
 Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateOptions(options));
+  // Before any data or planning work: a missing GPU is one line, not a failure halfway in.
+  STRATA_RETURN_IF_ERROR(CheckDeviceChoice({.kind = options.device}));
   STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveConfig(options));
   const int seq = options.seq > 0 ? options.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {
