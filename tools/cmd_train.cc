@@ -209,13 +209,17 @@ void AddOptimizerOptions(CLI::App* cmd, TrainFlags* flags) {
       ->capture_default_str();
 }
 
-// Weights in and out, the device's budget.
+// Weights in and out, the device and its budget.
 void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
   cmd->add_option("--init", o.init_path, "Start from these weights (safetensors, HF GPT-2 names)");
   cmd->add_option("--export", o.export_path, "Write the final weights here (safetensors)");
   cmd->add_option("--export-grads", o.export_grads_path,
                   "Write step 1's gradients (before clipping) here (safetensors)");
+  cmd->add_option("--device", o.device,
+                  "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU; "
+                  "its kernel table is not filled in yet, so it refuses to train)")
+      ->capture_default_str();
   cmd->add_option("--gpu-mem", flags->gpu_mem,
                   "Device memory budget (e.g. 512M, 2G); default: what the run needs");
   cmd->add_option("--sim-link-gbps", o.sim_link_gbps,
