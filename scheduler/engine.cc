@@ -40,8 +40,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
 }
 
 Status Engine::Setup() {
-  program_ = BuildStepProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows,
-                              o_.grad_clip > 0);
+  program_ =
+      BuildStepProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows, o_.grad_clip > 0);
   blocks_.assign(o_.layout->num_blocks(), BlockState{});
   for (size_t i = 0; i < program_.ops.size(); ++i) {
     for (const SlotUse& u : program_.ops[i].uses) {
@@ -119,7 +119,10 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
   result->clipped = coef < 1.0f;
   const std::vector<int>& order = program_.ops.back().updates;
   for (size_t i = 0; i < order.size() && program_.wait_for_norm; ++i) {
-    SubmitUpdate({.block = order[i], .step = step, .lr = lr, .coef = coef,
+    SubmitUpdate({.block = order[i],
+                  .step = step,
+                  .lr = lr,
+                  .coef = coef,
                   .next_block = i + 1 < order.size() ? order[i + 1] : -1});
   }
   ++steps_run_;
@@ -183,8 +186,8 @@ Status Engine::FillMisses(size_t pos, const Op& op, long step, std::vector<int>&
   for (size_t i : misses) {
     const SlotUse& u = op.uses[i];
     const int v = slots_.ChooseVictim(pos, taken, bytes(i));
-    STRATA_CHECK(v >= 0) << op.label() << ": no device slot of " << bytes(i)
-                         << " bytes to evict (" << slots_.size() << " slots)";
+    STRATA_CHECK(v >= 0) << op.label() << ": no device slot of " << bytes(i) << " bytes to evict ("
+                         << slots_.size() << " slots)";
     chosen[i] = v;
     taken.push_back(v);
     STRATA_RETURN_IF_ERROR(slots_.ResolveRefresh(v));  // the load below waits for the refresh
@@ -213,9 +216,8 @@ std::shared_ptr<Event> Engine::Launch(const Op& op, const std::vector<int>& chos
     if (slots_[idx].ready) compute_->wait(*slots_[idx].ready);
     ptrs.push_back(slots_[idx].ptr);
   }
-  EnqueueTimed(timeline_, *compute_, Queue::kCompute, op.label(), 0, step, [&] {
-    compute_->launch([ops = ops_.get(), &op, ptrs] { ops->Run(op, ptrs); });
-  });
+  EnqueueTimed(timeline_, *compute_, Queue::kCompute, op.label(), 0, step,
+               [&] { compute_->launch([ops = ops_.get(), &op, ptrs] { ops->Run(op, ptrs); }); });
   std::shared_ptr<Event> done = RecordOn(device_, *compute_);
   last_compute_ = done;
   ++op_seq_;

@@ -104,6 +104,7 @@ void GptOps::Run(const Op& op, const std::vector<float*>& slots) {
 // use {head params, embedding params, head grad, embedding grad}, a block's backward {params,
 // grad}.
 void GptOps::Compute(const Op& op, const std::vector<float*>& p) {
+  const KernelTable& k = device_.kernels();  // the compute runs on the device's kernels
   const int B = o_.micro_rows, T = o_.seq, L = layout_.config.n_layer;
   const int32_t* x = tokens_ + int64_t(op.micro_batch) * B * T;
   const int32_t* y = tokens_ + int64_t(o_.batch) * T + int64_t(op.micro_batch) * B * T;
@@ -111,29 +112,29 @@ void GptOps::Compute(const Op& op, const std::vector<float*>& p) {
   const int64_t wte = layout_.embedding().tensors[kWte].offset;
   switch (op.kind) {
     case OpKind::kEmbedFwd:
-      EmbeddingForward(layout_, p[0], x, B, T, emb_out_);
+      EmbeddingForward(k, layout_, p[0], x, B, T, emb_out_);
       break;
     case OpKind::kBlockFwd:
-      TransformerForward(layout_, op.block - 1, p[0], BlockInput(op.block - 1), B, T,
+      TransformerForward(k, layout_, op.block - 1, p[0], BlockInput(op.block - 1), B, T,
                          ActsFor(op.block - 1));
       break;
     case OpKind::kHeadFwd:
       losses_[op.micro_batch] =
-          HeadForward(layout_, p[0], p[1] + wte, head_in, y, B, T, head_acts_);
+          HeadForward(k, layout_, p[0], p[1] + wte, head_in, y, B, T, head_acts_);
       break;
     case OpKind::kHeadBwd:
-      HeadBackward(layout_, p[0], p[2], p[1] + wte, p[3] + wte, head_in, y, B, T, head_acts_,
+      HeadBackward(k, layout_, p[0], p[2], p[1] + wte, p[3] + wte, head_in, y, B, T, head_acts_,
                    scratch_, dloss_, dres_);
       break;
     case OpKind::kBlockBwd: {
       const int l = op.block - 1;
-      if (Recomputed(l)) TransformerForward(layout_, l, p[0], BlockInput(l), B, T, ActsFor(l));
-      TransformerBackward(layout_, l, p[0], p[1], BlockInput(l), B, T, ActsFor(l), scratch_,
+      if (Recomputed(l)) TransformerForward(k, layout_, l, p[0], BlockInput(l), B, T, ActsFor(l));
+      TransformerBackward(k, layout_, l, p[0], p[1], BlockInput(l), B, T, ActsFor(l), scratch_,
                           dres_);
       break;
     }
     case OpKind::kEmbedBwd:
-      EmbeddingBackward(layout_, p[0], dres_, x, B, T);
+      EmbeddingBackward(k, layout_, p[0], dres_, x, B, T);
       break;
   }
 }

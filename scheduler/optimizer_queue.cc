@@ -135,9 +135,9 @@ Status OptimizerQueue::RefreshPage(const UpdateJob& job, size_t k) {
   const int block = job.block;
   if (k == 0 && job.refresh.after) refresh_->wait(*job.refresh.after);
   STRATA_ASSIGN_OR_RETURN(
-      PageRef ref, host_.Acquire(sp_.pages(block, Role::kParam)[k], Access::kRead,
-                                 Acquirer::kOptimizer, "refresh block " + std::to_string(block),
-                                 job.step));
+      PageRef ref,
+      host_.Acquire(sp_.pages(block, Role::kParam)[k], Access::kRead, Acquirer::kOptimizer,
+                    "refresh block " + std::to_string(block), job.step));
   return transfers_.UploadPage(std::move(ref), block, Role::kParam, k, job.refresh.dst, *refresh_,
                                Queue::kRefresh, job.step);
 }
@@ -149,11 +149,11 @@ Status OptimizerQueue::PublishBlock(int block, long step) {
   const auto& mp = sp_.pages(block, Role::kMaster);
   const std::string holder = "publish block " + std::to_string(block);
   for (size_t k = 0; k < pp.size(); ++k) {
-    STRATA_ASSIGN_OR_RETURN(PageRef master,
-                            host_.Acquire(mp[k], Access::kRead, Acquirer::kOptimizer, holder, step));
-    host_.Unpin(pp[k]);
     STRATA_ASSIGN_OR_RETURN(
-        PageRef param, host_.Acquire(pp[k], Access::kOverwrite, Acquirer::kOptimizer, holder, step));
+        PageRef master, host_.Acquire(mp[k], Access::kRead, Acquirer::kOptimizer, holder, step));
+    host_.Unpin(pp[k]);
+    STRATA_ASSIGN_OR_RETURN(PageRef param, host_.Acquire(pp[k], Access::kOverwrite,
+                                                         Acquirer::kOptimizer, holder, step));
     std::memcpy(param.data(), master.data(), sp_.page_bytes());
     param.release();
     master.release();

@@ -39,8 +39,8 @@ struct UpdateJob {
   int block = 0;
   long step = 0;
   float lr = 0, coef = 1;
-  bool discard_grads = true;  // drop the gradient pages once read (not when on_grads reads them)
-  int next_block = -1;        // the block updated next, whose first pages are read ahead
+  bool discard_grads = true;   // drop the gradient pages once read (not when on_grads reads them)
+  int next_block = -1;         // the block updated next, whose first pages are read ahead
   RefreshTarget refresh = {};  // the slot to refresh after each page (Note [Eager refresh])
   std::vector<std::shared_ptr<Event>> grads = {};  // per gradient page: on the host
 };
@@ -82,7 +82,7 @@ class OptimizerQueue {
   Device& device_;
   Timeline& timeline_;
   const AdamWSettings settings_;
-  size_t read_ahead_ = 1;  // page indices read ahead (Note [Update read-ahead])
+  size_t read_ahead_ = 1;            // page indices read ahead (Note [Update read-ahead])
   std::unique_ptr<Stream> refresh_;  // filled from the queue's thread only
   std::unique_ptr<tbb::task_arena> arena_;
   std::unique_ptr<HostQueue> queue_;

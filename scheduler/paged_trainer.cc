@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/device/create_device.h"
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
 #include "core/nn/gpt_weights.h"
@@ -17,131 +18,17 @@
 #include "scheduler/checkpoint.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/paged_trainer_impl.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
 
 namespace strata {
-namespace {
+namespace internal {
 
 using memory::Role;
-using scheduler::Engine;
-using scheduler::MemoryPlan;
-using scheduler::StatePages;
 
-// Dirty host pages staged per NVMe commit by an eviction (MemoryManagerOptions).
-constexpr uint64_t kWriteBackGroupPages = 8;
-
-class PagedTrainer final : public Trainer {
- public:
-  PagedTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
-      : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
-
-  ~PagedTrainer() override {
-    if (engine_) engine_->Drain().IgnoreError();  // also runs a queued checkpoint
-    engine_.reset();
-    mm_.reset();
-    nvme_.reset();
-  }
-
-  Status Setup();
-  const GptConfig& config() const override { return layout_.config; }
-  int seq() const override { return seq_; }
-  std::string data_name() const override { return data_.name(); }
-  Status Run(const std::function<void(const StepStats&)>& on_step) override;
-
- private:
-  Status OpenNvme(uint64_t state_bytes);
-  Status WriteInitialParams();
-  Status ResetMoments();
-  Status Checkpoint(long steps_done);
-  Status WriteCheckpoint(long steps_done);
-  std::string RunFingerprint() const;
-  std::vector<memory::PageId> DurablePages() const;
-  Status ExportRole(Role role, const std::string& path);
-
-  TrainOptions o_;
-  GptLayout layout_;
-  int seq_;
-  TokenDataset data_;
-  int threads_ = 1;
-  std::unique_ptr<StatePages> pages_;
-  MemoryPlan plan_;
-  std::unique_ptr<Device> device_;
-  std::unique_ptr<memory::NvmeTier> nvme_;
-  std::unique_ptr<memory::MemoryManager> mm_;
-  scheduler::Timeline timeline_;
-  std::unique_ptr<Engine> engine_;
-  std::optional<scheduler::CheckpointRecord> resume_from_;
-  long start_step_ = 0;
-  std::shared_future<Status> pending_checkpoint_;
-};
-
-std::string PagedTrainer::RunFingerprint() const {
-  return layout_.config.ToString() + " batch " + std::to_string(o_.batch) + " micro " +
-         std::to_string(o_.micro_batch) + " seq " + std::to_string(seq_) + " page " +
-         std::to_string(pages_->page_bytes()) + " seed " + std::to_string(o_.seed) +
-         (o_.delayed_update ? " delayed-update" : "");
-}
-
-// Params and moments: what a checkpoint must hold (gradients are rebuilt every step).
-std::vector<memory::PageId> PagedTrainer::DurablePages() const {
-  std::vector<memory::PageId> out;
-  for (int b = 0; b < layout_.num_blocks(); ++b) {
-    for (Role r : {Role::kParam, Role::kAdamM, Role::kAdamV, Role::kMaster}) {
-      if (r == Role::kMaster && !o_.delayed_update) continue;
-      for (memory::PageId p : pages_->pages(b, r)) out.push_back(p);
-    }
-  }
-  return out;
-}
-
-Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
-  const std::string& dir = o_.nvme_dirs[0];
-  if (o_.resume) {
-    STRATA_ASSIGN_OR_RETURN(resume_from_, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
-    if (resume_from_ && !memory::NvmeStoreExists(dir)) {
-      return Status::NotFound("--resume: " + o_.ckpt_dir + " names checkpoint " +
-                              resume_from_->manifest + " but --nvme-dir " + dir +
-                              " holds no page store; give the --nvme-dir of the checkpointed run");
-    }
-    if (resume_from_ && resume_from_->run != RunFingerprint()) {
-      return Status::InvalidArgument("--resume: the checkpoint in " + o_.ckpt_dir +
-                                     " is of another run (" + resume_from_->run + "), not " +
-                                     RunFingerprint() +
-                                     "; use the same flags or another --ckpt-dir");
-    }
-  } else if (memory::NvmeStoreExists(dir)) {
-    return Status::InvalidArgument("--nvme-dir " + dir + " already holds a Strata page store (" +
-                                   memory::NvmeStorePath(dir) +
-                                   ") from an earlier run; add --resume to continue it, or give "
-                                   "an empty directory");
-  }
-  // Copy-on-write keeps up to two versions of a page (committed + staged), and a checkpoint's
-  // manifest pins one more version of every parameter and moment page.
-  const uint64_t need =
-      2 * state_bytes + (o_.ckpt_every > 0 ? DurablePages().size() * pages_->page_bytes() : 0);
-  if (o_.nvme_mem > 0 && o_.nvme_mem < need) {
-    return Status::ResourceExhausted(
-        "--nvme-mem " + FormatBytes(o_.nvme_mem) + " is below the " + FormatBytes(need) +
-        " that the NVMe tier needs (two versions of every page of state" +
-        (o_.ckpt_every > 0 ? std::string(" plus a checkpoint's parameters and moments") : "") +
-        "); raise --nvme-mem or leave it out (default 3x the state)");
-  }
-  memory::NvmeStoreOptions so;
-  so.dirs = o_.nvme_dirs;
-  so.page_bytes = pages_->page_bytes();
-  so.capacity_bytes = o_.nvme_mem > 0 ? o_.nvme_mem : 3 * state_bytes;
-  so.faults = o_.nvme_faults;
-  if (resume_from_) so.restore_snapshot = resume_from_->manifest;
-  Result<std::unique_ptr<memory::NvmeTier>> nvme = memory::OpenNvmeStore(so);
-  if (!nvme.ok()) {
-    return resume_from_ ? nvme.status().WithContext("--resume from " + o_.ckpt_dir) : nvme.status();
-  }
-  nvme_ = std::move(*nvme);
-  if (resume_from_) start_step_ = resume_from_->step;
-  return Status::Ok();
-}
-
+// Setup, in order: the page plan, the memory plan, the device, the NVMe tier, the memory manager
+// with the model's initial state (or a checkpoint's), the Engine.
 Status PagedTrainer::Setup() {
   threads_ = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
   const uint64_t page = o_.page_bytes > 0 ? o_.page_bytes : memory::kDefaultPageBytes;
@@ -153,20 +40,38 @@ Status PagedTrainer::Setup() {
     return Status::InvalidArgument("--host-eviction must be 'belady' or 'lru', got '" +
                                    o_.host_eviction + "'");
   }
-  const bool belady = o_.host_eviction == "belady";
   STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page, o_.delayed_update));
   pages_ = std::make_unique<StatePages>(std::move(sp));
-  const int micro_rows = o_.micro_batch > 0 ? o_.micro_batch : o_.batch;
+  STRATA_RETURN_IF_ERROR(MakePlan());
+  SimDeviceOptions dopt;
+  dopt.capacity_bytes = plan_.device_bytes;
+  dopt.link_gbps = o_.sim_link_gbps;
+  STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device}, dopt));
+  if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(OpenNvme(pages_->plan().total_bytes()));
+  STRATA_RETURN_IF_ERROR(CreateMemory());
+  if (resume_from_) {
+    // The manager adopted the manifest's pages as committed NVMe copies (they load on demand).
+    Logger("train")->info("resuming after step {} from {} ({})", start_step_,
+                          resume_from_->manifest, o_.ckpt_dir);
+  } else {
+    STRATA_RETURN_IF_ERROR(WriteInitialParams());
+    if (nvme_ && !nvme_->committed_pages().empty()) STRATA_RETURN_IF_ERROR(ResetMoments());
+  }
+  STRATA_RETURN_IF_ERROR(CreateEngine());
+  timeline_.set_keep_all(!o_.trace_path.empty());
+  return Status::Ok();
+}
 
+Status PagedTrainer::MakePlan() {
   scheduler::MemoryPlanInput in;
   in.layout = &layout_;
-  in.micro_rows = micro_rows;
+  in.micro_rows = micro_rows();
   in.batch = o_.batch;
   in.seq = seq_;
   in.gpu_mem = o_.gpu_mem;
   in.host_mem = o_.host_mem;
   in.has_nvme = !o_.nvme_dirs.empty();
-  in.page_bytes = page;
+  in.page_bytes = pages_->page_bytes();
   in.param_pages = pages_->pages_of_role(Role::kParam);
   in.grad_pages = pages_->pages_of_role(Role::kGrad);
   // The master copy (--delayed-update) lives with the optimizer's state.
@@ -177,17 +82,14 @@ Status PagedTrainer::Setup() {
   in.recompute = o_.recompute;
   STRATA_ASSIGN_OR_RETURN(plan_, scheduler::MakeMemoryPlan(in));
   Logger("train")->info("paged engine: {} pages of {} ({} of state); {}", pages_->num_pages(),
-                        FormatBytes(page), FormatBytes(pages_->plan().total_bytes()),
-                        plan_.ToString());
+                        FormatBytes(pages_->page_bytes()),
+                        FormatBytes(pages_->plan().total_bytes()), plan_.ToString());
+  return Status::Ok();
+}
 
-  SimDeviceOptions dopt;
-  dopt.capacity_bytes = plan_.device_bytes;
-  dopt.link_gbps = o_.sim_link_gbps;
-  STRATA_ASSIGN_OR_RETURN(device_, CreateSimDevice(dopt));
-  if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(OpenNvme(pages_->plan().total_bytes()));
-
+Status PagedTrainer::CreateMemory() {
   memory::MemoryManagerOptions mo;
-  mo.page_bytes = page;
+  mo.page_bytes = pages_->page_bytes();
   mo.num_pages = pages_->num_pages();
   mo.host_bytes = plan_.host_bytes;
   mo.device = device_.get();  // the pool is pinned for the device's copies
@@ -199,17 +101,12 @@ Status PagedTrainer::Setup() {
   // each); the step time did not change here, but on a real drive writes cost bandwidth and
   // endurance.
   mo.write_back_batch_pages = kWriteBackGroupPages;
-  mo.policy = belady ? memory::EvictionPolicy::kBelady : memory::EvictionPolicy::kLru;
+  mo.policy = belady() ? memory::EvictionPolicy::kBelady : memory::EvictionPolicy::kLru;
   STRATA_ASSIGN_OR_RETURN(mm_, memory::MemoryManager::Create(mo));
-  if (resume_from_) {
-    // The manager adopted the manifest's pages as committed NVMe copies (they load on demand).
-    Logger("train")->info("resuming after step {} from {} ({})", start_step_,
-                          resume_from_->manifest, o_.ckpt_dir);
-  } else {
-    STRATA_RETURN_IF_ERROR(WriteInitialParams());
-    if (nvme_ && !nvme_->committed_pages().empty()) STRATA_RETURN_IF_ERROR(ResetMoments());
-  }
+  return Status::Ok();
+}
 
+Status PagedTrainer::CreateEngine() {
   scheduler::EngineOptions eo;
   eo.layout = &layout_;
   eo.pages = pages_.get();
@@ -218,7 +115,7 @@ Status PagedTrainer::Setup() {
   eo.timeline = &timeline_;
   eo.plan = plan_;
   eo.batch = o_.batch;
-  eo.micro_rows = micro_rows;
+  eo.micro_rows = micro_rows();
   eo.seq = seq_;
   eo.threads = threads_;
   eo.beta1 = o_.beta1;
@@ -228,9 +125,8 @@ Status PagedTrainer::Setup() {
   eo.grad_clip = o_.grad_clip;
   eo.delayed_update = o_.delayed_update;
   eo.skip_kernels = o_.movement_only;
-  eo.host_access_plan = belady && !o_.nvme_dirs.empty();
+  eo.host_access_plan = belady() && nvme_ != nullptr;
   STRATA_ASSIGN_OR_RETURN(engine_, Engine::Create(eo));
-  timeline_.set_keep_all(!o_.trace_path.empty());
   return Status::Ok();
 }
 
@@ -275,31 +171,6 @@ Status PagedTrainer::ResetMoments() {
 // Queued behind the step's updates on the optimizer queue (Engine::EnqueueAfterUpdates): the
 // driver goes on with the next step while the pages are flushed and the manifest saved. The next
 // step's updates queue behind it, so the manifest holds exactly the state after `steps_done`.
-Status PagedTrainer::Checkpoint(long steps_done) {
-  if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
-  pending_checkpoint_ = engine_->EnqueueAfterUpdates([this, steps_done] {
-    return WriteCheckpoint(steps_done)
-        .WithContext("checkpoint after step " + std::to_string(steps_done));
-  });
-  return Status::Ok();
-}
-
-Status PagedTrainer::WriteCheckpoint(long steps_done) {
-  // A snapshot of this name can only be an orphan: a killed run saved it but never recorded it
-  // (the record names an earlier step, the one this run resumed from). save_snapshot replaces
-  // it.
-  const std::string name = scheduler::ManifestNameForStep(steps_done);
-  STRATA_RETURN_IF_ERROR(mm_->save_snapshot(name, DurablePages()));
-  STRATA_RETURN_IF_ERROR(
-      scheduler::WriteCheckpointRecord(o_.ckpt_dir, {steps_done, name, RunFingerprint()}));
-  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, mm_->snapshot_names());
-  for (const std::string& n : names) {
-    if (n != name && n.rfind("step-", 0) == 0) STRATA_RETURN_IF_ERROR(mm_->delete_snapshot(n));
-  }
-  Logger("train")->debug("checkpoint {} in {}", name, o_.ckpt_dir);
-  return Status::Ok();
-}
-
 Status PagedTrainer::ExportRole(Role role, const std::string& path) {
   std::vector<float> all(layout_.total_numel, 0.0f);
   for (int b = 0; b < layout_.num_blocks(); ++b) {
@@ -329,35 +200,46 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
         engine_->RunStep(step, LearningRateAt(o_, step), tokens.data(), &r, on_grads));
     const int64_t t1 = timeline_.now_ns();
     const auto c1 = Clock::now();
-    const DeviceStats& d1 = r.device_at_end;
-    const memory::MemoryStats& m1 = r.memory_at_end;
-    StepStats s;
-    s.step = step + 1;
-    s.loss = r.loss;
-    s.lr = LearningRateAt(o_, step);
-    s.grad_norm = r.grad_norm;
-    s.clipped = r.clipped;
+    StepStats s = StatsOf(step, r, d0, m0);
     s.step_s = std::chrono::duration<double>(c1 - c0).count();
     s.elapsed_s = std::chrono::duration<double>(c1 - start).count();
     s.tokens_per_s = double(o_.batch) * seq_ / s.step_s;
-    s.device_peak_bytes = d1.peak_bytes;
-    s.paged = true;
-    s.moved_bytes.h2d = d1.h2d_bytes - d0.h2d_bytes;
-    s.moved_bytes.d2h = d1.d2h_bytes - d0.d2h_bytes;
-    s.moved_bytes.nvme_read = m1.nvme_read_bytes - m0.nvme_read_bytes;
-    s.moved_bytes.nvme_write = m1.nvme_write_bytes - m0.nvme_write_bytes;
     s.overlap = timeline_.Overlap(t0, t1);
-    s.recompute_layers = plan_.recompute_layers;
-    s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes;
-    s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;
-    d0 = d1;
-    m0 = m1;
+    d0 = r.device_at_end;
+    m0 = r.memory_at_end;
     timeline_.Forget(t0);
     on_step(s);
     if (o_.ckpt_every > 0 && (step + 1) % o_.ckpt_every == 0) {
       STRATA_RETURN_IF_ERROR(Checkpoint(step + 1));
     }
   }
+  return Finish();
+}
+
+StepStats PagedTrainer::StatsOf(long step, const scheduler::EngineStepResult& r,
+                                const DeviceStats& d0, const memory::MemoryStats& m0) const {
+  const DeviceStats& d1 = r.device_at_end;
+  const memory::MemoryStats& m1 = r.memory_at_end;
+  StepStats s;
+  s.step = step + 1;
+  s.loss = r.loss;
+  s.lr = LearningRateAt(o_, step);
+  s.grad_norm = r.grad_norm;
+  s.clipped = r.clipped;
+  s.device_peak_bytes = d1.peak_bytes;
+  s.paged = true;
+  s.moved_bytes.h2d = d1.h2d_bytes - d0.h2d_bytes;
+  s.moved_bytes.d2h = d1.d2h_bytes - d0.d2h_bytes;
+  s.moved_bytes.nvme_read = m1.nvme_read_bytes - m0.nvme_read_bytes;
+  s.moved_bytes.nvme_write = m1.nvme_write_bytes - m0.nvme_write_bytes;
+  s.recompute_layers = plan_.recompute_layers;
+  s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes;
+  s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;
+  return s;
+}
+
+// After the last step: every update and checkpoint finished, then --export and --trace.
+Status PagedTrainer::Finish() {
   STRATA_RETURN_IF_ERROR(engine_->Drain());
   if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
   if (!o_.export_path.empty()) {
@@ -373,12 +255,12 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace internal
 
 Result<std::unique_ptr<Trainer>> CreatePagedTrainer(const TrainOptions& options,
                                                     const GptConfig& config, int seq,
                                                     TokenDataset data) {
-  auto t = std::make_unique<PagedTrainer>(options, config, seq, std::move(data));
+  auto t = std::make_unique<internal::PagedTrainer>(options, config, seq, std::move(data));
   STRATA_RETURN_IF_ERROR(t->Setup());
   return std::unique_ptr<Trainer>(std::move(t));
 }

@@ -41,8 +41,7 @@ int SlotCache::ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t 
     if (std::find(taken.begin(), taken.end(), int(i)) != taken.end() || s.bytes < bytes) continue;
     if (s.block >= 0 && s.role == SlotRole::kGrad && s.grad_active) continue;
     uint64_t next = StepProgram::kNever;
-    if (s.block >= 0 && s.role == SlotRole::kParam &&
-        s.version == blocks_[s.block].param_version) {
+    if (s.block >= 0 && s.role == SlotRole::kParam && s.version == blocks_[s.block].param_version) {
       // A use after the end of this step is dead: every block is updated in between — unless
       // the update already was and the slot holds (or is being refreshed to) its result.
       const uint64_t d = program_.next_use(s.block, SlotRole::kParam, pos);

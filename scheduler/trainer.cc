@@ -9,6 +9,7 @@
 
 #include "core/data/builtin_corpus.h"
 #include "core/data/token_dataset.h"
+#include "core/device/create_device.h"
 #include "core/device/device.h"
 #include "core/kernels/adamw.h"
 #include "core/nn/gpt_blocks.h"
@@ -81,6 +82,9 @@ Status ValidateOptions(const TrainOptions& o) {
   if (o.engine != "auto" && o.engine != "memory" && o.engine != "paged") {
     return bad("--engine must be auto, memory or paged, got '" + o.engine + "'");
   }
+  if (o.device == "cuda" && o.sim_link_gbps != 0) {
+    return bad("--sim-link-gbps models the sim device's link; drop it or use --device sim");
+  }
   return Status::Ok();
 }
 
@@ -138,7 +142,7 @@ class InMemoryTrainer final : public Trainer {
     SimDeviceOptions dopt;
     dopt.capacity_bytes = capacity;
     dopt.link_gbps = o_.sim_link_gbps;
-    STRATA_ASSIGN_OR_RETURN(device_, CreateSimDevice(dopt));
+    STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device}, dopt));
     compute_ = device_->create_stream("compute");
 
     auto alloc = [&](int64_t floats, DeviceBuffer* out) -> Status {
@@ -209,52 +213,62 @@ class InMemoryTrainer final : public Trainer {
 
   // One optimizer step on batch `step` (0-based). Runs on the compute stream.
   Status Step(long step, StepStats* s) {
-    const GptConfig& c = layout_.config;
-    const int T = seq_, L = c.n_layer, B = micro_rows();
+    const int T = seq_, B = micro_rows();
     const int micro_batches = o_.batch / B;
     int32_t* xs = tokens_.i();
     int32_t* ys = xs + int64_t(o_.batch) * T;
     data_.batch(step, o_.batch, T, xs, ys);
     std::memset(grads_.f(), 0, layout_.total_numel * 4);
-
-    const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
-    float* dwte = block(grads_, 0) + layout_.embedding().tensors[kWte].offset;
-    const float dloss = 1.0f / float(int64_t(o_.batch) * T);
     double loss_sum = 0.0;
     // Micro-batches accumulate into grads_ in the kernels (Note [Canonical arithmetic]).
     for (int mb = 0; mb < micro_batches; ++mb) {
-      const int32_t* x = xs + int64_t(mb) * B * T;
-      const int32_t* y = ys + int64_t(mb) * B * T;
-      // Forward: embedding, L transformer blocks, head.
-      EmbeddingForward(layout_, block(params_, 0), x, B, T, emb_out_);
-      const float* h = emb_out_;
-      for (int l = 0; l < L; ++l) {
-        TransformerForward(layout_, l, block(params_, 1 + l), h, B, T, layer_acts_[l]);
-        h = layer_acts_[l].out;
-      }
-      const float loss = HeadForward(layout_, block(params_, L + 1), wte, h, y, B, T, head_acts_);
-      if (!std::isfinite(loss)) {
-        return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
-                               std::to_string(loss) + "; lower --lr or enable --grad-clip");
-      }
+      const int64_t first = int64_t(mb) * B * T;
+      STRATA_ASSIGN_OR_RETURN(const float loss, ForwardBackward(step, xs + first, ys + first));
       loss_sum += loss;
-      // Backward in reverse.
-      HeadBackward(layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,
-                   head_acts_, scratch_, dloss, dres_);
-      for (int l = L - 1; l >= 0; --l) {
-        const float* in = l == 0 ? emb_out_ : layer_acts_[l - 1].out;
-        TransformerBackward(layout_, l, block(params_, 1 + l), block(grads_, 1 + l), in, B, T,
-                            layer_acts_[l], scratch_, dres_);
-      }
-      EmbeddingBackward(layout_, block(grads_, 0), dres_, x, B, T);
     }
     s->loss = static_cast<float>(loss_sum / micro_batches);
-
     if (step == 0 && !o_.export_grads_path.empty()) {
       STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_grads_path, layout_, grads_.f()));
     }
-    // Clipping by global norm (torch.nn.utils.clip_grad_norm_), then AdamW per tensor. The norm
-    // is summed per block in the canonical order the Engine uses too.
+    Update(step, s);
+    return Status::Ok();
+  }
+
+  // Forward and backward of one micro-batch (tokens x, targets y): returns its loss; the
+  // gradients accumulate into grads_. Every kernel runs through the device's table.
+  Result<float> ForwardBackward(long step, const int32_t* x, const int32_t* y) {
+    const KernelTable& k = device_->kernels();
+    const int T = seq_, L = layout_.config.n_layer, B = micro_rows();
+    const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
+    float* dwte = block(grads_, 0) + layout_.embedding().tensors[kWte].offset;
+    const float dloss = 1.0f / float(int64_t(o_.batch) * T);
+    // Forward: embedding, L transformer blocks, head.
+    EmbeddingForward(k, layout_, block(params_, 0), x, B, T, emb_out_);
+    const float* h = emb_out_;
+    for (int l = 0; l < L; ++l) {
+      TransformerForward(k, layout_, l, block(params_, 1 + l), h, B, T, layer_acts_[l]);
+      h = layer_acts_[l].out;
+    }
+    const float loss = HeadForward(k, layout_, block(params_, L + 1), wte, h, y, B, T, head_acts_);
+    if (!std::isfinite(loss)) {
+      return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
+                             std::to_string(loss) + "; lower --lr or enable --grad-clip");
+    }
+    // Backward in reverse.
+    HeadBackward(k, layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,
+                 head_acts_, scratch_, dloss, dres_);
+    for (int l = L - 1; l >= 0; --l) {
+      const float* in = l == 0 ? emb_out_ : layer_acts_[l - 1].out;
+      TransformerBackward(k, layout_, l, block(params_, 1 + l), block(grads_, 1 + l), in, B, T,
+                          layer_acts_[l], scratch_, dres_);
+    }
+    EmbeddingBackward(k, layout_, block(grads_, 0), dres_, x, B, T);
+    return loss;
+  }
+
+  // Clipping by global norm (torch.nn.utils.clip_grad_norm_), then AdamW per tensor through the
+  // device's table. The norm is summed per block in the canonical order the Engine uses too.
+  void Update(long step, StepStats* s) {
     std::vector<double> block_sums(layout_.num_blocks());
     for (int b = 0; b < layout_.num_blocks(); ++b) {
       block_sums[b] = BlockGradSumOfSquares(layout_.blocks[b], block(grads_, b));
@@ -270,15 +284,15 @@ class InMemoryTrainer final : public Trainer {
     hp.beta2 = o_.beta2;
     hp.eps = o_.eps;
     hp.step = step + 1;
+    const KernelTable& k = device_->kernels();
     for (int b = 0; b < layout_.num_blocks(); ++b) {
       for (const auto& t : layout_.blocks[b].tensors) {
         hp.weight_decay = t.decay ? o_.weight_decay : 0.0f;
         const int64_t off = layout_.block_offset[b] + t.offset;
-        kernels::adamw_update(params_.f() + off, grads_.f() + off, m_.f() + off, v_.f() + off,
-                              t.numel, hp, coef);
+        k.adamw_update(params_.f() + off, grads_.f() + off, m_.f() + off, v_.f() + off, t.numel,
+                       hp, coef);
       }
     }
-    return Status::Ok();
   }
 
   TrainOptions o_;
@@ -310,6 +324,8 @@ float LearningRateAt(const TrainOptions& o, long step) {
 
 Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
   STRATA_RETURN_IF_ERROR(ValidateOptions(options));
+  // Before any data or planning work: a missing GPU is one line, not a failure halfway in.
+  STRATA_RETURN_IF_ERROR(CheckDeviceChoice({.kind = options.device}));
   STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveModelConfig(options));
   const int seq = options.seq > 0 ? options.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {

@@ -67,6 +67,7 @@ struct TrainOptions {
   uint64_t gpu_mem = 0;           // --gpu-mem: sim device capacity; 0 = what the run needs
   int micro_batch = 0;            // --micro-batch: rows per micro-batch; 0 = --batch (one)
   double sim_link_gbps = 0;       // --sim-link-gbps: host<->device copy rate of the sim device
+  std::string device = "sim";     // --device: sim | cuda (core/device/create_device.h)
 
   // Paging (the paged trainer; see the header comment for when it runs).
   std::string engine = "auto";         // auto | memory | paged

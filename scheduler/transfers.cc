@@ -15,8 +15,8 @@ std::shared_ptr<Event> RecordOn(Device& device, Stream& stream) {
   return ev;
 }
 
-void EnqueueTimed(Timeline& timeline, Stream& stream, Queue queue, std::string name,
-                  uint64_t bytes, long step, const std::function<void()>& enqueue) {
+void EnqueueTimed(Timeline& timeline, Stream& stream, Queue queue, std::string name, uint64_t bytes,
+                  long step, const std::function<void()>& enqueue) {
   auto t0 = std::make_shared<int64_t>(0);
   Timeline* tl = &timeline;
   stream.launch([t0, tl] { *t0 = tl->now_ns(); });
@@ -85,11 +85,12 @@ Result<std::shared_ptr<Event>> Transfers::Load(
           wait_pages[k].get().WithContext("optimizer update of block " + std::to_string(block)));
     }
     const int64_t t0 = timeline_.now_ns();
-    STRATA_ASSIGN_OR_RETURN(PageRef ref,
-                            host_.Acquire(pages[k], Access::kRead, Acquirer::kDriver, holder, step));
+    STRATA_ASSIGN_OR_RETURN(
+        PageRef ref, host_.Acquire(pages[k], Access::kRead, Acquirer::kDriver, holder, step));
     timeline_.add(Slice{Queue::kFetch, "page " + std::to_string(pages[k]), t0, timeline_.now_ns(),
                         sp_.page_bytes(), step});
-    STRATA_RETURN_IF_ERROR(UploadPage(std::move(ref), block, role, k, dst, *h2d_, Queue::kH2D, step));
+    STRATA_RETURN_IF_ERROR(
+        UploadPage(std::move(ref), block, role, k, dst, *h2d_, Queue::kH2D, step));
   }
   return RecordOn(device_, *h2d_);
 }
@@ -112,17 +113,16 @@ Result<std::vector<std::shared_ptr<Event>>> Transfers::CopyGradDown(
     const auto& pieces = sp_.pieces(block, Role::kGrad, k);
     auto held = std::make_shared<PageRef>(std::move(ref));
     Status st;
-    EnqueueTimed(timeline_, d2h, queue, PageLabel("grad", block, k), PieceBytes(pieces), step,
-                 [&] {
-                   char* to = static_cast<char*>(held->data());
-                   const char* from = reinterpret_cast<const char*>(src);
-                   for (const Piece& p : pieces) {
-                     if (!st.ok()) break;
-                     st = device_.copy_async(to + p.page_offset, from + p.block_offset, p.bytes,
-                                             CopyKind::kDeviceToHost, d2h);
-                   }
-                   d2h.launch([held] { held->release(); });
-                 });
+    EnqueueTimed(timeline_, d2h, queue, PageLabel("grad", block, k), PieceBytes(pieces), step, [&] {
+      char* to = static_cast<char*>(held->data());
+      const char* from = reinterpret_cast<const char*>(src);
+      for (const Piece& p : pieces) {
+        if (!st.ok()) break;
+        st = device_.copy_async(to + p.page_offset, from + p.block_offset, p.bytes,
+                                CopyKind::kDeviceToHost, d2h);
+      }
+      d2h.launch([held] { held->release(); });
+    });
     STRATA_RETURN_IF_ERROR(st);
     page_ready.push_back(RecordOn(device_, d2h));
   }

@@ -30,8 +30,8 @@ namespace strata::scheduler {
 std::shared_ptr<Event> RecordOn(Device& device, Stream& stream);
 // Enqueues `enqueue`'s work on `stream` between two host callbacks that time it as one slice of
 // `queue` on the timeline.
-void EnqueueTimed(Timeline& timeline, Stream& stream, Queue queue, std::string name,
-                  uint64_t bytes, long step, const std::function<void()>& enqueue);
+void EnqueueTimed(Timeline& timeline, Stream& stream, Queue queue, std::string name, uint64_t bytes,
+                  long step, const std::function<void()>& enqueue);
 
 class Transfers {
  public:

@@ -24,8 +24,8 @@ struct TrainFlags {
   std::string log_level = "info";
 };
 
-Status RunTrain(TrainFlags& f, CLI::App& cmd) {
-  SetLogLevel(f.log_level);
+// Moves what CLI11 parsed into strings and optionals into the TrainOptions.
+Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   TrainOptions& o = f.o;
   o.model.preset_given = cmd.count("--model") > 0;
   if (cmd.count("--n-layer")) o.model.n_layer = f.n_layer;
@@ -51,6 +51,102 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
                            "--movement-only", "--host-eviction"}) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
+  return Status::Ok();
+}
+
+// A step's progress on stderr: one line, two for the paged engine.
+void PrintStep(const StepStats& s, long steps) {
+  std::fprintf(stderr,
+               "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f%s | %.0f tok/s | %.0f ms | "
+               "device peak %s\n",
+               s.step, steps, s.loss, s.lr, s.grad_norm, s.clipped ? " (clipped)" : "",
+               s.tokens_per_s, s.step_s * 1e3, FormatBytes(s.device_peak_bytes).c_str());
+  if (s.paged) {
+    std::fprintf(stderr,
+                 "           moved h2d %s d2h %s nvme read %s write %s | overlap %.0f%% | "
+                 "peak host %s nvme %s\n",
+                 FormatBytes(s.moved_bytes.h2d).c_str(), FormatBytes(s.moved_bytes.d2h).c_str(),
+                 FormatBytes(s.moved_bytes.nvme_read).c_str(),
+                 FormatBytes(s.moved_bytes.nvme_write).c_str(), s.overlap * 100,
+                 FormatBytes(s.host_peak_bytes).c_str(), FormatBytes(s.nvme_peak_bytes).c_str());
+  }
+}
+
+// A step's --log-json object, one line, flushed so that a killed run keeps its steps.
+void WriteStepJson(std::ofstream& log, const StepStats& s) {
+  log << "{\"step\":" << s.step << ",\"loss\":" << FloatToJson(s.loss)
+      << ",\"tokens_per_s\":" << DoubleToJson(s.tokens_per_s)
+      << ",\"elapsed_s\":" << DoubleToJson(s.elapsed_s) << ",\"lr\":" << FloatToJson(s.lr)
+      << ",\"grad_norm\":" << DoubleToJson(s.grad_norm)
+      << ",\"clipped\":" << (s.clipped ? "true" : "false");
+  if (s.paged) {
+    log << ",\"moved_bytes\":{\"h2d\":" << s.moved_bytes.h2d << ",\"d2h\":" << s.moved_bytes.d2h
+        << ",\"nvme_read\":" << s.moved_bytes.nvme_read
+        << ",\"nvme_write\":" << s.moved_bytes.nvme_write
+        << "},\"overlap\":" << DoubleToJson(s.overlap)
+        << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes
+        << ",\"host\":" << s.host_peak_bytes << ",\"nvme\":" << s.nvme_peak_bytes << "}}\n";
+  } else {
+    log << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes << "}}\n";
+  }
+  log.flush();
+}
+
+// The closing summary: what a whole run did (the first step, which warms up, is left out of
+// the rate when there are more).
+class RunSummary {
+ public:
+  explicit RunSummary(long steps) : steps_(steps) {}
+
+  void Add(const StepStats& s) {
+    if (steps_run_++ == 0) first_loss_ = s.loss;
+    last_loss_ = s.loss;
+    last_elapsed_s_ = s.elapsed_s;
+    if (steps_run_ > 1 || steps_ == 1) {
+      timed_s_ += s.step_s;
+      timed_tokens_ += s.tokens_per_s * s.step_s;
+    }
+    paged_ = s.paged;
+    moved_sum_.h2d += s.moved_bytes.h2d;
+    moved_sum_.d2h += s.moved_bytes.d2h;
+    moved_sum_.nvme_read += s.moved_bytes.nvme_read;
+    moved_sum_.nvme_write += s.moved_bytes.nvme_write;
+    peak_device_ = std::max(peak_device_, s.device_peak_bytes);
+    peak_host_ = std::max(peak_host_, s.host_peak_bytes);
+    peak_nvme_ = std::max(peak_nvme_, s.nvme_peak_bytes);
+  }
+
+  // The `done:` line (and the paged engine's second line); nothing when no step ran.
+  void Print() const {
+    if (steps_run_ == 0) return;
+    const auto per_step = [&](uint64_t total) { return FormatBytes(total / uint64_t(steps_run_)); };
+    std::fprintf(stderr, "done: %ld steps in %.1f s | %.0f tok/s%s | loss %.4f -> %.4f\n",
+                 steps_run_, last_elapsed_s_, timed_s_ > 0 ? timed_tokens_ / timed_s_ : 0.0,
+                 steps_run_ > 1 ? " after step 1" : "", first_loss_, last_loss_);
+    if (!paged_) return;
+    std::fprintf(stderr,
+                 "      moved per step (mean) h2d %s d2h %s nvme read %s write %s | peak device "
+                 "%s host %s nvme %s\n",
+                 per_step(moved_sum_.h2d).c_str(), per_step(moved_sum_.d2h).c_str(),
+                 per_step(moved_sum_.nvme_read).c_str(), per_step(moved_sum_.nvme_write).c_str(),
+                 FormatBytes(peak_device_).c_str(), FormatBytes(peak_host_).c_str(),
+                 FormatBytes(peak_nvme_).c_str());
+  }
+
+ private:
+  const long steps_;  // --steps
+  long steps_run_ = 0;
+  double timed_s_ = 0, timed_tokens_ = 0, last_elapsed_s_ = 0;
+  float first_loss_ = 0, last_loss_ = 0;
+  StepStats::Moved moved_sum_;
+  bool paged_ = false;
+  uint64_t peak_device_ = 0, peak_host_ = 0, peak_nvme_ = 0;
+};
+
+Status RunTrain(TrainFlags& f, const CLI::App& cmd) {
+  SetLogLevel(f.log_level);
+  STRATA_RETURN_IF_ERROR(ApplyFlags(f, cmd));
+  const TrainOptions& o = f.o;
   std::unique_ptr<std::ofstream> log;
   if (!f.log_json.empty()) {
     log = std::make_unique<std::ofstream>(f.log_json, std::ios::trunc);
@@ -59,96 +155,22 @@ Status RunTrain(TrainFlags& f, CLI::App& cmd) {
     }
   }
   STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o));
-  auto logger = Logger("train");
-  logger->info("model {} | data {} | batch {} x seq {} | {} steps", trainer->config().ToString(),
-               trainer->data_name(), o.batch, trainer->seq(), o.steps);
-  // The closing summary: what a whole run did (the first step, which warms up, is left out of
-  // the rate when there are more).
-  long steps_run = 0;
-  double timed_s = 0, timed_tokens = 0, last_elapsed_s = 0;
-  float first_loss = 0, last_loss = 0;
-  StepStats::Moved moved_sum;
-  bool paged = false;
-  uint64_t peak_device = 0, peak_host = 0, peak_nvme = 0;
+  Logger("train")->info("model {} | data {} | batch {} x seq {} | {} steps",
+                        trainer->config().ToString(), trainer->data_name(), o.batch,
+                        trainer->seq(), o.steps);
+  RunSummary summary(o.steps);
   Status st = trainer->Run([&](const StepStats& s) {
-    if (steps_run++ == 0) first_loss = s.loss;
-    last_loss = s.loss;
-    last_elapsed_s = s.elapsed_s;
-    if (steps_run > 1 || o.steps == 1) {
-      timed_s += s.step_s;
-      timed_tokens += s.tokens_per_s * s.step_s;
-    }
-    paged = s.paged;
-    moved_sum.h2d += s.moved_bytes.h2d;
-    moved_sum.d2h += s.moved_bytes.d2h;
-    moved_sum.nvme_read += s.moved_bytes.nvme_read;
-    moved_sum.nvme_write += s.moved_bytes.nvme_write;
-    peak_device = std::max(peak_device, s.device_peak_bytes);
-    peak_host = std::max(peak_host, s.host_peak_bytes);
-    peak_nvme = std::max(peak_nvme, s.nvme_peak_bytes);
-    std::fprintf(stderr,
-                 "step %5ld/%ld | loss %.4f | lr %.2e | norm %.3f%s | %.0f tok/s | %.0f ms | "
-                 "device peak %s\n",
-                 s.step, o.steps, s.loss, s.lr, s.grad_norm, s.clipped ? " (clipped)" : "",
-                 s.tokens_per_s, s.step_s * 1e3, FormatBytes(s.device_peak_bytes).c_str());
-    if (s.paged) {
-      std::fprintf(stderr,
-                   "           moved h2d %s d2h %s nvme read %s write %s | overlap %.0f%% | "
-                   "peak host %s nvme %s\n",
-                   FormatBytes(s.moved_bytes.h2d).c_str(), FormatBytes(s.moved_bytes.d2h).c_str(),
-                   FormatBytes(s.moved_bytes.nvme_read).c_str(),
-                   FormatBytes(s.moved_bytes.nvme_write).c_str(), s.overlap * 100,
-                   FormatBytes(s.host_peak_bytes).c_str(), FormatBytes(s.nvme_peak_bytes).c_str());
-    }
-    if (log) {
-      *log << "{\"step\":" << s.step << ",\"loss\":" << FloatToJson(s.loss)
-           << ",\"tokens_per_s\":" << DoubleToJson(s.tokens_per_s)
-           << ",\"elapsed_s\":" << DoubleToJson(s.elapsed_s) << ",\"lr\":" << FloatToJson(s.lr)
-           << ",\"grad_norm\":" << DoubleToJson(s.grad_norm)
-           << ",\"clipped\":" << (s.clipped ? "true" : "false");
-      if (s.paged) {
-        *log << ",\"moved_bytes\":{\"h2d\":" << s.moved_bytes.h2d
-             << ",\"d2h\":" << s.moved_bytes.d2h << ",\"nvme_read\":" << s.moved_bytes.nvme_read
-             << ",\"nvme_write\":" << s.moved_bytes.nvme_write
-             << "},\"overlap\":" << DoubleToJson(s.overlap)
-             << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes
-             << ",\"host\":" << s.host_peak_bytes << ",\"nvme\":" << s.nvme_peak_bytes << "}}\n";
-      } else {
-        *log << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes << "}}\n";
-      }
-      log->flush();
-    }
+    summary.Add(s);
+    PrintStep(s, o.steps);
+    if (log) WriteStepJson(*log, s);
   });
-  if (st.ok() && steps_run > 0) {
-    const auto per_step = [&](uint64_t total) { return FormatBytes(total / uint64_t(steps_run)); };
-    std::fprintf(stderr, "done: %ld steps in %.1f s | %.0f tok/s%s | loss %.4f -> %.4f\n",
-                 steps_run, last_elapsed_s, timed_s > 0 ? timed_tokens / timed_s : 0.0,
-                 steps_run > 1 ? " after step 1" : "", first_loss, last_loss);
-    if (paged) {
-      std::fprintf(stderr,
-                   "      moved per step (mean) h2d %s d2h %s nvme read %s write %s | peak device "
-                   "%s host %s nvme %s\n",
-                   per_step(moved_sum.h2d).c_str(), per_step(moved_sum.d2h).c_str(),
-                   per_step(moved_sum.nvme_read).c_str(), per_step(moved_sum.nvme_write).c_str(),
-                   FormatBytes(peak_device).c_str(), FormatBytes(peak_host).c_str(),
-                   FormatBytes(peak_nvme).c_str());
-    }
-  }
+  if (st.ok()) summary.Print();
   return st;
 }
 
-}  // namespace
-
-void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
-  auto flags = std::make_shared<TrainFlags>();
+// The model's shape and the data: --model, the shape overrides, --data, --batch, --seq, --steps.
+void AddModelAndDataOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
-  CLI::App* cmd = app.add_subcommand(
-      "train",
-      "Train a GPT-2-architecture model.\n"
-      "Data: --data builtin (a generated English-like corpus, byte-level, the default), a text\n"
-      "file (one token per byte, vocab 256) or an llm.c/nanoGPT token file (.bin: 256 int32\n"
-      "header with magic 20240520, then uint16 tokens). Step k row i reads the window starting\n"
-      "at token ((k*B + i) * T) mod (N - T - 1).");
   cmd->add_option("--model", o.model.preset,
                   "Model preset: tiny, small (~10M, vocab 256), gpt2, gpt2-medium, gpt2-large, "
                   "gpt2-xl")
@@ -165,6 +187,11 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--steps", o.steps,
                   "Optimizer steps (0 with --export writes the initial weights)")
       ->capture_default_str();
+}
+
+// AdamW, the schedule, clipping, the seed and threads.
+void AddOptimizerOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
   cmd->add_option("--lr", o.lr, "Peak learning rate")->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "Cosine schedule floor (default 10% of --lr)");
   cmd->add_option("--warmup", o.warmup, "Linear warmup steps")->capture_default_str();
@@ -180,14 +207,28 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--seed", o.seed, "Seed of the initialisation")->capture_default_str();
   cmd->add_option("--threads", o.threads, "Compute threads (TBB and OpenBLAS); 0 = all cores")
       ->capture_default_str();
+}
+
+// Weights in and out, the device and its budget.
+void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
   cmd->add_option("--init", o.init_path, "Start from these weights (safetensors, HF GPT-2 names)");
   cmd->add_option("--export", o.export_path, "Write the final weights here (safetensors)");
   cmd->add_option("--export-grads", o.export_grads_path,
                   "Write step 1's gradients (before clipping) here (safetensors)");
+  cmd->add_option("--device", o.device,
+                  "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU; "
+                  "its kernel table is not filled in yet, so it refuses to train)")
+      ->capture_default_str();
   cmd->add_option("--gpu-mem", flags->gpu_mem,
                   "Device memory budget (e.g. 512M, 2G); default: what the run needs");
   cmd->add_option("--sim-link-gbps", o.sim_link_gbps,
                   "Sim device: host<->device copy rate in GB/s, to model PCIe (0: memcpy speed)");
+}
+
+// The paged engine: host and NVMe tiers, pages, placement, checkpoints.
+void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
   cmd->add_option("--host-mem", flags->host_mem,
                   "Pinned host pool budget (paged engine); default: every page of state");
   cmd->add_option("--nvme-dir", o.nvme_dirs,
@@ -227,6 +268,11 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
                   "How the host pool picks what to drop: belady (the order of a step, learned "
                   "from step 2) or lru (least recently used, optimizer moments first)")
       ->capture_default_str();
+}
+
+// Which engine, and what the run writes besides progress.
+void AddEngineAndOutputOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
   cmd->add_option("--engine", o.engine,
                   "memory (all state on the device), paged (the Engine), or auto: paged when a "
                   "paging flag is given or --gpu-mem is below the in-memory need")
@@ -237,6 +283,24 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
                   "host, nvme}");
   cmd->add_option("--log-level", flags->log_level, "debug, info, warn, error or off")
       ->capture_default_str();
+}
+
+}  // namespace
+
+void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
+  auto flags = std::make_shared<TrainFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "train",
+      "Train a GPT-2-architecture model.\n"
+      "Data: --data builtin (a generated English-like corpus, byte-level, the default), a text\n"
+      "file (one token per byte, vocab 256) or an llm.c/nanoGPT token file (.bin: 256 int32\n"
+      "header with magic 20240520, then uint16 tokens). Step k row i reads the window starting\n"
+      "at token ((k*B + i) * T) mod (N - T - 1).");
+  AddModelAndDataOptions(cmd, flags.get());
+  AddOptimizerOptions(cmd, flags.get());
+  AddWeightsAndDeviceOptions(cmd, flags.get());
+  AddPagingOptions(cmd, flags.get());
+  AddEngineAndOutputOptions(cmd, flags.get());
   cmd->callback([flags, cmd, &ctx] { ctx.status = RunTrain(*flags, *cmd); });
 }
 

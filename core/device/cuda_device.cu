@@ -1,6 +1,9 @@
 // The `cuda` backend of Device (device.h). Compiled by nvcc as C++17 (CMake 3.25 has no CUDA20
-// dialect), so it includes only C++17-clean headers: device.h, device_accounting.h, status.h,
-// sizes.h.
+// dialect), so it includes only C++17-clean headers: device.h (with kernel_table.h and adamw.h),
+// device_accounting.h, status.h, sizes.h.
+//
+// Kernels: kernels() returns CudaKernelTable(), whose entries are all nullptr until the CUDA
+// backend work fills them in.
 //
 // Memory: each alloc is one cudaMalloc, accounted against the --gpu-mem budget before CUDA is
 // asked (the budget is hard even when the GPU has more). cudaMalloc guarantees only 256-byte
@@ -349,6 +352,9 @@ class CudaDevice final : public Device {
     return first;
   }
 
+  // All nullptr for now (CudaKernelTable below): CreateDevice refuses an incomplete table.
+  const KernelTable& kernels() const override { return CudaKernelTable(); }
+
   void release_stream(const ErrorSlot* slot) {
     std::lock_guard<std::mutex> lock(streams_mu_);
     auto it = std::find_if(streams_.begin(), streams_.end(),
@@ -384,6 +390,13 @@ CudaStream::~CudaStream() {
 }
 
 }  // namespace
+
+// Every entry nullptr: the CUDA kernels are the CUDA backend work still to come, which fills
+// this table in. Until then a CUDA device cannot train (KernelTable::complete() is false).
+const KernelTable& CudaKernelTable() {
+  static const KernelTable table{};
+  return table;
+}
 
 int CudaDeviceCount() {
   // With no GPU, cudaGetDeviceCount returns cudaErrorInsufficientDriver and leaves count unset.

@@ -6,6 +6,12 @@
 
 namespace strata {
 
+// The same all-nullptr table as cuda_device.cu's: there are no CUDA kernels in this build.
+const KernelTable& CudaKernelTable() {
+  static const KernelTable table{};
+  return table;
+}
+
 int CudaDeviceCount() { return 0; }
 
 Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t /*capacity_bytes*/) {

@@ -10,8 +10,10 @@
 // - copy_async moves bytes host<->device or device<->device in stream order. Host memory given
 //   to copies should be pinned (register_host) on CUDA; the sim backend does not care.
 // - Kernels are enqueued with Stream::launch. On the sim backend the callable runs on the
-//   stream's worker thread; on CUDA, launch enqueues a host callback (real CUDA kernels are
-//   launched by the cuda kernel table, not through this interface).
+//   stream's worker thread; on CUDA, launch enqueues a host callback. The compute itself goes
+//   through the device's KernelTable (kernels(), kernel_table.h): the sim device's is the CPU
+//   kernels, the CUDA device's will launch the CUDA kernels (its entries are nullptr until the
+//   CUDA backend work fills them in).
 //
 // Threads: every method of Device, Stream and Event may be called from any thread. Errors
 // raised inside a stream (a failed copy) are sticky: Stream::synchronize returns the first.
@@ -24,6 +26,7 @@
 #include <memory>
 #include <string>
 
+#include "core/device/kernel_table.h"
 #include "core/util/status.h"
 
 namespace strata {
@@ -103,6 +106,10 @@ class Device {
 
   // Blocks until every stream of this device is idle; returns the first error of any stream.
   virtual Status synchronize() = 0;
+
+  // The kernels that compute on this device's memory (kernel_table.h). Lives as long as the
+  // program; a nullptr entry is an op this backend lacks.
+  virtual const KernelTable& kernels() const = 0;
 };
 
 struct SimDeviceOptions {

@@ -94,6 +94,9 @@ class SimDevice final : public Device {
 
   Status synchronize() override;
 
+  // The CPU kernels (CpuKernelTable()): sim device memory is host-addressable.
+  const KernelTable& kernels() const override { return CpuKernelTable(); }
+
   // Sim-only introspection (tests, diagnostics). Both take the arena lock shared.
   size_t free_block_count() const;
   uint64_t largest_free_block_bytes() const;

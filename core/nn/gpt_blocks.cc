@@ -2,15 +2,6 @@
 
 #include <cstring>
 
-#include "core/kernels/attention.h"
-#include "core/kernels/crossentropy.h"
-#include "core/kernels/embedding.h"
-#include "core/kernels/gelu.h"
-#include "core/kernels/layernorm.h"
-#include "core/kernels/linear.h"
-#include "core/kernels/matmul.h"
-#include "core/kernels/residual.h"
-
 namespace strata {
 namespace {
 
@@ -111,41 +102,42 @@ BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* ba
   return CarveFrom(CarveScratch, c, B, T, base);
 }
 
-void EmbeddingForward(const GptLayout& layout, const float* params, const int32_t* tokens, int B,
-                      int T, float* out) {
+void EmbeddingForward(const KernelTable& k, const GptLayout& layout, const float* params,
+                      const int32_t* tokens, int B, int T, float* out) {
   const auto& spec = layout.embedding();
-  kernels::embedding_forward(out, tokens, params + spec.tensors[kWte].offset,
-                             params + spec.tensors[kWpe].offset, B, T, layout.config.n_embd);
+  k.embedding_forward(out, tokens, params + spec.tensors[kWte].offset,
+                      params + spec.tensors[kWpe].offset, B, T, layout.config.n_embd);
 }
 
-void EmbeddingBackward(const GptLayout& layout, float* grads, const float* dres,
-                       const int32_t* tokens, int B, int T) {
+void EmbeddingBackward(const KernelTable& k, const GptLayout& layout, float* grads,
+                       const float* dres, const int32_t* tokens, int B, int T) {
   const auto& spec = layout.embedding();
-  kernels::embedding_backward(grads + spec.tensors[kWte].offset, grads + spec.tensors[kWpe].offset,
-                              dres, tokens, B, T, layout.config.n_embd);
+  k.embedding_backward(grads + spec.tensors[kWte].offset, grads + spec.tensors[kWpe].offset, dres,
+                       tokens, B, T, layout.config.n_embd);
 }
 
-void TransformerForward(const GptLayout& layout, int layer, const float* params, const float* x,
-                        int B, int T, const TransformerActs& a) {
+void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
+                        const float* params, const float* x, int B, int T,
+                        const TransformerActs& a) {
   const auto& t = layout.transformer(layer).tensors;
   const GptConfig& c = layout.config;
   const int N = B * T, C = c.n_embd;
   auto p = [&](int i) { return params + t[i].offset; };
-  kernels::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p(kLn1W), p(kLn1B), N, C);
-  kernels::linear_forward(a.qkv, a.ln1, p(kQkvW), p(kQkvB), N, C, 3 * C);
-  kernels::attention_forward(a.atty, a.att, a.qkv, B, T, C, c.n_head);
-  kernels::linear_forward(a.res2, a.atty, p(kAttProjW), p(kAttProjB), N, C, C);
-  kernels::residual_forward(a.res2, a.res2, x, int64_t(N) * C);
-  kernels::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, p(kLn2W), p(kLn2B), N, C);
-  kernels::linear_forward(a.fch, a.ln2, p(kFcW), p(kFcB), N, C, 4 * C);
-  kernels::gelu_forward(a.fch_gelu, a.fch, int64_t(N) * 4 * C);
-  kernels::linear_forward(a.out, a.fch_gelu, p(kFcProjW), p(kFcProjB), N, 4 * C, C);
-  kernels::residual_forward(a.out, a.out, a.res2, int64_t(N) * C);
+  k.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p(kLn1W), p(kLn1B), N, C);
+  k.linear_forward(a.qkv, a.ln1, p(kQkvW), p(kQkvB), N, C, 3 * C);
+  k.attention_forward(a.atty, a.att, a.qkv, B, T, C, c.n_head);
+  k.linear_forward(a.res2, a.atty, p(kAttProjW), p(kAttProjB), N, C, C);
+  k.residual_forward(a.res2, a.res2, x, int64_t(N) * C);
+  k.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, p(kLn2W), p(kLn2B), N, C);
+  k.linear_forward(a.fch, a.ln2, p(kFcW), p(kFcB), N, C, 4 * C);
+  k.gelu_forward(a.fch_gelu, a.fch, int64_t(N) * 4 * C);
+  k.linear_forward(a.out, a.fch_gelu, p(kFcProjW), p(kFcProjB), N, 4 * C, C);
+  k.residual_forward(a.out, a.out, a.res2, int64_t(N) * C);
 }
 
-void TransformerBackward(const GptLayout& layout, int layer, const float* params, float* grads,
-                         const float* x, int B, int T, const TransformerActs& a,
-                         const BackwardScratch& s, float* dres) {
+void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
+                         const float* params, float* grads, const float* x, int B, int T,
+                         const TransformerActs& a, const BackwardScratch& s, float* dres) {
   const auto& t = layout.transformer(layer).tensors;
   const GptConfig& c = layout.config;
   const int N = B * T, C = c.n_embd;
@@ -155,51 +147,50 @@ void TransformerBackward(const GptLayout& layout, int layer, const float* params
   // dres holds d(out); the residual adds pass it through unchanged, so every branch's input
   // gradient accumulates into the same buffer and it ends as d(x).
   Zero(s.dfch_gelu, 4 * NC);
-  kernels::linear_backward(s.dfch_gelu, g(kFcProjW), g(kFcProjB), dres, a.fch_gelu, p(kFcProjW),
-                           N, 4 * C, C);
+  k.linear_backward(s.dfch_gelu, g(kFcProjW), g(kFcProjB), dres, a.fch_gelu, p(kFcProjW),
+                    N, 4 * C, C);
   Zero(s.dfch, 4 * NC);
-  kernels::gelu_backward(s.dfch, a.fch, s.dfch_gelu, 4 * NC);
+  k.gelu_backward(s.dfch, a.fch, s.dfch_gelu, 4 * NC);
   Zero(s.dln, NC);
-  kernels::linear_backward(s.dln, g(kFcW), g(kFcB), s.dfch, a.ln2, p(kFcW), N, C, 4 * C);
-  kernels::layernorm_backward(dres, g(kLn2W), g(kLn2B), s.dln, a.res2, p(kLn2W), a.ln2_mean,
-                              a.ln2_rstd, N, C);
+  k.linear_backward(s.dln, g(kFcW), g(kFcB), s.dfch, a.ln2, p(kFcW), N, C, 4 * C);
+  k.layernorm_backward(dres, g(kLn2W), g(kLn2B), s.dln, a.res2, p(kLn2W), a.ln2_mean,
+                       a.ln2_rstd, N, C);
   Zero(s.datty, NC);
-  kernels::linear_backward(s.datty, g(kAttProjW), g(kAttProjB), dres, a.atty, p(kAttProjW), N, C,
-                           C);
+  k.linear_backward(s.datty, g(kAttProjW), g(kAttProjB), dres, a.atty, p(kAttProjW), N, C, C);
   Zero(s.dqkv, 3 * NC);
-  kernels::attention_backward(s.dqkv, s.datt, s.datty, a.qkv, a.att, B, T, C, c.n_head);
+  k.attention_backward(s.dqkv, s.datt, s.datty, a.qkv, a.att, B, T, C, c.n_head);
   Zero(s.dln, NC);
-  kernels::linear_backward(s.dln, g(kQkvW), g(kQkvB), s.dqkv, a.ln1, p(kQkvW), N, C, 3 * C);
-  kernels::layernorm_backward(dres, g(kLn1W), g(kLn1B), s.dln, x, p(kLn1W), a.ln1_mean,
-                              a.ln1_rstd, N, C);
+  k.linear_backward(s.dln, g(kQkvW), g(kQkvB), s.dqkv, a.ln1, p(kQkvW), N, C, 3 * C);
+  k.layernorm_backward(dres, g(kLn1W), g(kLn1B), s.dln, x, p(kLn1W), a.ln1_mean, a.ln1_rstd, N, C);
 }
 
-float HeadForward(const GptLayout& layout, const float* params, const float* wte, const float* x,
-                  const int32_t* targets, int B, int T, const HeadActs& a) {
+float HeadForward(const KernelTable& k, const GptLayout& layout, const float* params,
+                  const float* wte, const float* x, const int32_t* targets, int B, int T,
+                  const HeadActs& a) {
   const auto& t = layout.head().tensors;
   const GptConfig& c = layout.config;
   const int N = B * T, C = c.n_embd, V = c.vocab_size;
-  kernels::layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, params + t[kLnfW].offset,
-                             params + t[kLnfB].offset, N, C);
+  k.layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, x, params + t[kLnfW].offset,
+                      params + t[kLnfB].offset, N, C);
   // logits (N, V) = lnf (N, C) @ wte^T; wte is (V, C).
-  kernels::sgemm(false, true, N, V, C, 1.0f, a.lnf, C, wte, C, 0.0f, a.logits, V);
-  return kernels::crossentropy_forward(a.probs, a.logits, targets, N, V);
+  k.sgemm(false, true, N, V, C, 1.0f, a.lnf, C, wte, C, 0.0f, a.logits, V);
+  return k.crossentropy_forward(a.probs, a.logits, targets, N, V);
 }
 
-void HeadBackward(const GptLayout& layout, const float* params, float* grads, const float* wte,
-                  float* dwte, const float* x, const int32_t* targets, int B, int T,
-                  const HeadActs& a, const BackwardScratch& s, float dloss, float* dres) {
+void HeadBackward(const KernelTable& k, const GptLayout& layout, const float* params, float* grads,
+                  const float* wte, float* dwte, const float* x, const int32_t* targets, int B,
+                  int T, const HeadActs& a, const BackwardScratch& s, float dloss, float* dres) {
   const auto& t = layout.head().tensors;
   const GptConfig& c = layout.config;
   const int N = B * T, C = c.n_embd, V = c.vocab_size;
   Zero(s.dlogits, int64_t(N) * V);
-  kernels::crossentropy_backward(s.dlogits, a.probs, targets, dloss, N, V);
+  k.crossentropy_backward(s.dlogits, a.probs, targets, dloss, N, V);
   // dlnf (N, C) = dlogits (N, V) @ wte (V, C); dwte (V, C) += dlogits^T @ lnf.
-  kernels::sgemm(false, false, N, C, V, 1.0f, s.dlogits, V, wte, C, 0.0f, s.dln, C);
-  kernels::sgemm(true, false, V, C, N, 1.0f, s.dlogits, V, a.lnf, C, 1.0f, dwte, C);
+  k.sgemm(false, false, N, C, V, 1.0f, s.dlogits, V, wte, C, 0.0f, s.dln, C);
+  k.sgemm(true, false, V, C, N, 1.0f, s.dlogits, V, a.lnf, C, 1.0f, dwte, C);
   Zero(dres, int64_t(N) * C);
-  kernels::layernorm_backward(dres, grads + t[kLnfW].offset, grads + t[kLnfB].offset, s.dln, x,
-                              params + t[kLnfW].offset, a.lnf_mean, a.lnf_rstd, N, C);
+  k.layernorm_backward(dres, grads + t[kLnfW].offset, grads + t[kLnfB].offset, s.dln, x,
+                       params + t[kLnfW].offset, a.lnf_mean, a.lnf_rstd, N, C);
 }
 
 }  // namespace strata

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "core/device/kernel_table.h"
 #include "core/nn/gpt_layout.h"
 
 namespace strata {
@@ -59,27 +60,35 @@ HeadActs CarveHeadActs(const GptConfig& c, int B, int T, float* base);
 int64_t BackwardScratchFloats(const GptConfig& c, int B, int T);
 BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* base);
 
-// out (BT, C) = wte[tokens] + wpe[t]. Token ids must be < vocab (checked by the data loader).
-void EmbeddingForward(const GptLayout& layout, const float* params, const int32_t* tokens, int B,
-                      int T, float* out);
-// grads (embedding block layout) += from dres.
-void EmbeddingBackward(const GptLayout& layout, float* grads, const float* dres,
-                       const int32_t* tokens, int B, int T);
+// Every function below computes through `k`, the kernel table of the device that holds the
+// pointers (Device::kernels()), and calls no kernel directly; `k` must be complete. The one
+// exception: backward scratch and dres are zeroed with memset, which needs host-addressable
+// device memory (the sim device's); a CUDA backend needs a fill op for these.
 
-void TransformerForward(const GptLayout& layout, int layer, const float* params, const float* x,
-                        int B, int T, const TransformerActs& acts);
-void TransformerBackward(const GptLayout& layout, int layer, const float* params, float* grads,
-                         const float* x, int B, int T, const TransformerActs& acts,
-                         const BackwardScratch& scratch, float* dres);
+// out (BT, C) = wte[tokens] + wpe[t]. Token ids must be < vocab (checked by the data loader).
+void EmbeddingForward(const KernelTable& k, const GptLayout& layout, const float* params,
+                      const int32_t* tokens, int B, int T, float* out);
+// grads (embedding block layout) += from dres.
+void EmbeddingBackward(const KernelTable& k, const GptLayout& layout, float* grads,
+                       const float* dres, const int32_t* tokens, int B, int T);
+
+void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
+                        const float* params, const float* x, int B, int T,
+                        const TransformerActs& acts);
+void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
+                         const float* params, float* grads, const float* x, int B, int T,
+                         const TransformerActs& acts, const BackwardScratch& scratch, float* dres);
 
 // Returns the mean cross-entropy of the batch. `wte` is the tied embedding (from block 0).
-float HeadForward(const GptLayout& layout, const float* params, const float* wte, const float* x,
-                  const int32_t* targets, int B, int T, const HeadActs& acts);
+float HeadForward(const KernelTable& k, const GptLayout& layout, const float* params,
+                  const float* wte, const float* x, const int32_t* targets, int B, int T,
+                  const HeadActs& acts);
 // Writes dres = gradient of the loss w.r.t. x (overwrites), head grads +=, dwte += (tied).
 // `dloss` is the gradient of the step's objective w.r.t. each token's loss (1/BT for a mean
 // over one micro-batch, 1/(BT * micro_batches) with accumulation).
-void HeadBackward(const GptLayout& layout, const float* params, float* grads, const float* wte,
-                  float* dwte, const float* x, const int32_t* targets, int B, int T,
-                  const HeadActs& acts, const BackwardScratch& scratch, float dloss, float* dres);
+void HeadBackward(const KernelTable& k, const GptLayout& layout, const float* params, float* grads,
+                  const float* wte, float* dwte, const float* x, const int32_t* targets, int B,
+                  int T, const HeadActs& acts, const BackwardScratch& scratch, float dloss,
+                  float* dres);
 
 }  // namespace strata

@@ -10,8 +10,8 @@ namespace {
 using memory::Access;
 
 std::unique_ptr<memory::MemoryManager> Manager() {
-  auto mm = memory::MemoryManager::Create(
-      {.page_bytes = 4096, .num_pages = 8, .host_bytes = 8 * 4096});
+  auto mm =
+      memory::MemoryManager::Create({.page_bytes = 4096, .num_pages = 8, .host_bytes = 8 * 4096});
   EXPECT_TRUE(mm.ok()) << mm.status().ToString();
   return std::move(*mm);
 }

@@ -1,0 +1,66 @@
+#include "core/device/create_device.h"
+
+#include "core/device/kernel_table.h"
+
+namespace strata {
+namespace {
+
+// NotSupported when cuda cannot run here; the line says why and what to do instead.
+Status CheckGpuUsable(const DeviceChoice& choice) {
+#ifndef STRATA_WITH_CUDA
+  (void)choice;
+  return Status::NotSupported(
+      "--device cuda: this strata was built without CUDA; rebuild with the CUDA toolkit "
+      "(-DSTRATA_WITH_CUDA=ON) on a machine with an NVIDIA GPU, or use --device sim");
+#else
+  const int count = CudaDeviceCount();
+  if (count == 0) {
+    return Status::NotSupported(
+        "--device cuda: no usable CUDA GPU (no NVIDIA driver or device found); check "
+        "nvidia-smi, or use --device sim");
+  }
+  if (choice.cuda_ordinal < 0 || choice.cuda_ordinal >= count) {
+    return Status::InvalidArgument("--device cuda: GPU " + std::to_string(choice.cuda_ordinal) +
+                                   " does not exist; " + std::to_string(count) +
+                                   " CUDA device(s) present");
+  }
+  return Status::Ok();
+#endif
+}
+
+Status CheckKernelsComplete(const std::string& kind, const KernelTable& table) {
+  if (table.complete()) return Status::Ok();
+  const std::string what = kind == "cuda" ? "the CUDA kernel table is not filled in yet"
+                                          : "the " + kind + " kernel table is incomplete";
+  const std::string missing =
+      table.missing() == KernelTable{}.missing() ? "every op" : table.missing();
+  return Status::NotSupported("--device " + kind + ": " + what + " (missing " + missing +
+                              "); use --device sim");
+}
+
+}  // namespace
+
+Status CheckDeviceChoice(const DeviceChoice& choice) {
+  if (choice.kind == "sim") return CheckKernelsComplete(choice.kind, CpuKernelTable());
+  if (choice.kind == "cuda") {
+    STRATA_RETURN_IF_ERROR(CheckGpuUsable(choice));
+    return CheckKernelsComplete(choice.kind, CudaKernelTable());
+  }
+  return Status::InvalidArgument("--device must be sim or cuda, got '" + choice.kind + "'");
+}
+
+Result<std::unique_ptr<Device>> CreateDevice(const DeviceChoice& choice,
+                                             const SimDeviceOptions& options) {
+  STRATA_RETURN_IF_ERROR(CheckDeviceChoice(choice));
+  std::unique_ptr<Device> device;
+  if (choice.kind == "cuda") {
+    STRATA_ASSIGN_OR_RETURN(device, CreateCudaDevice(choice.cuda_ordinal, options.capacity_bytes));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(device, CreateSimDevice(options));
+  }
+  // The table a device actually returns is the one that runs: check it too.
+  STRATA_RETURN_IF_ERROR(CheckKernelsComplete(choice.kind, device->kernels()));
+  return device;
+}
+
+}  // namespace strata

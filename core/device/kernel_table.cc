@@ -1,0 +1,72 @@
+#include "core/device/kernel_table.h"
+
+#include "core/kernels/attention.h"
+#include "core/kernels/crossentropy.h"
+#include "core/kernels/embedding.h"
+#include "core/kernels/gelu.h"
+#include "core/kernels/layernorm.h"
+#include "core/kernels/linear.h"
+#include "core/kernels/matmul.h"
+#include "core/kernels/residual.h"
+
+namespace strata {
+
+bool KernelTable::complete() const { return missing().empty(); }
+
+std::string KernelTable::missing() const {
+  const struct {
+    const char* name;
+    bool present;
+  } entries[] = {
+      {"sgemm", sgemm != nullptr},
+      {"linear_forward", linear_forward != nullptr},
+      {"linear_backward", linear_backward != nullptr},
+      {"layernorm_forward", layernorm_forward != nullptr},
+      {"layernorm_backward", layernorm_backward != nullptr},
+      {"gelu_forward", gelu_forward != nullptr},
+      {"gelu_backward", gelu_backward != nullptr},
+      {"attention_forward", attention_forward != nullptr},
+      {"attention_backward", attention_backward != nullptr},
+      {"residual_forward", residual_forward != nullptr},
+      {"residual_backward", residual_backward != nullptr},
+      {"embedding_forward", embedding_forward != nullptr},
+      {"embedding_backward", embedding_backward != nullptr},
+      {"crossentropy_forward", crossentropy_forward != nullptr},
+      {"crossentropy_backward", crossentropy_backward != nullptr},
+      {"adamw_update", adamw_update != nullptr},
+  };
+  // A field added to KernelTable but not listed here would let complete() skip it.
+  static_assert(sizeof(entries) / sizeof(entries[0]) * sizeof(void (*)()) == sizeof(KernelTable),
+                "every KernelTable entry must be listed in KernelTable::missing()");
+  std::string names;
+  for (const auto& e : entries) {
+    if (e.present) continue;
+    if (!names.empty()) names += ", ";
+    names += e.name;
+  }
+  return names;
+}
+
+const KernelTable& CpuKernelTable() {
+  static const KernelTable table = {
+      .sgemm = kernels::sgemm,
+      .linear_forward = kernels::linear_forward,
+      .linear_backward = kernels::linear_backward,
+      .layernorm_forward = kernels::layernorm_forward,
+      .layernorm_backward = kernels::layernorm_backward,
+      .gelu_forward = kernels::gelu_forward,
+      .gelu_backward = kernels::gelu_backward,
+      .attention_forward = kernels::attention_forward,
+      .attention_backward = kernels::attention_backward,
+      .residual_forward = kernels::residual_forward,
+      .residual_backward = kernels::residual_backward,
+      .embedding_forward = kernels::embedding_forward,
+      .embedding_backward = kernels::embedding_backward,
+      .crossentropy_forward = kernels::crossentropy_forward,
+      .crossentropy_backward = kernels::crossentropy_backward,
+      .adamw_update = kernels::adamw_update,
+  };
+  return table;
+}
+
+}  // namespace strata

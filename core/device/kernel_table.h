@@ -1,0 +1,92 @@
+// KernelTable: the compute a training step needs, one plain function pointer per op (forward
+// and backward), owned by a Device backend (ggml-backend style). Model code (core/nn/gpt_blocks.h)
+// calls kernels only through the table of the device that holds its tensors, so a backend
+// swaps in its own kernels without the model knowing.
+//
+// Contract:
+// - Every entry has exactly the signature of the CPU kernel of the same name in core/kernels/
+//   (see that header for shapes and semantics; backward entries accumulate, `+=`). So the CPU
+//   table is just the kernels' addresses, and any backend's entry must give the CPU kernel's
+//   results (the sim backend gives its bits).
+// - Pointer arguments are device memory of the device that owns the table (on the sim device,
+//   host-addressable arena memory); scalars and the AdamWParams struct are host values.
+//   crossentropy_forward returns the loss to the host, so it completes before returning.
+// - Entries run on the calling thread: on the sim device that is a stream's worker (inside the
+//   caller's tbb::task_arena, which bounds the threads). How CUDA entries map onto streams is
+//   for the CUDA backend work to define (its entries are all nullptr today).
+// - A nullptr entry means the backend lacks that op. complete() says whether every entry is
+//   there; a device whose table is not complete cannot train (CreateDevice refuses it).
+//
+// Compiled by nvcc too (core/device/cuda_device.cu, C++17): keep this header C++17-clean.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/kernels/adamw.h"
+
+namespace strata {
+
+struct KernelTable {
+  // GEMM (core/kernels/matmul.h): C = alpha * op(A) @ op(B) + beta * C, row-major.
+  void (*sgemm)(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                int lda, const float* B, int ldb, float beta, float* C, int ldc) = nullptr;
+
+  // Linear layer, HF Conv1D layout (core/kernels/linear.h).
+  void (*linear_forward)(float* out, const float* inp, const float* weight, const float* bias,
+                         int N, int C, int OC) = nullptr;
+  void (*linear_backward)(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, int N, int C, int OC) = nullptr;
+
+  // LayerNorm over the last dimension (core/kernels/layernorm.h).
+  void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, int N, int C) = nullptr;
+  void (*layernorm_backward)(float* dinp, float* dweight, float* dbias, const float* dout,
+                             const float* inp, const float* weight, const float* mean,
+                             const float* rstd, int N, int C) = nullptr;
+
+  // GELU, tanh approximation (core/kernels/gelu.h).
+  void (*gelu_forward)(float* out, const float* inp, long n) = nullptr;
+  void (*gelu_backward)(float* dinp, const float* inp, const float* dout, long n) = nullptr;
+
+  // Causal multi-head self-attention core (core/kernels/attention.h).
+  void (*attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C,
+                            int NH) = nullptr;
+  void (*attention_backward)(float* dqkv, float* datt, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH) = nullptr;
+
+  // Residual add (core/kernels/residual.h).
+  void (*residual_forward)(float* out, const float* a, const float* b, long n) = nullptr;
+  void (*residual_backward)(float* da, float* db, const float* dout, long n) = nullptr;
+
+  // Token + position embedding (core/kernels/embedding.h).
+  void (*embedding_forward)(float* out, const int32_t* tokens, const float* wte,
+                            const float* wpe, int B, int T, int C) = nullptr;
+  void (*embedding_backward)(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                             int B, int T, int C) = nullptr;
+
+  // Softmax cross-entropy, mean over tokens (core/kernels/crossentropy.h).
+  float (*crossentropy_forward)(float* probs, const float* logits, const int32_t* targets, int N,
+                                int V) = nullptr;
+  void (*crossentropy_backward)(float* dlogits, const float* probs, const int32_t* targets,
+                                float dloss, int N, int V) = nullptr;
+
+  // AdamW, element-wise over one contiguous range (core/kernels/adamw.h).
+  void (*adamw_update)(float* param, const float* grad, float* m, float* v, long n,
+                       const kernels::AdamWParams& hp, float grad_scale) = nullptr;
+
+  // True when every entry is set.
+  bool complete() const;
+  // The names of the nullptr entries, comma-separated, in declaration order ("" when complete).
+  std::string missing() const;
+};
+
+// The CPU kernels of core/kernels/; what the sim device's kernels() returns.
+const KernelTable& CpuKernelTable();
+
+// The CUDA backend's table; what a CUDA device's kernels() returns. Every entry is nullptr
+// until the CUDA backend work fills it in (defined in core/device/cuda_device.cu, or in
+// core/device/cuda_unavailable.cc when built without CUDA).
+const KernelTable& CudaKernelTable();
+
+}  // namespace strata

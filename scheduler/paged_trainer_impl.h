@@ -1,0 +1,91 @@
+// PagedTrainer (internal to scheduler/): the Trainer over the Engine, for CreatePagedTrainer
+// (paged_trainer.h). paged_trainer.cc sets it up and runs it; paged_trainer_checkpoint.cc
+// opens the NVMe tier (fresh or resumed) and writes checkpoints.
+// Threads: Setup and Run from one thread; checkpoints run on the Engine's optimizer queue.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/data/token_dataset.h"
+#include "core/device/device.h"
+#include "core/nn/gpt_layout.h"
+#include "memory/memory_manager.h"
+#include "memory/nvme_tier.h"
+#include "scheduler/checkpoint.h"
+#include "scheduler/engine.h"
+#include "scheduler/memory_plan.h"
+#include "scheduler/state_pages.h"
+#include "scheduler/trace.h"
+#include "scheduler/trainer.h"
+
+namespace strata::internal {
+
+using memory::Role;
+using scheduler::Engine;
+using scheduler::MemoryPlan;
+using scheduler::StatePages;
+
+// Dirty host pages staged per NVMe commit by an eviction (MemoryManagerOptions).
+constexpr uint64_t kWriteBackGroupPages = 8;
+
+class PagedTrainer final : public Trainer {
+ public:
+  PagedTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
+      : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
+
+  ~PagedTrainer() override {
+    if (engine_) engine_->Drain().IgnoreError();  // also runs a queued checkpoint
+    engine_.reset();
+    mm_.reset();
+    nvme_.reset();
+  }
+
+  Status Setup();
+  const GptConfig& config() const override { return layout_.config; }
+  int seq() const override { return seq_; }
+  std::string data_name() const override { return data_.name(); }
+  Status Run(const std::function<void(const StepStats&)>& on_step) override;
+
+ private:
+  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch; }
+  bool belady() const { return o_.host_eviction == "belady"; }
+  Status MakePlan();
+  Status CreateMemory();
+  Status CreateEngine();
+  Status OpenNvme(uint64_t state_bytes);
+  // The step's figures from the counters at the end of its compute and the previous step's.
+  StepStats StatsOf(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,
+                    const memory::MemoryStats& m0) const;
+  Status Finish();
+  Status WriteInitialParams();
+  Status ResetMoments();
+  Status Checkpoint(long steps_done);
+  Status WriteCheckpoint(long steps_done);
+  std::string RunFingerprint() const;
+  std::vector<memory::PageId> DurablePages() const;
+  Status ExportRole(Role role, const std::string& path);
+
+  TrainOptions o_;
+  GptLayout layout_;
+  int seq_;
+  TokenDataset data_;
+  int threads_ = 1;
+  std::unique_ptr<StatePages> pages_;
+  MemoryPlan plan_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<memory::NvmeTier> nvme_;
+  std::unique_ptr<memory::MemoryManager> mm_;
+  scheduler::Timeline timeline_;
+  std::unique_ptr<Engine> engine_;
+  std::optional<scheduler::CheckpointRecord> resume_from_;
+  long start_step_ = 0;
+  std::shared_future<Status> pending_checkpoint_;
+};
+
+}  // namespace strata::internal

@@ -1,0 +1,87 @@
+// `strata train --device sim|cuda`: sim trains exactly as without the flag; cuda without a usable
+// GPU (or, with one, while its kernel table is not filled in) fails before training with one
+// line naming --device and exit code 1; an unknown device is a usage error (exit code 2).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/device/device.h"
+#include "tests/tools/run_strata.h"
+
+namespace strata::testing {
+namespace {
+
+class TrainDevice : public ::testing::Test {
+ protected:
+  RunResult Train(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"train", "--model", "tiny", "--steps",   "2", "--batch",
+                                     "2",     "--seq",   "32",   "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunStrata(args, dir_);
+  }
+
+  // Exactly one line on stderr, "strata: error: ..." mentioning every fragment.
+  static void ExpectExactlyOneLine(const RunResult& r, const std::vector<std::string>& fragments) {
+    ASSERT_NE(r.exit_code, -1) << "crashed: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("strata: error: ", 0), 0u) << r.err;
+    for (const auto& frag : fragments) {
+      EXPECT_NE(r.err.find(frag), std::string::npos) << "missing '" << frag << "' in: " << r.err;
+    }
+  }
+
+  ScratchDir scratch_{"device"};
+  const std::string dir_ = scratch_.path();
+};
+
+TEST_F(TrainDevice, CudaWithoutAGpuOrKernelsIsOneLineAndExitCode1) {
+  // Both engines: the check runs before the paged engine plans (and logs) anything.
+  for (const char* engine : {"memory", "paged"}) {
+    auto r = Train({"--device", "cuda", "--engine", engine});
+    EXPECT_EQ(r.exit_code, 1) << engine << ": " << r.err;
+    ExpectExactlyOneLine(r, {"--device"});
+    if (CudaDeviceCount() == 0) {
+      EXPECT_NE(r.err.find("--device sim"), std::string::npos) << r.err;
+    } else {
+      EXPECT_NE(r.err.find("kernel table is not filled in yet"), std::string::npos) << r.err;
+    }
+  }
+}
+
+TEST_F(TrainDevice, UnknownDeviceIsAUsageError) {
+  auto r = Train({"--device", "tpu"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  ExpectExactlyOneLine(r, {"--device", "tpu"});
+}
+
+TEST_F(TrainDevice, SimLinkNeedsTheSimDevice) {
+  auto r = Train({"--device", "cuda", "--sim-link-gbps", "12"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  ExpectExactlyOneLine(r, {"--sim-link-gbps", "--device sim"});
+}
+
+TEST_F(TrainDevice, SimTrainsAsBefore) {
+  const std::string with = dir_ + "/with.jsonl", without = dir_ + "/without.jsonl";
+  auto a = Train({"--device", "sim", "--log-json", with});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  auto b = Train({"--log-json", without});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(a.err.find("done: 2 steps"), std::string::npos) << a.err;
+  // Same losses, bit for bit (the JSON prints each with enough digits to read back exactly).
+  auto losses = [](const std::string& jsonl) {
+    std::vector<std::string> out;
+    for (size_t pos = jsonl.find("\"loss\":"); pos != std::string::npos;
+         pos = jsonl.find("\"loss\":", pos + 1)) {
+      out.push_back(jsonl.substr(pos, jsonl.find(',', pos) - pos));
+    }
+    return out;
+  };
+  const auto la = losses(ReadWholeFile(with)), lb = losses(ReadWholeFile(without));
+  EXPECT_EQ(la.size(), 2u);
+  EXPECT_EQ(la, lb);
+}
+
+}  // namespace
+}  // namespace strata::testing
