@@ -174,6 +174,19 @@ def offload_rows(j):
                          f"step, {j['scale_nvme_bytes_per_s'] / 2**20:.0f} MiB/s over the step"
                          + (f" vs fio sequential read {fio / 2**20:.0f} MiB/s" if fio else
                             " (fio not run: not installed or --no-fio)")})
+    for name, what in (("cost", "the cost configuration above"),
+                       ("demo", "the demo's configuration (tools/demo.sh)")):
+        ratio = j.get(f"host_eviction_{name}_belady_vs_lru_ratio")
+        if ratio is None:
+            continue
+        b = j[f"host_eviction_{name}_belady_nvme_bytes_per_step"]
+        l = j[f"host_eviction_{name}_lru_nvme_bytes_per_step"]
+        rows.append({"metric": f"host_eviction_{name}_belady_vs_lru", "value": ratio,
+                     "target": "report", "met": True,
+                     "what": f"NVMe read+write per step in {what}: Belady over the learned "
+                             f"plan {b / 2**20:.0f} MiB vs LRU + demote {l / 2**20:.0f} MiB "
+                             f"(mean of {j['eviction_steps']} steps after the plan is set; "
+                             f"the default is the one that moves fewer)"})
     return rows
 
 
@@ -219,7 +232,7 @@ BENCHES = {
     },
     "offload": {
         "title": "Offload: overlap, cost and scale (issue: unified scheduler)",
-        "measures": "Three measurements of `strata bench offload` (tools/bench_offload.cc); "
+        "measures": "Four measurements of `strata bench offload` (tools/bench_offload.cc); "
                     "the sim device computes on one thread and the host work (copies, "
                     "checksums, I/O, AdamW) has the other core, as on a GPU machine, in every "
                     "compared run: (1) overlap: ZeRO-Offload's placement (every block's "
@@ -236,7 +249,9 @@ BENCHES = {
                     "activations are what does not fit, and the same pair with the kernels on "
                     "both cores; (3) a deep narrow model >= 4x the host budget and >= 16x the "
                     "device budget trains 3 steps, its NVMe rate vs fio's sequential read on "
-                    "the same directory.",
+                    "the same directory; (4) the host pool's eviction: NVMe bytes per step "
+                    "under Belady over the plan the Engine learns vs LRU + demote, in (2)'s "
+                    "offload configuration and in the demo's.",
         "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR],
         "rows": offload_rows,
     },

@@ -1,4 +1,4 @@
-// `strata bench offload`: the unified scheduler's three measurements, each in this run.
+// `strata bench offload`: the unified scheduler's four measurements, each in this run.
 //
 // 1. Overlap (Note [Overlap configuration]). ZeRO-Offload's placement: every block's
 //    parameters resident on the device, gradients down to the host, AdamW and the moments on
@@ -34,6 +34,11 @@
 // 3. Scale: a deep, narrow model whose states are >= 4x --host-mem and >= 16x --gpu-mem trains
 //    3 steps; losses, NVMe bytes per step and their rate, and fio's sequential read rate on the
 //    same directory (when fio is installed; report only).
+// 4. Host eviction (tools/bench_offload_eviction.cc): NVMe bytes per step under Belady over the
+//    learned plan and under LRU + demote, in run 2's offload configuration and in the demo's
+//    (host_eviction_{cost,demo}_{belady,lru}_nvme_bytes_per_step and their ratio; report: the
+//    default is the policy that moves fewer).
+//
 // Note [Device and host cores]
 // On a GPU machine the device computes on its own processor while the host copies, hashes,
 // completes I/O and runs AdamW on the CPU. On this machine the sim device's kernels run on the
@@ -63,24 +68,25 @@
 // well, so its movement-only time exceeds compute and the ratio is taken against that. The step
 // boundary costs about one block's copy each way, so a deeper model amortises it: 12 layers (a
 // 6-layer model pays ~12% for it).
+#include "tools/bench_offload.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/util/log.h"
 #include "core/util/sizes.h"
-#include "tools/bench_offload.h"
 #include "tools/command.h"
 
 namespace strata::tools {
 namespace {
 
 using offload::CostResult;
+using offload::EvictionResult;
 using offload::Flags;
 using offload::OverlapResult;
 using offload::OverlapRound;
@@ -98,6 +104,10 @@ Status CheckFlags(const Flags& f) {
                                    std::to_string(f.overlap_rounds));
   }
   if (f.sim_link_gbps < 0) return Status::InvalidArgument("--sim-link-gbps must be >= 0");
+  if (f.eviction_steps <= 0) {
+    return Status::InvalidArgument("--eviction-steps must be positive, got " +
+                                   std::to_string(f.eviction_steps));
+  }
   return Status::Ok();
 }
 
@@ -185,8 +195,7 @@ void AddCost(const CostResult& r, nlohmann::ordered_json& out) {
   out["shared_cores_offload_cpu_s_per_step"] = r.shared_offload.median_cpu_s;
   out["offload_cost_cpu_bound"] =
       r.shared_offload.median_cpu_s > 0
-          ? nlohmann::json(r.shared_in_memory.median_step_s * cores /
-                           r.shared_offload.median_cpu_s)
+          ? nlohmann::json(r.shared_in_memory.median_step_s * cores / r.shared_offload.median_cpu_s)
           : nlohmann::json();
 }
 
@@ -216,6 +225,18 @@ void AddScale(const ScaleResult& r, nlohmann::ordered_json& out) {
   out["scale_nvme_vs_fio_ratio"] = fio > 0 ? nlohmann::json(nvme_rate / fio) : nlohmann::json();
 }
 
+void AddEviction(const EvictionResult& r, nlohmann::ordered_json& out) {
+  out["eviction_steps"] = r.cost.steps;
+  for (const auto& [name, run] : {std::pair{"cost", &r.cost}, std::pair{"demo", &r.demo}}) {
+    const std::string p = std::string("host_eviction_") + name;
+    auto value = [&](double v) { return run->steps > 0 ? nlohmann::json(v) : nlohmann::json(); };
+    out[p + "_belady_nvme_bytes_per_step"] = value(run->belady_bytes);
+    out[p + "_lru_nvme_bytes_per_step"] = value(run->lru_bytes);
+    out[p + "_belady_vs_lru_ratio"] =
+        value(run->lru_bytes > 0 ? run->belady_bytes / run->lru_bytes : 0.0);
+  }
+}
+
 Status RunBenchOffload(const Flags& f) {
   SetLogLevel(f.log_level);
   STRATA_RETURN_IF_ERROR(CheckFlags(f));
@@ -233,10 +254,11 @@ Status RunBenchOffload(const Flags& f) {
   base.steps = f.warmup_steps + f.steps;
 
   STRATA_ASSIGN_OR_RETURN(const OverlapResult overlap, offload::MeasureOverlap(f, base, page));
-  STRATA_ASSIGN_OR_RETURN(const CostResult cost,
-                          offload::MeasureCost(f, base, page, nvme_parent));
+  STRATA_ASSIGN_OR_RETURN(const CostResult cost, offload::MeasureCost(f, base, page, nvme_parent));
   STRATA_ASSIGN_OR_RETURN(const ScaleResult scale,
                           offload::MeasureScale(f, base, page, nvme_parent));
+  STRATA_ASSIGN_OR_RETURN(const EvictionResult eviction,
+                          offload::MeasureEviction(f, base, cost.offload_options, nvme_parent));
 
   nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
   AddOverlap(f, overlap, out);
@@ -244,6 +266,7 @@ Status RunBenchOffload(const Flags& f) {
   out["overlap_cpu_s_per_step"] = overlap.resident.median().step.median_cpu_s;
   out["overlap_movement_only_cpu_s_per_step"] = overlap.resident.median().movement.median_cpu_s;
   AddScale(scale, out);
+  AddEviction(eviction, out);
   std::printf("%s\n", out.dump().c_str());
   std::fflush(stdout);
   return Status::Ok();
@@ -290,6 +313,11 @@ void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx) {
   cmd->add_option("--scale-batch", f->scale_batch, "Run 3: rows")->capture_default_str();
   cmd->add_option("--scale-seq", f->scale_seq, "Run 3: tokens per row")->capture_default_str();
   cmd->add_option("--scale-steps", f->scale_steps, "Run 3: steps")->capture_default_str();
+  cmd->add_option("--eviction-steps", f->eviction_steps,
+                  "Run 4: steps counted per eviction policy (after 3 untimed ones)")
+      ->capture_default_str();
+  cmd->add_flag("!--no-eviction-demo", f->eviction_demo,
+                "Run 4 in the cost configuration only (not also in the demo's)");
   cmd->add_option("--page-size", f->page_size, "Page size of the paged runs (default 1M)");
   cmd->add_flag("!--no-fio", f->fio, "Skip fio's read measurement");
   cmd->add_option("--log-level", f->log_level, "debug, info, warn, error or off")

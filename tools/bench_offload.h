@@ -26,13 +26,15 @@ struct Flags {
   int seq = 128;
   int steps = 5;  // timed steps of runs 1 and 2: the median is reported (5 damp the noise)
   int warmup_steps = 1;
-  int threads = 1;  // Note [Device and host cores]
-  int overlap_layers = 12;  // Note [Overlap configuration]
-  int overlap_rounds = 3;   // Note [Overlap rounds]
+  int threads = 1;           // Note [Device and host cores]
+  int overlap_layers = 12;   // Note [Overlap configuration]
+  int overlap_rounds = 3;    // Note [Overlap rounds]
   double sim_link_gbps = 0;  // 0: calibrated (see the header)
   std::string nvme_dir;
   int scale_layers = 32, scale_embd = 192, scale_heads = 6, scale_batch = 2, scale_seq = 64;
   int scale_steps = 3;
+  int eviction_steps = 4;     // run 4: steps counted per policy, after the plan is set
+  bool eviction_demo = true;  // run 4 also in the demo's configuration (tools/demo.sh)
   // Run 2's model: wide and shallow with few tokens per step, so that its states, not its
   // activations, dominate (the regime offloading is for; see the header).
   int cost_layers = 8, cost_embd = 768, cost_heads = 12, cost_batch = 4, cost_seq = 64;
@@ -48,8 +50,8 @@ struct RunSummary {
   double median_step_s = 0;
   double median_tokens_per_s = 0;
   double median_cpu_s = 0;  // process CPU (user + system) per step: Note [CPU bound]
-  StepStats::Moved moved;  // the last step's
-  double overlap = 0;      // the last step's
+  StepStats::Moved moved;   // the last step's
+  double overlap = 0;       // the last step's
   int recompute_layers = 0;
   GptConfig config;
   int seq = 0;
@@ -67,9 +69,7 @@ inline uint64_t RoundUp4K(uint64_t v) { return (v + 4095) / 4096 * 4096; }
 inline uint64_t RoundDownPage(uint64_t v, uint64_t page) { return v / page * page; }
 
 // Model state bytes of `layout`: params, grads and the two AdamW moments.
-inline uint64_t StateBytes(const GptLayout& layout) {
-  return uint64_t(layout.total_numel) * 4 * 4;
-}
+inline uint64_t StateBytes(const GptLayout& layout) { return uint64_t(layout.total_numel) * 4 * 4; }
 
 // fio's sequential 1 MiB O_DIRECT read rate (bytes/s) on `dir`; < 0 when fio is unavailable.
 double FioReadBytesPerS(const std::string& dir);
@@ -92,9 +92,9 @@ struct OverlapMeasure {
 };
 
 struct OverlapResult {
-  RunSummary in_memory;      // the first compute-only run (its model and seq)
-  OverlapMeasure resident;   // parameters on the device, no clipping
-  OverlapMeasure clipped;    // parameters streamed from the host, clipping
+  RunSummary in_memory;     // the first compute-only run (its model and seq)
+  OverlapMeasure resident;  // parameters on the device, no clipping
+  OverlapMeasure clipped;   // parameters streamed from the host, clipping
 };
 Result<OverlapResult> MeasureOverlap(const Flags& f, const TrainOptions& base, uint64_t page);
 
@@ -118,5 +118,18 @@ struct ScaleResult {
 };
 Result<ScaleResult> MeasureScale(const Flags& f, const TrainOptions& base, uint64_t page,
                                  const std::string& nvme_parent);
+
+// 4. The host pool's eviction: NVMe bytes per step under Belady (the learned plan) and LRU, in
+// the cost configuration and in the demo's (tools/bench_offload_eviction.cc).
+struct EvictionRun {
+  double belady_bytes = 0, lru_bytes = 0;  // NVMe read + write per step
+  int steps = 0;                           // counted per policy; 0: not measured
+};
+struct EvictionResult {
+  EvictionRun cost, demo;
+};
+Result<EvictionResult> MeasureEviction(const Flags& f, const TrainOptions& base,
+                                       const TrainOptions& cost_offload,
+                                       const std::string& nvme_parent);
 
 }  // namespace strata::tools::offload

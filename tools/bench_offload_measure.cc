@@ -51,12 +51,12 @@ TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSumm
   int64_t largest = 0;
   for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
   const uint64_t slot_bytes = RoundUp4K(uint64_t(largest) * 4);
-  const int slots = std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots,
-                             layout.num_blocks() / 2);
+  const int slots =
+      std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots, layout.num_blocks() / 2);
   const scheduler::ActivationLayout acts =
       scheduler::MakeActivationLayout(in_memory.config, f.batch, in_memory.seq, 0);
-  clipped.gpu_mem = RoundUp4K(acts.Bytes()) +
-                    RoundUp4K(uint64_t(2) * f.batch * in_memory.seq * 4) + slots * slot_bytes;
+  clipped.gpu_mem = RoundUp4K(acts.Bytes()) + RoundUp4K(uint64_t(2) * f.batch * in_memory.seq * 4) +
+                    slots * slot_bytes;
   return clipped;
 }
 
@@ -76,9 +76,10 @@ Result<bool> FitMicroBatch(TrainOptions& off, const GptLayout& layout, int seq) 
     STRATA_ASSIGN_OR_RETURN(need, scheduler::MinimalDeviceBytes(in));
     if (need <= off.gpu_mem) return false;
   }
-  std::fprintf(stderr, "bench offload: 25%% of the states (%s) is below the minimal device "
-               "working set (%s); using the minimum\n", FormatBytes(off.gpu_mem).c_str(),
-               FormatBytes(need).c_str());
+  std::fprintf(stderr,
+               "bench offload: 25%% of the states (%s) is below the minimal device "
+               "working set (%s); using the minimum\n",
+               FormatBytes(off.gpu_mem).c_str(), FormatBytes(need).c_str());
   off.gpu_mem = need;
   return true;
 }

@@ -31,8 +31,10 @@ double Median(std::vector<double> v) {
 }
 
 void LogStep(const char* what, const StepStats& s) {
-  std::fprintf(stderr, "bench offload: %s step %ld loss %.4f %.3f s %.0f tok/s h2d %s d2h %s "
-               "nvme r %s w %s overlap %.2f\n", what, s.step, s.loss, s.step_s, s.tokens_per_s,
+  std::fprintf(stderr,
+               "bench offload: %s step %ld loss %.4f %.3f s %.0f tok/s h2d %s d2h %s "
+               "nvme r %s w %s overlap %.2f\n",
+               what, s.step, s.loss, s.step_s, s.tokens_per_s,
                FormatBytes(s.moved_bytes.h2d).c_str(), FormatBytes(s.moved_bytes.d2h).c_str(),
                FormatBytes(s.moved_bytes.nvme_read).c_str(),
                FormatBytes(s.moved_bytes.nvme_write).c_str(), s.overlap);

@@ -21,7 +21,7 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
                            "--cost-seq", "16", "--scale-layers", "96",
                            "--scale-embd", "32", "--scale-heads", "2", "--scale-batch", "1",
                            "--scale-seq", "16", "--scale-steps", "2", "--page-size", "64K",
-                           "--no-fio"},
+                           "--no-fio", "--eviction-steps", "1", "--no-eviction-demo"},
                           dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.front(), '{') << r.out;
@@ -38,7 +38,11 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
         "\"overlap_step_factor_rounds\":[", "\"overlap_clipped_step_factor_rounds\":[",
         "\"scale_state_bytes\":", "\"scale_gpu_mem\":", "\"scale_host_mem\":",
         "\"scale_losses\":[", "\"scale_nvme_bytes_per_step\":", "\"scale_nvme_bytes_per_s\":",
-        "\"scale_nvme_vs_fio_ratio\":null"}) {
+        "\"scale_nvme_vs_fio_ratio\":null", "\"eviction_steps\":1",
+        "\"host_eviction_cost_belady_nvme_bytes_per_step\":",
+        "\"host_eviction_cost_lru_nvme_bytes_per_step\":",
+        "\"host_eviction_cost_belady_vs_lru_ratio\":",
+        "\"host_eviction_demo_belady_vs_lru_ratio\":null"}) {
     EXPECT_NE(r.out.find(field), std::string::npos) << field << " missing in " << r.out;
   }
 }
@@ -55,6 +59,9 @@ TEST(BenchOffload, BadFlagIsUsageError) {
   r = RunStrata({"bench", "offload", "--overlap-rounds", "0", "--no-fio"}, dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--overlap-rounds"), std::string::npos) << r.err;
+  r = RunStrata({"bench", "offload", "--eviction-steps", "0", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--eviction-steps"), std::string::npos) << r.err;
 }
 
 }  // namespace
