@@ -175,7 +175,7 @@ class Engine {
   Timeline& timeline_;
   StepProgram program_;
   std::vector<BlockState> blocks_;
-  size_t last_block_bwd_ = 0;  // Note [Update read-ahead] (optimizer_queue.cc)
+  size_t last_block_bwd_ = SIZE_MAX;  // Note [Update read-ahead] (optimizer_queue.cc); none: never
 
   HostPages host_;
   DeviceBuffers buffers_;

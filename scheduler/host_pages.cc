@@ -14,10 +14,17 @@ Result<PageRef> HostPages::Acquire(PageId page, Access access, Acquirer acquirer
     std::lock_guard lock(record_mu_);
     recorded_[static_cast<int>(acquirer)].push_back(page);
   }
+  if (access != Access::kRead) Unpin(page);
   memory::AcquireOptions ao;
   ao.holder = std::move(holder);
   ao.acquirer = static_cast<uint8_t>(acquirer);
   return mm_.acquire_sync(page, access, ao);
+}
+
+Status HostPages::Release(PageRef& ref) {
+  const PageId page = ref.page();
+  ref.release();
+  return Repin(page);
 }
 
 void HostPages::Prefetch(PageId page) {

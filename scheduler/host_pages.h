@@ -3,7 +3,7 @@
 //   the host tier's access plan (Note [Plan cursors] in memory/eviction_policy.h).
 // - It learns that plan (Note [Host access plan]).
 // - It keeps the pins of the pages whose home is the host (pinned for the whole run, unpinned
-//   only around their own writes).
+//   only while they are written: a writer is alone).
 //
 // Note [Host access plan]
 // The host pool evicts Belady-style when it knows the order of a step's acquires. That order is
@@ -13,7 +13,7 @@
 // (SlotCache::ChooseVictim), nor does the optimizer's (one thread, updates in block order), so
 // the recorded step is every step's. Eviction changes only what moves, never a value.
 //
-// Threads: Acquire, Unpin and Repin from any thread (recording and the pins take their own
+// Threads: Acquire and Release from any thread (recording and the pins take their own
 // mutexes); SetHomes, Record and TakePlan from the driver.
 #pragma once
 
@@ -36,9 +36,12 @@ class HostPages {
   memory::MemoryManager& manager() { return mm_; }
   bool has_nvme() const { return mm_.options().nvme != nullptr; }
 
-  // Pins `page` in the host pool for `acquirer` during `step` (blocking).
+  // Pins `page` in the host pool for `acquirer` during `step` (blocking). A write to a page whose
+  // home is the host first gives up its home pin (a writer is alone); Release puts it back.
   Result<memory::PageRef> Acquire(memory::PageId page, memory::Access access, Acquirer acquirer,
                                   std::string holder, long step);
+  // Releases `ref`, and pins its page again when its home is the host.
+  Status Release(memory::PageRef& ref);
   // Starts an NVMe read of `page` when there is an NVMe tier (best effort).
   void Prefetch(memory::PageId page);
 
@@ -48,13 +51,14 @@ class HostPages {
   // The recorded acquires as a plan (the driver's, then the optimizer's); stops recording.
   std::vector<memory::PlannedAccess> TakePlan();
 
-  // Pages whose home is the host: pinned now and kept pinned but for Unpin/Repin around writes.
+  // Pages whose home is the host: pinned now and kept pinned but while they are written.
   Status SetHomes(const std::vector<memory::PageId>& pages);
-  void Unpin(memory::PageId page);
-  Status Repin(memory::PageId page);
   void ReleaseHomes();
 
  private:
+  void Unpin(memory::PageId page);
+  Status Repin(memory::PageId page);
+
   memory::MemoryManager& mm_;
   std::atomic<long> recorded_step_{-1};
   std::mutex record_mu_;

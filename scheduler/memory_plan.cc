@@ -222,24 +222,12 @@ Status PlanHost(const MemoryPlanInput& in, const std::string& params_on,
 
 }  // namespace
 
-const char* HomeName(Home home) {
-  switch (home) {
-    case Home::kDevice:
-      return "device";
-    case Home::kHost:
-      return "host";
-    case Home::kNvme:
-      return "nvme";
-  }
-  return "?";
-}
-
 std::string MemoryPlan::ToString() const {
-  return std::string("params on ") + HomeName(params) + ", optimizer on " + HomeName(optimizer) +
-         ", recompute " + std::to_string(recompute_layers) + " of " + std::to_string(layers) +
-         " blocks, device slots " + DescribeSlots(slot_sizes) + ", activations " +
-         FormatBytes(acts_bytes) + ", device " + FormatBytes(device_bytes) + " (minimum " +
-         FormatBytes(min_device_bytes) + "), host " + FormatBytes(host_bytes);
+  return std::string("params on ") + memory::TierName(params) + ", optimizer on " +
+         memory::TierName(optimizer) + ", recompute " + std::to_string(recompute_layers) + " of " +
+         std::to_string(layers) + " blocks, device slots " + DescribeSlots(slot_sizes) +
+         ", activations " + FormatBytes(acts_bytes) + ", device " + FormatBytes(device_bytes) +
+         " (minimum " + FormatBytes(min_device_bytes) + "), host " + FormatBytes(host_bytes);
 }
 
 Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {

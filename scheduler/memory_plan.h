@@ -40,11 +40,12 @@
 
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
+#include "memory/tier.h"
 
 namespace strata::scheduler {
 
-enum class Home : uint8_t { kDevice = 0, kHost = 1, kNvme = 2 };
-const char* HomeName(Home home);
+// Where a role's pages live: the tiers of memory/ (one enum, memory/tier.h).
+using Home = memory::Tier;
 
 inline constexpr int kMinWorkingSlots = 4;  // head backward: P_head, P_emb, G_head, G_emb
 inline constexpr int kPrefetchSlots = 1;

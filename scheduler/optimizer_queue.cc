@@ -151,13 +151,11 @@ Status OptimizerQueue::PublishBlock(int block, long step) {
   for (size_t k = 0; k < pp.size(); ++k) {
     STRATA_ASSIGN_OR_RETURN(
         PageRef master, host_.Acquire(mp[k], Access::kRead, Acquirer::kOptimizer, holder, step));
-    host_.Unpin(pp[k]);
     STRATA_ASSIGN_OR_RETURN(PageRef param, host_.Acquire(pp[k], Access::kOverwrite,
                                                          Acquirer::kOptimizer, holder, step));
     std::memcpy(param.data(), master.data(), sp_.page_bytes());
-    param.release();
     master.release();
-    STRATA_RETURN_IF_ERROR(host_.Repin(pp[k]));
+    STRATA_RETURN_IF_ERROR(host_.Release(param));
   }
   return Status::Ok();
 }
@@ -209,14 +207,11 @@ Status OptimizerQueue::UpdatePage(const UpdateJob& job, size_t k) {
   };
   const int64_t t0 = timeline_.now_ns();
   job.grads[k]->synchronize();  // this page's gradient is on the host (copy errors: Drain)
-  // Each host-home page is unpinned just before it is taken for write, so that making room for
-  // the others never evicts it.
+  // A host-home page gives up its pin just before it is taken for write (HostPages::Acquire), so
+  // that making room for the others never evicts it.
   STRATA_ASSIGN_OR_RETURN(PageRef g, acquire(gp[k], Access::kRead));
-  host_.Unpin(mp[k]);
   STRATA_ASSIGN_OR_RETURN(PageRef m, acquire(mp[k], Access::kWrite));
-  host_.Unpin(vp[k]);
   STRATA_ASSIGN_OR_RETURN(PageRef v, acquire(vp[k], Access::kWrite));
-  host_.Unpin(pp[k]);
   STRATA_ASSIGN_OR_RETURN(PageRef p, acquire(pp[k], Access::kWrite));
   const int64_t t1 = timeline_.now_ns();
   timeline_.add(Slice{Queue::kOptimizerIo, Label("adamw pages", block, k), t0, t1,
@@ -241,13 +236,10 @@ Status OptimizerQueue::UpdatePage(const UpdateJob& job, size_t k) {
   });
   timeline_.add(
       Slice{Queue::kOptimizer, Label("adamw", block, k), t1, timeline_.now_ns(), bytes, job.step});
-  p.release();
-  m.release();
-  v.release();
   g.release();
   // The gradient is dead until the next backward overwrites it: never write it back.
   if (job.discard_grads) STRATA_RETURN_IF_ERROR(host_.manager().discard(gp[k]));
-  for (memory::PageId page : {pp[k], mp[k], vp[k]}) STRATA_RETURN_IF_ERROR(host_.Repin(page));
+  for (PageRef* r : {&p, &m, &v}) STRATA_RETURN_IF_ERROR(host_.Release(*r));
   // The moments are next needed by the next step's update of this page, after everything else:
   // when room is needed they go first, not the gradients still waiting for AdamW.
   STRATA_RETURN_IF_ERROR(host_.manager().demote(mp[k]));

@@ -5,9 +5,8 @@
 // - the paged trainer (scheduler/paged_trainer.cc): model state in pages under --gpu-mem,
 //   --host-mem and --nvme-dir budgets, run by the Engine (scheduler/engine.h).
 // Which one runs: --engine memory|paged, or auto (the default): paged as soon as any paging
-// flag is given (--host-mem, --nvme-dir, --page-size, --params-on, --optimizer-on, --micro-batch,
-// --recompute, --trace, --ckpt-dir, --resume, --delayed-update, --movement-only), or when --gpu-mem is below what the in-memory
-// trainer needs. Checkpoints and --resume need the paged trainer and --nvme-dir.
+// flag (kPagingFlags) is given, or when --gpu-mem is below what the in-memory trainer needs.
+// Checkpoints and --resume need the paged trainer and --nvme-dir.
 //
 // Note [Canonical arithmetic] (why both give the same bits)
 // - The global gradient norm is summed per block: per tensor sum_of_squares (double) on the
@@ -37,6 +36,12 @@ class FaultInjector;
 }  // namespace strata::storage
 
 namespace strata {
+
+// The flags that only the paged trainer has: any of them selects it under --engine auto.
+inline constexpr const char* kPagingFlags[] = {
+    "--host-mem",     "--nvme-dir",    "--nvme-mem",       "--page-size",     "--params-on",
+    "--optimizer-on", "--micro-batch", "--recompute",      "--trace",         "--ckpt-dir",
+    "--ckpt-every",   "--resume",      "--delayed-update", "--movement-only", "--host-eviction"};
 
 struct ModelChoice {
   std::string preset = "small";  // --model
@@ -87,7 +92,7 @@ struct TrainOptions {
   // --host-eviction: how the host pool picks victims: belady (over the access plan learned from
   // step 2, Note [Host access plan] in scheduler/host_pages.h) or lru (steered by demote).
   std::string host_eviction = "belady";
-  bool paging_flag_given = false;      // set by the CLI when any paging flag was given
+  bool paging_flag_given = false;  // set by the CLI when any of kPagingFlags was given
   // Tests: makes the NVMe tier's disk misbehave (storage/fault_injector.h). Borrowed: must
   // outlive the Trainer. Not a flag.
   storage::FaultInjector* nvme_faults = nullptr;

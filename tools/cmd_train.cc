@@ -45,10 +45,7 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   if (!f.page_size.empty()) {
     STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(f.page_size, "--page-size"));
   }
-  for (const char* flag : {"--host-mem", "--nvme-dir", "--nvme-mem", "--page-size", "--params-on",
-                           "--optimizer-on", "--micro-batch", "--recompute", "--trace",
-                           "--ckpt-dir", "--ckpt-every", "--resume", "--delayed-update",
-                           "--movement-only", "--host-eviction"}) {
+  for (const char* flag : kPagingFlags) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
   return Status::Ok();

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <thread>
 
 #include "memory/memory_manager.h"
@@ -59,16 +60,32 @@ void Write(MemoryManager& mm, PageId p, uint64_t tag) {
   FillPattern(ref->data(), kPage, p, tag);
 }
 
-TEST(MemoryManagerLockingConcurrent, HitAndStagingProceedDuringASlowCommit) {
-  testing::ScratchDir dir;
-  storage::FaultInjector faults;
-  auto store = testing::OpenStore(dir.path(), kPage, 64, &faults);
-  PageStoreTier store_tier(store.get());
-  SignallingTier tier(&store_tier);
-  auto mm = MemoryManager::Create(
-      {.page_bytes = kPage, .num_pages = 8, .host_bytes = 4 * kPage, .nvme = &tier});
-  ASSERT_TRUE(mm.ok()) << mm.status().ToString();
-  MemoryManager& m = **mm;
+// A manager of 8 pages over a page store whose disk latency the test sets, through a tier that
+// says when a commit has started.
+class MemoryManagerLockingConcurrent : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = testing::OpenStore(dir_.path(), kPage, 64, &faults_);
+    store_tier_ = std::make_unique<PageStoreTier>(store_.get());
+    tier_ = std::make_unique<SignallingTier>(store_tier_.get());
+    auto mm = MemoryManager::Create(
+        {.page_bytes = kPage, .num_pages = 8, .host_bytes = 4 * kPage, .nvme = tier_.get()});
+    ASSERT_TRUE(mm.ok()) << mm.status().ToString();
+    mm_ = std::move(*mm);
+  }
+
+  testing::ScratchDir dir_;
+  storage::FaultInjector faults_;
+  std::unique_ptr<storage::PageStore> store_;
+  std::unique_ptr<PageStoreTier> store_tier_;
+  std::unique_ptr<SignallingTier> tier_;
+  std::unique_ptr<MemoryManager> mm_;
+};
+
+TEST_F(MemoryManagerLockingConcurrent, HitAndStagingProceedDuringASlowCommit) {
+  MemoryManager& m = *mm_;
+  storage::FaultInjector& faults = faults_;
+  SignallingTier& tier = *tier_;
   // Page 0 on NVMe and read back into the pool (the hit); page 2 dirty (staged while the commit
   // runs); page 3's version written slowly, so that its commit waits for that write.
   Write(m, 0, 10);
@@ -116,16 +133,10 @@ TEST(MemoryManagerLockingConcurrent, HitAndStagingProceedDuringASlowCommit) {
 // Note [Commit order] (memory/write_back.cc): a commit_nvme that finds nothing staged of its own
 // still returns only after a commit sealed before it, holding another page's version, is done:
 // a snapshot taken right after must see that version.
-TEST(MemoryManagerLockingConcurrent, CommitWaitsForACommitSealedBeforeIt) {
-  testing::ScratchDir dir;
-  storage::FaultInjector faults;
-  auto store = testing::OpenStore(dir.path(), kPage, 64, &faults);
-  PageStoreTier store_tier(store.get());
-  SignallingTier tier(&store_tier);
-  auto mm = MemoryManager::Create(
-      {.page_bytes = kPage, .num_pages = 8, .host_bytes = 4 * kPage, .nvme = &tier});
-  ASSERT_TRUE(mm.ok()) << mm.status().ToString();
-  MemoryManager& m = **mm;
+TEST_F(MemoryManagerLockingConcurrent, CommitWaitsForACommitSealedBeforeIt) {
+  MemoryManager& m = *mm_;
+  storage::FaultInjector& faults = faults_;
+  SignallingTier& tier = *tier_;
   Write(m, 3, 13);
   faults.set_latency_ns(kSlowWriteNs / 3);
   const PageId three[] = {3};

@@ -44,22 +44,26 @@ TEST(HostPages, RecordsOneStepsAcquiresAsAPlanPerAcquirer) {
   EXPECT_TRUE(host.TakePlan().empty());
 }
 
-TEST(HostPages, HomesStayPinnedButForTheirOwnWrites) {
+TEST(HostPages, HomesStayPinnedButWhileTheyAreWritten) {
   auto mm = Manager();
   HostPages host(*mm);
   ASSERT_TRUE(host.SetHomes({2, 3}).ok());
   EXPECT_EQ(mm->residency(2).readers, 1);
   EXPECT_EQ(mm->residency(4).readers, 0);
-  host.Unpin(2);
-  host.Unpin(4);  // not a home: nothing happens
-  EXPECT_EQ(mm->residency(2).readers, 0);
   {
     auto w = host.Acquire(2, Access::kWrite, Acquirer::kOptimizer, "test", 0);
     ASSERT_TRUE(w.ok());
-    EXPECT_TRUE(mm->residency(2).writer);
+    EXPECT_TRUE(mm->residency(2).writer);  // the home pin was given up for the writer
+    EXPECT_EQ(mm->residency(2).readers, 0);
+    ASSERT_TRUE(host.Release(*w).ok());
   }
-  ASSERT_TRUE(host.Repin(2).ok());
   EXPECT_EQ(mm->residency(2).readers, 1);
+  {
+    auto w = host.Acquire(4, Access::kWrite, Acquirer::kOptimizer, "test", 0);  // not a home
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(host.Release(*w).ok());
+  }
+  EXPECT_EQ(mm->residency(4).readers, 0);
   host.ReleaseHomes();
   EXPECT_EQ(mm->residency(3).readers, 0);
 }
