@@ -1,16 +1,17 @@
 // MemoryPlan: where each kind of model state lives and how the device budget is cut, decided once
 // before step 1 from the model, the page plan and the user's budgets and placement flags.
 //
-// Device (Note [Block slots]): kernels need contiguous tensors and a page boundary may cut a
-// tensor, so the device side works in *slots*: contiguous device buffers, each holding one
-// block's parameters or its gradient in the block's own layout (core/nn/gpt_layout.h), of a few
-// size classes (scheduler/slot_sizes.h): a slot holds any block no larger than itself. Slots, the
-// activations and the step's tokens are allocated once from the Device arena; nothing else is,
-// so the arena's peak is exactly their sum and cannot exceed --gpu-mem.
-// The minimal working set is what the step holds at once — head backward: the head's and the
-// embedding's parameters and gradients (the head is tied to wte); a block's backward: its
-// parameters, its gradient and the embedding's gradient — plus one block-sized prefetch slot,
-// plus activations. Budget beyond it buys more block-sized slots (fewer reloads).
+// Note [Block slots]
+// Device: kernels need contiguous tensors and a page boundary may cut a tensor, so the device side
+// works in *slots*: contiguous device buffers, each holding one block's parameters or its gradient
+// in the block's own layout (core/nn/gpt_layout.h), of a few size classes (scheduler/slot_sizes.h):
+// a slot holds any block no larger than itself. Slots, the activations and the step's tokens are
+// allocated once from the Device arena; nothing else is, so the arena's peak is exactly their sum
+// and cannot exceed --gpu-mem. The minimal working set is what the step holds at once — head
+// backward: the head's and the embedding's parameters and gradients (the head is tied to wte); a
+// block's backward: its parameters, its gradient and the embedding's gradient — plus one
+// block-sized prefetch slot, plus activations. Budget beyond it buys more block-sized slots (fewer
+// reloads).
 //
 // Host: the MemoryManager's pinned pool of --host-mem. Without NVMe every page must fit in it.
 // With NVMe, pages whose home is the host are pinned there for the whole run; the rest pass
@@ -73,12 +74,12 @@ struct MemoryPlan {
   int recompute_layers = 0;
   int layers = 0;  // transformer blocks of the model
   bool recompute() const { return recompute_layers > 0; }
-  uint64_t slot_bytes = 0;             // the largest block (rounded to 4 KiB)
-  std::vector<uint64_t> slot_sizes;    // bytes of each slot, largest first (scheduler/slot_sizes.h)
-  int slots = 0;                       // slot_sizes.size()
-  uint64_t acts_bytes = 0;        // ActivationLayout::Bytes() (activations.h), rounded to 4 KiB
-  uint64_t tokens_bytes = 0;      // the step's inputs and targets (rounded to 4 KiB)
-  uint64_t device_bytes = 0;      // the --gpu-mem budget in force
+  uint64_t slot_bytes = 0;           // the largest block (rounded to 4 KiB)
+  std::vector<uint64_t> slot_sizes;  // bytes of each slot, largest first (scheduler/slot_sizes.h)
+  int slots = 0;                     // slot_sizes.size()
+  uint64_t acts_bytes = 0;           // ActivationLayout::Bytes() (activations.h), rounded to 4 KiB
+  uint64_t tokens_bytes = 0;         // the step's inputs and targets (rounded to 4 KiB)
+  uint64_t device_bytes = 0;         // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
   uint64_t host_bytes = 0;        // the --host-mem budget in force (whole pages)
   std::string ToString() const;

@@ -4,7 +4,8 @@
 // (core/nn/gpt_layout.h). The four roles of one block have the same pieces at the same page
 // index, so one page index names a param page, its grad page and its two moment pages.
 //
-// Note [Pieces, not pages, into slots]: the page plan never lets a tensor that fits in a page
+// Note [Pieces, not pages, into slots]
+// The page plan never lets a tensor that fits in a page
 // straddle two pages, so it pads where the block layout does not: page k of a block is *not*
 // bytes [k * page_bytes, (k+1) * page_bytes) of the block. Moves between a page and a device slot
 // therefore copy each piece to its own offset (a transformer block has 12 tensors: at most a few

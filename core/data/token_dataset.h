@@ -9,7 +9,8 @@
 // A *.bin file without the magic is rejected as Corruption rather than silently read as text:
 // it is almost always a token file written for another tool or a damaged one.
 //
-// Batches (Note [Batch windows]): for step k (0-based) and row i of a batch of B rows of T
+// Note [Batch windows]
+// Batches: for step k (0-based) and row i of a batch of B rows of T
 // tokens, with N tokens in the dataset,
 //     s = ((k * B + i) * T) mod (N - T - 1)
 //     x[i] = tokens[s, s + T),  y[i] = tokens[s + 1, s + T + 1)
