@@ -15,7 +15,13 @@ PageId VictimOrder::operator[](size_t i) {
 }
 
 void PlanCursors::set_plan(std::vector<PlannedAccess> plan) {
-  plan_.store(std::make_shared<const AccessPlan>(plan));
+  auto owned = std::make_unique<const AccessPlan>(plan);
+  const AccessPlan* in_force = owned.get();
+  {
+    std::lock_guard lock(plans_mu_);
+    plans_.push_back(std::move(owned));
+  }
+  plan_.store(in_force, std::memory_order_release);
   set_position(0);
 }
 

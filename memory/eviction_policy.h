@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -49,13 +50,17 @@ class VictimOrder {
   size_t sorted_ = 0;
 };
 
-// The plan in force and one cursor per acquirer. Lock-free: the plan is an atomic shared_ptr
-// read on every acquire; cursors only move forward (relaxed: a cursor a little behind makes an
-// eviction choice a little worse, never wrong).
+// The plan in force and one cursor per acquirer. Lock-free on the hot path: the plan in force is
+// an atomic pointer read on every acquire (acquire/release). Plans are set rarely (the scheduler
+// sets one per run), so a replaced plan is kept, not freed, until the PlanCursors go: a reader
+// may still hold it, and no reference count (GCC 12's atomic<shared_ptr> takes a lock bit that
+// ThreadSanitizer cannot see) is needed. Cursors only move forward (relaxed: a cursor a little
+// behind makes an eviction choice a little worse, never wrong).
 class PlanCursors {
  public:
   void set_plan(std::vector<PlannedAccess> plan);
-  std::shared_ptr<const AccessPlan> plan() const { return plan_.load(); }
+  // The plan in force, or nullptr; valid while the PlanCursors live.
+  const AccessPlan* plan() const { return plan_.load(std::memory_order_acquire); }
   // Note [Plan cursors]: `acquirer` acquired `page`.
   void advance(PageId page, int acquirer);
   void set_position(uint64_t position);  // every cursor
@@ -64,7 +69,9 @@ class PlanCursors {
   void snapshot(uint64_t* cursors) const;
 
  private:
-  std::atomic<std::shared_ptr<const AccessPlan>> plan_;
+  std::atomic<const AccessPlan*> plan_{nullptr};
+  std::mutex plans_mu_;                                   // guards plans_ (set_plan only)
+  std::vector<std::unique_ptr<const AccessPlan>> plans_;  // every plan set, the last in force
   std::atomic<uint64_t> cursor_[kMaxAcquirers] = {};
 };
 
