@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 
 #include "storage/posix_file.h"
 
@@ -71,6 +72,15 @@ rocksdb::Options DbOptions(bool create) {
   options.max_background_jobs = 2;
   options.keep_log_file_num = 2;
   options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  // Note [Disk space] (page_store_open.cc): no preallocation (RocksDB's default reserved ~70 MiB
+  // for its log, whatever the disk had left) and a small memtable, so the catalog's footprint is
+  // what it holds.
+  options.allow_fallocate = false;
+  options.write_buffer_size = 4 << 20;
+  // A kill can cut only the log's last record (every commit is a sync write); damage anywhere
+  // else must fail the open, not silently drop the commits after it (RocksDB's default,
+  // point-in-time recovery, did: a damaged log surfaced later as a missing manifest).
+  options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   return options;
 }
 
@@ -107,6 +117,49 @@ Result<StoreLayout> DecodeLayout(const std::string& path, const std::string& for
   return out;
 }
 
+// The newest file of `dir` whose name starts with `prefix` and ends with `suffix` ("" if none).
+std::string NewestFile(const std::string& dir, const std::string& prefix, const std::string& suffix) {
+  std::string best;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 && name > best) {
+      best = name;
+    }
+  }
+  return best;
+}
+
+constexpr const char* kLostCatalog =
+    "; the store's page mappings and checkpoints cannot be read as they are: restore the "
+    "catalog directory from a backup, or start a new store in an empty --nvme-dir";
+
+// Note [Catalog damage]: a catalog that cannot be opened is explained by which of RocksDB's own
+// files is at fault, since RocksDB's words ("checksum mismatch", a missing key) do not say.
+Status ExplainOpenFailure(const std::string& path, const rocksdb::Status& s) {
+  if (!PathExists(path + "/CURRENT")) {
+    const std::string manifest = NewestFile(path, "MANIFEST-", "");
+    return Status::Corruption(
+        "catalog " + path + " has lost its CURRENT file (RocksDB's pointer to its MANIFEST)" +
+        (manifest.empty() ? std::string(kLostCatalog)
+                          : "; if nothing else is damaged, restore it with: printf '" + manifest +
+                                "\\n' > " + path + "/CURRENT (the newest MANIFEST there)"));
+  }
+  const std::string text = s.ToString();
+  if (s.IsCorruption() && text.find("MANIFEST") != std::string::npos) {
+    return Status::Corruption("catalog " + path + ": its MANIFEST file is damaged or truncated (" +
+                              text + ")" + kLostCatalog);
+  }
+  if (s.IsCorruption() && !NewestFile(path, "", ".log").empty()) {
+    return Status::Corruption(
+        "catalog " + path + ": its write-ahead log (" + path + "/" + NewestFile(path, "", ".log") +
+        ") is damaged in the middle, not just cut by a crash (" + text +
+        "), so the commits after the damage cannot be replayed" + kLostCatalog);
+  }
+  return FromRocks(s, "open catalog " + path);
+}
+
 }  // namespace
 
 std::string Catalog::PathFor(const std::string& first_dir) {
@@ -114,15 +167,23 @@ std::string Catalog::PathFor(const std::string& first_dir) {
   return first_dir + "/" + kCatalogDirName;
 }
 
-bool Catalog::Exists(const std::string& path) { return PathExists(path + "/CURRENT"); }
+// The directory, not its CURRENT file: a catalog that lost CURRENT is a damaged store to report
+// (Note [Catalog damage]), not a missing one to create over.
+bool Catalog::Exists(const std::string& path) { return PathExists(path); }
 
 Result<StoreLayout> Catalog::ReadLayout(const std::string& path) {
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::OpenForReadOnly(DbOptions(false), path, &raw);
-  STRATA_RETURN_IF_ERROR(FromRocks(s, "open catalog " + path + " read-only"));
+  if (!s.ok()) return ExplainOpenFailure(path, s);
   std::unique_ptr<rocksdb::DB> db(raw);
   std::string format, layout;
   s = db->Get(rocksdb::ReadOptions(), kFormatKey, &format);
+  if (s.IsNotFound() && !NewestFile(path, "", ".sst").empty()) {
+    // Tables exist but the MANIFEST that lists them does not name them.
+    return Status::Corruption("catalog " + path +
+                              " opened without its format record although it holds tables: its "
+                              "MANIFEST file is damaged or truncated" + std::string(kLostCatalog));
+  }
   if (s.IsNotFound()) {
     return Status::Corruption("catalog " + path +
                               " has no format version: it is not a Strata store (or its "
@@ -137,7 +198,7 @@ Result<StoreLayout> Catalog::ReadLayout(const std::string& path) {
 Result<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, bool create) {
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(DbOptions(create), path, &raw);
-  STRATA_RETURN_IF_ERROR(FromRocks(s, "open catalog " + path));
+  if (!s.ok()) return create ? FromRocks(s, "create catalog " + path) : ExplainOpenFailure(path, s);
   return std::unique_ptr<Catalog>(new Catalog(path, std::unique_ptr<rocksdb::DB>(raw)));
 }
 

@@ -40,10 +40,15 @@
 #include "storage/fault_injector.h"
 #include "storage/io_engine.h"
 #include "storage/slot_file.h"
+#include "storage/store_lock.h"
 
 namespace strata::storage {
 
 inline constexpr uint64_t kDefaultPageBytes = 16 * kMiB;
+
+// Free bytes the first directory of a store of `slots` slots keeps for its catalog's log, tables
+// and checkpoint manifests (Note [Disk space] in page_store_open.cc).
+uint64_t CatalogHeadroomBytes(uint64_t slots);
 
 struct PageStoreOptions {
   // One slot file per directory; the catalog lives in dirs[0]. Order matters on reopen.
@@ -91,12 +96,16 @@ class PageStore {
  public:
   class Batch;
 
-  // Opens the store over options.dirs, creating it when dirs[0] holds no catalog. Errors
-  // (each one line naming what and where; nothing is written or lost):
+  // Opens the store over options.dirs, creating it when dirs[0] holds no catalog. The first
+  // thing it does is take the store's lock (storage/store_lock.h); the store holds it until it
+  // is destroyed. Errors (each one line naming what and where; nothing is written or lost):
   //   InvalidArgument    page size not a multiple of 4 KiB, no dirs, duplicate dirs, capacity
-  //                      0 for a new store, a store of another page size or dir list;
+  //                      0 for a new store, a store of another page size or dir list, a new
+  //                      store in a directory that holds other files;
   //   NotFound / FailedPrecondition   a missing or unwritable dir;
-  //   ResourceExhausted  a dir without room for its slot file (needed and free bytes named);
+  //   FailedPrecondition the store is in use by another process (its pid named);
+  //   ResourceExhausted  a dir without room for its slot file, or the first dir without the
+  //                      catalog's headroom (Note [Disk space]; needed and free bytes named);
   //   NotSupported       O_DIRECT refused with DirectIo::kRequire; io_uring forced but absent;
   //                      a catalog of another format version;
   //   Corruption         a catalog or slot file that fails validation.
@@ -163,6 +172,10 @@ class PageStore {
   struct BatchState;
 
   PageStore() = default;
+  Status open_existing(const std::vector<std::string>& dirs, SlotFileOptions slot_options);
+  Status create_new(const std::vector<std::string>& dirs, uint64_t capacity_bytes,
+                    SlotFileOptions slot_options);
+  Status start_engine(IoEngineOptions io, FaultInjector* faults);
   Status create_files(SlotFileOptions slot_options);
   Status recover();
   uint64_t global_slot(const PageEntry& e) const {
@@ -174,6 +187,7 @@ class PageStore {
   Status start_read(PageId page, const PageEntry& entry, void* buffer, uint64_t buffer_bytes,
                     PageReadCallback done);
 
+  StoreLock lock_;  // first: released after everything else is closed
   StoreLayout layout_;
   std::vector<std::unique_ptr<SlotFile>> files_;
   std::vector<int> engine_files_;

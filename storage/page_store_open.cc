@@ -27,12 +27,10 @@ std::string Canonical(const std::string& dir) {
   return ec ? dir : p.string();
 }
 
-}  // namespace
-
-Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& options) {
-  const uint64_t page_bytes = options.page_bytes;
-  if (page_bytes == 0 || !IsIoAligned(page_bytes)) {
-    return Status::InvalidArgument("page size " + std::to_string(page_bytes) +
+// The canonical directories of options.dirs, each checked to be a writable directory given once.
+Result<std::vector<std::string>> CheckedDirs(const PageStoreOptions& options) {
+  if (options.page_bytes == 0 || !IsIoAligned(options.page_bytes)) {
+    return Status::InvalidArgument("page size " + std::to_string(options.page_bytes) +
                                    " bytes is not a positive multiple of 4 KiB (4096 bytes); "
                                    "use e.g. 4M or 16M");
   }
@@ -52,93 +50,177 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
       }
     }
   }
+  return dirs;
+}
 
+// A new store is created only in directories that hold nothing but Strata's own leftovers (the
+// lock, an interrupted creation's *.new files): it must never overwrite or mix with a user's
+// files, and a directory with other files in it is usually a mistyped path.
+Status CheckEmptyForNewStore(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> others;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == kStoreLockName || name == std::string(kSlotFileName) + ".new" ||
+        name == std::string(kCatalogDirName) + ".new") {
+      continue;
+    }
+    others.push_back(name);
+  }
+  if (ec) return Status::IoError("--nvme-dir " + dir + ": cannot list it: " + ec.message());
+  if (others.empty()) return Status::Ok();
+  std::sort(others.begin(), others.end());
+  std::string shown;
+  for (size_t i = 0; i < others.size() && i < 3; ++i) shown += (i ? ", '" : "'") + others[i] + "'";
+  if (others.size() > 3) shown += ", ...";
+  return Status::InvalidArgument(
+      "--nvme-dir " + dir + " is not empty (it holds " + std::to_string(others.size()) +
+      (others.size() == 1 ? " other entry: " : " other entries: ") + shown +
+      "); a new store is created only in an empty directory, so that it never overwrites your "
+      "files: give an empty or new directory (or --resume to continue a run whose store is "
+      "there)");
+}
+
+// Note [Disk space]
+// What a store needs on disk is reserved or checked before anything is written:
+// - the slot files are fallocated whole at creation, so a page write never meets a full disk;
+// - the catalog (RocksDB) grows with its write-ahead log, its tables and the manifests of the
+//   checkpoints. It preallocates nothing (allow_fallocate off in catalog.cc: RocksDB's default
+//   preallocation of its log took whatever space was left, so a --ckpt-dir on the same
+//   filesystem then failed with ENOSPC while df still showed free space), and the first
+//   directory must keep CatalogHeadroomBytes free, checked at creation (on top of the slot
+//   files) and at every reopen, before RocksDB opens: on a full disk RocksDB's recovery can
+//   fail halfway and abort. Checkpoint records (--ckpt-dir) are a few KiB; the headroom covers
+//   them when they share the filesystem.
+Status CheckCatalogHeadroom(const std::string& dir, uint64_t slots, uint64_t also_needed) {
+  const uint64_t need = CatalogHeadroomBytes(slots) + also_needed;
+  STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(dir));
+  if (free_bytes >= need) return Status::Ok();
+  return Status::ResourceExhausted(
+      "--nvme-dir " + dir + ": No space left on device (ENOSPC): the store needs " +
+      FormatBytes(need) + " free there (" +
+      (also_needed > 0 ? "its slot files " + FormatBytes(also_needed) + " and " : "") +
+      FormatBytes(CatalogHeadroomBytes(slots)) +
+      " of headroom for its catalog's log, tables and checkpoint manifests) but only " +
+      FormatBytes(free_bytes) +
+      " are free; free space on that filesystem (nothing was written: the store and its "
+      "checkpoints are as they were)");
+}
+
+}  // namespace
+
+uint64_t CatalogHeadroomBytes(uint64_t slots) { return 16 * kMiB + 256 * slots; }
+
+Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> dirs, CheckedDirs(options));
   std::unique_ptr<PageStore> store(new PageStore);
-  const std::string catalog_path = Catalog::PathFor(dirs[0]);
-  const bool exists = Catalog::Exists(catalog_path);
+  // The lock first: a process that does not own the store touches nothing of it.
+  STRATA_ASSIGN_OR_RETURN(store->lock_, StoreLock::Acquire(dirs));
   SlotFileOptions slot_options;
-  slot_options.slot_bytes = page_bytes;
+  slot_options.slot_bytes = options.page_bytes;
   slot_options.direct_io = options.direct_io;
   slot_options.faults = options.faults;
-
-  if (exists) {
-    STRATA_ASSIGN_OR_RETURN(StoreLayout layout, Catalog::ReadLayout(catalog_path));
-    if (layout.format_version != kCatalogFormatVersion) {
-      return Status::NotSupported("store at " + catalog_path + " has format version " +
-                                  std::to_string(layout.format_version) + "; this Strata reads " +
-                                  std::to_string(kCatalogFormatVersion) +
-                                  "; use the Strata that wrote it or another --nvme-dir");
-    }
-    if (layout.page_bytes != page_bytes) {
-      return Status::InvalidArgument("store at " + catalog_path + " was made with page size " +
-                                     FormatBytes(layout.page_bytes) + " but this run asks for " +
-                                     FormatBytes(page_bytes) +
-                                     "; pass the store's page size or use another --nvme-dir");
-    }
-    if (layout.dirs != dirs) {
-      return Status::InvalidArgument("store at " + catalog_path + " spans --nvme-dir " +
-                                     JoinDirs(layout.dirs) + " but this run passes " +
-                                     JoinDirs(dirs) + "; pass the same directories in order");
-    }
-    store->layout_ = layout;
-    for (const std::string& d : dirs) {
-      slot_options.dir = d;
-      slot_options.slots = layout.slots_per_file;
-      if (!PathExists(SlotFile::PathFor(d)) && PathExists(SlotFile::PendingPathFor(d))) {
-        // The creation committed (the catalog exists) but was cut before this rename.
-        STRATA_RETURN_IF_ERROR(RenameDurably(SlotFile::PendingPathFor(d), SlotFile::PathFor(d)));
-      }
-      STRATA_ASSIGN_OR_RETURN(auto file, SlotFile::Open(slot_options));
-      store->files_.push_back(std::move(file));
-    }
-    STRATA_ASSIGN_OR_RETURN(store->catalog_, Catalog::Open(catalog_path, /*create=*/false));
+  if (Catalog::Exists(Catalog::PathFor(dirs[0]))) {
+    STRATA_RETURN_IF_ERROR(store->open_existing(dirs, slot_options));
   } else {
-    if (options.capacity_bytes == 0) {
-      return Status::InvalidArgument("a new NVMe store in " + dirs[0] +
-                                     " needs a capacity (bytes of slots across all --nvme-dir)");
-    }
-    const uint64_t pages = (options.capacity_bytes + page_bytes - 1) / page_bytes;
-    const uint64_t slots_per_file = std::max<uint64_t>(1, (pages + dirs.size() - 1) / dirs.size());
-    const uint64_t bytes_per_file = SlotFile::BytesFor(slots_per_file, page_bytes);
-    // Check every disk before touching any: dirs sharing a filesystem need the sum.
-    std::vector<std::pair<dev_t, uint64_t>> need_by_dev;
-    for (const std::string& d : dirs) {
-      struct stat st;
-      if (::stat(d.c_str(), &st) != 0) return Status::FromErrno(errno, "--nvme-dir " + d);
-      auto it = std::find_if(need_by_dev.begin(), need_by_dev.end(),
-                             [&](const auto& p) { return p.first == st.st_dev; });
-      if (it == need_by_dev.end()) {
-        need_by_dev.emplace_back(st.st_dev, 0);
-        it = need_by_dev.end() - 1;
-      }
-      // Never create over another store's files: its pages would be overwritten.
-      if (Catalog::Exists(Catalog::PathFor(d)) || PathExists(SlotFile::PathFor(d))) {
-        return Status::AlreadyExists(
-            "--nvme-dir " + d + " already holds a Strata store (" +
-            (Catalog::Exists(Catalog::PathFor(d)) ? Catalog::PathFor(d) : SlotFile::PathFor(d)) +
-            ") that " + dirs[0] +
-            " does not describe; pass that store's directories in their "
-            "original order (the first holds strata.catalog), or delete its files to start over");
-      }
-      it->second += bytes_per_file;
-      STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(d));
-      if (free_bytes < it->second) {
-        return Status::ResourceExhausted(
-            "--nvme-dir " + d + " is too small: the store needs " + FormatBytes(it->second) +
-            " there (" + std::to_string(slots_per_file) + " slots of " + FormatBytes(page_bytes) +
-            " per directory) but only " + FormatBytes(free_bytes) +
-            " are free; free space, add another --nvme-dir or lower the NVMe capacity");
-      }
-    }
-    store->layout_ = StoreLayout{kCatalogFormatVersion, page_bytes, slots_per_file, dirs};
-    STRATA_RETURN_IF_ERROR(store->create_files(slot_options));
-    Logger("storage")->info("created NVMe store: {} slots of {} in {}",
-                            slots_per_file * dirs.size(), FormatBytes(page_bytes), JoinDirs(dirs));
+    STRATA_RETURN_IF_ERROR(store->create_new(dirs, options.capacity_bytes, slot_options));
   }
+  STRATA_RETURN_IF_ERROR(store->start_engine(options.io, options.faults));
+  STRATA_RETURN_IF_ERROR(store->recover());
+  return store;
+}
 
-  IoEngineOptions io = options.io;
-  io.faults = options.faults;
-  for (const auto& f : store->files_) {
+Status PageStore::open_existing(const std::vector<std::string>& dirs, SlotFileOptions slot_options) {
+  const std::string catalog_path = Catalog::PathFor(dirs[0]);
+  STRATA_ASSIGN_OR_RETURN(StoreLayout layout, Catalog::ReadLayout(catalog_path));
+  if (layout.format_version != kCatalogFormatVersion) {
+    return Status::NotSupported("store at " + catalog_path + " has format version " +
+                                std::to_string(layout.format_version) + "; this Strata reads " +
+                                std::to_string(kCatalogFormatVersion) +
+                                "; use the Strata that wrote it or another --nvme-dir");
+  }
+  if (layout.page_bytes != slot_options.slot_bytes) {
+    return Status::InvalidArgument("store at " + catalog_path + " was made with page size " +
+                                   FormatBytes(layout.page_bytes) + " but this run asks for " +
+                                   FormatBytes(slot_options.slot_bytes) +
+                                   "; pass the store's page size or use another --nvme-dir");
+  }
+  if (layout.dirs != dirs) {
+    return Status::InvalidArgument("store at " + catalog_path + " spans --nvme-dir " +
+                                   JoinDirs(layout.dirs) + " but this run passes " +
+                                   JoinDirs(dirs) + "; pass the same directories in order");
+  }
+  STRATA_RETURN_IF_ERROR(
+      CheckCatalogHeadroom(dirs[0], layout.slots_per_file * dirs.size(), /*also_needed=*/0));
+  layout_ = layout;
+  for (const std::string& d : dirs) {
+    slot_options.dir = d;
+    slot_options.slots = layout.slots_per_file;
+    if (!PathExists(SlotFile::PathFor(d)) && PathExists(SlotFile::PendingPathFor(d))) {
+      // The creation committed (the catalog exists) but was cut before this rename.
+      STRATA_RETURN_IF_ERROR(RenameDurably(SlotFile::PendingPathFor(d), SlotFile::PathFor(d)));
+    }
+    STRATA_ASSIGN_OR_RETURN(auto file, SlotFile::Open(slot_options));
+    files_.push_back(std::move(file));
+  }
+  STRATA_ASSIGN_OR_RETURN(catalog_, Catalog::Open(catalog_path, /*create=*/false));
+  return Status::Ok();
+}
+
+Status PageStore::create_new(const std::vector<std::string>& dirs, uint64_t capacity_bytes,
+                             SlotFileOptions slot_options) {
+  const uint64_t page_bytes = slot_options.slot_bytes;
+  if (capacity_bytes == 0) {
+    return Status::InvalidArgument("a new NVMe store in " + dirs[0] +
+                                   " needs a capacity (bytes of slots across all --nvme-dir)");
+  }
+  const uint64_t pages = (capacity_bytes + page_bytes - 1) / page_bytes;
+  const uint64_t slots_per_file = std::max<uint64_t>(1, (pages + dirs.size() - 1) / dirs.size());
+  const uint64_t bytes_per_file = SlotFile::BytesFor(slots_per_file, page_bytes);
+  // Check every disk before touching any: dirs sharing a filesystem need the sum.
+  std::vector<std::pair<dev_t, uint64_t>> need_by_dev;
+  for (const std::string& d : dirs) {
+    struct stat st;
+    if (::stat(d.c_str(), &st) != 0) return Status::FromErrno(errno, "--nvme-dir " + d);
+    auto it = std::find_if(need_by_dev.begin(), need_by_dev.end(),
+                           [&](const auto& p) { return p.first == st.st_dev; });
+    if (it == need_by_dev.end()) {
+      need_by_dev.emplace_back(st.st_dev, 0);
+      it = need_by_dev.end() - 1;
+    }
+    // Never create over another store's files: its pages would be overwritten.
+    if (Catalog::Exists(Catalog::PathFor(d)) || PathExists(SlotFile::PathFor(d))) {
+      return Status::AlreadyExists(
+          "--nvme-dir " + d + " already holds a Strata store (" +
+          (Catalog::Exists(Catalog::PathFor(d)) ? Catalog::PathFor(d) : SlotFile::PathFor(d)) +
+          ") that " + dirs[0] +
+          " does not describe; pass that store's directories in their "
+          "original order (the first holds strata.catalog), or delete its files to start over");
+    }
+    STRATA_RETURN_IF_ERROR(CheckEmptyForNewStore(d));
+    it->second += bytes_per_file;
+    STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(d));
+    if (free_bytes < it->second) {
+      return Status::ResourceExhausted(
+          "--nvme-dir " + d + " is too small: the store needs " + FormatBytes(it->second) +
+          " there (" + std::to_string(slots_per_file) + " slots of " + FormatBytes(page_bytes) +
+          " per directory) but only " + FormatBytes(free_bytes) +
+          " are free; free space, add another --nvme-dir or lower the NVMe capacity");
+    }
+  }
+  // The first directory also keeps the catalog's headroom beside its slot files.
+  STRATA_RETURN_IF_ERROR(CheckCatalogHeadroom(dirs[0], slots_per_file * dirs.size(),
+                                              need_by_dev.front().second));
+  layout_ = StoreLayout{kCatalogFormatVersion, page_bytes, slots_per_file, dirs};
+  STRATA_RETURN_IF_ERROR(create_files(slot_options));
+  Logger("storage")->info("created NVMe store: {} slots of {} in {}",
+                          slots_per_file * dirs.size(), FormatBytes(page_bytes), JoinDirs(dirs));
+  return Status::Ok();
+}
+
+Status PageStore::start_engine(IoEngineOptions io, FaultInjector* faults) {
+  io.faults = faults;
+  for (const auto& f : files_) {
     if (!f->direct_io() && io.backend != IoBackend::kSync) {
       static std::atomic<bool> logged{false};
       if (!logged.exchange(true)) {
@@ -148,13 +230,12 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
       io.backend = IoBackend::kSync;
     }
   }
-  STRATA_ASSIGN_OR_RETURN(store->engine_, IoEngine::Create(io));
-  for (const auto& f : store->files_) {
-    STRATA_ASSIGN_OR_RETURN(int index, store->engine_->register_file(f->fd(), f->path()));
-    store->engine_files_.push_back(index);
+  STRATA_ASSIGN_OR_RETURN(engine_, IoEngine::Create(io));
+  for (const auto& f : files_) {
+    STRATA_ASSIGN_OR_RETURN(int index, engine_->register_file(f->fd(), f->path()));
+    engine_files_.push_back(index);
   }
-  STRATA_RETURN_IF_ERROR(store->recover());
-  return store;
+  return Status::Ok();
 }
 
 // Note [Creating a store]

@@ -236,3 +236,95 @@ TEST(PageStoreBadInput, NewStoreNeedsCapacity) {
 
 }  // namespace
 }  // namespace strata::storage
+
+namespace strata::storage {
+namespace {
+
+// Issue 12, finding 6: a new store is created only in an empty directory; a mistyped path full
+// of someone's files is refused and nothing is written there.
+TEST(PageStoreBadInput, ANewStoreRefusesADirectoryWithOtherFiles) {
+  ScratchDir dir;
+  const std::string d = dir.sub("a");
+  { std::ofstream(d + "/notes.txt") << "mine"; }
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(d));
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  ExpectOneLine(r.status(), d + " is not empty (it holds 1 other entry: 'notes.txt')");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(d),
+                          std::filesystem::directory_iterator{}),
+            1);
+}
+
+// The catalog's damage is named by the RocksDB file at fault (Note [Catalog damage]).
+class CatalogDamage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = PageStore::Open(Options(dir_.path()));
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    AlignedBuffer buf = MustAllocate(64 * kKiB);
+    for (uint64_t v = 1; v <= 3; ++v) {
+      PageStore::Batch batch = (*store)->new_batch();
+      FillPage(buf.data(), 64 * kKiB, 0, v);
+      ASSERT_TRUE((*store)->write_page_version(batch, 0, v, buf.data(), 64 * kKiB).ok());
+      ASSERT_TRUE((*store)->commit(batch).ok());
+    }
+    ASSERT_TRUE((*store)->save_manifest("step-1").ok());
+  }
+  std::string catalog() const { return Catalog::PathFor(dir_.path()); }
+  // The catalog's file whose name starts with `prefix` and ends with `suffix`.
+  std::string CatalogFile(const std::string& prefix, const std::string& suffix) const {
+    for (const auto& e : std::filesystem::directory_iterator(catalog())) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind(prefix, 0) == 0 && n.size() >= suffix.size() &&
+          n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        return e.path().string();
+      }
+    }
+    ADD_FAILURE() << "no " << prefix << "*" << suffix << " in " << catalog();
+    return "";
+  }
+  ScratchDir dir_;
+};
+
+TEST_F(CatalogDamage, ALostCurrentFileSaysHowToRestoreIt) {
+  std::filesystem::remove(catalog() + "/CURRENT");
+  auto r = PageStore::Open(Options(dir_.path()));
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  ExpectOneLine(r.status(), "has lost its CURRENT file");
+  EXPECT_NE(r.status().message().find("printf 'MANIFEST-"), std::string::npos);
+}
+
+TEST_F(CatalogDamage, ATruncatedManifestIsNamedNotCalledAForeignStore) {
+  std::filesystem::resize_file(CatalogFile("MANIFEST-", ""), 0);
+  auto r = PageStore::Open(Options(dir_.path()));
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  ExpectOneLine(r.status(), "MANIFEST file is damaged or truncated");
+  EXPECT_EQ(r.status().message().find("not a Strata store"), std::string::npos);
+}
+
+// Before: RocksDB's point-in-time recovery stopped at the damage silently, and the lost commits
+// surfaced later as "manifest 'step-1' does not exist".
+TEST_F(CatalogDamage, DamageInsideTheWriteAheadLogFailsTheOpenNamingTheLog) {
+  const std::string log = CatalogFile("", ".log");
+  ASSERT_GT(std::filesystem::file_size(log), 200u);
+  {
+    std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(std::filesystem::file_size(log) / 3);
+    const char c = static_cast<char>(f.get() ^ 0xff);
+    f.seekp(std::filesystem::file_size(log) / 3);
+    f.put(c);
+  }
+  auto r = PageStore::Open(Options(dir_.path()));
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  ExpectOneLine(r.status(), "its write-ahead log (" + log + ") is damaged in the middle");
+}
+
+// A kill can cut only the log's last record; that store still opens, at its last whole commit.
+TEST_F(CatalogDamage, ALogCutAtItsTailStillOpens) {
+  const std::string log = CatalogFile("", ".log");
+  std::filesystem::resize_file(log, std::filesystem::file_size(log) - 5);
+  auto r = PageStore::Open(Options(dir_.path()));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
+}  // namespace
+}  // namespace strata::storage
