@@ -56,7 +56,8 @@ struct PageStoreOptions {
   // Multiple of 4 KiB. A store refuses to open with another page size.
   uint64_t page_bytes = kDefaultPageBytes;
   // For a new store: total slot bytes across all dirs (split evenly, rounded up to whole
-  // pages). Ignored when the store exists (its recorded layout wins).
+  // pages). An existing store grows to it when it is larger (Note [Growing a store] in
+  // page_store_open.cc) and never shrinks.
   uint64_t capacity_bytes = 0;
   // Queue depth, request size, backend. The backend is forced to kSync when a filesystem
   // refuses O_DIRECT (and direct_io is kAuto).
@@ -172,7 +173,9 @@ class PageStore {
   struct BatchState;
 
   PageStore() = default;
-  Status open_existing(const std::vector<std::string>& dirs, SlotFileOptions slot_options);
+  Status open_existing(const std::vector<std::string>& dirs, uint64_t capacity_bytes,
+                       SlotFileOptions slot_options);
+  Status grow_to(uint64_t capacity_bytes);
   Status create_new(const std::vector<std::string>& dirs, uint64_t capacity_bytes,
                     SlotFileOptions slot_options);
   Status start_engine(IoEngineOptions io, FaultInjector* faults);

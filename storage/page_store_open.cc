@@ -121,7 +121,7 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
   slot_options.direct_io = options.direct_io;
   slot_options.faults = options.faults;
   if (Catalog::Exists(Catalog::PathFor(dirs[0]))) {
-    STRATA_RETURN_IF_ERROR(store->open_existing(dirs, slot_options));
+    STRATA_RETURN_IF_ERROR(store->open_existing(dirs, options.capacity_bytes, slot_options));
   } else {
     STRATA_RETURN_IF_ERROR(store->create_new(dirs, options.capacity_bytes, slot_options));
   }
@@ -130,7 +130,8 @@ Result<std::unique_ptr<PageStore>> PageStore::Open(const PageStoreOptions& optio
   return store;
 }
 
-Status PageStore::open_existing(const std::vector<std::string>& dirs, SlotFileOptions slot_options) {
+Status PageStore::open_existing(const std::vector<std::string>& dirs, uint64_t capacity_bytes,
+                                SlotFileOptions slot_options) {
   const std::string catalog_path = Catalog::PathFor(dirs[0]);
   STRATA_ASSIGN_OR_RETURN(StoreLayout layout, Catalog::ReadLayout(catalog_path));
   if (layout.format_version != kCatalogFormatVersion) {
@@ -164,6 +165,43 @@ Status PageStore::open_existing(const std::vector<std::string>& dirs, SlotFileOp
     files_.push_back(std::move(file));
   }
   STRATA_ASSIGN_OR_RETURN(catalog_, Catalog::Open(catalog_path, /*create=*/false));
+  return grow_to(capacity_bytes);
+}
+
+// Note [Growing a store]
+// A reopen with a larger capacity extends every slot file (fallocate, fsync) and then rewrites
+// the layout in the catalog, the commit point. A crash in between leaves files longer than the
+// layout says, which Open accepts (only a shorter file is Corruption), and the next reopen
+// grows again. A store never shrinks: its slots may hold checkpointed versions.
+Status PageStore::grow_to(uint64_t capacity_bytes) {
+  const uint64_t page_bytes = layout_.page_bytes, dirs = files_.size();
+  const uint64_t pages = (capacity_bytes + page_bytes - 1) / page_bytes;
+  const uint64_t slots_per_file = (pages + dirs - 1) / dirs;
+  if (slots_per_file <= layout_.slots_per_file) {
+    if (slots_per_file < layout_.slots_per_file && capacity_bytes > 0) {
+      Logger("storage")->info("NVMe store {} keeps its {} of slots (a store never shrinks)",
+                              catalog_->path(),
+                              FormatBytes(layout_.slots_per_file * dirs * page_bytes));
+    }
+    return Status::Ok();
+  }
+  const uint64_t extra = SlotFile::BytesFor(slots_per_file - layout_.slots_per_file, page_bytes);
+  for (const auto& file : files_) {
+    STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(file->dir()));
+    if (free_bytes < extra) {
+      return Status::ResourceExhausted(
+          "--nvme-dir " + file->dir() + " is too small to grow the store to " +
+          FormatBytes(capacity_bytes) + ": it needs " + FormatBytes(extra) + " more there but " +
+          FormatBytes(free_bytes) + " are free; free space or ask for less (--nvme-mem)");
+    }
+  }
+  for (const auto& file : files_) STRATA_RETURN_IF_ERROR(file->extend(slots_per_file));
+  StoreLayout grown = layout_;
+  grown.slots_per_file = slots_per_file;
+  STRATA_RETURN_IF_ERROR(catalog_->write_layout(grown));
+  Logger("storage")->info("grew NVMe store {} to {} slots of {}", catalog_->path(),
+                          slots_per_file * dirs, FormatBytes(page_bytes));
+  layout_ = grown;
   return Status::Ok();
 }
 

@@ -104,6 +104,20 @@ Status SlotFile::publish() {
   return Status::Ok();
 }
 
+Status SlotFile::extend(uint64_t slots) {
+  if (slots <= slots_) return Status::Ok();
+  const uint64_t bytes = BytesFor(slots, slot_bytes_);
+  const int r = ::posix_fallocate(fd_.get(), 0, static_cast<off_t>(bytes));
+  if (r == ENOSPC) {
+    return Status::ResourceExhausted("--nvme-dir " + dir_ + ": No space left on device to grow " +
+                                     path_ + " to " + FormatBytes(bytes));
+  }
+  if (r != 0) return Status::FromErrno(r, "fallocate " + std::to_string(bytes) + " bytes for " + path_);
+  if (::fsync(fd_.get()) != 0) return Status::FromErrno(errno, "fsync " + path_);
+  slots_ = slots;
+  return Status::Ok();
+}
+
 Status SlotFile::sync() const {
   while (::fdatasync(fd_.get()) != 0) {
     if (errno != EINTR) return Status::FromErrno(errno, "fdatasync " + path_);

@@ -56,6 +56,9 @@ class SlotFile {
   uint64_t offset_of(uint64_t slot) const { return slot * slot_bytes_; }
   bool direct_io() const { return direct_io_; }
   [[nodiscard]] Status sync() const;
+  // Grows the file to `slots` slots (fallocate, fsync). ResourceExhausted on a full disk (the
+  // file keeps its old slots usable). No-op when it has that many already.
+  [[nodiscard]] Status extend(uint64_t slots);
   // Renames a pending file to its final name, durably. No-op when not pending.
   [[nodiscard]] Status publish();
 
