@@ -14,7 +14,6 @@ namespace {
 
 constexpr const char* kFormatKey = "meta/format";
 constexpr const char* kLayoutKey = "meta/layout";
-constexpr const char* kPagePrefix = "p/";
 constexpr const char* kManifestPrefix = "m/";
 
 Status FromRocks(const rocksdb::Status& s, const std::string& what) {
@@ -109,7 +108,7 @@ Result<StoreLayout> Catalog::read_layout() const {
 
 Status Catalog::for_each_page(const std::function<void(const PageRecord&)>& fn) const {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  const rocksdb::Slice prefix(kPagePrefix);
+  const rocksdb::Slice prefix(kPageKeyPrefix.data(), kPageKeyPrefix.size());
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     STRATA_ASSIGN_OR_RETURN(
         const PageRecord record,

@@ -3,8 +3,6 @@
 namespace strata::storage {
 namespace {
 
-constexpr std::string_view kPagePrefix = "p/";
-
 // Little-endian encoders for values; page keys are big-endian so that they sort by id.
 void PutU32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
@@ -98,7 +96,7 @@ Result<StoreLayout> DecodeLayout(const std::string& path, std::string_view forma
 }
 
 std::string EncodePageKey(PageId page) {
-  std::string key(kPagePrefix);
+  std::string key(kPageKeyPrefix);
   for (int i = 7; i >= 0; --i) key.push_back(static_cast<char>(page >> (8 * i)));
   return key;
 }
@@ -111,7 +109,7 @@ std::string EncodePageEntry(const PageEntry& entry) {
 
 Result<PageRecord> DecodePageRecord(const std::string& path, std::string_view key,
                                     std::string_view value) {
-  if (key.size() != kPagePrefix.size() + 8 || !key.starts_with(kPagePrefix) ||
+  if (key.size() != kPageKeyPrefix.size() + 8 || !key.starts_with(kPageKeyPrefix) ||
       value.size() != kPageEntryBytes) {
     return Status::Corruption("catalog " + path + ": malformed page record (key of " +
                               std::to_string(key.size()) + " bytes, value of " +
@@ -119,7 +117,7 @@ Result<PageRecord> DecodePageRecord(const std::string& path, std::string_view ke
   }
   PageId page = 0;
   for (size_t i = 0; i < 8; ++i) {
-    page = (page << 8) | static_cast<uint8_t>(key[kPagePrefix.size() + i]);
+    page = (page << 8) | static_cast<uint8_t>(key[kPageKeyPrefix.size() + i]);
   }
   return PageRecord{page, GetEntry(value.data())};
 }

@@ -27,6 +27,7 @@
 
 namespace strata::storage {
 
+inline constexpr std::string_view kPageKeyPrefix = "p/";
 inline constexpr size_t kPageEntryBytes = 4 + 8 * 4;
 inline constexpr size_t kPageRecordBytes = 8 + kPageEntryBytes;
 
