@@ -17,6 +17,8 @@ packages=(
   libgtest-dev libgmock-dev python3 python3-torch python3-numpy fio
   # the layering and size check (tests/check_structure.sh): function extents
   universal-ctags
+  # fuzzing (-DSTRATA_FUZZ=ON, tests/fuzz/): clang with libFuzzer and the sanitizer runtimes
+  clang-16 libclang-rt-16-dev
 )
 
 missing=()

@@ -82,7 +82,7 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, const std::string& bytes,
+Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, std::string_view bytes,
                                              int vocab_size) {
   const int64_t file_bytes = static_cast<int64_t>(bytes.size());
   if (file_bytes < kTokenFileHeaderBytes) {
@@ -142,15 +142,26 @@ std::vector<uint16_t> BytesToTokens(std::string_view text) {
   return tokens;
 }
 
-}  // namespace
-
-Result<TokenDataset> TokenDataset::Open(const std::string& path, int vocab_size) {
+Status CheckVocabSize(int vocab_size, const std::string& path) {
   if (vocab_size <= 0 || vocab_size > 65536) {
     return Status::InvalidArgument("vocabulary size " + std::to_string(vocab_size) +
                                    " for data file " + path +
                                    " is out of range; --vocab must be in 1..65536");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TokenDataset> TokenDataset::Open(const std::string& path, int vocab_size) {
+  STRATA_RETURN_IF_ERROR(CheckVocabSize(vocab_size, path));
   STRATA_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  return FromBytes(bytes, path, vocab_size);
+}
+
+Result<TokenDataset> TokenDataset::FromBytes(std::string_view bytes, const std::string& path,
+                                             int vocab_size) {
+  STRATA_RETURN_IF_ERROR(CheckVocabSize(vocab_size, path));
   if (bytes.empty()) {
     return Status::InvalidArgument("data file " + path +
                                    " is empty; give --data a file with training data");

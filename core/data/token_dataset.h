@@ -55,6 +55,12 @@ class TokenDataset {
   // - IoError and friends from the OS (Status::FromErrno).
   static Result<TokenDataset> Open(const std::string& path, int vocab_size);
 
+  // What Open() does with the file's bytes once read (tests/fuzz/ fuzzes it): `name` stands for
+  // the path, both in messages and for the *.bin rule. The same errors as Open(), less the OS's.
+  // Reads nothing outside `bytes`; allocates tokens only for a count the bytes hold.
+  static Result<TokenDataset> FromBytes(std::string_view bytes, const std::string& name,
+                                        int vocab_size);
+
   // Built-in data: wraps tokens the caller already has. `name` stands for a file name in
   // messages (e.g. "builtin corpus"). The caller guarantees the tokens fit its vocabulary.
   static TokenDataset FromTokens(std::vector<uint16_t> tokens, std::string name);

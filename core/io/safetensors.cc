@@ -146,14 +146,7 @@ bool GetNonNegative(const json& j, uint64_t* out) {
   return false;
 }
 
-struct Entry {
-  std::string name;
-  std::string dtype;
-  std::vector<int64_t> shape;
-  uint64_t numel = 1;
-  uint64_t begin = 0;
-  uint64_t end = 0;
-};
+using Entry = SafetensorsEntry;
 
 // Parses and validates one tensor entry of the header (not yet against its neighbours).
 Result<Entry> ParseEntry(const std::string& path, const std::string& name, const json& j,
@@ -182,15 +175,19 @@ Result<Entry> ParseEntry(const std::string& path, const std::string& name, const
     return Status::Corruption(where + ": missing or non-array \"shape\"");
   }
   for (const json& d : *shape) {
+    // The message names the element, never dump()s the shape: dump() recurses once per level
+    // of nesting, and a hostile header nests millions of levels deep (stack overflow).
     uint64_t dim;
     if (!GetNonNegative(d, &dim) || dim > static_cast<uint64_t>(INT64_MAX)) {
-      return Status::Corruption(where + ": shape " + shape->dump() +
-                                " holds something other than a non-negative integer");
-    }
-    if (__builtin_mul_overflow(e.numel, dim, &e.numel)) {
-      return Status::Corruption(where + ": shape " + shape->dump() + " overflows 64 bits");
+      return Status::Corruption(where + ": shape element " + std::to_string(e.shape.size()) +
+                                " is not a non-negative integer (it is a JSON " + d.type_name() +
+                                ")");
     }
     e.shape.push_back(static_cast<int64_t>(dim));
+    if (__builtin_mul_overflow(e.numel, dim, &e.numel)) {
+      return Status::Corruption(where + ": the product of shape " + ShapeString(e.shape) +
+                                " overflows 64 bits");
+    }
   }
   auto offsets = j.find("data_offsets");
   if (offsets == j.end() || !offsets->is_array() || offsets->size() != 2 ||
@@ -245,15 +242,29 @@ float Bfloat16ToFloat(uint16_t b) {
   return f;
 }
 
-Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// The file's layout for WriteSafetensors: the bytes before the data section, and the tensors'
+// order and byte counts in the data section.
+struct WriteLayout {
+  std::string head;               // 8-byte length + padded JSON header
+  std::vector<size_t> order;      // indices into `tensors`, by name
+  std::vector<uint64_t> bytes_of;  // data bytes of tensors[i]
+};
+
+Result<WriteLayout> LayOut(const std::vector<TensorView>& tensors,
+                           const std::map<std::string, std::string>& metadata,
+                           const std::string& path) {
   // Validate and lay out, in name order.
-  std::vector<size_t> order(tensors.size());
+  WriteLayout out;
+  std::vector<size_t>& order = out.order;
+  order.resize(tensors.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return tensors[a].name < tensors[b].name; });
   json header = json::object();
-  std::vector<uint64_t> bytes_of(tensors.size());
+  std::vector<uint64_t>& bytes_of = out.bytes_of;
+  bytes_of.resize(tensors.size());
   uint64_t data_bytes = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     const TensorView& t = tensors[order[k]];
@@ -297,19 +308,43 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& 
   // Pad so that the data section starts 8-byte aligned, as the reference writer does.
   header_text.append((8 - header_text.size() % 8) % 8, ' ');
   const uint64_t header_len = header_text.size();
-  unsigned char len_le[8];
-  for (int i = 0; i < 8; ++i) len_le[i] = static_cast<unsigned char>(header_len >> (8 * i));
+  out.head.resize(8);
+  for (int i = 0; i < 8; ++i) out.head[i] = static_cast<char>(header_len >> (8 * i));
+  out.head += header_text;
+  return out;
+}
 
+// Converts `numel` F16 or BF16 values at `src` (little-endian, any alignment) to floats.
+void HalvesToFloats(const char* src, uint64_t numel, bool bf16, float* dst) {
+  for (uint64_t i = 0; i < numel; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, sizeof h);
+    dst[i] = bf16 ? Bfloat16ToFloat(h) : HalfToFloat(h);
+  }
+}
+
+}  // namespace
+
+Result<std::string> EncodeSafetensorsHeader(const std::vector<TensorView>& tensors,
+                                            const std::map<std::string, std::string>& metadata,
+                                            const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(WriteLayout layout, LayOut(tensors, metadata, path));
+  return std::move(layout.head);
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  STRATA_ASSIGN_OR_RETURN(WriteLayout layout, LayOut(tensors, metadata, path));
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return Status::FromErrno(errno, "create " + tmp + " (export to " + path + ")");
   TempFileGuard guard(tmp);
   uint64_t offset = 0;
-  STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), len_le, sizeof len_le, offset, tmp));
-  STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), header_text.data(), header_text.size(), offset, tmp));
-  for (size_t idx : order) {
-    if (bytes_of[idx] == 0) continue;
-    STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), tensors[idx].data, bytes_of[idx], offset, tmp));
+  STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), layout.head.data(), layout.head.size(), offset, tmp));
+  for (size_t idx : layout.order) {
+    if (layout.bytes_of[idx] == 0) continue;
+    STRATA_RETURN_IF_ERROR(
+        WriteAll(fd.get(), tensors[idx].data, layout.bytes_of[idx], offset, tmp));
   }
   if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, "fsync " + tmp);
   STRATA_RETURN_IF_ERROR(fd.Close(tmp));
@@ -320,48 +355,38 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& 
   return FsyncDirectoryOf(path);
 }
 
-Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) {
-      return Status::NotFound("safetensors file " + path + " does not exist; check the path");
-    }
-    return Status::FromErrno(errno, "open safetensors file " + path);
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-  if (S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument(path + " is a directory, not a safetensors file");
-  }
-  const uint64_t file_bytes = static_cast<uint64_t>(st.st_size);
+Result<uint64_t> ParseSafetensorsHeaderLength(std::string_view first_bytes, uint64_t file_bytes,
+                                              const std::string& path) {
   const std::string what = "safetensors file " + path;
-  if (file_bytes < 8) {
+  if (file_bytes < 8 || first_bytes.size() < 8) {
     return Status::Corruption(what + " has " + std::to_string(file_bytes) +
                               " bytes, fewer than the 8-byte header length; it is truncated or "
                               "not a safetensors file");
   }
-  unsigned char len_le[8];
-  STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), len_le, 8, 0, path));
   uint64_t header_len = 0;
-  for (int i = 0; i < 8; ++i) header_len |= uint64_t{len_le[i]} << (8 * i);
+  for (int i = 0; i < 8; ++i) {
+    header_len |= uint64_t{static_cast<unsigned char>(first_bytes[i])} << (8 * i);
+  }
   if (header_len > kMaxHeaderBytes || header_len > file_bytes - 8) {
     return Status::Corruption(what + ": header length " + std::to_string(header_len) +
                               " at offset 0 does not fit the file (" + std::to_string(file_bytes) +
                               " bytes); it is truncated or not a safetensors file");
   }
-  std::string header_text(header_len, '\0');
-  STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), header_text.data(), header_len, 8, path));
-  const json header = json::parse(header_text, nullptr, /*allow_exceptions=*/false);
+  return header_len;
+}
+
+Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view text, uint64_t data_bytes,
+                                                 const std::string& path) {
+  const std::string what = "safetensors file " + path;
+  const json header = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object()) {
-    return Status::Corruption(what + ": the " + std::to_string(header_len) +
+    return Status::Corruption(what + ": the " + std::to_string(text.size()) +
                               "-byte header at offset 8 is not a JSON object; the file is damaged "
                               "or not a safetensors file");
   }
 
-  const uint64_t data_start = 8 + header_len;
-  const uint64_t data_bytes = file_bytes - data_start;
-  SafetensorsFile out;
-  std::vector<Entry> entries;
+  SafetensorsHeader out;
+  std::vector<Entry>& entries = out.entries;
   for (const auto& [name, value] : header.items()) {
     if (name == kMetadataKey) {
       if (!value.is_object()) {
@@ -402,12 +427,66 @@ Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
                               std::to_string(expect) + " of " + std::to_string(data_bytes) +
                               " data bytes)");
   }
+  return out;
+}
 
-  std::vector<uint16_t> halves;
-  for (const Entry& e : entries) {
+Result<SafetensorsFile> ParseSafetensors(std::string_view file, const std::string& path) {
+  STRATA_ASSIGN_OR_RETURN(const uint64_t header_len,
+                          ParseSafetensorsHeaderLength(file.substr(0, 8), file.size(), path));
+  const uint64_t data_start = 8 + header_len;
+  STRATA_ASSIGN_OR_RETURN(
+      SafetensorsHeader header,
+      ParseSafetensorsHeader(file.substr(8, header_len), file.size() - data_start, path));
+  SafetensorsFile out;
+  out.metadata = std::move(header.metadata);
+  for (Entry& e : header.entries) {
     SafetensorsTensor t;
-    t.shape = e.shape;
-    t.dtype = e.dtype;
+    t.shape = std::move(e.shape);
+    t.data.resize(e.numel);
+    const char* src = file.data() + data_start + e.begin;
+    if (e.dtype == "F32") {
+      if (e.numel > 0) std::memcpy(t.data.data(), src, e.end - e.begin);
+    } else {
+      HalvesToFloats(src, e.numel, e.dtype == "BF16", t.data.data());
+    }
+    t.dtype = std::move(e.dtype);
+    out.tensors.emplace(std::move(e.name), std::move(t));
+  }
+  return out;
+}
+
+Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) {
+      return Status::NotFound("safetensors file " + path + " does not exist; check the path");
+    }
+    return Status::FromErrno(errno, "open safetensors file " + path);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  if (S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(path + " is a directory, not a safetensors file");
+  }
+  const uint64_t file_bytes = static_cast<uint64_t>(st.st_size);
+  char len_le[8];
+  const size_t len_bytes = std::min<uint64_t>(file_bytes, sizeof len_le);
+  STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), len_le, len_bytes, 0, path));
+  STRATA_ASSIGN_OR_RETURN(
+      const uint64_t header_len,
+      ParseSafetensorsHeaderLength(std::string_view(len_le, len_bytes), file_bytes, path));
+  std::string header_text(header_len, '\0');
+  STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), header_text.data(), header_len, 8, path));
+  const uint64_t data_start = 8 + header_len;
+  STRATA_ASSIGN_OR_RETURN(SafetensorsHeader header,
+                          ParseSafetensorsHeader(header_text, file_bytes - data_start, path));
+
+  SafetensorsFile out;
+  out.metadata = std::move(header.metadata);
+  std::vector<uint16_t> halves;
+  for (Entry& e : header.entries) {
+    SafetensorsTensor t;
+    t.shape = std::move(e.shape);
     t.data.resize(e.numel);
     const uint64_t file_offset = data_start + e.begin;
     if (e.dtype == "F32") {
@@ -415,12 +494,11 @@ Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
     } else {
       halves.resize(e.numel);
       STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), halves.data(), e.end - e.begin, file_offset, path));
-      const bool bf16 = e.dtype == "BF16";
-      for (uint64_t i = 0; i < e.numel; ++i) {
-        t.data[i] = bf16 ? Bfloat16ToFloat(halves[i]) : HalfToFloat(halves[i]);
-      }
+      HalvesToFloats(reinterpret_cast<const char*>(halves.data()), e.numel, e.dtype == "BF16",
+                     t.data.data());
     }
-    out.tensors.emplace(e.name, std::move(t));
+    t.dtype = std::move(e.dtype);
+    out.tensors.emplace(std::move(e.name), std::move(t));
   }
   return out;
 }

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/util/status.h"
@@ -69,6 +70,47 @@ struct SafetensorsFile {
 // Reads the whole file at `path`. NotFound if it does not exist; Corruption / NotSupported as
 // described above; OS errors via FromErrno.
 Result<SafetensorsFile> ReadSafetensors(const std::string& path);
+
+// The parsers under ReadSafetensors, on bytes in memory (tests/fuzz/ fuzzes them). None reads
+// outside the bytes it is given, and none allocates more than in proportion to them: every
+// tensor's element count is checked against the bytes its data_offsets hold, and those against
+// the data section. `path` names the file in messages; the errors are ReadSafetensors'.
+
+// One tensor as the header describes it, validated: its dtype, shape and byte range
+// [begin, end) in the data section (offsets relative to the section's start).
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;  // "F32", "F16" or "BF16"
+  std::vector<int64_t> shape;
+  uint64_t numel = 1;  // product(shape); (end - begin) == numel * the dtype's size
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+struct SafetensorsHeader {
+  std::map<std::string, std::string> metadata;  // "__metadata__", empty if absent
+  std::vector<SafetensorsEntry> entries;         // in the header's key order
+};
+
+// The JSON header's length, from the file's first bytes (`first_bytes` holds
+// min(8, file_bytes) of them), checked against the file's size and the 100 MB limit.
+Result<uint64_t> ParseSafetensorsHeaderLength(std::string_view first_bytes, uint64_t file_bytes,
+                                              const std::string& path);
+
+// The JSON header `text` of a file whose data section has `data_bytes` bytes: every entry is
+// checked, and the tensors must tile the data section exactly.
+Result<SafetensorsHeader> ParseSafetensorsHeader(std::string_view text, uint64_t data_bytes,
+                                                 const std::string& path);
+
+// A whole safetensors file held in memory: what ReadSafetensors returns for the same bytes.
+Result<SafetensorsFile> ParseSafetensors(std::string_view file, const std::string& path);
+
+// What WriteSafetensors writes before the data section: the 8-byte length and the padded JSON
+// header. The data section that follows holds each tensor's floats, tensors in name order.
+// Errors: WriteSafetensors' InvalidArgument cases.
+Result<std::string> EncodeSafetensorsHeader(const std::vector<TensorView>& tensors,
+                                            const std::map<std::string, std::string>& metadata,
+                                            const std::string& path);
 
 // IEEE half and bfloat16 bit patterns to float (exact; NaN and infinities preserved).
 float HalfToFloat(uint16_t bits);

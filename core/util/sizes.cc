@@ -1,6 +1,7 @@
 #include "core/util/sizes.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,14 +15,19 @@ Result<uint64_t> ParseBytes(std::string_view text, std::string_view flag) {
                                    "' is not a size; use bytes or a number with K, M, G or T "
                                    "(e.g. 512M, 1.5G, 16MiB)");
   };
-  std::string s(text);
+  auto too_large = [&] {
+    return Status::InvalidArgument(std::string(flag) + ": '" + std::string(text) +
+                                   "' is more than 2^64 - 1 bytes (16 EiB); give a smaller size");
+  };
   size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
-  if (i == 0) return bad();
-  std::string number = s.substr(0, i);
-  if (number.find('.') != number.rfind('.')) return bad();
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
+    ++i;
+  }
+  const std::string_view number = text.substr(0, i);
+  const size_t dot = number.find('.');
+  if (number.empty() || number == "." || dot != number.rfind('.')) return bad();
   std::string unit;
-  for (size_t j = i; j < s.size(); ++j) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(s[j])));
+  for (char c : text.substr(i)) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   uint64_t multiplier = 0;
   if (unit.empty() || unit == "b") multiplier = 1;
   else if (unit == "k" || unit == "kb" || unit == "kib") multiplier = kKiB;
@@ -29,13 +35,23 @@ Result<uint64_t> ParseBytes(std::string_view text, std::string_view flag) {
   else if (unit == "g" || unit == "gb" || unit == "gib") multiplier = kGiB;
   else if (unit == "t" || unit == "tb" || unit == "tib") multiplier = kGiB * 1024;
   else return bad();
-  char* end = nullptr;
-  double value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size() || !std::isfinite(value)) return bad();
-  long double bytes = static_cast<long double>(value) * multiplier;
-  if (bytes > 1.8e19L) return bad();
-  if (multiplier == 1 && number.find('.') != std::string::npos) return bad();
-  return static_cast<uint64_t>(std::llround(static_cast<double>(bytes)));
+  if (dot == std::string_view::npos) {
+    // Whole numbers in integer arithmetic: exact up to 2^64 - 1 (a double is exact only to 2^53).
+    uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (ec == std::errc::result_out_of_range) return too_large();
+    if (ec != std::errc() || end != number.data() + number.size()) return bad();
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(value, multiplier, &bytes)) return too_large();
+    return bytes;
+  }
+  if (multiplier == 1) return bad();  // a fraction of a byte
+  // A fraction of a unit, rounded to the nearest byte. long double holds every uint64 exactly.
+  const long double value = std::strtold(std::string(number).c_str(), nullptr);
+  const long double bytes = std::round(value * multiplier);
+  if (!std::isfinite(bytes)) return too_large();
+  if (bytes >= 18446744073709551616.0L) return too_large();  // 2^64
+  return static_cast<uint64_t>(bytes);
 }
 
 std::string FormatBytes(uint64_t bytes) {

@@ -90,6 +90,43 @@ TEST_F(SafetensorsTest, RoundTrip) {
   EXPECT_EQ(Listing(), std::vector<std::string>{"w.safetensors"});
 }
 
+// The in-memory parser (ParseSafetensors, which the fuzzer drives) and the file reader agree,
+// and EncodeSafetensorsHeader gives the bytes that WriteSafetensors puts before the data.
+TEST_F(SafetensorsTest, InMemoryParserMatchesTheReader) {
+  Model m;
+  const std::map<std::string, std::string> meta = {{"n_layer", "2"}};
+  ASSERT_TRUE(WriteSafetensors(Path("w.safetensors"), m.Views(), meta).ok());
+  const std::string bytes = ReadBytes(Path("w.safetensors"));
+  auto head = EncodeSafetensorsHeader(m.Views(), meta, "w");
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(bytes.substr(0, head->size()), *head);
+  auto parsed = ParseSafetensors(bytes, "w");
+  auto read = ReadSafetensors(Path("w.safetensors"));
+  ASSERT_TRUE(parsed.ok() && read.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->metadata, read->metadata);
+  for (const auto& [name, t] : read->tensors) {
+    EXPECT_EQ(parsed->tensors.at(name).data, t.data) << name;
+    EXPECT_EQ(parsed->tensors.at(name).shape, t.shape) << name;
+  }
+  for (size_t cut : {size_t{0}, size_t{7}, size_t{8}, head->size(), bytes.size() - 1}) {
+    EXPECT_EQ(ParseSafetensors(std::string_view(bytes).substr(0, cut), "w").status().code(),
+              StatusCode::kCorruption)
+        << "cut at " << cut;
+  }
+}
+
+// Found by fuzzing: the message for a bad shape dump()ed it, recursing once per level of
+// nesting; 200k levels overflowed the stack (tests/fuzz/regressions/safetensors_header/).
+TEST_F(SafetensorsTest, DeeplyNestedShapeIsCorruptionNotACrash) {
+  const std::string header = R"({"a":{"dtype":"F32","shape":)" + std::string(200000, '[') +
+                             std::string(200000, ']') + R"(,"data_offsets":[0,0]}})";
+  auto f = ParseSafetensors(RawFile(header, ""), "deep");
+  EXPECT_EQ(f.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(f.status().message().find("shape element 0 is not a non-negative integer"),
+            std::string::npos)
+      << f.status().message();
+}
+
 TEST_F(SafetensorsTest, LayoutFollowsTheFormat) {
   Model m;
   ASSERT_TRUE(WriteSafetensors(Path("w.safetensors"), m.Views(), {{"k", "v"}}).ok());

@@ -15,3 +15,8 @@ add_test(NAME storage_crash_consistency_stress
          COMMAND strata_storage_tests --gtest_filter=CrashConsistency.*)
 set_tests_properties(storage_crash_consistency_stress PROPERTIES
                      LABELS stress ENVIRONMENT STRATA_CRASH_KILLS=1000 TIMEOUT 3600)
+
+# The catalog fuzz target's entry function (tests/fuzz/), which fuzz_regressions_test.cc runs
+# over the seed corpus and the regression inputs.
+target_sources(strata_storage_tests PRIVATE
+               ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/catalog_record_fuzz.cc)
