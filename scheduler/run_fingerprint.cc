@@ -113,6 +113,15 @@ Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig
   return f;
 }
 
+std::string FingerprintDigest(const std::map<std::string, std::string>& fields) {
+  std::string text;
+  for (const auto& [flag, value] : fields) text += flag + '\0' + value + '\0';
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+  return hex;
+}
+
 Status CheckSameRun(const RunFingerprint& now, const std::map<std::string, std::string>& recorded) {
   for (const auto& [flag, field] : kFields) {
     const std::string& value = now.*field;

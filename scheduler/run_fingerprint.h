@@ -50,6 +50,9 @@ struct RunFingerprint {
 Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
                                           uint64_t page_bytes);
 
+// A short name for a fingerprint (ToMap's form): 16 hex digits of XXH3-64 over its fields.
+std::string FingerprintDigest(const std::map<std::string, std::string>& fields);
+
 // Ok when `recorded` (a checkpoint's ToMap) equals `now` in every field; else InvalidArgument
 // naming the first flag that differs and both values, e.g. "--resume: --lr 0.001 differs from
 // the checkpoint's 0.0003 (...)".
