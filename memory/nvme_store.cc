@@ -77,19 +77,16 @@ Status NvmeStore::verify_snapshot(const std::string& name) {
   for (const storage::PageRecord& r : records) {
     std::promise<Status> done;
     std::future<Status> result = done.get_future();
-    Status s = store_->read_record(r, buffer.data(), buffer.size(),
-                                   [&done](const Status& st, const storage::PageEntry&) {
-                                     done.set_value(st);
-                                   });
+    Status s = store_->read_record(
+        r, buffer.data(), buffer.size(),
+        [&done](const Status& st, const storage::PageEntry&) { done.set_value(st); });
     if (s.ok()) s = result.get();
     if (!s.ok()) return s.WithContext("snapshot " + name);
   }
   return Status::Ok();
 }
 
-Status NvmeStore::delete_snapshot(const std::string& name) {
-  return store_->delete_manifest(name);
-}
+Status NvmeStore::delete_snapshot(const std::string& name) { return store_->delete_manifest(name); }
 
 Status NvmeStore::restore_snapshot(const std::string& name) {
   return store_->restore_manifest(name);

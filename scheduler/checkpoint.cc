@@ -173,8 +173,9 @@ Result<CheckpointRecord> ParseJson(std::string_view text, const std::string& pat
   if (format == j.end()) return ParseFormat1(j, path);
   if (!format->is_number_unsigned()) return Bad(path, "\"format\" is not a version number");
   if (format->get<uint64_t>() != uint64_t(kCheckpointFormat)) {
-    return Status::NotSupported(path + " has checkpoint record format " + format->dump() +
-                                "; this Strata reads formats 1 and 2: use the Strata that wrote it");
+    return Status::NotSupported(
+        path + " has checkpoint record format " + format->dump() +
+        "; this Strata reads formats 1 and 2: use the Strata that wrote it");
   }
   return ParseFormat2(std::move(j), path);
 }
@@ -182,8 +183,9 @@ Result<CheckpointRecord> ParseJson(std::string_view text, const std::string& pat
 }  // namespace
 
 void CheckpointRecord::set_checkpoints(std::vector<CheckpointEntry> entries) {
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step > b.step; });
+  std::stable_sort(
+      entries.begin(), entries.end(),
+      [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step > b.step; });
   checkpoints = std::move(entries);
   step = checkpoints.empty() ? 0 : checkpoints[0].step;
   manifest = checkpoints.empty() ? "" : checkpoints[0].manifest;

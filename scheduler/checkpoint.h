@@ -57,10 +57,10 @@ struct CheckpointRecord {
   long step = 0;                   // the newest checkpoint (checkpoints[0]); 0 when none
   std::string manifest;            // its manifest; "" when none
   std::string run;                 // RunFingerprint::Summary() of the run
-  std::vector<CheckpointEntry> checkpoints;         // newest first
-  std::string store_id;                             // "" in a format-1 record
-  std::vector<std::string> nvme_dirs;               // absolute; empty in a format-1 record
-  std::map<std::string, std::string> fingerprint;   // flag -> value; empty in format 1
+  std::vector<CheckpointEntry> checkpoints;        // newest first
+  std::string store_id;                            // "" in a format-1 record
+  std::vector<std::string> nvme_dirs;              // absolute; empty in a format-1 record
+  std::map<std::string, std::string> fingerprint;  // flag -> value; empty in format 1
 
   // Sets checkpoints (sorted newest first) and step/manifest from its first entry.
   void set_checkpoints(std::vector<CheckpointEntry> entries);

@@ -65,8 +65,8 @@ Status CheckRecordIsOfRun(const CheckpointRecord& record, const RunFingerprint& 
                           const std::string& ckpt_dir) {
   if (record.format >= 2) return CheckSameRun(now, record.fingerprint);
   if (record.run == now.Summary()) return Status::Ok();
-  return Status::InvalidArgument("--resume: the checkpoint in " + ckpt_dir + " is of another run (" +
-                                 record.run + "), not " + now.Summary() +
+  return Status::InvalidArgument("--resume: the checkpoint in " + ckpt_dir +
+                                 " is of another run (" + record.run + "), not " + now.Summary() +
                                  "; use the same flags or another --ckpt-dir");
 }
 
@@ -105,8 +105,9 @@ Result<std::vector<std::string>> CollectUnlisted(memory::NvmeStore& store,
   return deleted;
 }
 
-Result<ResumePlan> PlanResume(memory::NvmeStore& store, const std::optional<CheckpointRecord>& found,
-                              CheckpointRecord fresh, const ResumeRequest& req) {
+Result<ResumePlan> PlanResume(memory::NvmeStore& store,
+                              const std::optional<CheckpointRecord>& found, CheckpointRecord fresh,
+                              const ResumeRequest& req) {
   STRATA_ASSIGN_OR_RETURN(fresh.store_id, store.id());
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> manifests, CheckpointManifests(store));
   ResumePlan plan;
@@ -116,7 +117,8 @@ Result<ResumePlan> PlanResume(memory::NvmeStore& store, const std::optional<Chec
         req.nvme_dir + " holds checkpoints " + JoinNames(manifests) +
         " of a run; pass that run's --ckpt-dir (starting over here would overwrite them)");
   }
-  if (found) STRATA_RETURN_IF_ERROR(CheckStoreId(*found, fresh.store_id, req.ckpt_dir, req.nvme_dir));
+  if (found)
+    STRATA_RETURN_IF_ERROR(CheckStoreId(*found, fresh.store_id, req.ckpt_dir, req.nvme_dir));
   if ((!found || found->checkpoints.empty()) && req.resume_from >= 0) {
     return Status::InvalidArgument("--resume-from " + std::to_string(req.resume_from) + ": " +
                                    req.ckpt_dir + " lists no checkpoint yet");

@@ -45,8 +45,8 @@ struct ResumeRequest {
 };
 
 struct ResumePlan {
-  CheckpointRecord record;               // the record now in force (written, durable)
-  std::optional<CheckpointEntry> from;   // the checkpoint restored; nullopt: a fresh start
+  CheckpointRecord record;              // the record now in force (written, durable)
+  std::optional<CheckpointEntry> from;  // the checkpoint restored; nullopt: a fresh start
 };
 
 // --resume over an opened store: checks that `found` (the --ckpt-dir's record, if any) belongs
@@ -55,8 +55,9 @@ struct ResumePlan {
 // to the chosen one), collects unlisted manifests, and restores the chosen one. A fresh start
 // when there is no checkpoint yet; refused when the store holds checkpoints the record does not
 // know of (a mistyped --ckpt-dir). `fresh` is this run's record with no checkpoints.
-Result<ResumePlan> PlanResume(memory::NvmeStore& store, const std::optional<CheckpointRecord>& found,
-                              CheckpointRecord fresh, const ResumeRequest& request);
+Result<ResumePlan> PlanResume(memory::NvmeStore& store,
+                              const std::optional<CheckpointRecord>& found, CheckpointRecord fresh,
+                              const ResumeRequest& request);
 
 // Opens the store a record lists (or `dirs` when not empty: the directories moved).
 Result<std::unique_ptr<memory::NvmeStore>> OpenRecordStore(const CheckpointRecord& record,
@@ -65,8 +66,8 @@ Result<std::unique_ptr<memory::NvmeStore>> OpenRecordStore(const CheckpointRecor
 
 struct CheckpointListing {
   CheckpointEntry entry;
-  bool present = false;        // the store holds its manifest
-  memory::SnapshotSize size;   // of its manifest, when present
+  bool present = false;       // the store holds its manifest
+  memory::SnapshotSize size;  // of its manifest, when present
 };
 Result<std::vector<CheckpointListing>> ListCheckpoints(memory::NvmeStore& store,
                                                        const CheckpointRecord& record);

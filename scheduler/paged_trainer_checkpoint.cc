@@ -54,8 +54,8 @@ Status PagedTrainer::CheckCheckpointFlags(const std::optional<scheduler::Checkpo
     }
     if (found && !found->checkpoints.empty()) {
       return Status::InvalidArgument(
-          "--ckpt-dir " + o_.ckpt_dir + " already holds checkpoints (steps " +
-          found->steps_text() + ") of a run whose store is in " +
+          "--ckpt-dir " + o_.ckpt_dir + " already holds checkpoints (steps " + found->steps_text() +
+          ") of a run whose store is in " +
           (found->nvme_dirs.empty() ? std::string("its --nvme-dir") : found->nvme_dirs[0]) +
           "; add --resume to continue it, or give an empty --ckpt-dir");
     }
@@ -91,14 +91,15 @@ Status PagedTrainer::CheckNvmeRoom(uint64_t have, uint64_t state_bytes, const ch
 }
 
 Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
-  STRATA_ASSIGN_OR_RETURN(fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config, seq_,
-                                                                       pages_->page_bytes()));
+  STRATA_ASSIGN_OR_RETURN(
+      fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config, seq_, pages_->page_bytes()));
   std::optional<scheduler::CheckpointRecord> found;
   if (!o_.ckpt_dir.empty()) {
     STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
   }
   STRATA_RETURN_IF_ERROR(CheckCheckpointFlags(found));
-  if (o_.nvme_mem > 0) STRATA_RETURN_IF_ERROR(CheckNvmeRoom(o_.nvme_mem, state_bytes, "--nvme-mem"));
+  if (o_.nvme_mem > 0)
+    STRATA_RETURN_IF_ERROR(CheckNvmeRoom(o_.nvme_mem, state_bytes, "--nvme-mem"));
   memory::NvmeStoreOptions so;
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
@@ -152,8 +153,9 @@ Status PagedTrainer::WriteCheckpoint(long steps_done) {
   record_ = std::move(next);
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, mm_->snapshot_names());
   for (const std::string& n : names) {
-    const bool listed = std::any_of(record_.checkpoints.begin(), record_.checkpoints.end(),
-                                    [&](const scheduler::CheckpointEntry& e) { return e.manifest == n; });
+    const bool listed =
+        std::any_of(record_.checkpoints.begin(), record_.checkpoints.end(),
+                    [&](const scheduler::CheckpointEntry& e) { return e.manifest == n; });
     if (!listed && scheduler::IsCheckpointManifest(n)) {
       STRATA_RETURN_IF_ERROR(mm_->delete_snapshot(n));
     }

@@ -63,8 +63,8 @@ Result<std::string> FileIdentity(const std::string& path, const char* flag) {
   XXH3_freeState(state);
   if (failed) return Status::IoError(std::string(flag) + ": reading " + path + " failed");
   char text[80];
-  std::snprintf(text, sizeof text, "%llu bytes, xxh3 %016llx", static_cast<unsigned long long>(bytes),
-                static_cast<unsigned long long>(hash));
+  std::snprintf(text, sizeof text, "%llu bytes, xxh3 %016llx",
+                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(hash));
   return std::string(text);
 }
 

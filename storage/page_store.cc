@@ -113,8 +113,9 @@ Result<PageEntry> PageStore::allocate_slot_locked(PageId page) {
   return Status::ResourceExhausted(
       "NVMe store is full: no free slot for page " + std::to_string(page) + " (all " +
       std::to_string(slots_.size()) + " slots of " + FormatBytes(layout_.page_bytes) +
-      " are referenced by pages, manifests or uncommitted writes); delete old manifests, commit "
-      "fewer pages at once, or recreate the store with a larger capacity");
+      " are referenced by pages, manifests or uncommitted writes); delete old manifests "
+      "(checkpoints: strata ckpt prune CKPT_DIR --keep 1), commit fewer pages at once, or "
+      "recreate the store with a larger capacity");
 }
 
 void PageStore::maybe_free_locked(uint64_t global) {

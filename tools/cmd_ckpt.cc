@@ -125,8 +125,8 @@ Status RunPrune(const CkptFlags& f) {
   for (const scheduler::CheckpointEntry& e : r.dropped) {
     dropped += (dropped.empty() ? "" : ", ") + std::to_string(e.step);
   }
-  std::printf("kept step(s) %s; dropped %s; freed %llu bytes (%s)\n",
-              o.record.steps_text().c_str(), dropped.empty() ? "none" : ("step(s) " + dropped).c_str(),
+  std::printf("kept step(s) %s; dropped %s; freed %llu bytes (%s)\n", o.record.steps_text().c_str(),
+              dropped.empty() ? "none" : ("step(s) " + dropped).c_str(),
               static_cast<unsigned long long>(r.freed_bytes), FormatBytes(r.freed_bytes).c_str());
   return Status::Ok();
 }

@@ -26,15 +26,43 @@ namespace {
 // A tiny paged run with a checkpoint every 2 steps on two NVMe dirs under `root`.
 std::vector<std::string> Args(const std::string& root, long steps,
                               const std::vector<std::string>& more = {}) {
-  std::vector<std::string> a = {
-      "train",        "--model",     "tiny",         "--batch",       "4",
-      "--seq",        "64",          "--steps",      std::to_string(steps),
-      "--lr",         "1e-3",        "--seed",       "7",             "--threads",
-      "1",            "--grad-clip", "2",            "--page-size",   "16K",
-      "--host-mem",   "640K",        "--params-on",  "nvme",          "--optimizer-on",
-      "nvme",         "--nvme-dir",  root + "/nvme0", "--nvme-dir",   root + "/nvme1",
-      "--ckpt-dir",   root + "/ckpt", "--ckpt-every", "2",            "--micro-batch",
-      "2",            "--log-level", "warn"};
+  std::vector<std::string> a = {"train",
+                                "--model",
+                                "tiny",
+                                "--batch",
+                                "4",
+                                "--seq",
+                                "64",
+                                "--steps",
+                                std::to_string(steps),
+                                "--lr",
+                                "1e-3",
+                                "--seed",
+                                "7",
+                                "--threads",
+                                "1",
+                                "--grad-clip",
+                                "2",
+                                "--page-size",
+                                "16K",
+                                "--host-mem",
+                                "640K",
+                                "--params-on",
+                                "nvme",
+                                "--optimizer-on",
+                                "nvme",
+                                "--nvme-dir",
+                                root + "/nvme0",
+                                "--nvme-dir",
+                                root + "/nvme1",
+                                "--ckpt-dir",
+                                root + "/ckpt",
+                                "--ckpt-every",
+                                "2",
+                                "--micro-batch",
+                                "2",
+                                "--log-level",
+                                "warn"};
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }
@@ -181,10 +209,9 @@ TEST(CheckpointResume, RottedNewestCheckpointNamesTheOlderOneWhichResumesExactly
     ASSERT_TRUE(newest.ok() && older.ok());
     std::map<uint64_t, storage::PageEntry> old_entries;
     for (const auto& r : *older) old_entries[r.page] = r.entry;
-    auto it = std::find_if(newest->begin(), newest->end(),
-                           [&](const storage::PageRecord& r) {
-                             return !(old_entries[r.page] == r.entry);
-                           });
+    auto it = std::find_if(newest->begin(), newest->end(), [&](const storage::PageRecord& r) {
+      return !(old_entries[r.page] == r.entry);
+    });
     ASSERT_NE(it, newest->end());
     const std::string file = (*store)->slot_path(it->entry.file);
     const uint64_t offset = (*store)->slot_offset(it->entry) + 100;
@@ -197,8 +224,8 @@ TEST(CheckpointResume, RottedNewestCheckpointNamesTheOlderOneWhichResumesExactly
   EXPECT_NE(rotted.err.find("checksum mismatch"), std::string::npos) << rotted.err;
   EXPECT_NE(rotted.err.find("--resume-from 2"), std::string::npos) << rotted.err;
 
-  auto from2 = RunStrata(
-      Args(root, 6, {"--resume-from", "2", "--log-json", root + "/log.jsonl"}), root);
+  auto from2 =
+      RunStrata(Args(root, 6, {"--resume-from", "2", "--log-json", root + "/log.jsonl"}), root);
   ASSERT_EQ(from2.exit_code, 0) << from2.err;
   const std::map<long, std::string> got = LossTexts(root + "/log.jsonl");
   ASSERT_EQ(got.size(), 4u);

@@ -45,8 +45,7 @@ TEST(CheckpointRecord, AnEditedValueFailsTheChecksumNamingTheFile) {
   auto r = ParseCheckpointRecord(text, "ckpt/checkpoint.json");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(r.status().message().find("ckpt/checkpoint.json: checksum mismatch"),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("ckpt/checkpoint.json: checksum mismatch"), std::string::npos)
       << r.status().ToString();
 }
 
