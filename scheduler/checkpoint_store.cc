@@ -106,23 +106,29 @@ Result<std::vector<std::string>> CollectUnlisted(memory::NvmeStore& store,
 }
 
 Result<ResumePlan> PlanResume(memory::NvmeStore& store,
-                              const std::optional<CheckpointRecord>& found, CheckpointRecord fresh,
-                              const ResumeRequest& req) {
+                              const std::optional<CheckpointRecord>& found_record,
+                              CheckpointRecord fresh, const ResumeRequest& req) {
   STRATA_ASSIGN_OR_RETURN(fresh.store_id, store.id());
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> manifests, CheckpointManifests(store));
-  ResumePlan plan;
+  // A record that lists no checkpoint protects nothing: when it names another store (that
+  // store was wiped, say) it is as good as none, and this run's replaces it.
+  std::optional<CheckpointRecord> found = found_record;
+  if (found && found->checkpoints.empty() && found->store_id != fresh.store_id) found.reset();
   if (!found && !manifests.empty()) {
     return Status::InvalidArgument(
-        "--resume: --ckpt-dir " + req.ckpt_dir + " holds no checkpoint record, but --nvme-dir " +
-        req.nvme_dir + " holds checkpoints " + JoinNames(manifests) +
+        "--resume: --ckpt-dir " + req.ckpt_dir +
+        " holds no checkpoint record of this store, but --nvme-dir " + req.nvme_dir +
+        " holds checkpoints " + JoinNames(manifests) +
         " of a run; pass that run's --ckpt-dir (starting over here would overwrite them)");
   }
-  if (found)
+  if (found) {
     STRATA_RETURN_IF_ERROR(CheckStoreId(*found, fresh.store_id, req.ckpt_dir, req.nvme_dir));
+  }
   if ((!found || found->checkpoints.empty()) && req.resume_from >= 0) {
     return Status::InvalidArgument("--resume-from " + std::to_string(req.resume_from) + ": " +
                                    req.ckpt_dir + " lists no checkpoint yet");
   }
+  ResumePlan plan;
   std::vector<CheckpointEntry> kept;
   if (found && !found->checkpoints.empty()) {
     STRATA_ASSIGN_OR_RETURN(CheckpointEntry from, ChooseCheckpoint(store, *found, manifests, req));

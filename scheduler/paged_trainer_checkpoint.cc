@@ -61,9 +61,9 @@ Status PagedTrainer::CheckCheckpointFlags(const std::optional<scheduler::Checkpo
     }
     return Status::Ok();
   }
-  if (!found) return Status::Ok();
+  if (!found || found->checkpoints.empty()) return Status::Ok();  // nothing to continue yet
   STRATA_RETURN_IF_ERROR(scheduler::CheckRecordIsOfRun(*found, fingerprint_, o_.ckpt_dir));
-  if (!found->checkpoints.empty() && !memory::NvmeStoreExists(dir)) {
+  if (!memory::NvmeStoreExists(dir)) {
     return Status::NotFound("--resume: " + o_.ckpt_dir + " names checkpoint " + found->manifest +
                             " but --nvme-dir " + dir +
                             " holds no page store; give the --nvme-dir of the checkpointed run");

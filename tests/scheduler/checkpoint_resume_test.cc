@@ -145,6 +145,20 @@ TEST(CheckpointResume, MistypedCkptDirIsRefused) {
   EXPECT_EQ(Manifests(root), (std::vector<std::string>{"step-00000002", "step-00000004"}));
 }
 
+// Finding 2: the --ckpt-dir of one run with the --nvme-dir of another (same flags) is refused by
+// the store id, and neither store changes.
+TEST(CheckpointResume, RecordOfAnotherStoreIsRefused) {
+  ScratchDir dir("ckpt-other");
+  const std::string a = MakeRoot(dir, "a"), b = MakeRoot(dir, "b");
+  ASSERT_EQ(RunStrata(Args(a, 4), a).exit_code, 0);
+  ASSERT_EQ(RunStrata(Args(b, 2), b).exit_code, 0);
+  auto mixed = RunStrata(Set(Args(a, 6, {"--resume"}), "--ckpt-dir", b + "/ckpt"), a);
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.err;
+  EXPECT_NE(mixed.err.find("belongs to NVMe store"), std::string::npos) << mixed.err;
+  EXPECT_EQ(Manifests(a), (std::vector<std::string>{"step-00000002", "step-00000004"}));
+  EXPECT_EQ(Manifests(b), (std::vector<std::string>{"step-00000002"}));
+}
+
 // Finding 2: --resume with another --lr or other --data was accepted; now refused naming the
 // flag and both values.
 TEST(CheckpointResume, ChangedLrOrDataIsRefusedNamingTheFlag) {
@@ -233,6 +247,50 @@ TEST(CheckpointResume, RottedNewestCheckpointNamesTheOlderOneWhichResumesExactly
   for (const auto& [step, loss] : got) EXPECT_EQ(loss, want.at(step)) << "step " << step;
   // The damaged step 4 is another future now: the record and the store dropped it.
   EXPECT_EQ(Manifests(root), (std::vector<std::string>{"step-00000004", "step-00000006"}));
+}
+
+// `strata ckpt`: list shows each kept checkpoint, verify finds a flipped byte (naming the file
+// and offset), prune keeps the newest and says what it freed.
+TEST(CheckpointResume, CkptListVerifyPrune) {
+  ScratchDir dir("ckpt-cmd");
+  const std::string root = MakeRoot(dir, "run");
+  ASSERT_EQ(RunStrata(Args(root, 6), root).exit_code, 0);
+  auto list = RunStrata({"ckpt", "list", root + "/ckpt"}, root);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("step 6  step-00000006  "), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("step 4  step-00000004  "), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("--lr 0.001"), std::string::npos) << list.out;
+  auto json = RunStrata({"ckpt", "list", root + "/ckpt", "--json"}, root);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["checkpoints"].size(), 2u);
+  EXPECT_EQ(j["checkpoints"][0]["step"], 6);
+  EXPECT_GT(j["checkpoints"][0]["bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(RunStrata({"ckpt", "verify", root + "/ckpt"}, root).exit_code, 0);
+
+  auto prune = RunStrata({"ckpt", "prune", root + "/ckpt", "--keep", "1"}, root);
+  ASSERT_EQ(prune.exit_code, 0) << prune.err;
+  EXPECT_NE(prune.out.find("dropped step(s) 4; freed "), std::string::npos) << prune.out;
+  EXPECT_EQ(Manifests(root), (std::vector<std::string>{"step-00000006"}));
+
+  std::string file;
+  uint64_t offset = 0;
+  {
+    storage::PageStoreOptions so;
+    so.dirs = {root + "/nvme0", root + "/nvme1"};
+    so.page_bytes = 16 << 10;
+    auto store = storage::PageStore::Open(so);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    auto newest = (*store)->load_manifest("step-00000006");
+    ASSERT_TRUE(newest.ok() && !newest->empty());
+    file = (*store)->slot_path(newest->front().entry.file);
+    offset = (*store)->slot_offset(newest->front().entry);
+  }
+  ASSERT_TRUE(storage::FlipByteOnDisk(file, offset + 7).ok());
+  auto verify = RunStrata({"ckpt", "verify", root + "/ckpt", "--step", "6"}, root);
+  EXPECT_EQ(verify.exit_code, 1) << verify.err;
+  EXPECT_NE(verify.err.find("checksum mismatch at " + file + " offset"), std::string::npos)
+      << verify.err;
 }
 
 }  // namespace
