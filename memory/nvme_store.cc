@@ -1,6 +1,9 @@
 #include "memory/nvme_store.h"
 
+#include <future>
+
 #include "memory/page_store_tier.h"
+#include "storage/aligned_buffer.h"
 #include "storage/catalog.h"
 #include "storage/page_store.h"
 
@@ -12,18 +15,85 @@ bool NvmeStoreExists(const std::string& dir) {
   return storage::Catalog::Exists(storage::Catalog::PathFor(dir));
 }
 
+Result<uint64_t> NvmeStorePageBytes(const std::string& dir) {
+  STRATA_ASSIGN_OR_RETURN(storage::StoreLayout layout,
+                          storage::Catalog::ReadLayout(storage::Catalog::PathFor(dir)));
+  return layout.page_bytes;
+}
+
 Result<std::unique_ptr<NvmeTier>> OpenNvmeStore(const NvmeStoreOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<NvmeStore> store, NvmeStore::Open(options));
+  if (!options.restore_snapshot.empty()) {
+    // Before the tier reads the committed versions: the snapshot's become the current ones.
+    STRATA_RETURN_IF_ERROR(store->restore_snapshot(options.restore_snapshot));
+  }
+  return NvmeStore::IntoTier(std::move(store));
+}
+
+Result<std::unique_ptr<NvmeStore>> NvmeStore::Open(const NvmeStoreOptions& options) {
   storage::PageStoreOptions so;
   so.dirs = options.dirs;
   so.page_bytes = options.page_bytes;
   so.capacity_bytes = options.capacity_bytes;
   so.faults = options.faults;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<storage::PageStore> store, storage::PageStore::Open(so));
-  if (!options.restore_snapshot.empty()) {
-    // Before the tier reads the committed versions: the snapshot's become the current ones.
-    STRATA_RETURN_IF_ERROR(store->restore_manifest(options.restore_snapshot));
+  return std::unique_ptr<NvmeStore>(new NvmeStore(std::move(store)));
+}
+
+NvmeStore::NvmeStore(std::unique_ptr<storage::PageStore> store) : store_(std::move(store)) {}
+NvmeStore::~NvmeStore() = default;
+
+uint64_t NvmeStore::page_bytes() const { return store_->page_bytes(); }
+
+uint64_t NvmeStore::capacity_bytes() const {
+  return store_->stats().slots_total * store_->page_bytes();
+}
+
+uint64_t NvmeStore::used_bytes() const {
+  const storage::PageStoreStats s = store_->stats();
+  return (s.slots_total - s.slots_free) * store_->page_bytes();
+}
+
+Result<std::string> NvmeStore::id() { return store_->store_id(); }
+
+Result<std::vector<std::string>> NvmeStore::snapshot_names() const {
+  return store_->manifest_names();
+}
+
+Result<SnapshotSize> NvmeStore::snapshot_size(const std::string& name) const {
+  STRATA_ASSIGN_OR_RETURN(std::vector<storage::PageRecord> records, store_->load_manifest(name));
+  SnapshotSize size;
+  size.pages = records.size();
+  for (const storage::PageRecord& r : records) size.bytes += r.entry.length;
+  return size;
+}
+
+// One page at a time: a verify runs before training or from `strata ckpt`, where nothing else
+// competes for the disk, and its reads are whole slots.
+Status NvmeStore::verify_snapshot(const std::string& name) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<storage::PageRecord> records, store_->load_manifest(name));
+  STRATA_ASSIGN_OR_RETURN(storage::AlignedBuffer buffer,
+                          storage::AlignedBuffer::Allocate(store_->page_bytes()));
+  for (const storage::PageRecord& r : records) {
+    std::promise<Status> done;
+    std::future<Status> result = done.get_future();
+    Status s = store_->read_record(
+        r, buffer.data(), buffer.size(),
+        [&done](const Status& st, const storage::PageEntry&) { done.set_value(st); });
+    if (s.ok()) s = result.get();
+    if (!s.ok()) return s.WithContext("snapshot " + name);
   }
-  return std::unique_ptr<NvmeTier>(std::make_unique<PageStoreTier>(std::move(store)));
+  return Status::Ok();
+}
+
+Status NvmeStore::delete_snapshot(const std::string& name) { return store_->delete_manifest(name); }
+
+Status NvmeStore::restore_snapshot(const std::string& name) {
+  return store_->restore_manifest(name);
+}
+
+std::unique_ptr<NvmeTier> NvmeStore::IntoTier(std::unique_ptr<NvmeStore> store) {
+  return std::make_unique<PageStoreTier>(std::move(store->store_));
 }
 
 }  // namespace strata::memory

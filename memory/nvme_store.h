@@ -7,6 +7,10 @@
 // Errors are the page store's (storage/page_store.h: InvalidArgument for a store of another
 // page size or dir list, ResourceExhausted for a directory without room, Corruption, ...) and
 // NotFound for a restore_snapshot the store does not hold.
+//
+// NvmeStore is the same store before it becomes a tier: what checkpoint bookkeeping needs
+// (the store's id, its snapshots: list, size, verify, delete, restore) before a MemoryManager
+// reads it, or instead of training (`strata ckpt`).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,7 @@
 
 namespace strata::storage {
 class FaultInjector;
+class PageStore;
 }  // namespace strata::storage
 
 namespace strata::memory {
@@ -37,7 +42,45 @@ struct NvmeStoreOptions {
 // Where the store of `dir` keeps its catalog (for messages), and whether one is there.
 std::string NvmeStorePath(const std::string& dir);
 bool NvmeStoreExists(const std::string& dir);
+// The page size of the store whose catalog is in `dir`, read without writing anything.
+Result<uint64_t> NvmeStorePageBytes(const std::string& dir);
 
 Result<std::unique_ptr<NvmeTier>> OpenNvmeStore(const NvmeStoreOptions& options);
+
+struct SnapshotSize {
+  uint64_t pages = 0;
+  uint64_t bytes = 0;  // payload bytes of its page versions
+};
+
+// Threads: one thread at a time. Owns the page store until IntoTier() moves it into a tier.
+class NvmeStore {
+ public:
+  // Opens (or creates) the store as OpenNvmeStore does, without restoring any snapshot
+  // (options.restore_snapshot is ignored).
+  static Result<std::unique_ptr<NvmeStore>> Open(const NvmeStoreOptions& options);
+  ~NvmeStore();
+
+  uint64_t page_bytes() const;
+  uint64_t capacity_bytes() const;  // slot bytes across every directory
+  uint64_t used_bytes() const;      // slots held by current pages and snapshots
+  // A random 64-bit id (16 hex digits) kept in the store, made durably on first use.
+  Result<std::string> id();
+  Result<std::vector<std::string>> snapshot_names() const;
+  // NotFound for a snapshot the store does not hold.
+  Result<SnapshotSize> snapshot_size(const std::string& name) const;
+  // Reads every page version the snapshot names and checks its checksum. Corruption naming
+  // the page, the file and the offset of the first mismatch; NotFound for an unknown snapshot;
+  // the read's IoError otherwise.
+  [[nodiscard]] Status verify_snapshot(const std::string& name);
+  [[nodiscard]] Status delete_snapshot(const std::string& name);
+  // The snapshot's versions become the current ones (before a tier reads them).
+  [[nodiscard]] Status restore_snapshot(const std::string& name);
+  // The tier over this store, for a MemoryManager; the store moves into it.
+  static std::unique_ptr<NvmeTier> IntoTier(std::unique_ptr<NvmeStore> store);
+
+ private:
+  explicit NvmeStore(std::unique_ptr<storage::PageStore> store);
+  std::unique_ptr<storage::PageStore> store_;
+};
 
 }  // namespace strata::memory

@@ -1,37 +1,91 @@
-// Checkpoint records: which NVMe page-store manifest holds the state after which step.
+// Checkpoint records: which NVMe page-store manifests hold the state after which steps, of
+// which run, in which store.
 //
 // A checkpoint is a manifest of the NVMe page store (storage/page_store.h: a durable snapshot of
-// every page's current version, no copy of unchanged pages) plus this small record in --ckpt-dir:
-// <dir>/checkpoint.json = {"step": N, "manifest": "step-N", "run": "<fingerprint>"}. Step N is
-// the number of optimizer steps done; the data position and the learning-rate schedule are
-// functions of the step (Note [Batch windows] in core/data/token_dataset.h) and training draws
-// no random numbers after initialisation, so nothing else is needed to resume exactly.
+// every page's current version, no copy of unchanged pages) plus its entry in this small record,
+// <--ckpt-dir>/checkpoint.json (format 2):
+//   {"format": 2,
+//    "step": 6, "manifest": "step-00000006",     the newest checkpoint (0 and "" when none yet)
+//    "run": "<one-line fingerprint>",            RunFingerprint::Summary()
+//    "checkpoints": [{"step": 6, "manifest": "step-00000006"}, {"step": 4, ...}],  newest first
+//    "store_id": "9f2c...",                      the NVMe store's id (memory::NvmeStore::id)
+//    "nvme_dirs": ["/abs/nvme0", ...],           where that store lives
+//    "fingerprint": {"--lr": "0.001", ...},      RunFingerprint::ToMap()
+//    "checksum": "<16 hex digits>"}              XXH3-64 of the canonical JSON (sorted keys, no
+//                                                spaces) of every other field
+// A format-1 record (an older Strata's) has only step, manifest and run; it is read as one
+// checkpoint with no store id, fingerprint map or checksum.
 //
-// The record is written atomically (temporary file, fsync, rename, fsync of the directory) after
-// its manifest is durable, and older manifests are deleted only after that: a kill at any instant
-// leaves a record naming a manifest that exists.
+// Step N is the number of optimizer steps done; the data position and the learning-rate schedule
+// are functions of the step (Note [Batch windows] in core/data/token_dataset.h) and training
+// draws no random numbers after initialisation, so nothing else is needed to resume exactly.
+//
+// Note [Checkpoint retirement]
+// The record is written atomically (temporary file, fsync, rename, fsync of the directory), only
+// after the manifests it lists are durable, and a manifest is deleted only after a durable
+// record stops listing it. So a kill at any instant leaves a record whose manifests exist, plus
+// perhaps manifests it does not list: a checkpoint saved but not yet recorded, or one retired
+// but not yet deleted. Opening the store for --resume deletes every step-* manifest the record
+// does not list (CollectUnlisted in scheduler/checkpoint_store.h), so such leftovers never pile
+// up and fill the store. A fresh run writes a record with no checkpoints before its first
+// manifest, so leftovers of a run killed before its first record are recognised as its own.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/util/status.h"
 
 namespace strata::scheduler {
 
 inline constexpr const char* kCheckpointFile = "checkpoint.json";
+inline constexpr int kCheckpointFormat = 2;
+// Records above this size are refused unread (a real one is a few KiB).
+inline constexpr uint64_t kMaxCheckpointRecordBytes = 16 << 20;
 
-struct CheckpointRecord {
+struct CheckpointEntry {
   long step = 0;
   std::string manifest;
-  std::string run;  // fingerprint of what must not change across a resume (model, batch, ...)
+  friend bool operator==(const CheckpointEntry&, const CheckpointEntry&) = default;
+};
+
+struct CheckpointRecord {
+  int format = kCheckpointFormat;  // 1: an older Strata's record (step, manifest, run only)
+  long step = 0;                   // the newest checkpoint (checkpoints[0]); 0 when none
+  std::string manifest;            // its manifest; "" when none
+  std::string run;                 // RunFingerprint::Summary() of the run
+  std::vector<CheckpointEntry> checkpoints;        // newest first
+  std::string store_id;                            // "" in a format-1 record
+  std::vector<std::string> nvme_dirs;              // absolute; empty in a format-1 record
+  std::map<std::string, std::string> fingerprint;  // flag -> value; empty in format 1
+
+  // Sets checkpoints (sorted newest first) and step/manifest from its first entry.
+  void set_checkpoints(std::vector<CheckpointEntry> entries);
+  // The listed entry of `step`, or nullptr.
+  const CheckpointEntry* find(long step) const;
+  // "6, 4" (the steps, newest first); "none" when empty.
+  std::string steps_text() const;
 };
 
 std::string ManifestNameForStep(long step);
+// Whether a manifest name is a checkpoint's (step-*): only those are retired or collected.
+bool IsCheckpointManifest(const std::string& name);
 
-// nullopt when <dir>/checkpoint.json does not exist; Corruption when it does not parse.
+// Parses the text of a checkpoint.json. Pure: never throws, reads nothing else, allocates only
+// in proportion to `text`. Corruption naming `path_for_messages` for text that is not a record
+// (with the field at fault) or whose checksum does not match its content; NotSupported for a
+// newer format.
+Result<CheckpointRecord> ParseCheckpointRecord(std::string_view text,
+                                               const std::string& path_for_messages);
+// The record's JSON (with its checksum), as WriteCheckpointRecord writes it.
+std::string CheckpointRecordJson(const CheckpointRecord& record);
+
+// nullopt when <dir>/checkpoint.json does not exist; ParseCheckpointRecord's errors.
 Result<std::optional<CheckpointRecord>> ReadCheckpointRecord(const std::string& dir);
-// Creates `dir` if needed; atomic and durable.
+// Creates `dir` if needed; atomic and durable (Note [Checkpoint retirement]).
 Status WriteCheckpointRecord(const std::string& dir, const CheckpointRecord& record);
 
 }  // namespace strata::scheduler

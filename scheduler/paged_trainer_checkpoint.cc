@@ -1,21 +1,17 @@
 // The PagedTrainer's NVMe tier (fresh, or reopened with --resume) and its checkpoints
-// (scheduler/checkpoint.h).
+// (scheduler/checkpoint.h, Note [Checkpoint retirement]).
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "memory/nvme_store.h"
+#include "scheduler/checkpoint_store.h"
 #include "scheduler/paged_trainer_impl.h"
 
 namespace strata::internal {
-
-std::string PagedTrainer::RunFingerprint() const {
-  return layout_.config.ToString() + " batch " + std::to_string(o_.batch) + " micro " +
-         std::to_string(o_.micro_batch) + " seq " + std::to_string(seq_) + " page " +
-         std::to_string(pages_->page_bytes()) + " seed " + std::to_string(o_.seed) +
-         (o_.delayed_update ? " delayed-update" : "");
-}
 
 // Params and moments: what a checkpoint must hold (gradients are rebuilt every step).
 std::vector<memory::PageId> PagedTrainer::DurablePages() const {
@@ -29,50 +25,104 @@ std::vector<memory::PageId> PagedTrainer::DurablePages() const {
   return out;
 }
 
-Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
+// This run's record before its first checkpoint.
+scheduler::CheckpointRecord PagedTrainer::FreshRecord() const {
+  scheduler::CheckpointRecord r;
+  r.run = fingerprint_.Summary();
+  r.fingerprint = fingerprint_.ToMap();
+  for (const std::string& d : o_.nvme_dirs) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(d, ec);
+    r.nvme_dirs.push_back(ec ? d : abs.lexically_normal().string());
+  }
+  return r;
+}
+
+// What can be refused before the store is opened: flags that contradict the --ckpt-dir's record.
+Status PagedTrainer::CheckCheckpointFlags(const std::optional<scheduler::CheckpointRecord>& found) {
   const std::string& dir = o_.nvme_dirs[0];
-  if (o_.resume) {
-    STRATA_ASSIGN_OR_RETURN(resume_from_, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
-    if (resume_from_ && !memory::NvmeStoreExists(dir)) {
-      return Status::NotFound("--resume: " + o_.ckpt_dir + " names checkpoint " +
-                              resume_from_->manifest + " but --nvme-dir " + dir +
-                              " holds no page store; give the --nvme-dir of the checkpointed run");
-    }
-    if (resume_from_ && resume_from_->run != RunFingerprint()) {
-      return Status::InvalidArgument("--resume: the checkpoint in " + o_.ckpt_dir +
-                                     " is of another run (" + resume_from_->run + "), not " +
-                                     RunFingerprint() +
-                                     "; use the same flags or another --ckpt-dir");
-    }
-  } else if (memory::NvmeStoreExists(dir)) {
-    return Status::InvalidArgument("--nvme-dir " + dir + " already holds a Strata page store (" +
-                                   memory::NvmeStorePath(dir) +
-                                   ") from an earlier run; add --resume to continue it, or give "
-                                   "an empty directory");
+  if (o_.keep_checkpoints < 1) {
+    return Status::InvalidArgument("--keep-checkpoints " + std::to_string(o_.keep_checkpoints) +
+                                   " must be at least 1");
   }
-  // Copy-on-write keeps up to two versions of a page (committed + staged), and a checkpoint's
-  // manifest pins one more version of every parameter and moment page.
-  const uint64_t need =
-      2 * state_bytes + (o_.ckpt_every > 0 ? DurablePages().size() * pages_->page_bytes() : 0);
-  if (o_.nvme_mem > 0 && o_.nvme_mem < need) {
-    return Status::ResourceExhausted(
-        "--nvme-mem " + FormatBytes(o_.nvme_mem) + " is below the " + FormatBytes(need) +
-        " that the NVMe tier needs (two versions of every page of state" +
-        (o_.ckpt_every > 0 ? std::string(" plus a checkpoint's parameters and moments") : "") +
-        "); raise --nvme-mem or leave it out (default 3x the state)");
+  if (!o_.resume) {
+    if (memory::NvmeStoreExists(dir)) {
+      return Status::InvalidArgument(
+          "--nvme-dir " + dir + " already holds a Strata page store (" +
+          memory::NvmeStorePath(dir) +
+          ") from an earlier run; add --resume to continue it, or give an empty directory");
+    }
+    if (found && !found->checkpoints.empty()) {
+      return Status::InvalidArgument(
+          "--ckpt-dir " + o_.ckpt_dir + " already holds checkpoints (steps " + found->steps_text() +
+          ") of a run whose store is in " +
+          (found->nvme_dirs.empty() ? std::string("its --nvme-dir") : found->nvme_dirs[0]) +
+          "; add --resume to continue it, or give an empty --ckpt-dir");
+    }
+    return Status::Ok();
   }
+  if (!found || found->checkpoints.empty()) return Status::Ok();  // nothing to continue yet
+  STRATA_RETURN_IF_ERROR(scheduler::CheckRecordIsOfRun(*found, fingerprint_, o_.ckpt_dir));
+  if (!memory::NvmeStoreExists(dir)) {
+    return Status::NotFound("--resume: " + o_.ckpt_dir + " names checkpoint " + found->manifest +
+                            " but --nvme-dir " + dir +
+                            " holds no page store; give the --nvme-dir of the checkpointed run");
+  }
+  return Status::Ok();
+}
+
+// Copy-on-write keeps up to two versions of a page (committed + staged), and each kept
+// checkpoint's manifest pins one more version of every parameter and moment page.
+uint64_t PagedTrainer::NvmeNeedBytes(uint64_t state_bytes) const {
+  const uint64_t kept = o_.ckpt_every > 0 ? uint64_t(o_.keep_checkpoints) : 0;
+  return 2 * state_bytes + kept * DurablePages().size() * pages_->page_bytes();
+}
+
+Status PagedTrainer::CheckNvmeRoom(uint64_t have, uint64_t state_bytes, const char* whose) const {
+  const uint64_t need = NvmeNeedBytes(state_bytes);
+  if (have >= need) return Status::Ok();
+  return Status::ResourceExhausted(
+      std::string(whose) + " " + FormatBytes(have) + " is below the " + FormatBytes(need) +
+      " that the NVMe tier needs (two versions of every page of state" +
+      (o_.ckpt_every > 0 ? " plus the parameters and moments of " +
+                               std::to_string(o_.keep_checkpoints) + " kept checkpoint(s)"
+                         : std::string()) +
+      "); raise --nvme-mem or leave it out (a new store), or lower --keep-checkpoints");
+}
+
+Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
+  STRATA_ASSIGN_OR_RETURN(
+      fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config, seq_, pages_->page_bytes()));
+  std::optional<scheduler::CheckpointRecord> found;
+  if (!o_.ckpt_dir.empty()) {
+    STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
+  }
+  STRATA_RETURN_IF_ERROR(CheckCheckpointFlags(found));
+  if (o_.nvme_mem > 0)
+    STRATA_RETURN_IF_ERROR(CheckNvmeRoom(o_.nvme_mem, state_bytes, "--nvme-mem"));
   memory::NvmeStoreOptions so;
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
-  so.capacity_bytes = o_.nvme_mem > 0 ? o_.nvme_mem : 3 * state_bytes;
+  so.capacity_bytes =
+      o_.nvme_mem > 0 ? o_.nvme_mem : std::max(3 * state_bytes, NvmeNeedBytes(state_bytes));
   so.faults = o_.nvme_faults;
-  if (resume_from_) so.restore_snapshot = resume_from_->manifest;
-  Result<std::unique_ptr<memory::NvmeTier>> nvme = memory::OpenNvmeStore(so);
-  if (!nvme.ok()) {
-    return resume_from_ ? nvme.status().WithContext("--resume from " + o_.ckpt_dir) : nvme.status();
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeStore> store, memory::NvmeStore::Open(so));
+  STRATA_RETURN_IF_ERROR(
+      CheckNvmeRoom(store->capacity_bytes(), state_bytes, "the NVMe store's capacity"));
+  if (o_.resume) {
+    scheduler::ResumeRequest req{o_.ckpt_dir, o_.nvme_dirs[0], o_.resume_from};
+    STRATA_ASSIGN_OR_RETURN(scheduler::ResumePlan plan,
+                            scheduler::PlanResume(*store, found, FreshRecord(), req));
+    record_ = std::move(plan.record);
+    resume_from_ = plan.from;
+    if (resume_from_) start_step_ = resume_from_->step;
+  } else if (!o_.ckpt_dir.empty()) {
+    // Before any manifest: a kill before the first checkpoint leaves a record of this store.
+    record_ = FreshRecord();
+    STRATA_ASSIGN_OR_RETURN(record_.store_id, store->id());
+    STRATA_RETURN_IF_ERROR(scheduler::WriteCheckpointRecord(o_.ckpt_dir, record_));
   }
-  nvme_ = std::move(*nvme);
-  if (resume_from_) start_step_ = resume_from_->step;
+  nvme_ = memory::NvmeStore::IntoTier(std::move(store));
   return Status::Ok();
 }
 
@@ -85,19 +135,33 @@ Status PagedTrainer::Checkpoint(long steps_done) {
   return Status::Ok();
 }
 
+// Note [Checkpoint retirement]: the manifest, then the record that lists it (and drops the
+// oldest beyond --keep-checkpoints), then the deletion of every manifest the record no longer
+// lists.
 Status PagedTrainer::WriteCheckpoint(long steps_done) {
-  // A snapshot of this name can only be an orphan: a killed run saved it but never recorded it
-  // (the record names an earlier step, the one this run resumed from). save_snapshot replaces
-  // it.
+  // A snapshot of this name can only be an orphan (a killed run saved it but never recorded
+  // it, and a resume collects those): save_snapshot replaces it.
   const std::string name = scheduler::ManifestNameForStep(steps_done);
   STRATA_RETURN_IF_ERROR(mm_->save_snapshot(name, DurablePages()));
-  STRATA_RETURN_IF_ERROR(
-      scheduler::WriteCheckpointRecord(o_.ckpt_dir, {steps_done, name, RunFingerprint()}));
+  scheduler::CheckpointRecord next = record_;
+  std::vector<scheduler::CheckpointEntry> entries = {{steps_done, name}};
+  for (const scheduler::CheckpointEntry& e : record_.checkpoints) {
+    if (e.step < steps_done && entries.size() < size_t(o_.keep_checkpoints)) entries.push_back(e);
+  }
+  next.set_checkpoints(std::move(entries));
+  STRATA_RETURN_IF_ERROR(scheduler::WriteCheckpointRecord(o_.ckpt_dir, next));
+  record_ = std::move(next);
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, mm_->snapshot_names());
   for (const std::string& n : names) {
-    if (n != name && n.rfind("step-", 0) == 0) STRATA_RETURN_IF_ERROR(mm_->delete_snapshot(n));
+    const bool listed =
+        std::any_of(record_.checkpoints.begin(), record_.checkpoints.end(),
+                    [&](const scheduler::CheckpointEntry& e) { return e.manifest == n; });
+    if (!listed && scheduler::IsCheckpointManifest(n)) {
+      STRATA_RETURN_IF_ERROR(mm_->delete_snapshot(n));
+    }
   }
-  Logger("train")->debug("checkpoint {} in {}", name, o_.ckpt_dir);
+  Logger("train")->debug("checkpoint {} in {} (kept: steps {})", name, o_.ckpt_dir,
+                         record_.steps_text());
   return Status::Ok();
 }
 

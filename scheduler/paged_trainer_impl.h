@@ -20,6 +20,7 @@
 #include "scheduler/checkpoint.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/run_fingerprint.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
 #include "scheduler/trainer.h"
@@ -59,6 +60,10 @@ class PagedTrainer final : public Trainer {
   Status CreateMemory();
   Status CreateEngine();
   Status OpenNvme(uint64_t state_bytes);
+  Status CheckCheckpointFlags(const std::optional<scheduler::CheckpointRecord>& found);
+  uint64_t NvmeNeedBytes(uint64_t state_bytes) const;
+  Status CheckNvmeRoom(uint64_t have, uint64_t state_bytes, const char* whose) const;
+  scheduler::CheckpointRecord FreshRecord() const;
   // The step's figures from the counters at the end of its compute and the previous step's.
   StepStats StatsOf(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,
                     const memory::MemoryStats& m0) const;
@@ -67,7 +72,6 @@ class PagedTrainer final : public Trainer {
   Status ResetMoments();
   Status Checkpoint(long steps_done);
   Status WriteCheckpoint(long steps_done);
-  std::string RunFingerprint() const;
   std::vector<memory::PageId> DurablePages() const;
   Status ExportRole(Role role, const std::string& path);
 
@@ -83,7 +87,9 @@ class PagedTrainer final : public Trainer {
   std::unique_ptr<memory::MemoryManager> mm_;
   scheduler::Timeline timeline_;
   std::unique_ptr<Engine> engine_;
-  std::optional<scheduler::CheckpointRecord> resume_from_;
+  scheduler::RunFingerprint fingerprint_;
+  scheduler::CheckpointRecord record_;  // in force; after Setup only the optimizer queue's
+  std::optional<scheduler::CheckpointEntry> resume_from_;
   long start_step_ = 0;
   std::shared_future<Status> pending_checkpoint_;
 };

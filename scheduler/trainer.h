@@ -41,7 +41,8 @@ namespace strata {
 inline constexpr const char* kPagingFlags[] = {
     "--host-mem",     "--nvme-dir",    "--nvme-mem",       "--page-size",     "--params-on",
     "--optimizer-on", "--micro-batch", "--recompute",      "--trace",         "--ckpt-dir",
-    "--ckpt-every",   "--resume",      "--delayed-update", "--movement-only", "--host-eviction"};
+    "--ckpt-every",   "--resume",      "--delayed-update", "--movement-only", "--host-eviction",
+    "--keep-checkpoints", "--resume-from"};
 
 struct ModelChoice {
   std::string preset = "small";  // --model
@@ -87,6 +88,8 @@ struct TrainOptions {
   std::string ckpt_dir;                // --ckpt-dir: checkpoint records (scheduler/checkpoint.h)
   long ckpt_every = 0;                 // --ckpt-every N: checkpoint after every N steps; 0 = never
   bool resume = false;                 // --resume: continue from the checkpoint in --ckpt-dir
+  int keep_checkpoints = 2;            // --keep-checkpoints K: the record lists the K newest
+  long resume_from = -1;               // --resume-from STEP (implies --resume); -1 = the newest
   bool delayed_update = false;         // --delayed-update: one-step-stale updates (paged only)
   bool movement_only = false;          // --movement-only: skip the kernels (paged only)
   // --host-eviction: how the host pool picks victims: belady (over the access plan learned from

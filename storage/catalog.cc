@@ -221,4 +221,18 @@ Result<std::vector<std::string>> Catalog::manifest_names() const {
   return names;
 }
 
+Status Catalog::put_meta(const std::string& name, const std::string& value) {
+  rocksdb::WriteBatch batch;
+  batch.Put("meta/" + name, value);
+  return write_sync(batch, nullptr);
+}
+
+Result<std::optional<std::string>> Catalog::get_meta(const std::string& name) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), "meta/" + name, &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  STRATA_RETURN_IF_ERROR(FromRocks(s, "read meta/" + name + " from catalog " + path_));
+  return std::optional<std::string>(std::move(value));
+}
+
 }  // namespace strata::storage

@@ -4,6 +4,7 @@
 //   meta/layout          -> page size, slots per slot file, the slot-file directories in order
 //   p/<page id, BE u64>  -> PageEntry {slot file, slot, version, xxh3-64 checksum, length}
 //   m/<name>             -> manifest: the PageRecords of every page at the time it was saved
+//   meta/<name>          -> small values of the store (put_meta/get_meta), e.g. meta/store-id
 //
 // Contract:
 // - Every mutation is one rocksdb::WriteBatch written with sync=true: when it returns OK it is
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -84,6 +86,11 @@ class Catalog {
   Result<std::vector<PageRecord>> get_manifest(const std::string& name) const;
   [[nodiscard]] Status delete_manifest(const std::string& name);
   Result<std::vector<std::string>> manifest_names() const;
+
+  // Small named values of the store itself (key meta/<name>, e.g. the store id), one sync
+  // WriteBatch per put. get_meta is nullopt when the key was never put.
+  [[nodiscard]] Status put_meta(const std::string& name, const std::string& value);
+  Result<std::optional<std::string>> get_meta(const std::string& name) const;
 
  private:
   Catalog(std::string path, std::unique_ptr<rocksdb::DB> db);

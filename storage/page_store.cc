@@ -25,6 +25,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <random>
 
 #include "storage/posix_file.h"
 
@@ -110,8 +113,9 @@ Result<PageEntry> PageStore::allocate_slot_locked(PageId page) {
   return Status::ResourceExhausted(
       "NVMe store is full: no free slot for page " + std::to_string(page) + " (all " +
       std::to_string(slots_.size()) + " slots of " + FormatBytes(layout_.page_bytes) +
-      " are referenced by pages, manifests or uncommitted writes); drop old checkpoints (strata "
-      "ckpt prune), or grow the store: reopen it (--resume) with a larger --nvme-mem");
+      " are referenced by pages, manifests or uncommitted writes); drop old checkpoints "
+      "(strata ckpt prune CKPT_DIR --keep 1), or grow the store: reopen it (--resume) with a "
+      "larger --nvme-mem");
 }
 
 void PageStore::maybe_free_locked(uint64_t global) {
@@ -479,6 +483,18 @@ PageStoreStats PageStore::stats() const {
   s.slots_used_peak = used_peak_;
   s.checksum_failures = checksum_failures_;
   return s;
+}
+
+Result<std::string> PageStore::store_id() {
+  std::lock_guard<std::mutex> commit_lock(commit_mu_);  // two first callers write one id
+  STRATA_ASSIGN_OR_RETURN(std::optional<std::string> id, catalog_->get_meta("store-id"));
+  if (id) return *id;
+  std::random_device rd;
+  const uint64_t value = (uint64_t(rd()) << 32) ^ rd() ^ uint64_t(std::time(nullptr));
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  STRATA_RETURN_IF_ERROR(catalog_->put_meta("store-id", text));
+  return std::string(text);
 }
 
 }  // namespace strata::storage

@@ -162,6 +162,11 @@ class PageStore {
   // sync WriteBatch. Subsequent versions must exceed the restored ones.
   [[nodiscard]] Status restore_manifest(const std::string& name);
 
+  // The store's identity: a random 64-bit id (16 hex digits) kept in the catalog
+  // (meta/store-id), written durably the first time it is asked for (stores made before it
+  // existed get theirs then). Records kept beside a store name it to tell one store from another.
+  Result<std::string> store_id();
+
   PageStoreStats stats() const;
 
  private:

@@ -45,6 +45,7 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   if (!f.page_size.empty()) {
     STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(f.page_size, "--page-size"));
   }
+  if (cmd.count("--resume-from") > 0) o.resume = true;
   for (const char* flag : kPagingFlags) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
@@ -252,8 +253,14 @@ void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
   cmd->add_option("--ckpt-every", o.ckpt_every, "Checkpoint after every N steps (0: never)")
       ->capture_default_str();
   cmd->add_flag("--resume", o.resume,
-                "Continue from the checkpoint in --ckpt-dir (same model, batch, dirs); starts "
-                "fresh when there is none yet");
+                "Continue from the checkpoint in --ckpt-dir (same model, data, optimizer, batch, "
+                "dirs); starts fresh when there is none yet");
+  cmd->add_option("--resume-from", o.resume_from,
+                  "Resume from this listed checkpoint step instead of the newest (implies "
+                  "--resume; `strata ckpt list` shows them)");
+  cmd->add_option("--keep-checkpoints", o.keep_checkpoints,
+                  "Checkpoints kept (the record lists the K newest; older manifests are deleted)")
+      ->capture_default_str();
   cmd->add_flag("--delayed-update", o.delayed_update,
                 "Opt-in: AdamW of step s runs during step s+1, whose compute uses the parameters "
                 "one update behind (ZeRO-Offload's DPU); not bit-identical to exact training");

@@ -2,7 +2,8 @@
 // random moments and restarted with --resume each time, logs exactly the losses of an
 // uninterrupted run for every step it reports and ends with the same weights. Some steps clip.
 //
-// Kill points: STRATA_SCHED_KILLS (default 10); the stress label runs 100. The delays come from a
+// Kill points: STRATA_SCHED_KILLS (default 10); the stress label runs 100 for the checkpoint every
+// step and 200 for the checkpoint every two steps on two dirs. The delays come from a
 // seeded generator (STRATA_SCHED_KILL_SEED, default 1) so a failure can be replayed.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -60,7 +61,16 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& out_path) {
   return rc == 0 ? pid : -1;
 }
 
-TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
+// A kill loop's configuration: the checkpoint interval, the NVMe dirs, and flags that both the
+// paged runs and the in-memory reference take (--micro-batch).
+struct KillLoop {
+  int ckpt_every = 1;
+  int nvme_dirs = 1;
+  std::vector<std::string> shared;  // given to the reference and to every paged run
+  std::vector<std::string> paged;   // given to every paged run only
+};
+
+void RunKillLoop(const KillLoop& cfg) {
   const int kills =
       std::getenv("STRATA_SCHED_KILLS") ? std::atoi(std::getenv("STRATA_SCHED_KILLS")) : 10;
   const unsigned seed =
@@ -74,8 +84,10 @@ TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
                                            "7",           "--threads", "1",
                                            "--grad-clip", "2",         "--log-level",
                                            "warn"};
+  std::vector<std::string> common_all = common;
+  common_all.insert(common_all.end(), cfg.shared.begin(), cfg.shared.end());
   // The uninterrupted reference, in memory.
-  std::vector<std::string> ref_args = common;
+  std::vector<std::string> ref_args = common_all;
   for (const char* a : {"--engine", "memory", "--log-json"}) ref_args.push_back(a);
   ref_args.push_back(dir.path() + "/ref.jsonl");
   ref_args.push_back("--export");
@@ -90,24 +102,35 @@ TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
 
   // Every run of a round shares one NVMe dir and one --ckpt-dir and always passes --resume.
   auto args_in = [&](const std::string& root) {
-    std::vector<std::string> a = common;
+    std::vector<std::string> a = common_all;
     for (const std::string& x :
          {std::string("--page-size"), std::string("16K"), std::string("--host-mem"),
           std::string("640K"), std::string("--params-on"), std::string("nvme"),
           std::string("--optimizer-on"), std::string("nvme"), std::string("--nvme-dir"),
           root + "/nvme", std::string("--ckpt-dir"), root + "/ckpt", std::string("--ckpt-every"),
-          std::string("1"), std::string("--resume"), std::string("--export"),
+          std::to_string(cfg.ckpt_every), std::string("--resume"), std::string("--export"),
           root + "/out.safetensors"}) {
       a.push_back(x);
     }
+    for (int d = 1; d < cfg.nvme_dirs; ++d) {
+      a.push_back("--nvme-dir");
+      a.push_back(root + "/nvme" + std::to_string(d));
+    }
+    a.insert(a.end(), cfg.paged.begin(), cfg.paged.end());
     return a;
+  };
+  auto make_dirs = [&](const std::string& root) {
+    std::filesystem::create_directories(root + "/nvme");
+    for (int d = 1; d < cfg.nvme_dirs; ++d) {
+      std::filesystem::create_directories(root + "/nvme" + std::to_string(d));
+    }
   };
   // Kill moments spread over the length of one uninterrupted paged run (measured here, so the
   // kills land inside steps and checkpoints however loaded the machine is).
   int full_ms = 0;
   {
     const std::string probe = dir.sub("probe");
-    std::filesystem::create_directories(probe + "/nvme");
+    make_dirs(probe);
     const auto t0 = std::chrono::steady_clock::now();
     const pid_t pid = Spawn(args_in(probe), probe + "/out.txt");
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -126,7 +149,7 @@ TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
   // `kills` kills have landed; the last round's last run is never killed.
   while (killed < kills || rounds == 0) {
     const std::string root = dir.sub("round" + std::to_string(rounds++));
-    std::filesystem::create_directories(root + "/nvme");
+    make_dirs(root);
     for (;;) {
       const std::string tag = root + "/part" + std::to_string(runs++);
       std::vector<std::string> run_args = args_in(root);
@@ -161,7 +184,7 @@ TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
   // Random kills resume from checkpoints most of the time (`resumed` runs did); one resume is
   // made certain here: stop after step 3, then continue to the end.
   const std::string root = dir.sub("certain");
-  std::filesystem::create_directories(root + "/nvme");
+  make_dirs(root);
   std::vector<std::string> first = args_in(root);
   for (size_t i = 0; i + 1 < first.size(); ++i) {
     if (first[i] == "--steps") first[i + 1] = "3";
@@ -176,13 +199,28 @@ TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) {
   ASSERT_EQ(waitpid(b, &status, 0), b);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadFileBytes(root + "/b.out");
   const std::map<long, std::string> got = LossTexts(root + "/b.jsonl");
-  ASSERT_EQ(got.size(), size_t(steps - 3));
-  EXPECT_EQ(got.begin()->first, 4);
+  const long resumed_at = 3 / cfg.ckpt_every * cfg.ckpt_every;  // the last checkpoint by step 3
+  ASSERT_EQ(got.size(), size_t(steps - resumed_at));
+  EXPECT_EQ(got.begin()->first, resumed_at + 1);
   for (const auto& [step, loss] : got) EXPECT_EQ(loss, want.at(step)) << "step " << step;
   EXPECT_TRUE(ReadFileBytes(root + "/out.safetensors") ==
               ReadFileBytes(dir.path() + "/ref.safetensors"));
-  RecordProperty("kills", killed);
-  RecordProperty("resumed_runs", resumed);
+  ::testing::Test::RecordProperty("kills", killed);
+  ::testing::Test::RecordProperty("resumed_runs", resumed);
+}
+
+TEST(KillResume, RandomKillsReproduceTheUninterruptedRun) { RunKillLoop(KillLoop{}); }
+
+// Issue 12: with a checkpoint every 2 steps, kills also land between a checkpoint's record and
+// the deletion of the manifest it retires, and during steps that write no checkpoint; two NVMe
+// dirs and micro-batches with recompute make a step's writes larger. Every resume must work.
+TEST(KillResume, CheckpointEveryTwoStepsOnTwoDirsWithMicroBatches) {
+  KillLoop cfg;
+  cfg.ckpt_every = 2;
+  cfg.nvme_dirs = 2;
+  cfg.shared = {"--micro-batch", "2"};
+  cfg.paged = {"--recompute", "all"};
+  RunKillLoop(cfg);
 }
 
 }  // namespace

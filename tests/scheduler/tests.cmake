@@ -2,8 +2,13 @@
 # The CLI tests run the built `strata` binary.
 add_dependencies(strata_scheduler_tests strata)
 
-# `ctest -L stress`: the kill-and-resume loop with 100 kills instead of the default suite's 10.
+# `ctest -L stress`: the kill-and-resume loops with 100 and 200 kills instead of the default
+# suite's 10.
 add_test(NAME scheduler_kill_resume_stress
-         COMMAND strata_scheduler_tests --gtest_filter=KillResume.*)
+         COMMAND strata_scheduler_tests --gtest_filter=KillResume.RandomKills*)
 set_tests_properties(scheduler_kill_resume_stress PROPERTIES
                      LABELS stress ENVIRONMENT STRATA_SCHED_KILLS=100 TIMEOUT 3600)
+add_test(NAME scheduler_kill_resume_ckpt_every_stress
+         COMMAND strata_scheduler_tests --gtest_filter=KillResume.CheckpointEveryTwoSteps*)
+set_tests_properties(scheduler_kill_resume_ckpt_every_stress PROPERTIES
+                     LABELS stress ENVIRONMENT STRATA_SCHED_KILLS=200 TIMEOUT 7200)

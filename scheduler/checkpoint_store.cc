@@ -1,0 +1,211 @@
+#include "scheduler/checkpoint_store.h"
+
+#include <algorithm>
+
+#include "core/util/log.h"
+#include "core/util/sizes.h"
+
+namespace strata::scheduler {
+namespace {
+
+std::string RecordPath(const std::string& ckpt_dir) { return ckpt_dir + "/" + kCheckpointFile; }
+
+// What to do when the checkpoint `bad` cannot be used: the older ones, and --resume-from.
+std::string OlderAdvice(const CheckpointRecord& record, long bad) {
+  std::string older;
+  for (const CheckpointEntry& e : record.checkpoints) {
+    if (e.step < bad) older += (older.empty() ? "" : ", ") + std::to_string(e.step);
+  }
+  if (older.empty()) {
+    return "no older checkpoint is kept (--keep-checkpoints); start a new run in an empty "
+           "--ckpt-dir and --nvme-dir";
+  }
+  const std::string first = older.substr(0, older.find(','));
+  return "older checkpoints: step " + older + "; resume from one with --resume --resume-from " +
+         first;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The checkpoint --resume continues from: the newest, or --resume-from's, whose manifest the
+// store holds and whose every page version reads back with its checksum.
+Result<CheckpointEntry> ChooseCheckpoint(memory::NvmeStore& store, const CheckpointRecord& record,
+                                         const std::vector<std::string>& manifests,
+                                         const ResumeRequest& req) {
+  const CheckpointEntry* chosen = &record.checkpoints.front();
+  if (req.resume_from >= 0) {
+    chosen = record.find(req.resume_from);
+    if (chosen == nullptr) {
+      return Status::InvalidArgument("--resume-from " + std::to_string(req.resume_from) + ": " +
+                                     RecordPath(req.ckpt_dir) + " lists checkpoints of steps " +
+                                     record.steps_text() + "; pick one of them");
+    }
+  }
+  const std::string where = "--resume: checkpoint step " + std::to_string(chosen->step) + " (" +
+                            chosen->manifest + ", listed in " + RecordPath(req.ckpt_dir) + ")";
+  if (std::find(manifests.begin(), manifests.end(), chosen->manifest) == manifests.end()) {
+    return Status::NotFound(where + " is missing from the NVMe store in --nvme-dir " +
+                            req.nvme_dir + "; " + OlderAdvice(record, chosen->step));
+  }
+  Status verified = store.verify_snapshot(chosen->manifest);
+  if (!verified.ok()) {
+    return Status::Corruption(where + " is damaged: " + verified.message() + "; " +
+                              OlderAdvice(record, chosen->step));
+  }
+  return *chosen;
+}
+
+}  // namespace
+
+Status CheckRecordIsOfRun(const CheckpointRecord& record, const RunFingerprint& now,
+                          const std::string& ckpt_dir) {
+  if (record.format >= 2) return CheckSameRun(now, record.fingerprint);
+  if (record.run == now.Summary()) return Status::Ok();
+  return Status::InvalidArgument("--resume: the checkpoint in " + ckpt_dir +
+                                 " is of another run (" + record.run + "), not " + now.Summary() +
+                                 "; use the same flags or another --ckpt-dir");
+}
+
+Status CheckStoreId(const CheckpointRecord& record, const std::string& store_id,
+                    const std::string& ckpt_dir, const std::string& nvme_dir) {
+  if (record.store_id.empty() || record.store_id == store_id) return Status::Ok();
+  return Status::InvalidArgument(
+      "--resume: " + RecordPath(ckpt_dir) + " belongs to NVMe store " + record.store_id +
+      " but --nvme-dir " + nvme_dir + " holds store " + store_id +
+      "; pass the --ckpt-dir and --nvme-dir of one run (the record names its dirs: " +
+      JoinNames(record.nvme_dirs) + ")");
+}
+
+Result<std::vector<std::string>> CheckpointManifests(memory::NvmeStore& store) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, store.snapshot_names());
+  std::erase_if(names, [](const std::string& n) { return !IsCheckpointManifest(n); });
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<std::vector<std::string>> CollectUnlisted(memory::NvmeStore& store,
+                                                 const CheckpointRecord& record) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, CheckpointManifests(store));
+  std::vector<std::string> deleted;
+  for (const std::string& n : names) {
+    const bool listed = std::any_of(record.checkpoints.begin(), record.checkpoints.end(),
+                                    [&](const CheckpointEntry& e) { return e.manifest == n; });
+    if (listed) continue;
+    STRATA_RETURN_IF_ERROR(store.delete_snapshot(n));
+    deleted.push_back(n);
+  }
+  if (!deleted.empty()) {
+    Logger("train")->info("deleted {} manifest(s) no checkpoint record lists: {}", deleted.size(),
+                          JoinNames(deleted));
+  }
+  return deleted;
+}
+
+Result<ResumePlan> PlanResume(memory::NvmeStore& store,
+                              const std::optional<CheckpointRecord>& found_record,
+                              CheckpointRecord fresh, const ResumeRequest& req) {
+  STRATA_ASSIGN_OR_RETURN(fresh.store_id, store.id());
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> manifests, CheckpointManifests(store));
+  // A record that lists no checkpoint protects nothing: when it names another store (that
+  // store was wiped, say) it is as good as none, and this run's replaces it.
+  std::optional<CheckpointRecord> found = found_record;
+  if (found && found->checkpoints.empty() && found->store_id != fresh.store_id) found.reset();
+  if (!found && !manifests.empty()) {
+    return Status::InvalidArgument(
+        "--resume: --ckpt-dir " + req.ckpt_dir +
+        " holds no checkpoint record of this store, but --nvme-dir " + req.nvme_dir +
+        " holds checkpoints " + JoinNames(manifests) +
+        " of a run; pass that run's --ckpt-dir (starting over here would overwrite them)");
+  }
+  if (found) {
+    STRATA_RETURN_IF_ERROR(CheckStoreId(*found, fresh.store_id, req.ckpt_dir, req.nvme_dir));
+  }
+  if ((!found || found->checkpoints.empty()) && req.resume_from >= 0) {
+    return Status::InvalidArgument("--resume-from " + std::to_string(req.resume_from) + ": " +
+                                   req.ckpt_dir + " lists no checkpoint yet");
+  }
+  ResumePlan plan;
+  std::vector<CheckpointEntry> kept;
+  if (found && !found->checkpoints.empty()) {
+    STRATA_ASSIGN_OR_RETURN(CheckpointEntry from, ChooseCheckpoint(store, *found, manifests, req));
+    for (const CheckpointEntry& e : found->checkpoints) {
+      if (e.step <= from.step) kept.push_back(e);  // a later one is another future now
+    }
+    plan.from = from;
+  }
+  fresh.set_checkpoints(std::move(kept));
+  // Durable before any manifest it drops is deleted (Note [Checkpoint retirement]).
+  STRATA_RETURN_IF_ERROR(WriteCheckpointRecord(req.ckpt_dir, fresh));
+  STRATA_RETURN_IF_ERROR(CollectUnlisted(store, fresh).status());
+  if (plan.from) STRATA_RETURN_IF_ERROR(store.restore_snapshot(plan.from->manifest));
+  plan.record = std::move(fresh);
+  return plan;
+}
+
+Result<std::unique_ptr<memory::NvmeStore>> OpenRecordStore(const CheckpointRecord& record,
+                                                           const std::string& ckpt_dir,
+                                                           std::vector<std::string> dirs) {
+  if (dirs.empty()) dirs = record.nvme_dirs;
+  if (dirs.empty()) {
+    return Status::InvalidArgument(RecordPath(ckpt_dir) +
+                                   " names no NVMe directories (an older record); pass --nvme-dir");
+  }
+  if (!memory::NvmeStoreExists(dirs[0])) {
+    return Status::NotFound("no NVMe page store in " + dirs[0] + " (named by " +
+                            RecordPath(ckpt_dir) + "); pass --nvme-dir where it is now");
+  }
+  memory::NvmeStoreOptions so;
+  so.dirs = dirs;
+  STRATA_ASSIGN_OR_RETURN(so.page_bytes, memory::NvmeStorePageBytes(dirs[0]));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeStore> store, memory::NvmeStore::Open(so));
+  STRATA_ASSIGN_OR_RETURN(std::string id, store->id());
+  if (!record.store_id.empty() && record.store_id != id) {
+    return Status::InvalidArgument(RecordPath(ckpt_dir) + " belongs to NVMe store " +
+                                   record.store_id + " but " + dirs[0] + " holds store " + id +
+                                   "; pass the --nvme-dir of the run that wrote the record");
+  }
+  return store;
+}
+
+Result<std::vector<CheckpointListing>> ListCheckpoints(memory::NvmeStore& store,
+                                                       const CheckpointRecord& record) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> manifests, CheckpointManifests(store));
+  std::vector<CheckpointListing> out;
+  for (const CheckpointEntry& e : record.checkpoints) {
+    CheckpointListing l;
+    l.entry = e;
+    l.present = std::find(manifests.begin(), manifests.end(), e.manifest) != manifests.end();
+    if (l.present) {
+      STRATA_ASSIGN_OR_RETURN(l.size, store.snapshot_size(e.manifest));
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+Result<PruneResult> PruneCheckpoints(memory::NvmeStore& store, CheckpointRecord& record,
+                                     const std::string& ckpt_dir, int keep) {
+  if (keep < 1) {
+    return Status::InvalidArgument("--keep " + std::to_string(keep) +
+                                   " must be at least 1 (the newest checkpoint stays)");
+  }
+  PruneResult result;
+  const uint64_t used_before = store.used_bytes();
+  std::vector<CheckpointEntry> kept = record.checkpoints;
+  if (kept.size() > size_t(keep)) {
+    result.dropped.assign(kept.begin() + keep, kept.end());
+    kept.resize(size_t(keep));
+    record.set_checkpoints(std::move(kept));
+    STRATA_RETURN_IF_ERROR(WriteCheckpointRecord(ckpt_dir, record));
+  }
+  STRATA_RETURN_IF_ERROR(CollectUnlisted(store, record).status());
+  const uint64_t used_after = store.used_bytes();
+  result.freed_bytes = used_before > used_after ? used_before - used_after : 0;
+  return result;
+}
+
+}  // namespace strata::scheduler

@@ -1,0 +1,61 @@
+// RunFingerprint: what a resumed run must share with its checkpoint, one named field per flag
+// that changes the arithmetic of a step (the model, the data, the optimizer and its schedule,
+// the seed, the batch and its cut into micro-batches, the page size, --delayed-update, the
+// initial weights). Everything else may change on --resume: --steps, the budgets (--gpu-mem,
+// --host-mem, --nvme-mem), --threads, the outputs (--log-json, --trace, --export, ...),
+// --log-level, --ckpt-every, --keep-checkpoints, and where pages live (--params-on, ...), which
+// never changes a value (Note [Canonical arithmetic] in scheduler/trainer.h).
+//
+// Values are text: floats in their shortest round-trip form ("0.001"), files as their size and
+// XXH3-64 ("1048576 bytes, xxh3 0123456789abcdef") so a moved file still matches.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/nn/gpt_config.h"
+#include "core/util/status.h"
+#include "scheduler/trainer.h"
+
+namespace strata::scheduler {
+
+struct RunFingerprint {
+  std::string model;           // --model (after --init's shape and --n-layer ... --block-size)
+  std::string data;            // --data: "builtin" or the file's size and hash
+  std::string init;            // --init: "none" or the file's size and hash
+  std::string lr;              // --lr
+  std::string min_lr;          // --min-lr
+  std::string warmup;          // --warmup
+  std::string lr_schedule;     // --lr-schedule
+  std::string weight_decay;    // --weight-decay
+  std::string beta1;           // --beta1
+  std::string beta2;           // --beta2
+  std::string eps;             // --eps
+  std::string grad_clip;       // --grad-clip
+  std::string seed;            // --seed
+  std::string batch;           // --batch
+  std::string micro_batch;     // --micro-batch (as given: 0 = one micro-batch of --batch)
+  std::string seq;             // --seq
+  std::string page_size;       // --page-size (bytes)
+  std::string delayed_update;  // --delayed-update ("on" or "off")
+
+  // flag -> value, the form kept in checkpoint.json.
+  std::map<std::string, std::string> ToMap() const;
+  // The one-line "run" text of checkpoint.json (its form since the first record format).
+  std::string Summary() const;
+};
+
+// The fingerprint of a run of `o` with the resolved model, seq and page size. Reads --data and
+// --init to hash them (IoError naming the file when it cannot).
+Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
+                                          uint64_t page_bytes);
+
+// A short name for a fingerprint (ToMap's form): 16 hex digits of XXH3-64 over its fields.
+std::string FingerprintDigest(const std::map<std::string, std::string>& fields);
+
+// Ok when `recorded` (a checkpoint's ToMap) equals `now` in every field; else InvalidArgument
+// naming the first flag that differs and both values, e.g. "--resume: --lr 0.001 differs from
+// the checkpoint's 0.0003 (...)".
+Status CheckSameRun(const RunFingerprint& now, const std::map<std::string, std::string>& recorded);
+
+}  // namespace strata::scheduler
