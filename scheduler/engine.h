@@ -146,7 +146,8 @@ class Engine {
   Status Drain();
   // Runs `job` on the optimizer queue after every update submitted so far and before any later
   // one: it sees the parameters and moments of the last step, while the next step's forward and
-  // backward run (checkpoints use it so as not to stall the driver).
+  // backward run (checkpoints use it so as not to stall the driver). If one of those updates
+  // failed, `job` is not called (it would see a half-updated step) and the result is that error.
   std::shared_future<Status> EnqueueAfterUpdates(std::function<Status()> job);
 
  private:

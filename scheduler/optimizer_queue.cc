@@ -99,7 +99,18 @@ std::shared_future<Status> OptimizerQueue::SubmitPublish(int block, long step) {
 std::shared_future<Status> OptimizerQueue::Enqueue(std::function<Status()> job) {
   auto promise = std::make_shared<std::promise<Status>>();
   std::shared_future<Status> done = promise->get_future().share();
-  queue_->submit([promise, job = std::move(job)] { promise->set_value(job()); });
+  // The jobs before it that have not been seen to succeed (TakeFinishedErrors forgets only
+  // those): a checkpoint after a failed update would record a half-updated step as complete.
+  queue_->submit([promise, before = jobs_, job = std::move(job)] {
+    for (const std::shared_future<Status>& b : before) {
+      const Status st = b.get();  // ready: the queue runs its jobs in order
+      if (!st.ok()) {
+        promise->set_value(st.WithContext("not run, an update before it failed"));
+        return;
+      }
+    }
+    promise->set_value(job());
+  });
   return done;
 }
 

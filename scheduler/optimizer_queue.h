@@ -58,7 +58,8 @@ class OptimizerQueue {
       UpdateJob job, std::shared_ptr<std::vector<std::promise<Status>>> page_done);
   // Queues copying block's master pages onto its parameter pages (--delayed-update).
   std::shared_future<Status> SubmitPublish(int block, long step);
-  // Runs `job` after every update submitted so far and before any later one.
+  // Runs `job` after every update submitted so far and before any later one, if they all
+  // succeeded; otherwise `job` is not called and the result is the first of their errors.
   std::shared_future<Status> Enqueue(std::function<Status()> job);
   // Starts reading ahead the first pages of `block`'s update (then next_block's).
   void ReadAhead(int block, int next_block);

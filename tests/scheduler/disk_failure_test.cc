@@ -4,6 +4,7 @@
 // whose results differ from a run without the fault.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,57 @@ TEST(DiskFailureConcurrent, OneFailedRequestStopsTheRunOrChangesNothing) {
       ASSERT_EQ(steps.size(), ref.steps.size());
       for (size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i].loss, ref.steps[i].loss);
       EXPECT_EQ(ReadFileBytes(o.export_path), ref.weights);
+    }
+  }
+}
+
+// With a checkpoint after every step, one failed request (the n-th after step 2 is reported), then
+// --resume without the fault: whatever the failure left recorded resumes to the losses and weights
+// of the run without faults. A checkpoint queued behind an update that failed must not be recorded:
+// it would hold that step half-updated (before Engine::EnqueueAfterUpdates skipped it, 16 of the
+// requests 1-40 resumed to other losses in one case or both, among them the four tried here).
+// STRATA_DISK_CKPT_REQUESTS=N tries every request from 1 to N instead (it also runs under TSan,
+// so the default stays short).
+TEST(DiskFailureConcurrent, TheCheckpointAFailureLeavesResumesExactly) {
+  ScratchDir dir("disk_ckpt");
+  const char* env = std::getenv("STRATA_DISK_CKPT_REQUESTS");
+  std::vector<int> requests = {1, 4, 7, 12};
+  if (env != nullptr) {
+    requests.clear();
+    for (int n = 1; n <= std::atoi(env); ++n) requests.push_back(n);
+  }
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.name);
+    const TrainOutcome ref =
+        TrainInProcess(FailingRun(c, dir.sub(std::string(c.name) + "_ref"), nullptr),
+                       dir.path() + "/" + c.name + "_ref.safetensors");
+    ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
+    for (int n : requests) {
+      SCOPED_TRACE("request " + std::to_string(n));
+      const std::string tag = std::string(c.name) + "_ckpt_" + std::to_string(n);
+      storage::FaultInjector faults;
+      TrainOptions o = FailingRun(c, dir.sub(tag + "_nvme"), &faults);
+      o.ckpt_dir = dir.path() + "/" + tag + "_ckpt";
+      o.ckpt_every = 1;
+      {
+        auto trainer = Trainer::Create(o);
+        ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+        const Status st = (*trainer)->Run([&](const StepStats& s) {
+          if (s.step == 2) faults.fail_nth_request(n, EIO);
+        });
+        EXPECT_GE(faults.injected(), 1u);
+        if (!st.ok()) {
+          EXPECT_NE(st.ToString().find("Input/output error"), std::string::npos) << st.ToString();
+        }
+      }
+      o.nvme_faults = nullptr;
+      o.resume = true;
+      const TrainOutcome b = TrainInProcess(o, dir.path() + "/" + tag + ".safetensors");
+      ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+      for (const StepStats& s : b.steps) {
+        EXPECT_EQ(s.loss, ref.steps[s.step - 1].loss) << "step " << s.step;
+      }
+      EXPECT_TRUE(b.weights == ref.weights) << "the resumed run ends with other weights";
     }
   }
 }
