@@ -24,17 +24,16 @@ Status CheckFitsMachine(const RamNeed& need, const MachineMemory& machine, const
                         const std::string& advice) {
   const uint64_t total = need.total();
   if (total > machine.limit_bytes) {
-    return Status::InvalidArgument(what + " needs " + FormatBytes(total) + " (" +
-                                   std::to_string(total) + " bytes: " + Parts(need) +
-                                   ") of this machine's memory, but this process can use " +
-                                   FormatBytes(machine.limit_bytes) + " (" + machine.limit_source +
-                                   "); " + advice);
+    return Status::InvalidArgument(
+        what + " needs " + FormatBytes(total) + " (" + std::to_string(total) +
+        " bytes: " + Parts(need) + ") of this machine's memory, but this process can use " +
+        FormatBytes(machine.limit_bytes) + " (" + machine.limit_source + "); " + advice);
   }
   if (machine.available_bytes > 0 && total > machine.available_bytes) {
-    Logger("train")->warn("{} needs {} ({}), above the {} of memory available now; other processes "
-                          "may be pushed to swap, or this one killed",
-                          what, FormatBytes(total), Parts(need),
-                          FormatBytes(machine.available_bytes));
+    Logger("train")->warn(
+        "{} needs {} ({}), above the {} of memory available now; other processes "
+        "may be pushed to swap, or this one killed",
+        what, FormatBytes(total), Parts(need), FormatBytes(machine.available_bytes));
   }
   return Status::Ok();
 }

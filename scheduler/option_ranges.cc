@@ -29,7 +29,7 @@ struct Range {
   const char* default_is = "";
 };
 
-constexpr double kMaxCount = 1e12;             // steps, warmup, checkpoint interval
+constexpr double kMaxCount = 1e12;                // steps, warmup, checkpoint interval
 constexpr double kMaxBytes = double(1ull << 50);  // 1 PiB: any size flag
 
 std::vector<Range> RangeTable(const TrainOptions& o) {
@@ -48,8 +48,8 @@ std::vector<Range> RangeTable(const TrainOptions& o) {
       {"--eps", "AdamW's epsilon", o.eps, 0, true, 1, false},
       {"--grad-clip", "the clipping norm (0: off)", o.grad_clip, 0, false, 1e12, false},
       {"--threads", "the thread count (0: all cores)", double(o.threads), 0, false, 4096, false},
-      {"--micro-batch", "rows per micro-batch (0: --batch)", double(o.micro_batch), 0, false,
-       65536, false},
+      {"--micro-batch", "rows per micro-batch (0: --batch)", double(o.micro_batch), 0, false, 65536,
+       false},
       {"--ckpt-every", "steps between checkpoints (0: never)", double(o.ckpt_every), 0, false,
        kMaxCount, false},
       {"--sim-link-gbps", "the sim link's rate in GB/s (0: memcpy speed)", o.sim_link_gbps, 0,
@@ -80,9 +80,10 @@ bool InRange(const Range& r) {
 }
 
 Status OutOfRange(const Range& r) {
-  std::string msg = std::string(r.flag) + " " + Number(r.value, r.unit) + " is out of range: " +
-                    r.what + " must be " + (r.lo_open ? "> " : ">= ") + Number(r.lo, r.unit) +
-                    " and " + (r.hi_open ? "< " : "<= ") + Number(r.hi, r.unit);
+  std::string msg = std::string(r.flag) + " " + Number(r.value, r.unit) +
+                    " is out of range: " + r.what + " must be " + (r.lo_open ? "> " : ">= ") +
+                    Number(r.lo, r.unit) + " and " + (r.hi_open ? "< " : "<= ") +
+                    Number(r.hi, r.unit);
   if (r.has_sentinel) msg += std::string("; leave ") + r.flag + " out for " + r.default_is;
   return Status::InvalidArgument(msg);
 }
@@ -107,11 +108,10 @@ Status CheckOptionRanges(const TrainOptions& o,
 Status CheckTokensPerStep(int batch, int seq) {
   const int64_t tokens = int64_t(batch) * seq;
   if (tokens <= kMaxTokensPerStep) return Status::Ok();
-  return Status::InvalidArgument("--batch " + std::to_string(batch) + " x --seq " +
-                                 std::to_string(seq) + " = " + std::to_string(tokens) +
-                                 " tokens per step, above the " +
-                                 std::to_string(kMaxTokensPerStep) +
-                                 " one step may hold; lower --batch or --seq");
+  return Status::InvalidArgument(
+      "--batch " + std::to_string(batch) + " x --seq " + std::to_string(seq) + " = " +
+      std::to_string(tokens) + " tokens per step, above the " + std::to_string(kMaxTokensPerStep) +
+      " one step may hold; lower --batch or --seq");
 }
 
 }  // namespace strata

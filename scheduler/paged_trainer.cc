@@ -250,7 +250,7 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
     m0 = r.memory_at_end;
     timeline_.Forget(t0);
     on_step(s);
-    const bool stop = StopRequested(o_);
+    const bool stop = StopRequested(o_) && step + 1 < o_.steps;  // after the last: finish
     if (checkpoints_on() && ((step + 1) % o_.ckpt_every == 0 || stop)) {
       STRATA_RETURN_IF_ERROR(Checkpoint(step + 1));
     }

@@ -209,7 +209,8 @@ class InMemoryTrainer final : public Trainer {
       s.tokens_per_s = double(o_.batch) * seq_ / s.step_s;
       s.device_peak_bytes = device_->stats().peak_bytes;
       on_step(s);
-      if (StopRequested(o_)) return Status::Ok();  // Note [Stopping after a step]: no --export
+      // Note [Stopping after a step]: no --export; after the last step the run just finishes.
+      if (StopRequested(o_) && step + 1 < o_.steps) return Status::Ok();
     }
     if (!o_.export_path.empty()) {
       STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_path, layout_, params_.f()));

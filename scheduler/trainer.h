@@ -94,7 +94,8 @@ struct TrainOptions {
   // step 2, Note [Host access plan] in scheduler/host_pages.h) or lru (steered by demote).
   std::string host_eviction = "belady";
   bool paging_flag_given = false;  // set by the CLI when any of kPagingFlags was given
-  // Note [Stopping after a step]: when this reads non-zero after a step, Run stops there: the
+  // Note [Stopping after a step]: when this reads non-zero after a step (not the last one,
+  // after which the run just finishes, --export included), Run stops there: the
   // paged trainer drains its updates, writes a checkpoint for that step when checkpoints are on
   // (--ckpt-dir with --ckpt-every > 0) and waits for it; neither trainer writes --export or
   // --trace; Run returns OK with fewer than `steps` steps done (the last on_step says which).

@@ -52,7 +52,8 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
   // Every number, with its flag; a sentinel ("0: the default") given explicitly is refused.
-  return CheckOptionRanges(o, [&](std::string_view flag) { return cmd.count(std::string(flag)) > 0; });
+  return CheckOptionRanges(
+      o, [&](std::string_view flag) { return cmd.count(std::string(flag)) > 0; });
 }
 
 Status CheckLogLevel(const std::string& level) {
@@ -133,14 +134,17 @@ class RunSummary {
 };
 
 // What was saved when a stop came after `last_step`: the checkpoint the paged trainer wrote
-// for it (Note [Stopping after a step]), or nothing.
+// for it (Note [Stopping after a step]: for a stop before the last step, or the interval's), or
+// nothing.
 std::string SavedAfterStop(const TrainOptions& o, long last_step, long start_step) {
   if (last_step == start_step) return "nothing new saved";
-  if (o.ckpt_every > 0 && !o.ckpt_dir.empty()) {
+  const bool checkpoints = o.ckpt_every > 0 && !o.ckpt_dir.empty();
+  if (checkpoints && (last_step < o.steps || last_step % o.ckpt_every == 0)) {
     return "checkpoint " + scheduler::ManifestNameForStep(last_step) + " written to " +
            o.ckpt_dir + "; resume with --resume";
   }
-  return "no checkpoint (checkpoints need --nvme-dir, --ckpt-dir and --ckpt-every)";
+  return checkpoints ? "no checkpoint of this step"
+                     : "no checkpoint (checkpoints need --nvme-dir, --ckpt-dir and --ckpt-every)";
 }
 
 // The run, from a created trainer: progress, --log-json, the summary or the stop line.
@@ -160,7 +164,8 @@ Status RunSteps(Trainer& trainer, const TrainOptions& o, StepLog* log, CommandCo
     return log_status.WithContext("stopped after step " + std::to_string(last_step) + " (" +
                                   SavedAfterStop(o, last_step, trainer.start_step()) + ")");
   }
-  if (const int signo = StopSignalNumber(); signo != 0) {
+  // A signal during the last step or after it stopped nothing: the run is complete.
+  if (const int signo = StopSignalNumber(); signo != 0 && last_step < o.steps) {
     std::fprintf(stderr, "strata: stopped by %s after step %ld of %ld; %s\n",
                  StopSignalName(signo), last_step, o.steps,
                  SavedAfterStop(o, last_step, trainer.start_step()).c_str());

@@ -45,12 +45,11 @@ Status CheckDirectory(const Named& out, const std::string& dir) {
                             ") or give another path");
   }
   if (!S_ISDIR(st->st_mode)) {
-    return Status::InvalidArgument(out.flag + " " + out.path + ": " + dir +
-                                   " is not a directory");
+    return Status::InvalidArgument(out.flag + " " + out.path + ": " + dir + " is not a directory");
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return Status::FromErrno(errno, out.flag + " " + out.path + ": directory " + dir +
-                                        " does not take new files")
+    return Status::FromErrno(
+               errno, out.flag + " " + out.path + ": directory " + dir + " does not take new files")
         .WithContext("give a path in a writable directory");
   }
   return Status::Ok();
@@ -77,8 +76,8 @@ Status CheckNotAnInput(const Named& out, const std::vector<Named>& inputs) {
   for (const Named& in : inputs) {
     const std::optional<struct stat> in_st = StatOf(in.path);
     if (in_st && SameFile(*st, *in_st)) {
-      return Status::InvalidArgument(out.flag + " " + out.path + " is the same file as " +
-                                     in.flag + " " + in.path +
+      return Status::InvalidArgument(out.flag + " " + out.path + " is the same file as " + in.flag +
+                                     " " + in.path +
                                      ", which writing would destroy; give another path");
     }
   }
@@ -106,8 +105,8 @@ Status CheckDistinct(const std::vector<Named>& outputs) {
       const fs::path a = fs::weakly_canonical(outputs[i].path, ec);
       const fs::path b = fs::weakly_canonical(outputs[j].path, ec);
       if (a == b) {
-        return Status::InvalidArgument(outputs[i].flag + " and " + outputs[j].flag +
-                                       " both name " + outputs[i].path + "; give each its own file");
+        return Status::InvalidArgument(outputs[i].flag + " and " + outputs[j].flag + " both name " +
+                                       outputs[i].path + "; give each its own file");
       }
     }
   }
@@ -129,9 +128,9 @@ Status CheckCkptDir(const std::string& ckpt_dir) {
 
 Status CheckTrainOutputs(const TrainOptions& o, const std::string& log_json) {
   std::vector<Named> outputs;
-  for (const Named& n : {Named{"--log-json", log_json}, Named{"--export", o.export_path},
-                         Named{"--export-grads", o.export_grads_path},
-                         Named{"--trace", o.trace_path}}) {
+  for (const Named& n :
+       {Named{"--log-json", log_json}, Named{"--export", o.export_path},
+        Named{"--export-grads", o.export_grads_path}, Named{"--trace", o.trace_path}}) {
     if (!n.path.empty()) outputs.push_back(n);
   }
   std::vector<Named> inputs;

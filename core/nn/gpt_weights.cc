@@ -45,7 +45,7 @@ bool Ignored(const std::string& name) {
     return name.size() >= suffix.size() &&
            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return ends_with("attn.bias") || ends_with("attn.masked_bias") || name == "lm_head.weight";
+  return ends_with(".attn.bias") || ends_with(".attn.masked_bias") || name == "lm_head.weight";
 }
 
 // The shape `c` (from __metadata__ or inferred) must not ask for more than the file holds: what

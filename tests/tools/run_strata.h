@@ -61,7 +61,9 @@ inline RunResult RunStrata(const std::vector<std::string>& args, const std::stri
   if (rc != -1 && WIFEXITED(rc)) r.exit_code = WEXITSTATUS(rc);
   r.out = ReadWholeFile(out_path);
   r.err = ReadWholeFile(err_path);
-  if (rc != -1 && WIFSIGNALED(rc)) r.err += "\n(killed by signal " + std::to_string(WTERMSIG(rc)) + ")";
+  if (rc != -1 && WIFSIGNALED(rc)) {
+    r.err += "\n(killed by signal " + std::to_string(WTERMSIG(rc)) + ")";
+  }
   return r;
 }
 

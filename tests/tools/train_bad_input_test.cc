@@ -175,8 +175,10 @@ TEST_F(TrainBadInput, HugeShapeRefusedBeforeAllocating) {
 // before the fix the in-memory arena's mmap failed (exit 1) or, uncapped, the OOM killer came.
 TEST_F(TrainBadInput, ModelAboveMachineMemoryRefusedWithNumbers) {
   const std::string cap = "ulimit -v 8388608;";  // 8 GiB
-  auto mem = RunStrata({"train", "--model", "gpt2-xl", "--steps", "1", "--threads", "1"}, dir_, cap);
-  ExpectOneClearLine(mem, {"in memory", "needs", "ulimit -v", "--gpu-mem", "--nvme-dir"});
+  auto mem =
+      RunStrata({"train", "--model", "gpt2-xl", "--steps", "1", "--threads", "1"}, dir_, cap);
+  ExpectOneClearLine(mem,
+                     {"in memory", "needs", "this process can use", "--gpu-mem", "--nvme-dir"});
   EXPECT_EQ(mem.exit_code, 2) << mem.err;
   // The paged engine with its default budgets (everything resident) is refused the same way.
   auto paged = RunStrata({"train", "--model", "gpt2-xl", "--steps", "1", "--threads", "1",

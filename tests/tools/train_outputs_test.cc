@@ -21,7 +21,7 @@ class TrainOutputs : public ::testing::Test {
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
   RunResult Train(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"train",     "--model", "tiny", "--batch", "2",
+    std::vector<std::string> args = {"train",     "--model", "tiny",  "--batch", "2",
                                      "--threads", "1",       "--seq", "32"};
     args.insert(args.end(), extra.begin(), extra.end());
     return RunStrata(args, dir_);
@@ -30,8 +30,8 @@ class TrainOutputs : public ::testing::Test {
   // A paged run with checkpoints every step in nvme/ and ckpt/ under the scratch dir.
   std::vector<std::string> Paged(long steps) {
     std::filesystem::create_directories(Path("nvme"));
-    return {"--steps",     std::to_string(steps), "--page-size", "16K",         "--nvme-dir",
-            Path("nvme"),  "--ckpt-dir",          Path("ckpt"),  "--ckpt-every", "1"};
+    return {"--steps",    std::to_string(steps), "--page-size", "16K",          "--nvme-dir",
+            Path("nvme"), "--ckpt-dir",          Path("ckpt"),  "--ckpt-every", "1"};
   }
 
   // step -> the line, for every line of a --log-json file (each must parse as a step line).
@@ -108,7 +108,8 @@ TEST_F(TrainOutputs, ResumedRunKeepsTheLogHistory) {
   auto a = Train(first);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   // A killed run logs steps past its last checkpoint, and may leave half a line.
-  std::ofstream(log, std::ios::app) << "{\"step\":4,\"loss\":123.0,\"tokens_per_s\":1}\n{\"step\":5,";
+  std::ofstream(log, std::ios::app)
+      << "{\"step\":4,\"loss\":123.0,\"tokens_per_s\":1}\n{\"step\":5,";
   // A second run that is refused (the store exists and --resume is missing) leaves it alone.
   const std::string before = ReadWholeFile(log);
   auto refused = Train(first);

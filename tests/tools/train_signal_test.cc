@@ -23,16 +23,16 @@ class TrainSignal : public ::testing::Test {
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
   std::vector<std::string> Args(long steps, std::vector<std::string> extra) const {
-    std::vector<std::string> a = {"train",     "--model", "tiny", "--batch", "2",
-                                  "--threads", "1",       "--seq", "32",      "--lr",
-                                  "1e-3",      "--steps", std::to_string(steps)};
+    std::vector<std::string> a = {
+        "train", "--model", "tiny", "--batch", "2",       "--threads",          "1",
+        "--seq", "32",      "--lr", "1e-3",    "--steps", std::to_string(steps)};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
 
   // Starts a run, waits until it logged `lines` steps to `log`, sends `signo`.
-  pid_t StartAndSignal(const std::vector<std::string>& args, const std::string& log,
-                       size_t lines, int signo) {
+  pid_t StartAndSignal(const std::vector<std::string>& args, const std::string& log, size_t lines,
+                       int signo) {
     const pid_t pid = SpawnStrata(args, dir_);
     EXPECT_GT(pid, 0);
     EXPECT_TRUE(WaitForLines(log, lines, seconds(120))) << ReadWholeFile(Path("stderr.txt"));
@@ -60,8 +60,8 @@ class TrainSignal : public ::testing::Test {
 // says so, exit 143; --resume then continues to the same losses as an uninterrupted run.
 TEST_F(TrainSignal, SigtermCheckpointsAndResumeReproducesTheRun) {
   std::filesystem::create_directories(Path("nvme"));
-  const std::vector<std::string> paged = {"--page-size", "16K",         "--nvme-dir", Path("nvme"),
-                                          "--ckpt-dir",  Path("ckpt"),  "--ckpt-every", "1000"};
+  const std::vector<std::string> paged = {"--page-size", "16K",        "--nvme-dir",   Path("nvme"),
+                                          "--ckpt-dir",  Path("ckpt"), "--ckpt-every", "1000"};
   std::vector<std::string> extra = paged;
   extra.insert(extra.end(), {"--log-json", Path("run.jsonl")});
   const pid_t pid = StartAndSignal(Args(100000, extra), Path("run.jsonl"), 2, SIGTERM);
@@ -113,8 +113,9 @@ TEST_F(TrainSignal, InMemoryStopsOnSigintAndSighup) {
 // first signal's clean stop cannot come first.
 TEST_F(TrainSignal, SecondSignalExitsAtOnce) {
   const std::string log = Path("second.jsonl");
-  std::vector<std::string> args = {"train", "--model", "small", "--batch", "4", "--seq", "128",
-                                   "--threads", "1", "--steps", "1000", "--log-json", log};
+  std::vector<std::string> args = {"train", "--model",    "small",     "--batch", "4",
+                                   "--seq", "128",        "--threads", "1",       "--steps",
+                                   "1000",  "--log-json", log};
   const pid_t pid = StartAndSignal(args, log, 1, SIGTERM);
   ::usleep(100 * 1000);  // the first handler has run; the step (about a second) has not ended
   ::kill(pid, SIGINT);
