@@ -48,9 +48,9 @@ Status CheckDirectory(const Named& out, const std::string& dir) {
     return Status::InvalidArgument(out.flag + " " + out.path + ": " + dir + " is not a directory");
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    return Status::FromErrno(
-               errno, out.flag + " " + out.path + ": directory " + dir + " does not take new files")
-        .WithContext("give a path in a writable directory");
+    // FromErrno appends the reason (e.g. "Permission denied") after the message.
+    return Status::FromErrno(errno, out.flag + " " + out.path + ": give a path in a writable " +
+                                        "directory; " + dir + " does not take new files");
   }
   return Status::Ok();
 }

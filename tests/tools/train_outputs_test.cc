@@ -101,6 +101,18 @@ TEST_F(TrainOutputs, OutputIntoMissingDirectoryFailsBeforeStep1) {
   EXPECT_NE(dir.err.find("is a directory"), std::string::npos) << dir.err;
 }
 
+TEST_F(TrainOutputs, OutputsAreDistinctAndOutsideThePageStore) {
+  auto same = Train({"--steps", "1", "--log-json", Path("x"), "--export", Path("x")});
+  EXPECT_EQ(same.exit_code, 2) << same.err;
+  EXPECT_NE(same.err.find("--log-json and --export both name"), std::string::npos) << same.err;
+  std::filesystem::create_directories(Path("nvme"));
+  auto in_store =
+      Train({"--steps", "1", "--nvme-dir", Path("nvme"), "--log-json", Path("nvme/log.jsonl")});
+  EXPECT_EQ(in_store.exit_code, 2) << in_store.err;
+  EXPECT_NE(in_store.err.find("lies in --nvme-dir"), std::string::npos) << in_store.err;
+  EXPECT_FALSE(std::filesystem::exists(Path("nvme/log.jsonl")));
+}
+
 TEST_F(TrainOutputs, ResumedRunKeepsTheLogHistory) {
   const std::string log = Path("log.jsonl");
   std::vector<std::string> first = Paged(3);
