@@ -82,6 +82,13 @@ TEST_F(TrainOutputs, LogJsonWriteFailureFailsTheRun) {
   EXPECT_NE(r.err.find("strata: error: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("/dev/full"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("step     2/3"), std::string::npos) << "ran on after the failed write";
+  // With checkpoints on, the run stops after the step with a checkpoint and says so.
+  std::vector<std::string> paged = Paged(3);
+  paged.insert(paged.end(), {"--log-json", "/dev/full"});
+  auto p = Train(paged);
+  EXPECT_EQ(p.exit_code, 1) << p.err;
+  EXPECT_NE(p.err.find("stopped after step 1 (checkpoint step-00000001 written"), std::string::npos)
+      << p.err;
 }
 
 TEST_F(TrainOutputs, OutputIntoMissingDirectoryFailsBeforeStep1) {
