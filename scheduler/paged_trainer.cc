@@ -12,13 +12,16 @@
 #include "core/nn/gpt_layout.h"
 #include "core/nn/gpt_weights.h"
 #include "core/util/log.h"
+#include "core/util/machine_memory.h"
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
 #include "memory/nvme_store.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/engine.h"
+#include "scheduler/machine_fit.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/paged_trainer_impl.h"
+#include "scheduler/slot_sizes.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
 
@@ -40,9 +43,11 @@ Status PagedTrainer::Setup() {
     return Status::InvalidArgument("--host-eviction must be 'belady' or 'lru', got '" +
                                    o_.host_eviction + "'");
   }
+  STRATA_RETURN_IF_ERROR(CheckPageCount(page));
   STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page, o_.delayed_update));
   pages_ = std::make_unique<StatePages>(std::move(sp));
   STRATA_RETURN_IF_ERROR(MakePlan());
+  STRATA_RETURN_IF_ERROR(CheckFitsMachine());
   SimDeviceOptions dopt;
   dopt.capacity_bytes = plan_.device_bytes;
   dopt.link_gbps = o_.sim_link_gbps;
@@ -60,6 +65,42 @@ Status PagedTrainer::Setup() {
   STRATA_RETURN_IF_ERROR(CreateEngine());
   timeline_.set_keep_all(!o_.trace_path.empty());
   return Status::Ok();
+}
+
+// Before the page plan is built: its tables hold an entry per page, so a tiny --page-size on
+// a large model would cost gigabytes of bookkeeping before any budget is checked.
+Status PagedTrainer::CheckPageCount(uint64_t page) const {
+  const uint64_t roles = o_.delayed_update ? 5 : 4;
+  const uint64_t state_bytes = uint64_t(layout_.total_numel) * 4 * roles;
+  // Each (block, role) starts a page of its own: at most one more page each.
+  const uint64_t pages = state_bytes / page + uint64_t(layout_.num_blocks()) * roles;
+  if (pages <= kMaxStatePages) return Status::Ok();
+  return Status::InvalidArgument(
+      "--page-size " + FormatBytes(page) + " cuts the " + FormatBytes(state_bytes) +
+      " of model state of " + layout_.config.ToString() + " into about " + std::to_string(pages) +
+      " pages, above the " + std::to_string(kMaxStatePages) +
+      " pages one run may have; raise --page-size (e.g. 16M) or train a smaller model");
+}
+
+// After the plan, before the device arena is mapped (scheduler/machine_fit.h): the sim device's
+// slots, activations and tokens, the host pool, and the whole-model staging buffers.
+Status PagedTrainer::CheckFitsMachine() const {
+  RamNeed need;
+  if (o_.device == "sim") {
+    need.device_bytes =
+        plan_.acts_bytes + plan_.tokens_bytes + scheduler::TotalBytes(plan_.slot_sizes);
+  }
+  need.host_bytes = plan_.host_bytes;
+  const uint64_t model_bytes = uint64_t(layout_.total_numel) * 4;
+  if (!o_.init_path.empty()) {
+    need.staging_bytes = 2 * model_bytes;  // the file's tensors and the layout's copy
+  } else if (!o_.export_path.empty() || !o_.export_grads_path.empty()) {
+    need.staging_bytes = model_bytes;
+  }
+  return strata::CheckFitsMachine(
+      need, ReadMachineMemory(), "the paged engine for " + layout_.config.ToString(),
+      "lower --gpu-mem and --host-mem (left out, they hold everything: every block on the device, "
+      "every page in the host pool) and give --nvme-dir for the rest of the state");
 }
 
 Status PagedTrainer::MakePlan() {
@@ -209,9 +250,11 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
     m0 = r.memory_at_end;
     timeline_.Forget(t0);
     on_step(s);
-    if (o_.ckpt_every > 0 && (step + 1) % o_.ckpt_every == 0) {
+    const bool stop = StopRequested(o_) && step + 1 < o_.steps;  // after the last: finish
+    if (checkpoints_on() && ((step + 1) % o_.ckpt_every == 0 || stop)) {
       STRATA_RETURN_IF_ERROR(Checkpoint(step + 1));
     }
+    if (stop) return Drain();  // Note [Stopping after a step]: no --export, no --trace
   }
   return Finish();
 }
@@ -238,10 +281,16 @@ StepStats PagedTrainer::StatsOf(long step, const scheduler::EngineStepResult& r,
   return s;
 }
 
-// After the last step: every update and checkpoint finished, then --export and --trace.
-Status PagedTrainer::Finish() {
+// Every queued update and the pending checkpoint finished (the checkpoint is then durable).
+Status PagedTrainer::Drain() {
   STRATA_RETURN_IF_ERROR(engine_->Drain());
   if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
+  return Status::Ok();
+}
+
+// After the last step: every update and checkpoint finished, then --export and --trace.
+Status PagedTrainer::Finish() {
+  STRATA_RETURN_IF_ERROR(Drain());
   if (!o_.export_path.empty()) {
     // With --delayed-update the master holds the last update (Note [Delayed update]).
     STRATA_RETURN_IF_ERROR(

@@ -34,6 +34,9 @@ using scheduler::StatePages;
 
 // Dirty host pages staged per NVMe commit by an eviction (MemoryManagerOptions).
 constexpr uint64_t kWriteBackGroupPages = 8;
+// The most pages of state one run may have (PagedTrainer::CheckPageCount): at 16 MiB pages,
+// 64 TiB of state.
+constexpr uint64_t kMaxStatePages = uint64_t{1} << 22;
 
 class PagedTrainer final : public Trainer {
  public:
@@ -51,11 +54,15 @@ class PagedTrainer final : public Trainer {
   const GptConfig& config() const override { return layout_.config; }
   int seq() const override { return seq_; }
   std::string data_name() const override { return data_.name(); }
+  long start_step() const override { return start_step_; }
   Status Run(const std::function<void(const StepStats&)>& on_step) override;
 
  private:
   int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch; }
   bool belady() const { return o_.host_eviction == "belady"; }
+  bool checkpoints_on() const { return o_.ckpt_every > 0 && !o_.ckpt_dir.empty(); }
+  Status CheckPageCount(uint64_t page_bytes) const;
+  Status CheckFitsMachine() const;
   Status MakePlan();
   Status CreateMemory();
   Status CreateEngine();
@@ -67,6 +74,7 @@ class PagedTrainer final : public Trainer {
   // The step's figures from the counters at the end of its compute and the previous step's.
   StepStats StatsOf(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,
                     const memory::MemoryStats& m0) const;
+  Status Drain();
   Status Finish();
   Status WriteInitialParams();
   Status ResetMoments();

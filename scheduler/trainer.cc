@@ -16,9 +16,12 @@
 #include "core/nn/gpt_layout.h"
 #include "core/nn/gpt_weights.h"
 #include "core/util/log.h"
+#include "core/util/machine_memory.h"
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
 #include "scheduler/grad_norm.h"
+#include "scheduler/machine_fit.h"
+#include "scheduler/option_ranges.h"
 #include "scheduler/paged_trainer.h"
 
 namespace strata {
@@ -46,21 +49,14 @@ using Clock = std::chrono::steady_clock;
 
 Status ValidateOptions(const TrainOptions& o) {
   auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
-  if (o.batch <= 0) return bad("--batch must be positive, got " + std::to_string(o.batch));
-  if (o.seq < 0) return bad("--seq must be positive, got " + std::to_string(o.seq));
-  if (o.steps < 0) return bad("--steps must be >= 0, got " + std::to_string(o.steps));
-  if (!(o.lr > 0) || !std::isfinite(o.lr)) return bad("--lr must be a positive number");
-  if (o.weight_decay < 0) return bad("--weight-decay must be >= 0");
-  if (o.warmup < 0) return bad("--warmup must be >= 0");
+  STRATA_RETURN_IF_ERROR(CheckOptionRanges(o));
   if (o.lr_schedule != "constant" && o.lr_schedule != "cosine") {
     return bad("--lr-schedule must be 'constant' or 'cosine', got '" + o.lr_schedule + "'");
   }
-  if (o.threads < 0) return bad("--threads must be >= 0 (0 = all cores)");
   if (o.micro_batch < 0 || (o.micro_batch > 0 && o.batch % o.micro_batch != 0)) {
     return bad("--micro-batch " + std::to_string(o.micro_batch) + " must divide --batch " +
                std::to_string(o.batch) + " (e.g. --micro-batch 1, or 0 for one micro-batch)");
   }
-  if (o.ckpt_every < 0) return bad("--ckpt-every must be >= 0");
   if ((o.ckpt_every > 0 || o.resume) && (o.ckpt_dir.empty() || o.nvme_dirs.empty())) {
     return bad(std::string(o.resume ? "--resume" : "--ckpt-every") +
                " needs --ckpt-dir and --nvme-dir (checkpoints are manifests of the NVMe page "
@@ -94,7 +90,22 @@ uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T) {
   const int B = o.micro_batch > 0 ? o.micro_batch : o.batch;
   const int64_t P = MakeGptLayout(c).total_numel;
   const uint64_t acts = scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0).Bytes();
-  return uint64_t(4 * P) * 4 + acts + uint64_t(2 * o.batch * T) * 4 + 16 * kDeviceAlignment;
+  return uint64_t(P) * 4 * 4 + acts + uint64_t(2) * o.batch * T * 4 + 16 * kDeviceAlignment;
+}
+
+// The in-memory trainer's state and activations on the sim device live in this machine's RAM:
+// refused before the arena is mapped when they cannot fit (scheduler/machine_fit.h).
+Status CheckInMemoryFitsMachine(const TrainOptions& o, const GptConfig& c, int T) {
+  if (o.device != "sim") return Status::Ok();
+  RamNeed need;
+  need.device_bytes = InMemoryDeviceBytes(o, c, T);
+  if (!o.init_path.empty()) need.staging_bytes = uint64_t(c.num_params()) * 4;
+  return CheckFitsMachine(
+      need, ReadMachineMemory(),
+      "training " + c.ToString() + " in memory with --batch " + std::to_string(o.batch) +
+          " --seq " + std::to_string(T),
+      "page the state instead: give --gpu-mem, --host-mem and --nvme-dir (e.g. --gpu-mem 2G "
+      "--host-mem 4G --nvme-dir DIR), or lower --batch/--seq or the model");
 }
 
 // One device allocation freed on destruction.
@@ -198,6 +209,8 @@ class InMemoryTrainer final : public Trainer {
       s.tokens_per_s = double(o_.batch) * seq_ / s.step_s;
       s.device_peak_bytes = device_->stats().peak_bytes;
       on_step(s);
+      // Note [Stopping after a step]: no --export; after the last step the run just finishes.
+      if (StopRequested(o_) && step + 1 < o_.steps) return Status::Ok();
     }
     if (!o_.export_path.empty()) {
       STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_path, layout_, params_.f()));
@@ -333,6 +346,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
         "--seq " + std::to_string(seq) + " is above the model's context of " +
         std::to_string(config.block_size) + " tokens; lower --seq or raise --block-size");
   }
+  STRATA_RETURN_IF_ERROR(CheckTokensPerStep(options.batch, seq));
   std::optional<TokenDataset> data;
   if (options.data == "builtin") {
     if (config.vocab_size < kByteVocabSize) {
@@ -351,6 +365,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
   }
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));
+  STRATA_RETURN_IF_ERROR(CheckInMemoryFitsMachine(options, config, seq));
   auto trainer = std::make_unique<InMemoryTrainer>(options, config, seq, std::move(*data));
   STRATA_RETURN_IF_ERROR(trainer->Setup());
   return std::unique_ptr<Trainer>(std::move(trainer));

@@ -21,6 +21,7 @@
 // a tbb::task_arena of `threads` threads; OpenBLAS uses the same count.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -96,6 +97,13 @@ struct TrainOptions {
   // step 2, Note [Host access plan] in scheduler/host_pages.h) or lru (steered by demote).
   std::string host_eviction = "belady";
   bool paging_flag_given = false;  // set by the CLI when any of kPagingFlags was given
+  // Note [Stopping after a step]: when this reads non-zero after a step (not the last one,
+  // after which the run just finishes, --export included), Run stops there: the
+  // paged trainer drains its updates, writes a checkpoint for that step when checkpoints are on
+  // (--ckpt-dir with --ckpt-every > 0) and waits for it; neither trainer writes --export or
+  // --trace; Run returns OK with fewer than `steps` steps done (the last on_step says which).
+  // Borrowed (the CLI's signal flag, tools/stop_signals.h); must outlive Run. nullptr: never.
+  const std::atomic<int>* stop_signal = nullptr;
   // Tests: makes the NVMe tier's disk misbehave (storage/fault_injector.h). Borrowed: must
   // outlive the Trainer. Not a flag.
   storage::FaultInjector* nvme_faults = nullptr;
@@ -133,9 +141,20 @@ class Trainer {
   virtual const GptConfig& config() const = 0;
   virtual int seq() const = 0;
   virtual std::string data_name() const = 0;
-  // Runs options.steps steps, calling on_step after each, then writes --export.
+  // The steps already done before Run's first step: a resumed checkpoint's step (--resume), 0
+  // for a fresh run. Run's first StepStats::step is start_step() + 1.
+  virtual long start_step() const { return 0; }
+  // Runs steps start_step() .. options.steps - 1, calling on_step after each, then writes
+  // --export; stops early on options.stop_signal (Note [Stopping after a step]).
   virtual Status Run(const std::function<void(const StepStats&)>& on_step) = 0;
 };
+
+// Whether options.stop_signal asks Run to stop after the step just done. Relaxed: the flag
+// carries no data; a step more or less before it is seen changes nothing.
+inline bool StopRequested(const TrainOptions& options) {
+  return options.stop_signal != nullptr &&
+         options.stop_signal->load(std::memory_order_relaxed) != 0;
+}
 
 // The learning rate of 0-based step `step` under the options' schedule.
 float LearningRateAt(const TrainOptions& options, long step);

@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "core/util/log.h"
 #include "core/util/sizes.h"
+#include "scheduler/checkpoint.h"
+#include "scheduler/option_ranges.h"
 #include "scheduler/trainer.h"
 #include "tools/command.h"
-#include "tools/json_number.h"
+#include "tools/output_paths.h"
+#include "tools/step_log.h"
+#include "tools/stop_signals.h"
 
 namespace strata::tools {
 namespace {
@@ -49,7 +52,17 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   for (const char* flag : kPagingFlags) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
-  return Status::Ok();
+  // Every number, with its flag; a sentinel ("0: the default") given explicitly is refused.
+  return CheckOptionRanges(
+      o, [&](std::string_view flag) { return cmd.count(std::string(flag)) > 0; });
+}
+
+Status CheckLogLevel(const std::string& level) {
+  for (const char* known : {"debug", "info", "warn", "error", "off"}) {
+    if (level == known) return Status::Ok();
+  }
+  return Status::InvalidArgument("--log-level must be debug, info, warn, error or off, got '" +
+                                 level + "'");
 }
 
 // A step's progress on stderr: one line, two for the paged engine.
@@ -68,26 +81,6 @@ void PrintStep(const StepStats& s, long steps) {
                  FormatBytes(s.moved_bytes.nvme_write).c_str(), s.overlap * 100,
                  FormatBytes(s.host_peak_bytes).c_str(), FormatBytes(s.nvme_peak_bytes).c_str());
   }
-}
-
-// A step's --log-json object, one line, flushed so that a killed run keeps its steps.
-void WriteStepJson(std::ofstream& log, const StepStats& s) {
-  log << "{\"step\":" << s.step << ",\"loss\":" << FloatToJson(s.loss)
-      << ",\"tokens_per_s\":" << DoubleToJson(s.tokens_per_s)
-      << ",\"elapsed_s\":" << DoubleToJson(s.elapsed_s) << ",\"lr\":" << FloatToJson(s.lr)
-      << ",\"grad_norm\":" << DoubleToJson(s.grad_norm)
-      << ",\"clipped\":" << (s.clipped ? "true" : "false");
-  if (s.paged) {
-    log << ",\"moved_bytes\":{\"h2d\":" << s.moved_bytes.h2d << ",\"d2h\":" << s.moved_bytes.d2h
-        << ",\"nvme_read\":" << s.moved_bytes.nvme_read
-        << ",\"nvme_write\":" << s.moved_bytes.nvme_write
-        << "},\"overlap\":" << DoubleToJson(s.overlap)
-        << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes
-        << ",\"host\":" << s.host_peak_bytes << ",\"nvme\":" << s.nvme_peak_bytes << "}}\n";
-  } else {
-    log << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes << "}}\n";
-  }
-  log.flush();
 }
 
 // The closing summary: what a whole run did (the first step, which warms up, is left out of
@@ -141,29 +134,68 @@ class RunSummary {
   uint64_t peak_device_ = 0, peak_host_ = 0, peak_nvme_ = 0;
 };
 
-Status RunTrain(TrainFlags& f, const CLI::App& cmd) {
+// What was saved when a stop came after `last_step`: the checkpoint the paged trainer wrote
+// for it (Note [Stopping after a step]: for a stop before the last step, or the interval's), or
+// nothing.
+std::string SavedAfterStop(const TrainOptions& o, long last_step, long start_step) {
+  if (last_step == start_step) return "nothing new saved";
+  const bool checkpoints = o.ckpt_every > 0 && !o.ckpt_dir.empty();
+  if (checkpoints && (last_step < o.steps || last_step % o.ckpt_every == 0)) {
+    return "checkpoint " + scheduler::ManifestNameForStep(last_step) + " written to " +
+           o.ckpt_dir + "; resume with --resume";
+  }
+  return checkpoints ? "no checkpoint of this step"
+                     : "no checkpoint (checkpoints need --nvme-dir, --ckpt-dir and --ckpt-every)";
+}
+
+// The run, from a created trainer: progress, --log-json, the summary or the stop line.
+Status RunSteps(Trainer& trainer, const TrainOptions& o, StepLog* log, CommandContext& ctx) {
+  RunSummary summary(o.steps);
+  long last_step = trainer.start_step();
+  Status log_status;
+  STRATA_RETURN_IF_ERROR(trainer.Run([&](const StepStats& s) {
+    last_step = s.step;
+    summary.Add(s);
+    PrintStep(s, o.steps);
+    if (log == nullptr || !log_status.ok()) return;
+    log_status = log->Write(s);
+    if (!log_status.ok()) RequestStop(-1);  // a failed log fails the run, after this step
+  }));
+  if (!log_status.ok()) {
+    return log_status.WithContext("stopped after step " + std::to_string(last_step) + " (" +
+                                  SavedAfterStop(o, last_step, trainer.start_step()) + ")");
+  }
+  // A signal during the last step or after it stopped nothing: the run is complete.
+  if (const int signo = StopSignalNumber(); signo != 0 && last_step < o.steps) {
+    std::fprintf(stderr, "strata: stopped by %s after step %ld of %ld; %s\n",
+                 StopSignalName(signo), last_step, o.steps,
+                 SavedAfterStop(o, last_step, trainer.start_step()).c_str());
+    ctx.stop_signal = signo;
+    return Status::Ok();
+  }
+  summary.Print();
+  return Status::Ok();
+}
+
+// Everything that can be checked is checked before the trainer is created (nothing read,
+// planned or allocated yet), and --log-json is opened only after it was (a refused run, e.g.
+// one whose NVMe store another process holds, leaves an existing log alone).
+Status RunTrain(TrainFlags& f, const CLI::App& cmd, CommandContext& ctx) {
+  STRATA_RETURN_IF_ERROR(CheckLogLevel(f.log_level));
   SetLogLevel(f.log_level);
   STRATA_RETURN_IF_ERROR(ApplyFlags(f, cmd));
+  STRATA_RETURN_IF_ERROR(CheckTrainOutputs(f.o, f.log_json));
+  f.o.stop_signal = InstallStopSignals();
   const TrainOptions& o = f.o;
-  std::unique_ptr<std::ofstream> log;
-  if (!f.log_json.empty()) {
-    log = std::make_unique<std::ofstream>(f.log_json, std::ios::trunc);
-    if (!*log) {
-      return Status::FromErrno(errno, "--log-json: cannot open " + f.log_json + " for writing");
-    }
-  }
   STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o));
+  std::unique_ptr<StepLog> log;
+  if (!f.log_json.empty()) {
+    STRATA_ASSIGN_OR_RETURN(log, StepLog::Open(f.log_json, o.resume, trainer->start_step()));
+  }
   Logger("train")->info("model {} | data {} | batch {} x seq {} | {} steps",
                         trainer->config().ToString(), trainer->data_name(), o.batch,
                         trainer->seq(), o.steps);
-  RunSummary summary(o.steps);
-  Status st = trainer->Run([&](const StepStats& s) {
-    summary.Add(s);
-    PrintStep(s, o.steps);
-    if (log) WriteStepJson(*log, s);
-  });
-  if (st.ok()) summary.Print();
-  return st;
+  return RunSteps(*trainer, o, log.get(), ctx);
 }
 
 // The model's shape and the data: --model, the shape overrides, --data, --batch, --seq, --steps.
@@ -305,7 +337,7 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   AddWeightsAndDeviceOptions(cmd, flags.get());
   AddPagingOptions(cmd, flags.get());
   AddEngineAndOutputOptions(cmd, flags.get());
-  cmd->callback([flags, cmd, &ctx] { ctx.status = RunTrain(*flags, *cmd); });
+  cmd->callback([flags, cmd, &ctx] { ctx.status = RunTrain(*flags, *cmd, ctx); });
 }
 
 }  // namespace strata::tools

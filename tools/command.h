@@ -19,6 +19,9 @@ namespace strata::tools {
 
 struct CommandContext {
   Status status;
+  // The signal that stopped the command (tools/stop_signals.h), 0 when none did: the command
+  // printed its line, main() exits 128 + stop_signal.
+  int stop_signal = 0;
 };
 
 void AddTrainCommand(CLI::App& app, CommandContext& ctx);

@@ -39,5 +39,6 @@ int main(int argc, char** argv) {
     const strata::Status shown = WithBudgetAdvice(ctx.status);
     std::fprintf(stderr, "strata: error: %s\n", shown.message().c_str());
   }
+  if (ctx.status.ok() && ctx.stop_signal != 0) return 128 + ctx.stop_signal;
   return ExitCodeFor(ctx.status);
 }

@@ -22,24 +22,27 @@ constexpr Preset kPresets[] = {
 }  // namespace
 
 Status GptConfig::Validate() const {
-  auto positive = [](int v, const char* flag) -> Status {
-    if (v > 0) return Status::Ok();
-    return Status::InvalidArgument(std::string(flag) + " must be positive, got " +
-                                   std::to_string(v));
+  // Note [Shape limits]: bounds first, so that nothing below multiplies unchecked values.
+  auto in_range = [](int v, int max, const char* flag, const char* what) -> Status {
+    if (v > 0 && v <= max) return Status::Ok();
+    return Status::InvalidArgument(std::string(flag) + " " + std::to_string(v) + " is out of " +
+                                   "range: " + what + " must be between 1 and " +
+                                   std::to_string(max));
   };
-  STRATA_RETURN_IF_ERROR(positive(n_layer, "--n-layer"));
-  STRATA_RETURN_IF_ERROR(positive(n_head, "--n-head"));
-  STRATA_RETURN_IF_ERROR(positive(n_embd, "--n-embd"));
-  STRATA_RETURN_IF_ERROR(positive(vocab_size, "--vocab"));
-  STRATA_RETURN_IF_ERROR(positive(block_size, "--block-size"));
+  STRATA_RETURN_IF_ERROR(in_range(n_layer, kMaxLayers, "--n-layer", "the number of blocks"));
+  STRATA_RETURN_IF_ERROR(in_range(n_head, kMaxHeads, "--n-head", "the number of heads"));
+  STRATA_RETURN_IF_ERROR(in_range(n_embd, kMaxEmbd, "--n-embd", "the embedding width"));
+  if (vocab_size > kMaxVocab) {
+    return Status::InvalidArgument("--vocab " + std::to_string(vocab_size) +
+                                   " is above 65536, the largest id a uint16 token file holds");
+  }
+  STRATA_RETURN_IF_ERROR(in_range(vocab_size, kMaxVocab, "--vocab", "the vocabulary size"));
+  STRATA_RETURN_IF_ERROR(
+      in_range(block_size, kMaxBlockSize, "--block-size", "the context length in tokens"));
   if (n_embd % n_head != 0) {
     return Status::InvalidArgument("--n-embd " + std::to_string(n_embd) +
                                    " is not divisible by --n-head " + std::to_string(n_head) +
                                    "; each head needs n_embd / n_head channels");
-  }
-  if (vocab_size > 65536) {
-    return Status::InvalidArgument("--vocab " + std::to_string(vocab_size) +
-                                   " is above 65536, the largest id a uint16 token file holds");
   }
   return Status::Ok();
 }

@@ -39,6 +39,37 @@ Result<int> ParseMetaInt(const std::string& path, const std::string& key, const 
   return Status::Corruption(path + ": __metadata__ " + key + " = '" + v + "' is not an integer");
 }
 
+// Buffers and the tied head that Import skips: not part of the model's state.
+bool Ignored(const std::string& name) {
+  auto ends_with = [&](const std::string& suffix) {
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".attn.bias") || ends_with(".attn.masked_bias") || name == "lm_head.weight";
+}
+
+// The shape `c` (from __metadata__ or inferred) must not ask for more than the file holds: what
+// is sized from it (the layout, the trainer's state) can then never exceed what the file's own
+// tensors justify, whatever the metadata says.
+Status CheckShapeAgainstTensors(const std::string& path, const SafetensorsFile& f,
+                                const GptConfig& c) {
+  uint64_t tensors = 0, numel = 0;
+  for (const auto& [name, t] : f.tensors) {
+    if (Ignored(name)) continue;
+    ++tensors;
+    numel += t.data.size();
+  }
+  const uint64_t want_tensors = 4 + 12 * uint64_t(c.n_layer);
+  const uint64_t want_numel = uint64_t(c.num_params());
+  if (tensors >= want_tensors && numel >= want_numel) return Status::Ok();
+  return Status::Corruption("--init " + path + ": its model shape " + c.ToString() + " needs " +
+                            std::to_string(want_tensors) + " tensors of " +
+                            std::to_string(want_numel) + " values, but the file holds " +
+                            std::to_string(tensors) + " tensors of " + std::to_string(numel) +
+                            "; its __metadata__ does not describe its tensors (the file is "
+                            "damaged or was edited); export it again");
+}
+
 }  // namespace
 
 Status ExportGptSafetensors(const std::string& path, const GptLayout& layout, const float* values) {
@@ -89,6 +120,7 @@ Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path) {
   }
   Status valid = c.Validate();
   if (!valid.ok()) return Status::Corruption("--init " + path + ": bad model shape: " + valid.message());
+  STRATA_RETURN_IF_ERROR(CheckShapeAgainstTensors(path, f, c));
   return c;
 }
 

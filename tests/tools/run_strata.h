@@ -1,16 +1,22 @@
 // Runs the built `strata` binary as a user would, capturing exit code, stdout and stderr.
 #pragma once
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "tests/common/scratch_dir.h"
+
+extern "C" char** environ;
 
 namespace strata::testing {
 
@@ -42,9 +48,11 @@ inline std::string ShellQuote(const std::string& s) {
   return q;
 }
 
-// `args` are passed to strata (after the binary path), each quoted.
-inline RunResult RunStrata(const std::vector<std::string>& args, const std::string& workdir) {
-  std::string cmd = ShellQuote(STRATA_BINARY);
+// `args` are passed to strata (after the binary path), each quoted. A non-empty `shell_prefix`
+// runs before it in the same shell, e.g. "ulimit -v 4194304;" to cap its address space.
+inline RunResult RunStrata(const std::vector<std::string>& args, const std::string& workdir,
+                           const std::string& shell_prefix = "") {
+  std::string cmd = shell_prefix + " exec " + ShellQuote(STRATA_BINARY);
   for (const auto& a : args) cmd.append(" ").append(ShellQuote(a));
   const std::string out_path = workdir + "/stdout.txt", err_path = workdir + "/stderr.txt";
   cmd.append(" >").append(ShellQuote(out_path)).append(" 2>").append(ShellQuote(err_path));
@@ -53,7 +61,50 @@ inline RunResult RunStrata(const std::vector<std::string>& args, const std::stri
   if (rc != -1 && WIFEXITED(rc)) r.exit_code = WEXITSTATUS(rc);
   r.out = ReadWholeFile(out_path);
   r.err = ReadWholeFile(err_path);
+  if (rc != -1 && WIFSIGNALED(rc)) {
+    r.err += "\n(killed by signal " + std::to_string(WTERMSIG(rc)) + ")";
+  }
   return r;
+}
+
+// Starts strata with `args` in the background (stdout and stderr to files in `workdir`), for
+// tests that signal it; WaitStrata collects it.
+inline pid_t SpawnStrata(const std::vector<std::string>& args, const std::string& workdir) {
+  std::vector<std::string> argv_s = {STRATA_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string out_path = workdir + "/stdout.txt", err_path = workdir + "/stderr.txt";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+// Waits for a SpawnStrata child: exit code (-1 when a signal killed it) and its output.
+inline RunResult WaitStrata(pid_t pid, const std::string& workdir) {
+  int status = 0;
+  RunResult r;
+  if (::waitpid(pid, &status, 0) == pid && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  r.out = ReadWholeFile(workdir + "/stdout.txt");
+  r.err = ReadWholeFile(workdir + "/stderr.txt");
+  return r;
+}
+
+// Polls until `path` holds at least `lines` newline-ended lines; false after `timeout`.
+inline bool WaitForLines(const std::string& path, size_t lines, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string text = ReadWholeFile(path);
+    if (size_t(std::count(text.begin(), text.end(), '\n')) >= lines) return true;
+    ::usleep(5000);
+  }
+  return false;
 }
 
 }  // namespace strata::testing

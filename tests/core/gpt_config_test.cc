@@ -1,0 +1,49 @@
+// GptConfig::Validate: Note [Shape limits] — every dimension bounded, so that nothing sized from
+// a shape overflows; the error names the flag.
+#include "core/nn/gpt_config.h"
+
+#include <gtest/gtest.h>
+
+namespace strata {
+namespace {
+
+GptConfig Tiny() { return *GptPreset("tiny"); }
+
+TEST(GptConfigLimits, PresetsAreValid) {
+  for (const std::string& name : GptPresetNames()) {
+    EXPECT_TRUE(GptPreset(name)->Validate().ok()) << name;
+  }
+}
+
+TEST(GptConfigLimits, EachDimensionAboveItsLimitNamesItsFlag) {
+  struct Case {
+    int GptConfig::*field;
+    int value;
+    const char* flag;
+  };
+  for (const Case& c : {Case{&GptConfig::n_layer, kMaxLayers + 1, "--n-layer"},
+                        Case{&GptConfig::n_layer, 100000000, "--n-layer"},
+                        Case{&GptConfig::n_head, kMaxHeads + 1, "--n-head"},
+                        Case{&GptConfig::n_embd, kMaxEmbd + 1, "--n-embd"},
+                        Case{&GptConfig::vocab_size, kMaxVocab + 1, "--vocab"},
+                        Case{&GptConfig::block_size, 2147483647, "--block-size"},
+                        Case{&GptConfig::n_layer, 0, "--n-layer"},
+                        Case{&GptConfig::block_size, -1, "--block-size"}}) {
+    GptConfig g = Tiny();
+    g.*c.field = c.value;
+    const Status s = g.Validate();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.flag << " " << c.value;
+    EXPECT_NE(s.message().find(c.flag), std::string::npos) << s.message();
+  }
+}
+
+TEST(GptConfigLimits, TheLargestShapeCountsItsParametersIn64Bits) {
+  GptConfig g{kMaxLayers, kMaxHeads, kMaxEmbd, kMaxVocab, kMaxBlockSize};
+  ASSERT_TRUE(g.Validate().ok());
+  // 12 C^2 L dominates: about 2.1e14, positive and far from overflow.
+  EXPECT_GT(g.num_params(), int64_t(12) * kMaxEmbd * kMaxEmbd * kMaxLayers);
+  EXPECT_LT(g.num_params(), int64_t(1) << 48);
+}
+
+}  // namespace
+}  // namespace strata
