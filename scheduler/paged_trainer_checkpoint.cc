@@ -91,15 +91,16 @@ Status PagedTrainer::CheckNvmeRoom(uint64_t have, uint64_t state_bytes, const ch
 }
 
 Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
-  STRATA_ASSIGN_OR_RETURN(
-      fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config, seq_, pages_->page_bytes()));
   std::optional<scheduler::CheckpointRecord> found;
-  if (!o_.ckpt_dir.empty()) {
+  if (!o_.ckpt_dir.empty()) {  // only checkpoints need the fingerprint (it reads --data, --init)
+    STRATA_ASSIGN_OR_RETURN(fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config, seq_,
+                                                                        pages_->page_bytes()));
     STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
   }
   STRATA_RETURN_IF_ERROR(CheckCheckpointFlags(found));
-  if (o_.nvme_mem > 0)
+  if (o_.nvme_mem > 0) {
     STRATA_RETURN_IF_ERROR(CheckNvmeRoom(o_.nvme_mem, state_bytes, "--nvme-mem"));
+  }
   memory::NvmeStoreOptions so;
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
