@@ -32,4 +32,8 @@ bool FuzzSizeParser(std::string_view bytes);
 // manifest; the rest is the key and value bytes. Accepted values must re-encode to the same bytes.
 bool FuzzCatalogRecord(std::string_view bytes);
 
+// checkpoint_record: ParseCheckpointRecord on a checkpoint.json; an accepted record of the
+// current format must re-encode (CheckpointRecordJson) to a record that parses back the same.
+bool FuzzCheckpointRecord(std::string_view bytes);
+
 }  // namespace strata::fuzz

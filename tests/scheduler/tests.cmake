@@ -12,3 +12,8 @@ add_test(NAME scheduler_kill_resume_ckpt_every_stress
          COMMAND strata_scheduler_tests --gtest_filter=KillResume.CheckpointEveryTwoSteps*)
 set_tests_properties(scheduler_kill_resume_ckpt_every_stress PROPERTIES
                      LABELS stress ENVIRONMENT STRATA_SCHED_KILLS=200 TIMEOUT 7200)
+
+# The checkpoint record's fuzz entry function (tests/fuzz/), which fuzz_regressions_test.cc runs
+# over its seeds and regressions.
+target_sources(strata_scheduler_tests PRIVATE
+               ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/checkpoint_record_fuzz.cc)
