@@ -11,6 +11,7 @@
 #include "core/util/sizes.h"
 #include "scheduler/trainer.h"
 #include "tools/command.h"
+#include "tools/fault_spec.h"
 #include "tools/json_number.h"
 
 namespace strata::tools {
@@ -22,6 +23,7 @@ struct TrainFlags {
   int n_layer = 0, n_head = 0, n_embd = 0, vocab = 0, block_size = 0;
   std::string log_json;
   std::string log_level = "info";
+  InjectedFaults faults;  // hidden --inject-faults (tools/fault_spec.h)
 };
 
 // Moves what CLI11 parsed into strings and optionals into the TrainOptions.
@@ -48,7 +50,7 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   for (const char* flag : kPagingFlags) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
-  return Status::Ok();
+  return f.faults.Arm(&o);
 }
 
 // A step's progress on stderr: one line, two for the paged engine.
@@ -298,6 +300,7 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   AddWeightsAndDeviceOptions(cmd, flags.get());
   AddPagingOptions(cmd, flags.get());
   AddEngineAndOutputOptions(cmd, flags.get());
+  flags->faults.AddOption(cmd);
   cmd->callback([flags, cmd, &ctx] { ctx.status = RunTrain(*flags, *cmd); });
 }
 

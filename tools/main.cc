@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   CommandContext ctx;
   AddTrainCommand(app, ctx);
   AddBenchCommand(app, ctx);
+  AddStressCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
