@@ -102,7 +102,9 @@ Status Soak(const StressFlags& f, const StressRunOptions& ro, StressCounters* n,
     if (r.skipped) continue;
     std::fprintf(stderr, "%s\n", r.progress.c_str());
     if (!r.passed) {
-      std::fprintf(stderr, "%s", r.report.c_str());
+      std::fprintf(stderr, "%s  replay: strata stress --seed %" PRIu64
+                   " --first-config %ld --max-configs 1\n",
+                   r.report.c_str(), f.seed, index);
       reports->push_back(r.report);
     }
   }

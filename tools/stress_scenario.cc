@@ -136,6 +136,7 @@ class ConfigRun {
   Status FinishRun();
   void Verdict();
   void Fail(const std::string& problem);
+  bool StillRotted(const std::string& error_line) const;
   StressConfigResult Outcome() const;
 
   const StressConfig c_;
@@ -226,6 +227,11 @@ Result<ChildRun> ConfigRun::RunPaged(const std::vector<std::string>& extra, Stop
   return run;
 }
 
+bool ConfigRun::StillRotted(const std::string& error_line) const {
+  return !rotted_.empty() && NamesChecksumError(error_line) &&
+         SuggestedResumeStep(error_line) >= 0;
+}
+
 void ConfigRun::Fail(const std::string& problem) {
   ++n_.failures;
   problems_.push_back(problem);
@@ -277,6 +283,11 @@ void ConfigRun::Judge(const Disturbance& d, const ChildRun& run) {
     events_.push_back(what + (d.fault ? (hit ? " absorbed" : " not hit") : " too late"));
   } else if (detected) {
     events_.push_back(what + " detected");
+  } else if (kind == ExitKind::kCleanError && StillRotted(line)) {
+    // A checkpoint flipped earlier is still the newest listed one (the attempt that resumed from
+    // an older one stopped before its next checkpoint): the same error and advice again.
+    resume_from_ = SuggestedResumeStep(line);
+    events_.push_back(what + " met the rotted checkpoint again");
   } else {
     events_.push_back(what + " FAILED");
     Fail(what + ": expected a finished run, the signal's end, or exit 1 naming the fault; got " +
@@ -287,6 +298,10 @@ void ConfigRun::Judge(const Disturbance& d, const ChildRun& run) {
 // A flipped byte in the newest checkpoint: the next attempt must name the checksum error, and
 // the older checkpoint it suggests must recover the run.
 Status ConfigRun::Rot() {
+  if (resume_from_ >= 0) {  // the next attempt goes back to an older checkpoint anyway
+    events_.push_back("rot n/a");
+    return Status::Ok();
+  }
   Result<RottedPage> rot = RotNewestCheckpoint(NvmeDirs(c_, dir_), c_.page_bytes, rng_());
   if (!rot.ok()) {
     if (rot.status().code() != StatusCode::kNotFound) return rot.status();
