@@ -1,5 +1,7 @@
 #include "memory/write_back.h"
 
+#include <algorithm>
+
 #include <string>
 #include <utility>
 
@@ -35,7 +37,14 @@
 // committed; a snapshot taken right after would record those pages' older versions (a resumed
 // run read stale moments: kill_resume_test under Belady's write-behind, 2026-11-25). So batches
 // are numbered when sealed, and a caller's commit waits, without a lock, until every batch
-// sealed before its own has finished.
+// sealed before its own has finished. It also takes on their failure: a batch that failed may
+// hold versions the caller staged (in flight as the caller sealed, or failed between the
+// caller's staging and its seal), whose pages are dirty again with the older versions
+// committed; so a caller's commit returns the failure of any batch sealed since the previous
+// caller's commit (a snapshot after a successful-looking commit held parameters one update
+// behind: `strata stress`, eio-after=68 in a background write-back, 2026-11-25). A failed
+// write-back ends the run anyway; this makes the checkpoint fail with it instead of recording
+// stale pages.
 
 namespace strata::memory::internal {
 
@@ -71,9 +80,13 @@ Status WriteBack::commit(bool forced) {
   Status st = commit_sealed(std::move(batch), forced);
   std::unique_lock lock(seal_mu_);
   in_flight_.erase(number);
+  if (!st.ok()) failed_.emplace(number, st);
   done_cv_.notify_all();
   if (!forced) {
     done_cv_.wait(lock, [&] { return in_flight_.empty() || *in_flight_.begin() > number; });
+    const auto earlier = failed_.upper_bound(checked_through_);
+    if (st.ok() && earlier != failed_.end() && earlier->first < number) st = earlier->second;
+    checked_through_ = std::max(checked_through_, number);
   }
   return st;
 }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -55,6 +56,10 @@ class WriteBack {
   std::condition_variable done_cv_;
   uint64_t sealed_ = 0;
   std::set<uint64_t> in_flight_;
+  // Batches whose commit failed, by number (a failure ends the run: a few entries at most), and
+  // the highest number a caller's commit has answered for.
+  std::map<uint64_t, Status> failed_;
+  uint64_t checked_through_ = 0;
 };
 
 }  // namespace strata::memory::internal

@@ -15,6 +15,7 @@
 #include "tools/output_paths.h"
 #include "tools/step_log.h"
 #include "tools/stop_signals.h"
+#include "tools/fault_spec.h"
 
 namespace strata::tools {
 namespace {
@@ -25,6 +26,7 @@ struct TrainFlags {
   int n_layer = 0, n_head = 0, n_embd = 0, vocab = 0, block_size = 0;
   std::string log_json;
   std::string log_level = "info";
+  InjectedFaults faults;  // hidden --inject-faults (tools/fault_spec.h)
 };
 
 // Moves what CLI11 parsed into strings and optionals into the TrainOptions.
@@ -52,6 +54,7 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   for (const char* flag : kPagingFlags) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
+  STRATA_RETURN_IF_ERROR(f.faults.Arm(&o));
   // Every number, with its flag; a sentinel ("0: the default") given explicitly is refused.
   return CheckOptionRanges(
       o, [&](std::string_view flag) { return cmd.count(std::string(flag)) > 0; });
@@ -337,6 +340,7 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   AddWeightsAndDeviceOptions(cmd, flags.get());
   AddPagingOptions(cmd, flags.get());
   AddEngineAndOutputOptions(cmd, flags.get());
+  flags->faults.AddOption(cmd);
   cmd->callback([flags, cmd, &ctx] { ctx.status = RunTrain(*flags, *cmd, ctx); });
 }
 

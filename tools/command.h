@@ -27,6 +27,7 @@ struct CommandContext {
 void AddTrainCommand(CLI::App& app, CommandContext& ctx);
 void AddBenchCommand(CLI::App& app, CommandContext& ctx);
 void AddCkptCommand(CLI::App& app, CommandContext& ctx);
+void AddStressCommand(CLI::App& app, CommandContext& ctx);
 // `strata bench` kinds, each in tools/bench_<kind>.cc.
 void AddBenchGemmCommand(CLI::App& bench, CommandContext& ctx);
 void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx);

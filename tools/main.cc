@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   AddTrainCommand(app, ctx);
   AddBenchCommand(app, ctx);
   AddCkptCommand(app, ctx);
+  AddStressCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,448 @@
+#include "tools/stress_scenario.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "tools/stress_child.h"
+#include "tools/stress_judge.h"
+#include "tools/stress_pages.h"
+
+namespace strata::tools {
+namespace {
+
+struct DiskFault {
+  std::string spec;                      // for --inject-faults
+  std::vector<std::string> error_texts;  // what an error it causes must say (one of them)
+  bool timing_only = false;              // latency / short I/O: must never fail a run
+};
+
+long Uniform(std::mt19937_64& rng, long lo, long hi) {
+  return std::uniform_int_distribution<long>(lo, hi)(rng);
+}
+
+// 1..hi, log-uniform: small request numbers and byte counts as often as large ones.
+uint64_t LogUniform(std::mt19937_64& rng, double hi) {
+  return uint64_t(std::exp(std::uniform_real_distribution<double>(0, std::log(hi))(rng)));
+}
+
+DiskFault DrawDiskFault(std::mt19937_64& rng) {
+  DiskFault f;
+  switch (Uniform(rng, 0, 4)) {
+    case 0:
+      f.spec = "eio-after=" + std::to_string(LogUniform(rng, 3000));
+      f.error_texts = {"Input/output error"};
+      break;
+    case 1:
+      f.spec = "enospc-after=" + std::to_string(Uniform(rng, 0, 3) == 0 ? 0 : LogUniform(rng, 32e6));
+      f.error_texts = {"No space left on device"};
+      break;
+    case 2:
+      f.spec = "eagain=" + std::to_string(Uniform(rng, 1, 48));
+      f.error_texts = {"Resource temporarily unavailable"};
+      break;
+    case 3:
+      f.spec = "latency-us=" + std::to_string(Uniform(rng, 20, 400));
+      f.timing_only = true;
+      break;
+    default:
+      f.spec = "short-io";
+      f.timing_only = true;
+  }
+  if (!f.timing_only && Uniform(rng, 0, 1) == 1) {
+    f.spec += Uniform(rng, 0, 1) == 1 ? ",short-io" : ",latency-us=50";
+  }
+  return f;
+}
+
+// One disturbed attempt: a flipped byte in the newest checkpoint before it (alone), or a disk
+// fault, a stop signal, or both.
+struct Disturbance {
+  bool rot = false;
+  std::optional<DiskFault> fault;
+  int signal = 0;  // SIGKILL or SIGTERM, sent once some steps are logged
+};
+
+int DrawSignal(std::mt19937_64& rng) { return Uniform(rng, 0, 1) ? SIGKILL : SIGTERM; }
+
+// Two to four disturbed attempts: the first is stopped by a signal (with a disk fault half the
+// time); then a fault alone (40%), a signal alone (30%), both (15%) or a flipped byte (15%). At
+// least one has a disk fault.
+std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng) {
+  std::vector<Disturbance> out(size_t(Uniform(rng, 2, 4)));
+  out[0].signal = DrawSignal(rng);
+  if (Uniform(rng, 0, 1) == 1) out[0].fault = DrawDiskFault(rng);
+  bool any_fault = out[0].fault.has_value();
+  for (size_t i = 1; i < out.size(); ++i) {
+    const long kind = Uniform(rng, 0, 99);
+    out[i].rot = kind >= 85;
+    if (kind >= 40 && kind < 85) out[i].signal = DrawSignal(rng);
+    if (kind < 40 || (kind >= 70 && kind < 85)) out[i].fault = DrawDiskFault(rng);
+    any_fault = any_fault || out[i].fault.has_value();
+  }
+  if (!any_fault) out.push_back(Disturbance{false, DrawDiskFault(rng), 0});
+  return out;
+}
+
+bool ContainsAny(const std::string& text, const std::vector<std::string>& needles) {
+  return std::any_of(needles.begin(), needles.end(),
+                     [&](const std::string& n) { return text.find(n) != std::string::npos; });
+}
+
+bool NamesChecksumError(const std::string& line) {
+  return ContainsAny(line, {"checksum", "Corruption", "corrupt"});
+}
+
+std::string DescribeExit(const ChildRun& run) {
+  if (run.how.timed_out) return "hung: killed after " + std::to_string(int(run.wall_s)) + " s";
+  if (!run.how.exited) return "ended by signal " + std::to_string(run.how.signal);
+  return "exit " + std::to_string(run.how.code);
+}
+
+// The text of a float flag scaled by 1.001 (sabotage: the same run, not the same bits).
+std::string Perturbed(const std::string& value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", std::stod(value) * 1.001);
+  return buf;
+}
+
+class ConfigRun {
+ public:
+  ConfigRun(const StressConfig& c, const StressRunOptions& o)
+      : c_(c), o_(o), rng_(c.seed ^ 0x5eedULL), dir_(o.root + "/config-" + std::to_string(c.index)) {}
+
+  Result<StressConfigResult> Run(StressCounters* counters);
+
+ private:
+  struct Attempt {
+    std::string command;
+    std::string outcome;
+  };
+
+  Status Prepare();
+  Status RunReference();
+  Result<ChildRun> RunPaged(const std::vector<std::string>& extra, StopPlan stop);
+  Status Disturb(const Disturbance& d);
+  StopPlan DrawStop(int signal);
+  void Judge(const Disturbance& d, const ChildRun& run);
+  Status Rot();
+  Status FinishRun();
+  void Verdict();
+  void Fail(const std::string& problem);
+  bool StillRotted(const std::string& error_line) const;
+  StressConfigResult Outcome() const;
+
+  const StressConfig c_;
+  const StressRunOptions o_;
+  std::mt19937_64 rng_;
+  const std::string dir_;
+  std::string data_;                   // the token file, when not builtin
+  std::vector<std::string> paged_;     // the flags of every paged attempt
+  std::map<long, std::string> ref_losses_;
+  std::string ref_weights_;
+  std::string ref_command_;
+  std::vector<std::map<long, std::string>> losses_;  // per attempt
+  std::vector<Attempt> attempts_;
+  std::vector<RottedPage> rotted_;
+  long resume_from_ = -1;  // the next attempt's --resume-from, when an error suggested one
+  long max_logged_ = 0;    // the highest step any attempt logged
+  long pending_ = 0;       // injected faults that count as recovered if the configuration passes
+  bool finished_ = false;  // an attempt ran to the end (exit 0)
+  bool stop_events_ = false;
+  std::vector<std::string> events_;  // short texts for the progress line
+  std::vector<std::string> problems_;
+  StressCounters n_;
+};
+
+Status ConfigRun::Prepare() {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  for (const std::string& d : NvmeDirs(c_, dir_)) std::filesystem::create_directories(d, ec);
+  if (ec) return Status::IoError("cannot create " + dir_ + ": " + ec.message());
+  data_ = dir_ + "/tokens.bin";
+  if (!c_.builtin_data) STRATA_RETURN_IF_ERROR(WriteTokenFile(c_, data_));
+  StressConfig paged = c_;
+  if (o_.sabotage == "lr") paged.lr = Perturbed(c_.lr);
+  paged_ = CommonArgs(paged, data_);
+  for (std::string& a : PagingArgs(c_, dir_)) paged_.push_back(std::move(a));
+  return Status::Ok();
+}
+
+// The same flags in memory: every byte of state on the device, no paging flag, no fault.
+Status ConfigRun::RunReference() {
+  std::vector<std::string> args = CommonArgs(c_, data_);
+  for (const std::string& a : {std::string("--engine"), std::string("memory"),
+                               std::string("--log-json"), dir_ + "/reference.jsonl",
+                               std::string("--export"), dir_ + "/reference.safetensors"}) {
+    args.push_back(a);
+  }
+  ref_command_ = CommandLine(o_.binary, args);
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, RunChild(o_.binary, args, dir_ + "/reference.out",
+                                                 StopPlan{}, o_.child_timeout_s));
+  std::string line;
+  if (ClassifyExit(run.how, 0, run.output, &line) != ExitKind::kFinished) {
+    Fail("the in-memory reference run failed (" + DescribeExit(run) + "): " + line);
+    return Status::Ok();
+  }
+  ref_losses_ = LossTexts(ReadFileText(dir_ + "/reference.jsonl"));
+  ref_weights_ = ReadFileText(dir_ + "/reference.safetensors");
+  return Status::Ok();
+}
+
+// One paged attempt: --resume after the first (or the --resume-from an error suggested), its own
+// --log-json, the shared --export.
+Result<ChildRun> ConfigRun::RunPaged(const std::vector<std::string>& extra, StopPlan stop) {
+  const std::string tag = dir_ + "/attempt" + std::to_string(attempts_.size() + 1);
+  std::vector<std::string> args = paged_;
+  if (resume_from_ >= 0) {
+    args.push_back("--resume-from");
+    args.push_back(std::to_string(resume_from_));
+    resume_from_ = -1;
+  } else if (!attempts_.empty()) {
+    args.push_back("--resume");
+  }
+  for (const std::string& a : {std::string("--log-json"), tag + ".jsonl", std::string("--export"),
+                               dir_ + "/paged.safetensors"}) {
+    args.push_back(a);
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  stop.log_path = tag + ".jsonl";
+  attempts_.push_back({CommandLine(o_.binary, args), ""});
+  STRATA_ASSIGN_OR_RETURN(ChildRun run,
+                          RunChild(o_.binary, args, tag + ".out", stop, o_.child_timeout_s));
+  losses_.push_back(LossTexts(ReadFileText(tag + ".jsonl")));
+  const std::map<long, std::string>& got = losses_.back();
+  if (!got.empty()) {
+    max_logged_ = std::max(max_logged_, got.rbegin()->first);
+    if (got.begin()->first > 1) ++n_.resumes;
+  }
+  attempts_.back().outcome = DescribeExit(run);
+  return run;
+}
+
+bool ConfigRun::StillRotted(const std::string& error_line) const {
+  return !rotted_.empty() && NamesChecksumError(error_line) &&
+         SuggestedResumeStep(error_line) >= 0;
+}
+
+void ConfigRun::Fail(const std::string& problem) {
+  ++n_.failures;
+  problems_.push_back(problem);
+  stop_events_ = true;
+}
+
+StopPlan ConfigRun::DrawStop(int signal) {
+  StopPlan stop;
+  stop.signal = signal;
+  if (signal == 0) return stop;
+  // Mostly after a checkpoint, so that the next attempt resumes from one.
+  const long remaining = std::max(1L, c_.steps - max_logged_);
+  const long lo = Uniform(rng_, 0, 3) > 0 && c_.ckpt_every < remaining ? c_.ckpt_every : 0;
+  stop.after_steps = Uniform(rng_, lo, remaining - 1);
+  stop.delay_ms = int(Uniform(rng_, 0, 30));
+  return stop;
+}
+
+// One disturbed attempt. It must end by the signal we sent (or exit 128 + it after a graceful
+// stop), finish, or stop with exit 1 and one error line naming its fault.
+Status ConfigRun::Disturb(const Disturbance& d) {
+  if (d.rot) return Rot();
+  std::vector<std::string> extra;
+  if (d.fault) extra = {"--inject-faults", d.fault->spec};
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, RunPaged(extra, DrawStop(d.signal)));
+  Judge(d, run);
+  return Status::Ok();
+}
+
+void ConfigRun::Judge(const Disturbance& d, const ChildRun& run) {
+  std::string line;
+  const ExitKind kind = ClassifyExit(run.how, d.signal, run.output, &line);
+  attempts_.back().outcome += line.empty() ? "" : ": " + line;
+  const std::string sig = d.signal == SIGKILL ? "SIGKILL" : "SIGTERM";
+  std::string what = d.fault ? d.fault->spec : "";
+  if (d.signal != 0) what += (what.empty() ? "" : "+") + sig;
+  const bool detected = kind == ExitKind::kCleanError && d.fault && !d.fault->timing_only &&
+                        ContainsAny(line, d.fault->error_texts);
+  const bool hit = detected || InjectedCount(run.output) > 0 ||
+                   (d.fault && d.fault->timing_only && kind == ExitKind::kFinished);
+  n_.faults_injected += hit ? 1 : 0;
+  n_.faults_detected += detected ? 1 : 0;
+  pending_ += hit ? 1 : 0;
+  if (kind == ExitKind::kStoppedByUs) {
+    ++n_.kills;
+    events_.push_back(what + " after " + std::to_string(losses_.back().size()) + " steps");
+  } else if (kind == ExitKind::kFinished) {
+    finished_ = true;
+    events_.push_back(what + (d.fault ? (hit ? " absorbed" : " not hit") : " too late"));
+  } else if (detected) {
+    events_.push_back(what + " detected");
+  } else if (kind == ExitKind::kCleanError && StillRotted(line)) {
+    // A checkpoint flipped earlier is still the newest listed one (the attempt that resumed from
+    // an older one stopped before its next checkpoint): the same error and advice again.
+    resume_from_ = SuggestedResumeStep(line);
+    events_.push_back(what + " met the rotted checkpoint again");
+  } else {
+    events_.push_back(what + " FAILED");
+    Fail(what + ": expected a finished run, the signal's end, or exit 1 naming the fault; got " +
+         DescribeExit(run) + (line.empty() ? "" : ": " + line));
+  }
+}
+
+// A flipped byte in the newest checkpoint: the next attempt must name the checksum error, and
+// the older checkpoint it suggests must recover the run.
+Status ConfigRun::Rot() {
+  if (resume_from_ >= 0) {  // the next attempt goes back to an older checkpoint anyway
+    events_.push_back("rot n/a");
+    return Status::Ok();
+  }
+  Result<RottedPage> rot = RotNewestCheckpoint(NvmeDirs(c_, dir_), c_.page_bytes, rng_());
+  if (!rot.ok()) {
+    if (rot.status().code() != StatusCode::kNotFound) return rot.status();
+    events_.push_back("rot n/a");
+    return Status::Ok();
+  }
+  rotted_.push_back(*rot);
+  ++n_.faults_injected;
+  ++pending_;
+  const std::string what = "rot " + rot->manifest + " page " + std::to_string(rot->page);
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, RunPaged({}, StopPlan{}));
+  std::string line;
+  const ExitKind kind = ClassifyExit(run.how, 0, run.output, &line);
+  attempts_.back().outcome += line.empty() ? "" : ": " + line;
+  if (kind == ExitKind::kCleanError && NamesChecksumError(line)) {
+    ++n_.faults_detected;
+    resume_from_ = SuggestedResumeStep(line);
+    events_.push_back(what + " detected");
+  } else if (kind == ExitKind::kFinished) {
+    finished_ = true;  // it resumed from another checkpoint; the losses say whether that was right
+    events_.push_back(what + " not read");
+  } else {
+    events_.push_back(what + " FAILED");
+    Fail(what + " (" + rot->path + " offset " + std::to_string(rot->offset) +
+         "): expected exit 1 naming the checksum error, got " + DescribeExit(run) +
+         (line.empty() ? "" : ": " + line));
+  }
+  return Status::Ok();
+}
+
+// Undisturbed attempts until the run is complete: one, or one more when an error suggests an
+// older checkpoint (--resume-from).
+Status ConfigRun::FinishRun() {
+  for (int tries = 0; !finished_ && n_.failures == 0 && tries < 3; ++tries) {
+    STRATA_ASSIGN_OR_RETURN(ChildRun run, RunPaged({}, StopPlan{}));
+    std::string line;
+    const ExitKind kind = ClassifyExit(run.how, 0, run.output, &line);
+    attempts_.back().outcome += line.empty() ? "" : ": " + line;
+    if (kind == ExitKind::kFinished) {
+      finished_ = true;
+    } else if (kind == ExitKind::kCleanError && SuggestedResumeStep(line) >= 0) {
+      resume_from_ = SuggestedResumeStep(line);
+    } else {
+      problems_.push_back("the undisturbed attempt did not finish: " + DescribeExit(run) +
+                          (line.empty() ? "" : ": " + line));
+      if (kind == ExitKind::kFailure) ++n_.failures;
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+void ConfigRun::Verdict() {
+  std::string weights = ReadFileText(dir_ + "/paged.safetensors");
+  if (o_.sabotage == "weights" && !weights.empty()) weights[weights.size() / 2] ^= 0x01;
+  const StressJudgement j =
+      JudgeConfiguration(ref_losses_, losses_, c_.steps, finished_, ref_weights_, weights);
+  n_.mismatches += j.mismatches;
+  problems_.insert(problems_.end(), j.problems.begin(), j.problems.end());
+  bool lost = j.data_lost;
+  if (finished_) {
+    Result<uint64_t> verified = VerifyCheckpointPages(NvmeDirs(c_, dir_), c_.page_bytes, rotted_);
+    if (verified.ok()) {
+      n_.pages_verified += long(*verified);
+    } else if (verified.status().code() != StatusCode::kNotFound) {
+      lost = true;
+      problems_.push_back("a checkpoint page does not verify: " + verified.status().ToString());
+    }
+  }
+  n_.data_lost += lost ? 1 : 0;
+  if (!lost && j.mismatches == 0 && n_.failures == 0) n_.faults_recovered += pending_;
+}
+
+StressConfigResult ConfigRun::Outcome() const {
+  StressConfigResult r;
+  r.passed = n_.failures == 0 && n_.data_lost == 0 && n_.mismatches == 0;
+  std::string events;
+  for (const std::string& e : events_) events += (events.empty() ? "" : ", ") + e;
+  r.progress = "config " + std::to_string(c_.index) + ": " + Describe(c_) + " | " + events +
+               " | " + (r.passed ? "ok" : "FAILED");
+  if (r.passed) return r;
+  r.report = "configuration " + std::to_string(c_.index) + ": " + Describe(c_) + "\n  reference: " +
+             ref_command_ + "\n";
+  for (size_t i = 0; i < attempts_.size(); ++i) {
+    r.report += "  attempt " + std::to_string(i + 1) + ": " + attempts_[i].command + "\n    -> " +
+                attempts_[i].outcome + "\n";
+  }
+  for (const std::string& p : problems_) r.report += "  problem: " + p + "\n";
+  r.report += "  files kept in " + dir_ + "\n";
+  return r;
+}
+
+Result<StressConfigResult> ConfigRun::Run(StressCounters* counters) {
+  STRATA_RETURN_IF_ERROR(Prepare());
+  STRATA_RETURN_IF_ERROR(RunReference());
+  if (n_.failures == 0) {
+    for (const Disturbance& d : DrawDisturbances(rng_)) {
+      if (finished_ || stop_events_ || std::chrono::steady_clock::now() > o_.deadline) break;
+      STRATA_RETURN_IF_ERROR(Disturb(d));
+    }
+    STRATA_RETURN_IF_ERROR(FinishRun());
+    Verdict();
+  }
+  n_.configurations = 1;
+  StressConfigResult r = Outcome();
+  counters->Add(n_);
+  if (r.passed) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  return r;
+}
+
+}  // namespace
+
+void StressCounters::Add(const StressCounters& o) {
+  configurations += o.configurations;
+  skipped += o.skipped;
+  faults_injected += o.faults_injected;
+  faults_detected += o.faults_detected;
+  faults_recovered += o.faults_recovered;
+  kills += o.kills;
+  resumes += o.resumes;
+  pages_verified += o.pages_verified;
+  data_lost += o.data_lost;
+  mismatches += o.mismatches;
+  failures += o.failures;
+}
+
+Result<StressConfigResult> RunStressConfiguration(const StressConfig& c,
+                                                  const StressRunOptions& options,
+                                                  StressCounters* counters) {
+  if (Status plan = CheckPagedPlan(c); !plan.ok()) {
+    StressConfigResult r;
+    r.passed = r.skipped = true;
+    r.progress = "config " + std::to_string(c.index) + ": skipped (" + plan.message() + ")";
+    ++counters->skipped;
+    return r;
+  }
+  ConfigRun run(c, options);
+  return run.Run(counters);
+}
+
+}  // namespace strata::tools
