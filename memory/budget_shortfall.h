@@ -38,7 +38,7 @@ struct BudgetShortfallDetail final : StatusDetail {
 
 // `status` carrying `shortfall` as its detail.
 inline Status WithShortfall(const Status& status, BudgetShortfall shortfall) {
-  return status.WithDetail(std::make_shared<const BudgetShortfallDetail>(std::move(shortfall)));
+  return status.with_detail(std::make_shared<const BudgetShortfallDetail>(std::move(shortfall)));
 }
 
 // The shortfall `status` carries, or nullptr.

@@ -170,7 +170,7 @@ MemoryManager::~MemoryManager() {
         << "MemoryManager destroyed while page " << p << " is still pinned";
   }
   if (m.opt.nvme != nullptr) m.opt.nvme->unregister_buffer(m.pool->data());
-  if (m.opt.device != nullptr) m.opt.device->unregister_host(m.pool->data()).IgnoreError();
+  if (m.opt.device != nullptr) m.opt.device->unregister_host(m.pool->data()).ignore_error();
 }
 
 const MemoryManagerOptions& MemoryManager::options() const { return m_->opt; }
@@ -243,7 +243,7 @@ void MemoryManager::prefetch(PageId page) {
   m.workers->submit([this, page] {
     ManagerState& ms = *m_;
     Result<void*> r = load_and_pin(page, Access::kRead, "", /*pin=*/false);
-    if (!r.ok()) ms.log->debug("prefetch of page {} failed: {}", page, r.status().ToString());
+    if (!r.ok()) ms.log->debug("prefetch of page {} failed: {}", page, r.status().to_string());
     {
       std::lock_guard lock(ms.prefetch_mu);
       --ms.prefetches;

@@ -81,7 +81,7 @@ Status NvmeStore::verify_snapshot(const std::string& name) {
         r, buffer.data(), buffer.size(),
         [&done](const Status& st, const storage::PageEntry&) { done.set_value(st); });
     if (s.ok()) s = result.get();
-    if (!s.ok()) return s.WithContext("snapshot " + name);
+    if (!s.ok()) return s.with_context("snapshot " + name);
   }
   return Status::Ok();
 }

@@ -46,7 +46,7 @@ Status Fill(ManagerState& m, PageId p, bool from_nvme, void* frame) {
     return Status::Ok();
   }
   Status st = m.opt.nvme->read(p, frame).get();
-  if (!st.ok()) return st.WithContext("reading page " + std::to_string(p) + " from NVMe");
+  if (!st.ok()) return st.with_context("reading page " + std::to_string(p) + " from NVMe");
   Counters::bump(m.counters.nvme_read_bytes, m.page_bytes);
   return st;
 }

@@ -106,7 +106,7 @@ class Packer {
         align_(plan.options.tensor_align_bytes == 0 ? 1 : plan.options.tensor_align_bytes) {}
 
   // Places tensor `idx`, the next one in layout order.
-  void Place(size_t idx) {
+  void place(size_t idx) {
     const TensorEntry& t = plan_.tensors[idx];
     const uint64_t bytes = uint64_t(t.numel) * plan_.options.elem_bytes;
     const bool new_group = !have_group_ || t.block != group_block_ || t.role != group_role_;
@@ -114,18 +114,18 @@ class Packer {
       have_group_ = true;
       group_block_ = t.block;
       group_role_ = t.role;
-      NewPage(t);
+      new_page(t);
     } else {
       offset_ = (offset_ + align_ - 1) / align_ * align_;
       // A tensor that fits in a page never straddles one.
-      if (offset_ >= page_ || (bytes <= page_ && offset_ + bytes > page_)) NewPage(t);
+      if (offset_ >= page_ || (bytes <= page_ && offset_ + bytes > page_)) new_page(t);
     }
     TensorPlacement& placement = plan_.placements[idx];
     placement.first_span = plan_.spans.size();
     placement.bytes = bytes;
     uint64_t done = 0;
     while (done < bytes) {
-      if (offset_ == page_) NewPage(t);
+      if (offset_ == page_) new_page(t);
       const uint64_t piece = std::min(bytes - done, page_ - offset_);
       const PageId id = plan_.pages.size() - 1;
       plan_.spans.push_back(TensorSpan{id, offset_, done, piece});
@@ -137,7 +137,7 @@ class Packer {
   }
 
  private:
-  void NewPage(const TensorEntry& t) {
+  void new_page(const TensorEntry& t) {
     plan_.pages.push_back(PageInfo{t.block, t.role, 0});
     offset_ = 0;
   }
@@ -161,7 +161,7 @@ Result<PagePlan> MakePagePlan(std::span<const TensorEntry> tensors,
   plan.tensors.assign(tensors.begin(), tensors.end());
   plan.placements.resize(tensors.size());
   Packer packer(plan);
-  for (size_t idx : LayoutOrder(tensors)) packer.Place(idx);
+  for (size_t idx : LayoutOrder(tensors)) packer.place(idx);
   return plan;
 }
 

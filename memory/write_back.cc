@@ -58,7 +58,7 @@ Status WriteBack::stage(PageId p, std::unique_lock<std::mutex>& lock) {
   lock.lock();
   e.finish_stage(st.ok());
   e.cv.notify_all();
-  if (!st.ok()) return st.WithContext("writing page " + std::to_string(p) + " to NVMe");
+  if (!st.ok()) return st.with_context("writing page " + std::to_string(p) + " to NVMe");
   staged_.fetch_add(1);
   Counters::bump(counters_.nvme_write_bytes, pool_.page_bytes());
   return st;
@@ -116,7 +116,7 @@ Status WriteBack::commit_sealed(std::unique_ptr<NvmeBatch> batch, bool forced) {
   pool_.wake();
   return st.ok()
              ? st
-             : st.WithContext("committing " + std::to_string(list.size()) + " NVMe page versions");
+             : st.with_context("committing " + std::to_string(list.size()) + " NVMe page versions");
 }
 
 }  // namespace strata::memory::internal

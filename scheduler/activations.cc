@@ -12,7 +12,7 @@ int64_t Aligned(int64_t floats) {
 
 }  // namespace
 
-int64_t ActivationLayout::Floats() const {
+int64_t ActivationLayout::floats() const {
   return residual /*emb_out*/ + int64_t(recompute_layers) * residual +
          int64_t(kept_layers()) * block + (recompute_layers > 0 ? block : 0) /*work*/ + head +
          scratch + residual /*dres*/;
@@ -61,9 +61,9 @@ Activations CarveActivations(const ActivationLayout& a, float* base) {
   out.head = CarveHeadActs(c, B, T, take(a.head));
   out.scratch = CarveBackwardScratch(c, B, T, take(a.scratch));
   out.dres = take(a.residual);
-  STRATA_CHECK(cursor - base == a.Floats())
+  STRATA_CHECK(cursor - base == a.floats())
       << "the activation carving and its size table disagree: " << cursor - base << " vs "
-      << a.Floats() << " floats";
+      << a.floats() << " floats";
   return out;
 }
 

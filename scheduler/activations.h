@@ -53,8 +53,8 @@ struct ActivationLayout {
   bool recomputed(int layer) const { return layer < recompute_layers; }
   int kept_layers() const { return config.n_layer - recompute_layers; }
   // The whole buffer, in the order of Note [Activation layout].
-  int64_t Floats() const;
-  uint64_t Bytes() const { return uint64_t(Floats()) * sizeof(float); }
+  int64_t floats() const;
+  uint64_t bytes() const { return uint64_t(floats()) * sizeof(float); }
 };
 
 // The layout for `config` (valid), micro_rows, seq > 0 and 0 <= recompute_layers <= n_layer.
@@ -74,7 +74,7 @@ struct Activations {
   float* dres = nullptr;
 };
 
-// Carves `base`, which must hold layout.Floats() floats and be 64-byte aligned (a Device
+// Carves `base`, which must hold layout.floats() floats and be 64-byte aligned (a Device
 // allocation is), in the order of Note [Activation layout].
 Activations CarveActivations(const ActivationLayout& layout, float* base);
 

@@ -25,7 +25,7 @@ class BlockOps {
   virtual uint64_t tokens_count() const = 0;
   // Runs `op`'s kernels; slots[i] holds op.uses[i]. Zeroes the gradient slots the op starts in
   // micro-batch 0, and records the loss and the final gradients' sums of squares.
-  virtual void Run(const Op& op, const std::vector<float*>& slots) = 0;
+  virtual void run(const Op& op, const std::vector<float*>& slots) = 0;
   // After the step's compute: each micro-batch's loss, and each block's gradient sum of squares.
   virtual const std::vector<float>& losses() const = 0;
   virtual const std::vector<double>& grad_sums() const = 0;

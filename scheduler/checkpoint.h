@@ -6,11 +6,11 @@
 // <--ckpt-dir>/checkpoint.json (format 2):
 //   {"format": 2,
 //    "step": 6, "manifest": "step-00000006",     the newest checkpoint (0 and "" when none yet)
-//    "run": "<one-line fingerprint>",            RunFingerprint::Summary()
+//    "run": "<one-line fingerprint>",            RunFingerprint::summary()
 //    "checkpoints": [{"step": 6, "manifest": "step-00000006"}, {"step": 4, ...}],  newest first
 //    "store_id": "9f2c...",                      the NVMe store's id (memory::NvmeStore::id)
 //    "nvme_dirs": ["/abs/nvme0", ...],           where that store lives
-//    "fingerprint": {"--lr": "0.001", ...},      RunFingerprint::ToMap()
+//    "fingerprint": {"--lr": "0.001", ...},      RunFingerprint::to_map()
 //    "checksum": "<16 hex digits>"}              XXH3-64 of the canonical JSON (sorted keys, no
 //                                                spaces) of every other field
 // A format-1 record (an older Strata's) has only step, manifest and run; it is read as one
@@ -56,7 +56,7 @@ struct CheckpointRecord {
   int format = kCheckpointFormat;  // 1: an older Strata's record (step, manifest, run only)
   long step = 0;                   // the newest checkpoint (checkpoints[0]); 0 when none
   std::string manifest;            // its manifest; "" when none
-  std::string run;                 // RunFingerprint::Summary() of the run
+  std::string run;                 // RunFingerprint::summary() of the run
   std::vector<CheckpointEntry> checkpoints;        // newest first
   std::string store_id;                            // "" in a format-1 record
   std::vector<std::string> nvme_dirs;              // absolute; empty in a format-1 record

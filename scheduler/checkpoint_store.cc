@@ -52,6 +52,12 @@ Result<CheckpointEntry> ChooseCheckpoint(memory::NvmeStore& store, const Checkpo
                             req.nvme_dir + "; " + OlderAdvice(record, chosen->step));
   }
   Status verified = store.verify_snapshot(chosen->manifest);
+  if (!verified.ok() && verified.code() != StatusCode::kCorruption) {
+    // A read that failed says nothing about the checkpoint: the disk may be fine next time, and
+    // advising an older checkpoint (or a new run) would throw a good one away.
+    return verified.with_context(where + " could not be read back to verify it (the checkpoint is "
+                                "not known to be damaged; --resume again once the disk answers)");
+  }
   if (!verified.ok()) {
     return Status::Corruption(where + " is damaged: " + verified.message() + "; " +
                               OlderAdvice(record, chosen->step));
@@ -64,9 +70,9 @@ Result<CheckpointEntry> ChooseCheckpoint(memory::NvmeStore& store, const Checkpo
 Status CheckRecordIsOfRun(const CheckpointRecord& record, const RunFingerprint& now,
                           const std::string& ckpt_dir) {
   if (record.format >= 2) return CheckSameRun(now, record.fingerprint);
-  if (record.run == now.Summary()) return Status::Ok();
+  if (record.run == now.summary()) return Status::Ok();
   return Status::InvalidArgument("--resume: the checkpoint in " + ckpt_dir +
-                                 " is of another run (" + record.run + "), not " + now.Summary() +
+                                 " is of another run (" + record.run + "), not " + now.summary() +
                                  "; use the same flags or another --ckpt-dir");
 }
 

@@ -20,9 +20,9 @@ class DeviceBuffers {
   DeviceBuffers& operator=(const DeviceBuffers&) = delete;
 
   // ResourceExhausted (the arena's message, naming `what`) when the device refuses.
-  Result<void*> Alloc(uint64_t bytes, const std::string& what) {
+  Result<void*> alloc(uint64_t bytes, const std::string& what) {
     Result<void*> r = device_.alloc(bytes);
-    if (!r.ok()) return r.status().WithContext("allocating " + what);
+    if (!r.ok()) return r.status().with_context("allocating " + what);
     buffers_.push_back(*r);
     return *r;
   }

@@ -24,8 +24,8 @@ Engine::Engine(const EngineOptions& o)
       slots_(program_, blocks_) {}
 
 Engine::~Engine() {
-  Drain().IgnoreError();
-  host_.ReleaseHomes();
+  drain().ignore_error();
+  host_.release_homes();
   // Members go in reverse order: the optimizer queue and the streams run what is still queued
   // (page releases) before the buffers they use are freed.
 }
@@ -35,11 +35,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
                options.timeline);
   STRATA_CHECK(options.micro_rows > 0 && options.batch % options.micro_rows == 0);
   std::unique_ptr<Engine> e(new Engine(options));
-  STRATA_RETURN_IF_ERROR(e->Setup());
+  STRATA_RETURN_IF_ERROR(e->setup());
   return e;
 }
 
-Status Engine::Setup() {
+Status Engine::setup() {
   program_ =
       BuildStepProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows, o_.grad_clip > 0);
   blocks_.assign(o_.layout->num_blocks(), BlockState{});
@@ -58,8 +58,8 @@ Status Engine::Setup() {
                                                 .threads = o_.threads,
                                                 .skip_kernels = o_.skip_kernels}));
   for (uint64_t bytes : o_.plan.slot_sizes) {
-    STRATA_ASSIGN_OR_RETURN(void* s, buffers_.Alloc(bytes, "a block slot"));
-    slots_.Add(static_cast<float*>(s), bytes);
+    STRATA_ASSIGN_OR_RETURN(void* s, buffers_.alloc(bytes, "a block slot"));
+    slots_.add(static_cast<float*>(s), bytes);
   }
   compute_ = device_.create_stream("compute");
   transfers_ = std::make_unique<Transfers>(sp_, host_, device_, timeline_);
@@ -67,10 +67,10 @@ Status Engine::Setup() {
       *o_.layout, sp_, host_, *transfers_, device_, timeline_,
       AdamWSettings{o_.beta1, o_.beta2, o_.eps, o_.weight_decay, o_.delayed_update, o_.threads});
   tokens_host_.resize(ops_->tokens_count());
-  return PinHostHomes();
+  return pin_host_homes();
 }
 
-Status Engine::PinHostHomes() {
+Status Engine::pin_host_homes() {
   std::vector<Role> roles;
   if (o_.plan.params == Home::kHost || o_.plan.params_host_pinned) roles.push_back(Role::kParam);
   if (o_.plan.optimizer == Home::kHost) {
@@ -84,34 +84,34 @@ Status Engine::PinHostHomes() {
       for (PageId p : sp_.pages(b, r)) homes.push_back(p);
     }
   }
-  return host_.SetHomes(homes);
+  return host_.set_homes(homes);
 }
 
 // One step, top to bottom: inputs in; every op of the program scheduled in order (with the
 // updates that may start during backward); the step's compute awaited; then, with clipping,
 // every update in forward order (Note [Exact updates]).
-Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepResult* result,
+Status Engine::run_step(long step, float lr, const int32_t* tokens, EngineStepResult* result,
                        const std::function<Status()>& on_grads) {
-  STRATA_RETURN_IF_ERROR(optimizer_->TakeFinishedErrors());
-  LearnHostPlan(step);
-  STRATA_RETURN_IF_ERROR(CopyTokensIn(tokens));
+  STRATA_RETURN_IF_ERROR(optimizer_->take_finished_errors());
+  learn_host_plan(step);
+  STRATA_RETURN_IF_ERROR(copy_tokens_in(tokens));
   for (BlockState& b : blocks_) b.updated_this_step = false;
   for (size_t pos = 0; pos < program_.ops.size(); ++pos) {
     const Op& op = program_.ops[pos];
-    if (pos == last_block_bwd_ && program_.wait_for_norm) ReadAheadFirstUpdate();
-    STRATA_RETURN_IF_ERROR(Schedule(pos, op, step));
+    if (pos == last_block_bwd_ && program_.wait_for_norm) read_ahead_first_update();
+    STRATA_RETURN_IF_ERROR(schedule(pos, op, step));
     for (int b = 0; b < program_.num_blocks && o_.delayed_update && step > 0; ++b) {
-      if (blocks_[b].last_param_use == pos) SubmitPublish(b, step);  // step-1's, after its reads
+      if (blocks_[b].last_param_use == pos) submit_publish(b, step);  // step-1's, after its reads
     }
     for (int b : op.updates) {
       if (!program_.wait_for_norm) {
-        SubmitUpdate({.block = b, .step = step, .lr = lr, .discard_grads = !on_grads});
+        submit_update({.block = b, .step = step, .lr = lr, .discard_grads = !on_grads});
       }
     }
   }
-  STRATA_RETURN_IF_ERROR(FinishCompute(step, result));
+  STRATA_RETURN_IF_ERROR(finish_compute(step, result));
   if (on_grads) {
-    STRATA_RETURN_IF_ERROR(transfers_->SynchronizeD2H());
+    STRATA_RETURN_IF_ERROR(transfers_->synchronize_d2h());
     STRATA_RETURN_IF_ERROR(on_grads());
   }
   const float coef =
@@ -119,7 +119,7 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
   result->clipped = coef < 1.0f;
   const std::vector<int>& order = program_.ops.back().updates;
   for (size_t i = 0; i < order.size() && program_.wait_for_norm; ++i) {
-    SubmitUpdate({.block = order[i],
+    submit_update({.block = order[i],
                   .step = step,
                   .lr = lr,
                   .coef = coef,
@@ -131,7 +131,7 @@ Status Engine::RunStep(long step, float lr, const int32_t* tokens, EngineStepRes
 
 // The tokens: the staging buffer is free once the previous step's copy ran, and the device
 // buffer once the previous step's compute did.
-Status Engine::CopyTokensIn(const int32_t* tokens) {
+Status Engine::copy_tokens_in(const int32_t* tokens) {
   if (tokens_copied_) tokens_copied_->synchronize();
   std::memcpy(tokens_host_.data(), tokens, tokens_host_.size() * sizeof(int32_t));
   Stream& h2d = transfers_->h2d();
@@ -146,35 +146,35 @@ Status Engine::CopyTokensIn(const int32_t* tokens) {
 
 // One op: the slots it needs (hits, then misses filled), its kernels launched, its finished
 // gradients sent down.
-Status Engine::Schedule(size_t pos, const Op& op, long step) {
+Status Engine::schedule(size_t pos, const Op& op, long step) {
   Status st;
-  std::vector<int> chosen = FindHits(op, &st);
+  std::vector<int> chosen = find_hits(op, &st);
   STRATA_RETURN_IF_ERROR(st);
-  STRATA_RETURN_IF_ERROR(FillMisses(pos, op, step, chosen));
-  std::shared_ptr<Event> done = Launch(op, chosen, step);
-  for (int b : op.grads_done) STRATA_RETURN_IF_ERROR(CopyGradDown(b, done, step));
+  STRATA_RETURN_IF_ERROR(fill_misses(pos, op, step, chosen));
+  std::shared_ptr<Event> done = launch(op, chosen, step);
+  for (int b : op.grads_done) STRATA_RETURN_IF_ERROR(copy_grad_down(b, done, step));
   return Status::Ok();
 }
 
 // Hits first, so that a miss never picks a slot this op still needs. A gradient the op starts
 // is never a hit.
-std::vector<int> Engine::FindHits(const Op& op, Status* status) {
+std::vector<int> Engine::find_hits(const Op& op, Status* status) {
   std::vector<int> chosen(op.uses.size(), -1);
   for (size_t i = 0; i < op.uses.size() && status->ok(); ++i) {
     const SlotUse& u = op.uses[i];
     const bool starts = std::find(op.grads_started.begin(), op.grads_started.end(), u.block) !=
                         op.grads_started.end();
     if (u.role == SlotRole::kGrad && starts) continue;
-    chosen[i] = slots_.Find(u.block, u.role);
+    chosen[i] = slots_.find(u.block, u.role);
     STRATA_CHECK(u.role != SlotRole::kGrad || chosen[i] >= 0)
         << op.label() << ": gradient of block " << u.block << " not started";
-    if (chosen[i] >= 0) *status = slots_.ResolveRefresh(chosen[i]);
+    if (chosen[i] >= 0) *status = slots_.resolve_refresh(chosen[i]);
   }
   return chosen;
 }
 
 // Misses largest block first: a small block never takes the only slot a larger one fits.
-Status Engine::FillMisses(size_t pos, const Op& op, long step, std::vector<int>& chosen) {
+Status Engine::fill_misses(size_t pos, const Op& op, long step, std::vector<int>& chosen) {
   std::vector<int> taken;
   std::vector<size_t> misses;
   for (size_t i = 0; i < op.uses.size(); ++i) {
@@ -185,12 +185,12 @@ Status Engine::FillMisses(size_t pos, const Op& op, long step, std::vector<int>&
                    [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
   for (size_t i : misses) {
     const SlotUse& u = op.uses[i];
-    const int v = slots_.ChooseVictim(pos, taken, bytes(i));
+    const int v = slots_.choose_victim(pos, taken, bytes(i));
     STRATA_CHECK(v >= 0) << op.label() << ": no device slot of " << bytes(i) << " bytes to evict ("
                          << slots_.size() << " slots)";
     chosen[i] = v;
     taken.push_back(v);
-    STRATA_RETURN_IF_ERROR(slots_.ResolveRefresh(v));  // the load below waits for the refresh
+    STRATA_RETURN_IF_ERROR(slots_.resolve_refresh(v));  // the load below waits for the refresh
     Slot& s = slots_[v];
     s.block = u.block;
     s.role = u.role;
@@ -203,47 +203,47 @@ Status Engine::FillMisses(size_t pos, const Op& op, long step, std::vector<int>&
     const bool param = u.role == SlotRole::kParam;
     static const std::vector<std::shared_future<Status>> kNoWait;
     STRATA_ASSIGN_OR_RETURN(
-        s.ready, transfers_->Load(s.ptr, u.block, param ? Role::kParam : Role::kGrad, s.last_use,
+        s.ready, transfers_->load(s.ptr, u.block, param ? Role::kParam : Role::kGrad, s.last_use,
                                   param ? blocks_[u.block].update_done : kNoWait, step));
-    slots_.Used(v, s.ready, op_seq_);
+    slots_.used(v, s.ready, op_seq_);
   }
   return Status::Ok();
 }
 
-std::shared_ptr<Event> Engine::Launch(const Op& op, const std::vector<int>& chosen, long step) {
+std::shared_ptr<Event> Engine::launch(const Op& op, const std::vector<int>& chosen, long step) {
   std::vector<float*> ptrs;
   for (int idx : chosen) {
     if (slots_[idx].ready) compute_->wait(*slots_[idx].ready);
     ptrs.push_back(slots_[idx].ptr);
   }
   EnqueueTimed(timeline_, *compute_, Queue::kCompute, op.label(), 0, step,
-               [&] { compute_->launch([ops = ops_.get(), &op, ptrs] { ops->Run(op, ptrs); }); });
+               [&] { compute_->launch([ops = ops_.get(), &op, ptrs] { ops->run(op, ptrs); }); });
   std::shared_ptr<Event> done = RecordOn(device_, *compute_);
   last_compute_ = done;
   ++op_seq_;
-  for (int idx : chosen) slots_.Used(idx, done, op_seq_);
+  for (int idx : chosen) slots_.used(idx, done, op_seq_);
   return done;
 }
 
-Status Engine::CopyGradDown(int block, const std::shared_ptr<Event>& after, long step) {
-  const int idx = slots_.Find(block, SlotRole::kGrad);
+Status Engine::copy_grad_down(int block, const std::shared_ptr<Event>& after, long step) {
+  const int idx = slots_.find(block, SlotRole::kGrad);
   STRATA_CHECK(idx >= 0);
   // The previous step's update must have read these pages before they are overwritten. It has
   // when the forward waited for it; with --delayed-update nothing else orders the two.
   BlockState& bs = blocks_[block];
   if (bs.grads_read.valid()) {
     STRATA_RETURN_IF_ERROR(
-        bs.grads_read.get().WithContext("optimizer update of block " + std::to_string(block)));
+        bs.grads_read.get().with_context("optimizer update of block " + std::to_string(block)));
   }
   Slot& s = slots_[idx];
-  STRATA_ASSIGN_OR_RETURN(bs.grad_ready, transfers_->CopyGradDown(s.ptr, block, after, step));
-  slots_.Used(idx, bs.grad_ready.back(), op_seq_ + 1);  // completes after its kernel
+  STRATA_ASSIGN_OR_RETURN(bs.grad_ready, transfers_->copy_grad_down(s.ptr, block, after, step));
+  slots_.used(idx, bs.grad_ready.back(), op_seq_ + 1);  // completes after its kernel
   s.grad_active = false;
   return Status::Ok();
 }
 
-Status Engine::FinishCompute(long step, EngineStepResult* result) {
-  STRATA_RETURN_IF_ERROR(compute_->synchronize().WithContext("compute stream"));
+Status Engine::finish_compute(long step, EngineStepResult* result) {
+  STRATA_RETURN_IF_ERROR(compute_->synchronize().with_context("compute stream"));
   double loss_sum = 0.0;
   for (float l : ops_->losses()) {
     if (!std::isfinite(l)) {
@@ -259,19 +259,19 @@ Status Engine::FinishCompute(long step, EngineStepResult* result) {
   return Status::Ok();
 }
 
-std::shared_future<Status> Engine::EnqueueAfterUpdates(std::function<Status()> job) {
-  return optimizer_->Enqueue(std::move(job));
+std::shared_future<Status> Engine::enqueue_after_updates(std::function<Status()> job) {
+  return optimizer_->enqueue(std::move(job));
 }
 
-Status Engine::Drain() {
+Status Engine::drain() {
   Status first;
-  if (transfers_) first = transfers_->Synchronize();
+  if (transfers_) first = transfers_->synchronize();
   if (compute_) {
     Status st = compute_->synchronize();
     if (first.ok()) first = st;
   }
   if (optimizer_) {
-    Status st = optimizer_->Drain();
+    Status st = optimizer_->drain();
     if (first.ok()) first = st;
   }
   return first;

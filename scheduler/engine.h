@@ -7,7 +7,7 @@
 //
 // Queues (each its own thread, joined by Events): compute (the Device's compute stream: the
 // block ops), h2d and d2h (Device streams: pieces of pages into and out of block slots), the
-// driver (the thread calling RunStep: walks the program, acquires host pages from the
+// driver (the thread calling run_step: walks the program, acquires host pages from the
 // MemoryManager — NVMe reads and write-backs happen there — and enqueues everything), and the
 // optimizer (a HostQueue: AdamW per page on the host over TBB; NVMe-resident moments stream
 // through the host pool).
@@ -59,9 +59,9 @@
 // clipping the refreshes run during backward and the next forward loads nothing) and, for any
 // placement, with clipping (updates in forward order after backward, refreshing the slots that
 // backward left with blocks 1, 2, ... — the next forward's first ops). A refreshed slot's next
-// use lies in the next step and counts for Belady (ChooseVictim), unlike a stale one's.
+// use lies in the next step and counts for Belady (choose_victim), unlike a stale one's.
 //
-// Threads: Create, RunStep, Drain and EnqueueAfterUpdates from one thread (the driver). Borrowed
+// Threads: Create, run_step, Drain and enqueue_after_updates from one thread (the driver). Borrowed
 // objects (layout, pages, memory manager, device, timeline) must outlive the Engine.
 #pragma once
 
@@ -140,35 +140,35 @@ class Engine {
   // Returns when the step's compute has finished; its updates may still run (see
   // Note [Exact updates]). `on_grads`, if set, runs after backward with every gradient on its
   // host pages (used by --export-grads; updates only read them meanwhile).
-  Status RunStep(long step, float lr, const int32_t* tokens, EngineStepResult* result,
+  Status run_step(long step, float lr, const int32_t* tokens, EngineStepResult* result,
                  const std::function<Status()>& on_grads = nullptr);
   // Waits for every queued move and update; returns the first error.
-  Status Drain();
+  Status drain();
   // Runs `job` on the optimizer queue after every update submitted so far and before any later
   // one: it sees the parameters and moments of the last step, while the next step's forward and
   // backward run (checkpoints use it so as not to stall the driver). If one of those updates
   // failed, `job` is not called (it would see a half-updated step) and the result is that error.
-  std::shared_future<Status> EnqueueAfterUpdates(std::function<Status()> job);
+  std::shared_future<Status> enqueue_after_updates(std::function<Status()> job);
 
  private:
   explicit Engine(const EngineOptions& options);
-  Status Setup();
-  Status PinHostHomes();
+  Status setup();
+  Status pin_host_homes();
 
   // The driver, in the order a step calls them (engine.cc).
-  Status CopyTokensIn(const int32_t* tokens);
-  Status Schedule(size_t pos, const Op& op, long step);
-  std::vector<int> FindHits(const Op& op, Status* status);
-  Status FillMisses(size_t pos, const Op& op, long step, std::vector<int>& chosen);
-  std::shared_ptr<Event> Launch(const Op& op, const std::vector<int>& chosen, long step);
-  Status CopyGradDown(int block, const std::shared_ptr<Event>& after, long step);
-  Status FinishCompute(long step, EngineStepResult* result);
+  Status copy_tokens_in(const int32_t* tokens);
+  Status schedule(size_t pos, const Op& op, long step);
+  std::vector<int> find_hits(const Op& op, Status* status);
+  Status fill_misses(size_t pos, const Op& op, long step, std::vector<int>& chosen);
+  std::shared_ptr<Event> launch(const Op& op, const std::vector<int>& chosen, long step);
+  Status copy_grad_down(int block, const std::shared_ptr<Event>& after, long step);
+  Status finish_compute(long step, EngineStepResult* result);
 
   // Handing blocks to the optimizer (engine_updates.cc).
-  void SubmitUpdate(UpdateJob job);
-  void SubmitPublish(int block, long step);
-  void ReadAheadFirstUpdate();
-  void LearnHostPlan(long step);
+  void submit_update(UpdateJob job);
+  void submit_publish(int block, long step);
+  void read_ahead_first_update();
+  void learn_host_plan(long step);
 
   EngineOptions o_;
   const StatePages& sp_;
@@ -190,7 +190,7 @@ class Engine {
   std::shared_ptr<Event> last_compute_;
   std::vector<int32_t> tokens_host_;
   std::shared_ptr<Event> tokens_copied_;
-  long steps_run_ = 0;  // RunStep calls so far (Note [Host access plan])
+  long steps_run_ = 0;  // run_step calls so far (Note [Host access plan])
   std::vector<std::shared_future<Status>> recorded_jobs_;
 };
 

@@ -13,7 +13,7 @@ namespace strata::scheduler {
 
 using memory::Role;
 
-void Engine::SubmitUpdate(UpdateJob job) {
+void Engine::submit_update(UpdateJob job) {
   BlockState& bs = blocks_[job.block];
   const size_t n = sp_.pages(job.block, Role::kParam).size();
   auto page_done = std::make_shared<std::vector<std::promise<Status>>>(n);
@@ -25,42 +25,42 @@ void Engine::SubmitUpdate(UpdateJob job) {
     // Eager refresh applies where the refreshed slot is next used before any other block needs
     // it: parameters on the device, or clipping (updates in forward order after backward).
     if (o_.plan.params == Home::kDevice || program_.wait_for_norm) {
-      job.refresh = slots_.MarkRefresh(job.block, bs.param_version);
+      job.refresh = slots_.mark_refresh(job.block, bs.param_version);
     }
   }
   job.grads = bs.grad_ready;
   const long step = job.step;
-  bs.grads_read = optimizer_->SubmitUpdate(std::move(job), page_done);
+  bs.grads_read = optimizer_->submit_update(std::move(job), page_done);
   if (step == host_.recorded_step()) recorded_jobs_.push_back(bs.grads_read);
 }
 
-void Engine::SubmitPublish(int block, long step) {
+void Engine::submit_publish(int block, long step) {
   BlockState& bs = blocks_[block];
   ++bs.param_version;
-  std::shared_future<Status> done = optimizer_->SubmitPublish(block, step);
+  std::shared_future<Status> done = optimizer_->submit_publish(block, step);
   bs.update_done.assign(sp_.pages(block, Role::kParam).size(), done);
   if (step == host_.recorded_step()) recorded_jobs_.push_back(done);
 }
 
 // Note [Update read-ahead] (optimizer_queue.cc): runs when compute reaches the step's last block
 // backward, about one block before the norm.
-void Engine::ReadAheadFirstUpdate() {
+void Engine::read_ahead_first_update() {
   const std::vector<int>& order = program_.ops.back().updates;
   if (order.empty()) return;
   const int first = order[0], next = order.size() > 1 ? order[1] : -1;
-  compute_->launch([q = optimizer_.get(), first, next] { q->ReadAhead(first, next); });
+  compute_->launch([q = optimizer_.get(), first, next] { q->read_ahead(first, next); });
 }
 
-// Note [Host access plan]: the second RunStep call records its step's acquires; two calls later
+// Note [Host access plan]: the second run_step call records its step's acquires; two calls later
 // the recorded updates have finished (the step after the recorded one waited for them, but with
 // --delayed-update: hence the wait), and the plan is set.
-void Engine::LearnHostPlan(long step) {
+void Engine::learn_host_plan(long step) {
   if (!o_.host_access_plan) return;
-  if (steps_run_ == 1) host_.Record(step);
+  if (steps_run_ == 1) host_.record(step);
   if (steps_run_ != 3) return;
   for (const std::shared_future<Status>& job : recorded_jobs_) job.wait();
   recorded_jobs_.clear();
-  std::vector<memory::PlannedAccess> plan = host_.TakePlan();
+  std::vector<memory::PlannedAccess> plan = host_.take_plan();
   if (!plan.empty()) host_.manager().set_access_plan(std::move(plan));
 }
 

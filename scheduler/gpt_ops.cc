@@ -26,24 +26,24 @@ Result<std::unique_ptr<GptOps>> GptOps::Create(const GptOpsOptions& options) {
   STRATA_CHECK(options.layout && options.device && options.plan);
   STRATA_CHECK(options.micro_rows > 0 && options.batch % options.micro_rows == 0);
   std::unique_ptr<GptOps> ops(new GptOps(options));
-  STRATA_RETURN_IF_ERROR(ops->Allocate());
+  STRATA_RETURN_IF_ERROR(ops->allocate());
   return ops;
 }
 
-Status GptOps::Allocate() {
+Status GptOps::allocate() {
   const GptConfig& c = layout_.config;
   const int B = o_.micro_rows, T = o_.seq;
   dloss_ = 1.0f / float(int64_t(o_.batch) * T);
   block_sums_.assign(layout_.num_blocks(), 0.0);
   losses_.assign(o_.batch / o_.micro_rows, 0.0f);
   arena_ = std::make_unique<tbb::task_arena>(o_.threads);
-  STRATA_ASSIGN_OR_RETURN(void* tokens, buffers_.Alloc(o_.plan->tokens_bytes, "the step's tokens"));
+  STRATA_ASSIGN_OR_RETURN(void* tokens, buffers_.alloc(o_.plan->tokens_bytes, "the step's tokens"));
   tokens_ = static_cast<int32_t*>(tokens);
   const ActivationLayout layout = MakeActivationLayout(c, B, T, o_.plan->recompute_layers);
-  STRATA_CHECK(layout.Bytes() <= o_.plan->acts_bytes)
+  STRATA_CHECK(layout.bytes() <= o_.plan->acts_bytes)
       << "the plan budgets " << o_.plan->acts_bytes << " bytes of activations, the layout needs "
-      << layout.Bytes();
-  STRATA_ASSIGN_OR_RETURN(void* acts, buffers_.Alloc(o_.plan->acts_bytes, "activations"));
+      << layout.bytes();
+  STRATA_ASSIGN_OR_RETURN(void* acts, buffers_.alloc(o_.plan->acts_bytes, "activations"));
   Activations carved = CarveActivations(layout, static_cast<float*>(acts));
   emb_out_ = carved.emb_out;
   outputs_ = std::move(carved.outputs);
@@ -55,17 +55,17 @@ Status GptOps::Allocate() {
   return Status::Ok();
 }
 
-const float* GptOps::BlockInput(int layer) const {
+const float* GptOps::block_input(int layer) const {
   return layer == 0 ? emb_out_ : outputs_[layer - 1];
 }
 
-const TransformerActs& GptOps::ActsFor(int layer) {
-  if (!Recomputed(layer)) return layer_acts_[layer];
+const TransformerActs& GptOps::acts_for(int layer) {
+  if (!recomputed(layer)) return layer_acts_[layer];
   work_acts_.out = outputs_[layer];
   return work_acts_;
 }
 
-void GptOps::CheckResident(const Op& op, const std::vector<float*>& slots) const {
+void GptOps::check_resident(const Op& op, const std::vector<float*>& slots) const {
   for (size_t i = 0; i < slots.size(); ++i) {
     const int64_t floats = layout_.blocks[op.uses[i].block].numel;
     STRATA_CHECK(device_.is_device_memory(slots[i], size_t(floats) * 4))
@@ -74,8 +74,8 @@ void GptOps::CheckResident(const Op& op, const std::vector<float*>& slots) const
   STRATA_CHECK(device_.is_device_memory(emb_out_, 4) && device_.is_device_memory(tokens_, 4));
 }
 
-void GptOps::Run(const Op& op, const std::vector<float*>& slots) {
-  CheckResident(op, slots);  // the sim device's honesty check
+void GptOps::run(const Op& op, const std::vector<float*>& slots) {
+  check_resident(op, slots);  // the sim device's honesty check
   if (o_.skip_kernels) {
     losses_[op.micro_batch] = 0.0f;
     for (int b : op.grads_final) block_sums_[b] = 0.0;
@@ -89,7 +89,7 @@ void GptOps::Run(const Op& op, const std::vector<float*>& slots) {
         }
       }
     }
-    Compute(op, slots);
+    compute(op, slots);
     for (int b : op.grads_final) {
       for (size_t i = 0; i < op.uses.size(); ++i) {
         if (op.uses[i].block == b && op.uses[i].role == SlotRole::kGrad) {
@@ -103,20 +103,20 @@ void GptOps::Run(const Op& op, const std::vector<float*>& slots) {
 // The op's forward or backward. Slots follow the op's uses (step_program.cc): the head's ops
 // use {head params, embedding params, head grad, embedding grad}, a block's backward {params,
 // grad}.
-void GptOps::Compute(const Op& op, const std::vector<float*>& p) {
+void GptOps::compute(const Op& op, const std::vector<float*>& p) {
   const KernelTable& k = device_.kernels();  // the compute runs on the device's kernels
   const int B = o_.micro_rows, T = o_.seq, L = layout_.config.n_layer;
   const int32_t* x = tokens_ + int64_t(op.micro_batch) * B * T;
   const int32_t* y = tokens_ + int64_t(o_.batch) * T + int64_t(op.micro_batch) * B * T;
-  const float* head_in = BlockInput(L);
+  const float* head_in = block_input(L);
   const int64_t wte = layout_.embedding().tensors[kWte].offset;
   switch (op.kind) {
     case OpKind::kEmbedFwd:
       EmbeddingForward(k, layout_, p[0], x, B, T, emb_out_);
       break;
     case OpKind::kBlockFwd:
-      TransformerForward(k, layout_, op.block - 1, p[0], BlockInput(op.block - 1), B, T,
-                         ActsFor(op.block - 1));
+      TransformerForward(k, layout_, op.block - 1, p[0], block_input(op.block - 1), B, T,
+                         acts_for(op.block - 1));
       break;
     case OpKind::kHeadFwd:
       losses_[op.micro_batch] =
@@ -128,8 +128,8 @@ void GptOps::Compute(const Op& op, const std::vector<float*>& p) {
       break;
     case OpKind::kBlockBwd: {
       const int l = op.block - 1;
-      if (Recomputed(l)) TransformerForward(k, layout_, l, p[0], BlockInput(l), B, T, ActsFor(l));
-      TransformerBackward(k, layout_, l, p[0], p[1], BlockInput(l), B, T, ActsFor(l), scratch_,
+      if (recomputed(l)) TransformerForward(k, layout_, l, p[0], block_input(l), B, T, acts_for(l));
+      TransformerBackward(k, layout_, l, p[0], p[1], block_input(l), B, T, acts_for(l), scratch_,
                           dres_);
       break;
     }

@@ -45,18 +45,18 @@ class GptOps final : public BlockOps {
   }
   int32_t* tokens() override { return tokens_; }
   uint64_t tokens_count() const override { return uint64_t(2) * o_.batch * o_.seq; }
-  void Run(const Op& op, const std::vector<float*>& slots) override;
+  void run(const Op& op, const std::vector<float*>& slots) override;
   const std::vector<float>& losses() const override { return losses_; }
   const std::vector<double>& grad_sums() const override { return block_sums_; }
 
  private:
   explicit GptOps(const GptOpsOptions& o);
-  Status Allocate();
-  void CheckResident(const Op& op, const std::vector<float*>& slots) const;
-  void Compute(const Op& op, const std::vector<float*>& slots);
-  bool Recomputed(int layer) const { return layer < o_.plan->recompute_layers; }
-  const float* BlockInput(int layer) const;
-  const TransformerActs& ActsFor(int layer);
+  Status allocate();
+  void check_resident(const Op& op, const std::vector<float*>& slots) const;
+  void compute(const Op& op, const std::vector<float*>& slots);
+  bool recomputed(int layer) const { return layer < o_.plan->recompute_layers; }
+  const float* block_input(int layer) const;
+  const TransformerActs& acts_for(int layer);
 
   const GptOpsOptions o_;
   const GptLayout& layout_;

@@ -8,31 +8,31 @@ using memory::Access;
 using memory::PageId;
 using memory::PageRef;
 
-Result<PageRef> HostPages::Acquire(PageId page, Access access, Acquirer acquirer,
+Result<PageRef> HostPages::acquire(PageId page, Access access, Acquirer acquirer,
                                    std::string holder, long step) {
   if (step == recorded_step()) {
     std::lock_guard lock(record_mu_);
     recorded_[static_cast<int>(acquirer)].push_back(page);
   }
-  if (access != Access::kRead) Unpin(page);
+  if (access != Access::kRead) unpin(page);
   memory::AcquireOptions ao;
   ao.holder = std::move(holder);
   ao.acquirer = static_cast<uint8_t>(acquirer);
   return mm_.acquire_sync(page, access, ao);
 }
 
-Status HostPages::Release(PageRef& ref) {
+Status HostPages::release(PageRef& ref) {
   const PageId page = ref.page();
   ref.release();
-  return Repin(page);
+  return repin(page);
 }
 
-void HostPages::Prefetch(PageId page) {
+void HostPages::prefetch(PageId page) {
   if (has_nvme()) mm_.prefetch(page);
 }
 
-std::vector<memory::PlannedAccess> HostPages::TakePlan() {
-  Record(-1);
+std::vector<memory::PlannedAccess> HostPages::take_plan() {
+  record(-1);
   std::lock_guard lock(record_mu_);
   std::vector<memory::PlannedAccess> plan;
   for (Acquirer a : {Acquirer::kDriver, Acquirer::kOptimizer}) {
@@ -42,23 +42,23 @@ std::vector<memory::PlannedAccess> HostPages::TakePlan() {
   return plan;
 }
 
-Status HostPages::SetHomes(const std::vector<PageId>& pages) {
+Status HostPages::set_homes(const std::vector<PageId>& pages) {
   pins_.resize(mm_.options().num_pages);
   home_.assign(mm_.options().num_pages, false);
   for (PageId p : pages) {
     home_[p] = true;
-    STRATA_RETURN_IF_ERROR(Repin(p));
+    STRATA_RETURN_IF_ERROR(repin(p));
   }
   return Status::Ok();
 }
 
-void HostPages::Unpin(PageId page) {
+void HostPages::unpin(PageId page) {
   if (page >= home_.size() || !home_[page]) return;
   std::lock_guard lock(pins_mu_);
   pins_[page].release();
 }
 
-Status HostPages::Repin(PageId page) {
+Status HostPages::repin(PageId page) {
   if (page >= home_.size() || !home_[page]) return Status::Ok();
   memory::AcquireOptions ao;
   ao.holder = "host home pin";
@@ -69,7 +69,7 @@ Status HostPages::Repin(PageId page) {
   return Status::Ok();
 }
 
-void HostPages::ReleaseHomes() {
+void HostPages::release_homes() {
   std::lock_guard lock(pins_mu_);
   pins_.clear();
 }

@@ -10,11 +10,11 @@
 // static but depends on which blocks the device slots keep, so instead of deriving it the Engine
 // records it: the acquires of one step (the driver's, then the optimizer's, each in its own
 // order) become the plan, set before a later step. The driver's order does not depend on timing
-// (SlotCache::ChooseVictim), nor does the optimizer's (one thread, updates in block order), so
+// (SlotCache::choose_victim), nor does the optimizer's (one thread, updates in block order), so
 // the recorded step is every step's. Eviction changes only what moves, never a value.
 //
 // Threads: Acquire and Release from any thread (recording and the pins take their own
-// mutexes); SetHomes, Record and TakePlan from the driver.
+// mutexes); set_homes, Record and take_plan from the driver.
 #pragma once
 
 #include <atomic>
@@ -38,26 +38,26 @@ class HostPages {
 
   // Pins `page` in the host pool for `acquirer` during `step` (blocking). A write to a page whose
   // home is the host first gives up its home pin (a writer is alone); Release puts it back.
-  Result<memory::PageRef> Acquire(memory::PageId page, memory::Access access, Acquirer acquirer,
+  Result<memory::PageRef> acquire(memory::PageId page, memory::Access access, Acquirer acquirer,
                                   std::string holder, long step);
   // Releases `ref`, and pins its page again when its home is the host.
-  Status Release(memory::PageRef& ref);
+  Status release(memory::PageRef& ref);
   // Starts an NVMe read of `page` when there is an NVMe tier (best effort).
-  void Prefetch(memory::PageId page);
+  void prefetch(memory::PageId page);
 
   // Records the acquires made for `step` (Note [Host access plan]); < 0: none.
-  void Record(long step) { recorded_step_.store(step, std::memory_order_release); }
+  void record(long step) { recorded_step_.store(step, std::memory_order_release); }
   long recorded_step() const { return recorded_step_.load(std::memory_order_acquire); }
   // The recorded acquires as a plan (the driver's, then the optimizer's); stops recording.
-  std::vector<memory::PlannedAccess> TakePlan();
+  std::vector<memory::PlannedAccess> take_plan();
 
   // Pages whose home is the host: pinned now and kept pinned but while they are written.
-  Status SetHomes(const std::vector<memory::PageId>& pages);
-  void ReleaseHomes();
+  Status set_homes(const std::vector<memory::PageId>& pages);
+  void release_homes();
 
  private:
-  void Unpin(memory::PageId page);
-  Status Repin(memory::PageId page);
+  void unpin(memory::PageId page);
+  Status repin(memory::PageId page);
 
   memory::MemoryManager& mm_;
   std::atomic<long> recorded_step_{-1};

@@ -51,7 +51,7 @@ Status CheckPlacement(const MemoryPlanInput& in, std::string* params_on,
 // `recompute_layers` blocks checkpointed.
 uint64_t ActivationBytes(const MemoryPlanInput& in, int recompute_layers) {
   return RoundUp(
-      MakeActivationLayout(in.layout->config, in.micro_rows, in.seq, recompute_layers).Bytes());
+      MakeActivationLayout(in.layout->config, in.micro_rows, in.seq, recompute_layers).bytes());
 }
 
 // The step's inputs and targets.
@@ -222,7 +222,7 @@ Status PlanHost(const MemoryPlanInput& in, const std::string& params_on,
 
 }  // namespace
 
-std::string MemoryPlan::ToString() const {
+std::string MemoryPlan::to_string() const {
   return std::string("params on ") + memory::TierName(params) + ", optimizer on " +
          memory::TierName(optimizer) + ", recompute " + std::to_string(recompute_layers) + " of " +
          std::to_string(layers) + " blocks, device slots " + DescribeSlots(slot_sizes) +

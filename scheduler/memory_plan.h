@@ -77,12 +77,12 @@ struct MemoryPlan {
   uint64_t slot_bytes = 0;           // the largest block (rounded to 4 KiB)
   std::vector<uint64_t> slot_sizes;  // bytes of each slot, largest first (scheduler/slot_sizes.h)
   int slots = 0;                     // slot_sizes.size()
-  uint64_t acts_bytes = 0;           // ActivationLayout::Bytes() (activations.h), rounded to 4 KiB
+  uint64_t acts_bytes = 0;           // ActivationLayout::bytes() (activations.h), rounded to 4 KiB
   uint64_t tokens_bytes = 0;         // the step's inputs and targets (rounded to 4 KiB)
   uint64_t device_bytes = 0;         // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
   uint64_t host_bytes = 0;        // the --host-mem budget in force (whole pages)
-  std::string ToString() const;
+  std::string to_string() const;
 };
 
 // Errors: InvalidArgument (unknown placement/recompute value, nvme without --nvme-dir),

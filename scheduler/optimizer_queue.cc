@@ -28,7 +28,7 @@ constexpr uint64_t kReadAheadPoolFraction = 32;
 // update's NVMe reads used to start only then. In the cost configuration the host pool is full
 // of dirty pages at that moment, so the first read also waited for a group write-back to make
 // room: 12-29 ms before the first AdamW, with the next forward waiting behind it. So when
-// compute reaches the step's last block backward, the driver calls ReadAhead for the first
+// compute reaches the step's last block backward, the driver calls read_ahead for the first
 // update (from a host function on the compute stream): the reads and the write-backs they need
 // overlap that block's backward. In traces the first update's stall is gone, and the next
 // forward starts ~20 ms after the norm instead of 24-47.
@@ -57,22 +57,22 @@ OptimizerQueue::OptimizerQueue(const GptLayout& layout, const StatePages& pages,
 }
 
 OptimizerQueue::~OptimizerQueue() {
-  Drain().IgnoreError();
+  drain().ignore_error();
   queue_.reset();
   refresh_.reset();
 }
 
-std::shared_future<Status> OptimizerQueue::Track(std::shared_future<Status> done) {
+std::shared_future<Status> OptimizerQueue::track(std::shared_future<Status> done) {
   jobs_.push_back(done);
   return done;
 }
 
-std::shared_future<Status> OptimizerQueue::SubmitUpdate(
+std::shared_future<Status> OptimizerQueue::submit_update(
     UpdateJob job, std::shared_ptr<std::vector<std::promise<Status>>> page_done) {
   auto promise = std::make_shared<std::promise<Status>>();
   queue_->submit([this, promise, page_done, job = std::move(job)] {
     size_t pages_done = 0;
-    Status st = UpdateBlock(job, [&](size_t k) {
+    Status st = update_block(job, [&](size_t k) {
       (*page_done)[k].set_value(Status::Ok());
       pages_done = k + 1;
     });
@@ -87,25 +87,25 @@ std::shared_future<Status> OptimizerQueue::SubmitUpdate(
     }
     promise->set_value(st);
   });
-  return Track(promise->get_future().share());
+  return track(promise->get_future().share());
 }
 
-std::shared_future<Status> OptimizerQueue::SubmitPublish(int block, long step) {
+std::shared_future<Status> OptimizerQueue::submit_publish(int block, long step) {
   auto promise = std::make_shared<std::promise<Status>>();
-  queue_->submit([this, promise, block, step] { promise->set_value(PublishBlock(block, step)); });
-  return Track(promise->get_future().share());
+  queue_->submit([this, promise, block, step] { promise->set_value(publish_block(block, step)); });
+  return track(promise->get_future().share());
 }
 
-std::shared_future<Status> OptimizerQueue::Enqueue(std::function<Status()> job) {
+std::shared_future<Status> OptimizerQueue::enqueue(std::function<Status()> job) {
   auto promise = std::make_shared<std::promise<Status>>();
   std::shared_future<Status> done = promise->get_future().share();
-  // The jobs before it that have not been seen to succeed (TakeFinishedErrors forgets only
+  // The jobs before it that have not been seen to succeed (take_finished_errors forgets only
   // those): a checkpoint after a failed update would record a half-updated step as complete.
   queue_->submit([promise, before = jobs_, job = std::move(job)] {
     for (const std::shared_future<Status>& b : before) {
       const Status st = b.get();  // ready: the queue runs its jobs in order
       if (!st.ok()) {
-        promise->set_value(st.WithContext("not run, an update before it failed"));
+        promise->set_value(st.with_context("not run, an update before it failed"));
         return;
       }
     }
@@ -114,64 +114,64 @@ std::shared_future<Status> OptimizerQueue::Enqueue(std::function<Status()> job) 
   return done;
 }
 
-void OptimizerQueue::ReadAhead(int block, int next_block) {
-  for (size_t k = 0; k < read_ahead_; ++k) PrefetchUpdatePage(block, next_block, k);
+void OptimizerQueue::read_ahead(int block, int next_block) {
+  for (size_t k = 0; k < read_ahead_; ++k) prefetch_update_page(block, next_block, k);
 }
 
-Status OptimizerQueue::TakeFinishedErrors() {
+Status OptimizerQueue::take_finished_errors() {
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     if (it->wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
       ++it;
       continue;
     }
-    STRATA_RETURN_IF_ERROR(it->get().WithContext("optimizer queue"));
+    STRATA_RETURN_IF_ERROR(it->get().with_context("optimizer queue"));
     it = jobs_.erase(it);
   }
   return Status::Ok();
 }
 
-Status OptimizerQueue::Drain() {
+Status OptimizerQueue::drain() {
   queue_->drain();
   // Filled by the queue's thread: after its drain.
   Status first = refresh_->synchronize();
   for (const std::shared_future<Status>& job : jobs_) {
     Status st = job.get();
-    if (first.ok() && !st.ok()) first = st.WithContext("optimizer queue");
+    if (first.ok() && !st.ok()) first = st.with_context("optimizer queue");
   }
   jobs_.clear();
   return first;
 }
 
-Status OptimizerQueue::RefreshPage(const UpdateJob& job, size_t k) {
+Status OptimizerQueue::refresh_page(const UpdateJob& job, size_t k) {
   const int block = job.block;
   if (k == 0 && job.refresh.after) refresh_->wait(*job.refresh.after);
   STRATA_ASSIGN_OR_RETURN(
       PageRef ref,
-      host_.Acquire(sp_.pages(block, Role::kParam)[k], Access::kRead, Acquirer::kOptimizer,
+      host_.acquire(sp_.pages(block, Role::kParam)[k], Access::kRead, Acquirer::kOptimizer,
                     "refresh block " + std::to_string(block), job.step));
-  return transfers_.UploadPage(std::move(ref), block, Role::kParam, k, job.refresh.dst, *refresh_,
+  return transfers_.upload_page(std::move(ref), block, Role::kParam, k, job.refresh.dst, *refresh_,
                                Queue::kRefresh, job.step);
 }
 
 // Copies the master pages of a block onto its parameter pages (same layout, whole pages). The
 // overwrite waits for the loads still reading the parameter pages (their pins).
-Status OptimizerQueue::PublishBlock(int block, long step) {
+Status OptimizerQueue::publish_block(int block, long step) {
   const auto& pp = sp_.pages(block, Role::kParam);
   const auto& mp = sp_.pages(block, Role::kMaster);
   const std::string holder = "publish block " + std::to_string(block);
   for (size_t k = 0; k < pp.size(); ++k) {
     STRATA_ASSIGN_OR_RETURN(
-        PageRef master, host_.Acquire(mp[k], Access::kRead, Acquirer::kOptimizer, holder, step));
-    STRATA_ASSIGN_OR_RETURN(PageRef param, host_.Acquire(pp[k], Access::kOverwrite,
+        PageRef master, host_.acquire(mp[k], Access::kRead, Acquirer::kOptimizer, holder, step));
+    STRATA_ASSIGN_OR_RETURN(PageRef param, host_.acquire(pp[k], Access::kOverwrite,
                                                          Acquirer::kOptimizer, holder, step));
     std::memcpy(param.data(), master.data(), sp_.page_bytes());
     master.release();
-    STRATA_RETURN_IF_ERROR(host_.Release(param));
+    STRATA_RETURN_IF_ERROR(host_.release(param));
   }
   return Status::Ok();
 }
 
-void OptimizerQueue::PrefetchUpdatePage(int block, int next_block, size_t k) {
+void OptimizerQueue::prefetch_update_page(int block, int next_block, size_t k) {
   if (!host_.has_nvme()) return;
   const Role param_role = settings_.delayed_update ? Role::kMaster : Role::kParam;
   const size_t n = sp_.pages(block, param_role).size();
@@ -182,23 +182,23 @@ void OptimizerQueue::PrefetchUpdatePage(int block, int next_block, size_t k) {
     if (k >= sp_.pages(block, param_role).size()) return;
   }
   for (Role r : {Role::kGrad, Role::kAdamM, Role::kAdamV, param_role}) {
-    host_.Prefetch(sp_.pages(block, r)[k]);
+    host_.prefetch(sp_.pages(block, r)[k]);
   }
 }
 
-Status OptimizerQueue::UpdateBlock(const UpdateJob& job,
+Status OptimizerQueue::update_block(const UpdateJob& job,
                                    const std::function<void(size_t)>& page_done) {
   const int block = job.block;
   // NVMe reads run read_ahead_ page indices ahead of the update, so that the disk queue stays
   // full while AdamW works (one ahead left the update waiting on every read); near the end of
   // the block they run into the next block's first pages, so the queue does not drain between
   // blocks.
-  for (size_t k = 1; k < read_ahead_; ++k) PrefetchUpdatePage(block, job.next_block, k);
+  for (size_t k = 1; k < read_ahead_; ++k) prefetch_update_page(block, job.next_block, k);
   const size_t n = sp_.pages(block, Role::kParam).size();
   for (size_t k = 0; k < n; ++k) {
-    PrefetchUpdatePage(block, job.next_block, k + read_ahead_);
-    STRATA_RETURN_IF_ERROR(UpdatePage(job, k));
-    if (job.refresh.dst != nullptr) STRATA_RETURN_IF_ERROR(RefreshPage(job, k));
+    prefetch_update_page(block, job.next_block, k + read_ahead_);
+    STRATA_RETURN_IF_ERROR(update_page(job, k));
+    if (job.refresh.dst != nullptr) STRATA_RETURN_IF_ERROR(refresh_page(job, k));
     page_done(k);
   }
   return Status::Ok();
@@ -206,7 +206,7 @@ Status OptimizerQueue::UpdateBlock(const UpdateJob& job,
 
 // AdamW on page index k of the block: its gradient, moments and parameters (the master copy
 // with --delayed-update) are acquired, updated piece by piece, and released.
-Status OptimizerQueue::UpdatePage(const UpdateJob& job, size_t k) {
+Status OptimizerQueue::update_page(const UpdateJob& job, size_t k) {
   const int block = job.block;
   const auto& pp = sp_.pages(block, settings_.delayed_update ? Role::kMaster : Role::kParam);
   const auto& gp = sp_.pages(block, Role::kGrad);
@@ -214,11 +214,11 @@ Status OptimizerQueue::UpdatePage(const UpdateJob& job, size_t k) {
   const auto& vp = sp_.pages(block, Role::kAdamV);
   const std::string holder = "adamw block " + std::to_string(block);
   auto acquire = [&](memory::PageId page, Access access) {
-    return host_.Acquire(page, access, Acquirer::kOptimizer, holder, job.step);
+    return host_.acquire(page, access, Acquirer::kOptimizer, holder, job.step);
   };
   const int64_t t0 = timeline_.now_ns();
   job.grads[k]->synchronize();  // this page's gradient is on the host (copy errors: Drain)
-  // A host-home page gives up its pin just before it is taken for write (HostPages::Acquire), so
+  // A host-home page gives up its pin just before it is taken for write (HostPages::acquire), so
   // that making room for the others never evicts it.
   STRATA_ASSIGN_OR_RETURN(PageRef g, acquire(gp[k], Access::kRead));
   STRATA_ASSIGN_OR_RETURN(PageRef m, acquire(mp[k], Access::kWrite));
@@ -250,7 +250,7 @@ Status OptimizerQueue::UpdatePage(const UpdateJob& job, size_t k) {
   g.release();
   // The gradient is dead until the next backward overwrites it: never write it back.
   if (job.discard_grads) STRATA_RETURN_IF_ERROR(host_.manager().discard(gp[k]));
-  for (PageRef* r : {&p, &m, &v}) STRATA_RETURN_IF_ERROR(host_.Release(*r));
+  for (PageRef* r : {&p, &m, &v}) STRATA_RETURN_IF_ERROR(host_.release(*r));
   // The moments are next needed by the next step's update of this page, after everything else:
   // when room is needed they go first, not the gradients still waiting for AdamW.
   STRATA_RETURN_IF_ERROR(host_.manager().demote(mp[k]));

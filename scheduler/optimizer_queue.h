@@ -54,27 +54,27 @@ class OptimizerQueue {
 
   // Queues the update; `page_done[k]` is fulfilled once page k's parameters are written (with
   // the update's error when it failed before). Returns the job's completion.
-  std::shared_future<Status> SubmitUpdate(
+  std::shared_future<Status> submit_update(
       UpdateJob job, std::shared_ptr<std::vector<std::promise<Status>>> page_done);
   // Queues copying block's master pages onto its parameter pages (--delayed-update).
-  std::shared_future<Status> SubmitPublish(int block, long step);
+  std::shared_future<Status> submit_publish(int block, long step);
   // Runs `job` after every update submitted so far and before any later one, if they all
   // succeeded; otherwise `job` is not called and the result is the first of their errors.
-  std::shared_future<Status> Enqueue(std::function<Status()> job);
+  std::shared_future<Status> enqueue(std::function<Status()> job);
   // Starts reading ahead the first pages of `block`'s update (then next_block's).
-  void ReadAhead(int block, int next_block);
+  void read_ahead(int block, int next_block);
   // Errors of the jobs that finished (they are forgotten); waits for none.
-  Status TakeFinishedErrors();
+  Status take_finished_errors();
   // Waits for every job and for the refresh uploads; the first error.
-  Status Drain();
+  Status drain();
 
  private:
-  Status UpdateBlock(const UpdateJob& job, const std::function<void(size_t)>& page_done);
-  Status UpdatePage(const UpdateJob& job, size_t k);
-  Status RefreshPage(const UpdateJob& job, size_t k);
-  Status PublishBlock(int block, long step);
-  void PrefetchUpdatePage(int block, int next_block, size_t k);
-  std::shared_future<Status> Track(std::shared_future<Status> done);
+  Status update_block(const UpdateJob& job, const std::function<void(size_t)>& page_done);
+  Status update_page(const UpdateJob& job, size_t k);
+  Status refresh_page(const UpdateJob& job, size_t k);
+  Status publish_block(int block, long step);
+  void prefetch_update_page(int block, int next_block, size_t k);
+  std::shared_future<Status> track(std::shared_future<Status> done);
 
   const GptLayout& layout_;
   const StatePages& sp_;

@@ -32,7 +32,7 @@ using memory::Role;
 
 // Setup, in order: the page plan, the memory plan, the device, the NVMe tier, the memory manager
 // with the model's initial state (or a checkpoint's), the Engine.
-Status PagedTrainer::Setup() {
+Status PagedTrainer::setup() {
   threads_ = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
   const uint64_t page = o_.page_bytes > 0 ? o_.page_bytes : memory::kDefaultPageBytes;
   if (page < memory::kMinPageBytes || (page & (page - 1)) != 0) {
@@ -43,33 +43,33 @@ Status PagedTrainer::Setup() {
     return Status::InvalidArgument("--host-eviction must be 'belady' or 'lru', got '" +
                                    o_.host_eviction + "'");
   }
-  STRATA_RETURN_IF_ERROR(CheckPageCount(page));
+  STRATA_RETURN_IF_ERROR(check_page_count(page));
   STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page, o_.delayed_update));
   pages_ = std::make_unique<StatePages>(std::move(sp));
-  STRATA_RETURN_IF_ERROR(MakePlan());
-  STRATA_RETURN_IF_ERROR(CheckFitsMachine());
+  STRATA_RETURN_IF_ERROR(make_plan());
+  STRATA_RETURN_IF_ERROR(check_fits_machine());
   SimDeviceOptions dopt;
   dopt.capacity_bytes = plan_.device_bytes;
   dopt.link_gbps = o_.sim_link_gbps;
   STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device}, dopt));
-  if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(OpenNvme(pages_->plan().total_bytes()));
-  STRATA_RETURN_IF_ERROR(CreateMemory());
+  if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(open_nvme(pages_->plan().total_bytes()));
+  STRATA_RETURN_IF_ERROR(create_memory());
   if (resume_from_) {
     // The manager adopted the manifest's pages as committed NVMe copies (they load on demand).
     Logger("train")->info("resuming after step {} from {} ({})", start_step_,
                           resume_from_->manifest, o_.ckpt_dir);
   } else {
-    STRATA_RETURN_IF_ERROR(WriteInitialParams());
-    if (nvme_ && !nvme_->committed_pages().empty()) STRATA_RETURN_IF_ERROR(ResetMoments());
+    STRATA_RETURN_IF_ERROR(write_initial_params());
+    if (nvme_ && !nvme_->committed_pages().empty()) STRATA_RETURN_IF_ERROR(reset_moments());
   }
-  STRATA_RETURN_IF_ERROR(CreateEngine());
+  STRATA_RETURN_IF_ERROR(create_engine());
   timeline_.set_keep_all(!o_.trace_path.empty());
   return Status::Ok();
 }
 
 // Before the page plan is built: its tables hold an entry per page, so a tiny --page-size on
 // a large model would cost gigabytes of bookkeeping before any budget is checked.
-Status PagedTrainer::CheckPageCount(uint64_t page) const {
+Status PagedTrainer::check_page_count(uint64_t page) const {
   const uint64_t roles = o_.delayed_update ? 5 : 4;
   const uint64_t state_bytes = uint64_t(layout_.total_numel) * 4 * roles;
   // Each (block, role) starts a page of its own: at most one more page each.
@@ -77,14 +77,14 @@ Status PagedTrainer::CheckPageCount(uint64_t page) const {
   if (pages <= kMaxStatePages) return Status::Ok();
   return Status::InvalidArgument(
       "--page-size " + FormatBytes(page) + " cuts the " + FormatBytes(state_bytes) +
-      " of model state of " + layout_.config.ToString() + " into about " + std::to_string(pages) +
+      " of model state of " + layout_.config.to_string() + " into about " + std::to_string(pages) +
       " pages, above the " + std::to_string(kMaxStatePages) +
       " pages one run may have; raise --page-size (e.g. 16M) or train a smaller model");
 }
 
 // After the plan, before the device arena is mapped (scheduler/machine_fit.h): the sim device's
 // slots, activations and tokens, the host pool, and the whole-model staging buffers.
-Status PagedTrainer::CheckFitsMachine() const {
+Status PagedTrainer::check_fits_machine() const {
   RamNeed need;
   if (o_.device == "sim") {
     need.device_bytes =
@@ -98,12 +98,12 @@ Status PagedTrainer::CheckFitsMachine() const {
     need.staging_bytes = model_bytes;
   }
   return strata::CheckFitsMachine(
-      need, ReadMachineMemory(), "the paged engine for " + layout_.config.ToString(),
+      need, ReadMachineMemory(), "the paged engine for " + layout_.config.to_string(),
       "lower --gpu-mem and --host-mem (left out, they hold everything: every block on the device, "
       "every page in the host pool) and give --nvme-dir for the rest of the state");
 }
 
-Status PagedTrainer::MakePlan() {
+Status PagedTrainer::make_plan() {
   scheduler::MemoryPlanInput in;
   in.layout = &layout_;
   in.micro_rows = micro_rows();
@@ -124,11 +124,11 @@ Status PagedTrainer::MakePlan() {
   STRATA_ASSIGN_OR_RETURN(plan_, scheduler::MakeMemoryPlan(in));
   Logger("train")->info("paged engine: {} pages of {} ({} of state); {}", pages_->num_pages(),
                         FormatBytes(pages_->page_bytes()),
-                        FormatBytes(pages_->plan().total_bytes()), plan_.ToString());
+                        FormatBytes(pages_->plan().total_bytes()), plan_.to_string());
   return Status::Ok();
 }
 
-Status PagedTrainer::CreateMemory() {
+Status PagedTrainer::create_memory() {
   memory::MemoryManagerOptions mo;
   mo.page_bytes = pages_->page_bytes();
   mo.num_pages = pages_->num_pages();
@@ -147,7 +147,7 @@ Status PagedTrainer::CreateMemory() {
   return Status::Ok();
 }
 
-Status PagedTrainer::CreateEngine() {
+Status PagedTrainer::create_engine() {
   scheduler::EngineOptions eo;
   eo.layout = &layout_;
   eo.pages = pages_.get();
@@ -171,7 +171,7 @@ Status PagedTrainer::CreateEngine() {
   return Status::Ok();
 }
 
-Status PagedTrainer::WriteInitialParams() {
+Status PagedTrainer::write_initial_params() {
   std::vector<float> all;
   if (!o_.init_path.empty()) {
     all.resize(layout_.total_numel);
@@ -198,7 +198,7 @@ Status PagedTrainer::WriteInitialParams() {
 // A fresh start over a store left by killed runs that never checkpointed (--resume with no
 // record yet): the MemoryManager adopts every committed page as valid, so the moments are reset
 // to zeros explicitly (the parameters are written anyway, gradients are overwritten each step).
-Status PagedTrainer::ResetMoments() {
+Status PagedTrainer::reset_moments() {
   std::vector<float> zeros;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
     zeros.assign(layout_.blocks[b].numel, 0.0f);
@@ -209,10 +209,10 @@ Status PagedTrainer::ResetMoments() {
   return Status::Ok();
 }
 
-// Queued behind the step's updates on the optimizer queue (Engine::EnqueueAfterUpdates): the
+// Queued behind the step's updates on the optimizer queue (Engine::enqueue_after_updates): the
 // driver goes on with the next step while the pages are flushed and the manifest saved. The next
 // step's updates queue behind it, so the manifest holds exactly the state after `steps_done`.
-Status PagedTrainer::ExportRole(Role role, const std::string& path) {
+Status PagedTrainer::export_role(Role role, const std::string& path) {
   std::vector<float> all(layout_.total_numel, 0.0f);
   for (int b = 0; b < layout_.num_blocks(); ++b) {
     STRATA_RETURN_IF_ERROR(
@@ -221,7 +221,7 @@ Status PagedTrainer::ExportRole(Role role, const std::string& path) {
   return ExportGptSafetensors(path, layout_, all.data());
 }
 
-Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
+Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::vector<int32_t> tokens(size_t(2) * o_.batch * seq_);
@@ -235,31 +235,31 @@ Status PagedTrainer::Run(const std::function<void(const StepStats&)>& on_step) {
     scheduler::EngineStepResult r;
     std::function<Status()> on_grads;
     if (step == 0 && !o_.export_grads_path.empty()) {
-      on_grads = [&] { return ExportRole(Role::kGrad, o_.export_grads_path); };
+      on_grads = [&] { return export_role(Role::kGrad, o_.export_grads_path); };
     }
     STRATA_RETURN_IF_ERROR(
-        engine_->RunStep(step, LearningRateAt(o_, step), tokens.data(), &r, on_grads));
+        engine_->run_step(step, LearningRateAt(o_, step), tokens.data(), &r, on_grads));
     const int64_t t1 = timeline_.now_ns();
     const auto c1 = Clock::now();
-    StepStats s = StatsOf(step, r, d0, m0);
+    StepStats s = stats_of(step, r, d0, m0);
     s.step_s = std::chrono::duration<double>(c1 - c0).count();
     s.elapsed_s = std::chrono::duration<double>(c1 - start).count();
     s.tokens_per_s = double(o_.batch) * seq_ / s.step_s;
-    s.overlap = timeline_.Overlap(t0, t1);
+    s.overlap = timeline_.overlap(t0, t1);
     d0 = r.device_at_end;
     m0 = r.memory_at_end;
-    timeline_.Forget(t0);
+    timeline_.forget(t0);
     on_step(s);
     const bool stop = StopRequested(o_) && step + 1 < o_.steps;  // after the last: finish
     if (checkpoints_on() && ((step + 1) % o_.ckpt_every == 0 || stop)) {
-      STRATA_RETURN_IF_ERROR(Checkpoint(step + 1));
+      STRATA_RETURN_IF_ERROR(checkpoint(step + 1));
     }
-    if (stop) return Drain();  // Note [Stopping after a step]: no --export, no --trace
+    if (stop) return drain();  // Note [Stopping after a step]: no --export, no --trace
   }
-  return Finish();
+  return finish();
 }
 
-StepStats PagedTrainer::StatsOf(long step, const scheduler::EngineStepResult& r,
+StepStats PagedTrainer::stats_of(long step, const scheduler::EngineStepResult& r,
                                 const DeviceStats& d0, const memory::MemoryStats& m0) const {
   const DeviceStats& d1 = r.device_at_end;
   const memory::MemoryStats& m1 = r.memory_at_end;
@@ -282,23 +282,23 @@ StepStats PagedTrainer::StatsOf(long step, const scheduler::EngineStepResult& r,
 }
 
 // Every queued update and the pending checkpoint finished (the checkpoint is then durable).
-Status PagedTrainer::Drain() {
-  STRATA_RETURN_IF_ERROR(engine_->Drain());
+Status PagedTrainer::drain() {
+  STRATA_RETURN_IF_ERROR(engine_->drain());
   if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
   return Status::Ok();
 }
 
 // After the last step: every update and checkpoint finished, then --export and --trace.
-Status PagedTrainer::Finish() {
-  STRATA_RETURN_IF_ERROR(Drain());
+Status PagedTrainer::finish() {
+  STRATA_RETURN_IF_ERROR(drain());
   if (!o_.export_path.empty()) {
     // With --delayed-update the master holds the last update (Note [Delayed update]).
     STRATA_RETURN_IF_ERROR(
-        ExportRole(o_.delayed_update ? Role::kMaster : Role::kParam, o_.export_path));
+        export_role(o_.delayed_update ? Role::kMaster : Role::kParam, o_.export_path));
     Logger("train")->info("wrote weights to {}", o_.export_path);
   }
   if (!o_.trace_path.empty()) {
-    STRATA_RETURN_IF_ERROR(timeline_.WriteChromeTrace(o_.trace_path));
+    STRATA_RETURN_IF_ERROR(timeline_.write_chrome_trace(o_.trace_path));
     Logger("train")->info("wrote trace to {}", o_.trace_path);
   }
   return Status::Ok();
@@ -310,7 +310,7 @@ Result<std::unique_ptr<Trainer>> CreatePagedTrainer(const TrainOptions& options,
                                                     const GptConfig& config, int seq,
                                                     TokenDataset data) {
   auto t = std::make_unique<internal::PagedTrainer>(options, config, seq, std::move(data));
-  STRATA_RETURN_IF_ERROR(t->Setup());
+  STRATA_RETURN_IF_ERROR(t->setup());
   return std::unique_ptr<Trainer>(std::move(t));
 }
 

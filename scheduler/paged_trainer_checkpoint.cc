@@ -14,7 +14,7 @@
 namespace strata::internal {
 
 // Params and moments: what a checkpoint must hold (gradients are rebuilt every step).
-std::vector<memory::PageId> PagedTrainer::DurablePages() const {
+std::vector<memory::PageId> PagedTrainer::durable_pages() const {
   std::vector<memory::PageId> out;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
     for (Role r : {Role::kParam, Role::kAdamM, Role::kAdamV, Role::kMaster}) {
@@ -26,10 +26,10 @@ std::vector<memory::PageId> PagedTrainer::DurablePages() const {
 }
 
 // This run's record before its first checkpoint.
-scheduler::CheckpointRecord PagedTrainer::FreshRecord() const {
+scheduler::CheckpointRecord PagedTrainer::fresh_record() const {
   scheduler::CheckpointRecord r;
-  r.run = fingerprint_.Summary();
-  r.fingerprint = fingerprint_.ToMap();
+  r.run = fingerprint_.summary();
+  r.fingerprint = fingerprint_.to_map();
   for (const std::string& d : o_.nvme_dirs) {
     std::error_code ec;
     const std::filesystem::path abs = std::filesystem::absolute(d, ec);
@@ -39,7 +39,8 @@ scheduler::CheckpointRecord PagedTrainer::FreshRecord() const {
 }
 
 // What can be refused before the store is opened: flags that contradict the --ckpt-dir's record.
-Status PagedTrainer::CheckCheckpointFlags(const std::optional<scheduler::CheckpointRecord>& found) {
+Status PagedTrainer::check_checkpoint_flags(
+    const std::optional<scheduler::CheckpointRecord>& found) {
   const std::string& dir = o_.nvme_dirs[0];
   if (o_.keep_checkpoints < 1) {
     return Status::InvalidArgument("--keep-checkpoints " + std::to_string(o_.keep_checkpoints) +
@@ -73,13 +74,13 @@ Status PagedTrainer::CheckCheckpointFlags(const std::optional<scheduler::Checkpo
 
 // Copy-on-write keeps up to two versions of a page (committed + staged), and each kept
 // checkpoint's manifest pins one more version of every parameter and moment page.
-uint64_t PagedTrainer::NvmeNeedBytes(uint64_t state_bytes) const {
+uint64_t PagedTrainer::nvme_need_bytes(uint64_t state_bytes) const {
   const uint64_t kept = o_.ckpt_every > 0 ? uint64_t(o_.keep_checkpoints) : 0;
-  return 2 * state_bytes + kept * DurablePages().size() * pages_->page_bytes();
+  return 2 * state_bytes + kept * durable_pages().size() * pages_->page_bytes();
 }
 
-Status PagedTrainer::CheckNvmeRoom(uint64_t have, uint64_t state_bytes, const char* whose) const {
-  const uint64_t need = NvmeNeedBytes(state_bytes);
+Status PagedTrainer::check_nvme_room(uint64_t have, uint64_t state_bytes, const char* whose) const {
+  const uint64_t need = nvme_need_bytes(state_bytes);
   if (have >= need) return Status::Ok();
   return Status::ResourceExhausted(
       std::string(whose) + " " + FormatBytes(have) + " is below the " + FormatBytes(need) +
@@ -90,36 +91,36 @@ Status PagedTrainer::CheckNvmeRoom(uint64_t have, uint64_t state_bytes, const ch
       "); raise --nvme-mem or leave it out (a new store), or lower --keep-checkpoints");
 }
 
-Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
+Status PagedTrainer::open_nvme(uint64_t state_bytes) {
   std::optional<scheduler::CheckpointRecord> found;
   if (!o_.ckpt_dir.empty()) {  // only checkpoints need the fingerprint (it reads --data, --init)
     STRATA_ASSIGN_OR_RETURN(fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config, seq_,
                                                                         pages_->page_bytes()));
     STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
   }
-  STRATA_RETURN_IF_ERROR(CheckCheckpointFlags(found));
+  STRATA_RETURN_IF_ERROR(check_checkpoint_flags(found));
   if (o_.nvme_mem > 0) {
-    STRATA_RETURN_IF_ERROR(CheckNvmeRoom(o_.nvme_mem, state_bytes, "--nvme-mem"));
+    STRATA_RETURN_IF_ERROR(check_nvme_room(o_.nvme_mem, state_bytes, "--nvme-mem"));
   }
   memory::NvmeStoreOptions so;
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
   so.capacity_bytes =
-      o_.nvme_mem > 0 ? o_.nvme_mem : std::max(3 * state_bytes, NvmeNeedBytes(state_bytes));
+      o_.nvme_mem > 0 ? o_.nvme_mem : std::max(3 * state_bytes, nvme_need_bytes(state_bytes));
   so.faults = o_.nvme_faults;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeStore> store, memory::NvmeStore::Open(so));
   STRATA_RETURN_IF_ERROR(
-      CheckNvmeRoom(store->capacity_bytes(), state_bytes, "the NVMe store's capacity"));
+      check_nvme_room(store->capacity_bytes(), state_bytes, "the NVMe store's capacity"));
   if (o_.resume) {
     scheduler::ResumeRequest req{o_.ckpt_dir, o_.nvme_dirs[0], o_.resume_from};
     STRATA_ASSIGN_OR_RETURN(scheduler::ResumePlan plan,
-                            scheduler::PlanResume(*store, found, FreshRecord(), req));
+                            scheduler::PlanResume(*store, found, fresh_record(), req));
     record_ = std::move(plan.record);
     resume_from_ = plan.from;
     if (resume_from_) start_step_ = resume_from_->step;
   } else if (!o_.ckpt_dir.empty()) {
     // Before any manifest: a kill before the first checkpoint leaves a record of this store.
-    record_ = FreshRecord();
+    record_ = fresh_record();
     STRATA_ASSIGN_OR_RETURN(record_.store_id, store->id());
     STRATA_RETURN_IF_ERROR(scheduler::WriteCheckpointRecord(o_.ckpt_dir, record_));
   }
@@ -127,11 +128,11 @@ Status PagedTrainer::OpenNvme(uint64_t state_bytes) {
   return Status::Ok();
 }
 
-Status PagedTrainer::Checkpoint(long steps_done) {
+Status PagedTrainer::checkpoint(long steps_done) {
   if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
-  pending_checkpoint_ = engine_->EnqueueAfterUpdates([this, steps_done] {
-    return WriteCheckpoint(steps_done)
-        .WithContext("checkpoint after step " + std::to_string(steps_done));
+  pending_checkpoint_ = engine_->enqueue_after_updates([this, steps_done] {
+    return write_checkpoint(steps_done)
+        .with_context("checkpoint after step " + std::to_string(steps_done));
   });
   return Status::Ok();
 }
@@ -139,11 +140,11 @@ Status PagedTrainer::Checkpoint(long steps_done) {
 // Note [Checkpoint retirement]: the manifest, then the record that lists it (and drops the
 // oldest beyond --keep-checkpoints), then the deletion of every manifest the record no longer
 // lists.
-Status PagedTrainer::WriteCheckpoint(long steps_done) {
+Status PagedTrainer::write_checkpoint(long steps_done) {
   // A snapshot of this name can only be an orphan (a killed run saved it but never recorded
   // it, and a resume collects those): save_snapshot replaces it.
   const std::string name = scheduler::ManifestNameForStep(steps_done);
-  STRATA_RETURN_IF_ERROR(mm_->save_snapshot(name, DurablePages()));
+  STRATA_RETURN_IF_ERROR(mm_->save_snapshot(name, durable_pages()));
   scheduler::CheckpointRecord next = record_;
   std::vector<scheduler::CheckpointEntry> entries = {{steps_done, name}};
   for (const scheduler::CheckpointEntry& e : record_.checkpoints) {

@@ -34,7 +34,7 @@ using scheduler::StatePages;
 
 // Dirty host pages staged per NVMe commit by an eviction (MemoryManagerOptions).
 constexpr uint64_t kWriteBackGroupPages = 8;
-// The most pages of state one run may have (PagedTrainer::CheckPageCount): at 16 MiB pages,
+// The most pages of state one run may have (PagedTrainer::check_page_count): at 16 MiB pages,
 // 64 TiB of state.
 constexpr uint64_t kMaxStatePages = uint64_t{1} << 22;
 
@@ -44,44 +44,44 @@ class PagedTrainer final : public Trainer {
       : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
 
   ~PagedTrainer() override {
-    if (engine_) engine_->Drain().IgnoreError();  // also runs a queued checkpoint
+    if (engine_) engine_->drain().ignore_error();  // also runs a queued checkpoint
     engine_.reset();
     mm_.reset();
     nvme_.reset();
   }
 
-  Status Setup();
+  Status setup();
   const GptConfig& config() const override { return layout_.config; }
   int seq() const override { return seq_; }
   std::string data_name() const override { return data_.name(); }
   long start_step() const override { return start_step_; }
-  Status Run(const std::function<void(const StepStats&)>& on_step) override;
+  Status run(const std::function<void(const StepStats&)>& on_step) override;
 
  private:
   int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch; }
   bool belady() const { return o_.host_eviction == "belady"; }
   bool checkpoints_on() const { return o_.ckpt_every > 0 && !o_.ckpt_dir.empty(); }
-  Status CheckPageCount(uint64_t page_bytes) const;
-  Status CheckFitsMachine() const;
-  Status MakePlan();
-  Status CreateMemory();
-  Status CreateEngine();
-  Status OpenNvme(uint64_t state_bytes);
-  Status CheckCheckpointFlags(const std::optional<scheduler::CheckpointRecord>& found);
-  uint64_t NvmeNeedBytes(uint64_t state_bytes) const;
-  Status CheckNvmeRoom(uint64_t have, uint64_t state_bytes, const char* whose) const;
-  scheduler::CheckpointRecord FreshRecord() const;
+  Status check_page_count(uint64_t page_bytes) const;
+  Status check_fits_machine() const;
+  Status make_plan();
+  Status create_memory();
+  Status create_engine();
+  Status open_nvme(uint64_t state_bytes);
+  Status check_checkpoint_flags(const std::optional<scheduler::CheckpointRecord>& found);
+  uint64_t nvme_need_bytes(uint64_t state_bytes) const;
+  Status check_nvme_room(uint64_t have, uint64_t state_bytes, const char* whose) const;
+  scheduler::CheckpointRecord fresh_record() const;
   // The step's figures from the counters at the end of its compute and the previous step's.
-  StepStats StatsOf(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,
+  StepStats stats_of(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,
                     const memory::MemoryStats& m0) const;
-  Status Drain();
-  Status Finish();
-  Status WriteInitialParams();
-  Status ResetMoments();
-  Status Checkpoint(long steps_done);
-  Status WriteCheckpoint(long steps_done);
-  std::vector<memory::PageId> DurablePages() const;
-  Status ExportRole(Role role, const std::string& path);
+  Status drain();
+  Status finish();
+  Status write_initial_params();
+  Status reset_moments();
+  Status checkpoint(long steps_done);
+  Status write_checkpoint(long steps_done);
+  std::vector<memory::PageId> durable_pages() const;
+  Status export_role(Role role, const std::string& path);
 
   TrainOptions o_;
   GptLayout layout_;

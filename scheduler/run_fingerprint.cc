@@ -11,7 +11,7 @@
 namespace strata::scheduler {
 namespace {
 
-// Every field with its flag: the one table that ties them (ToMap and CheckSameRun read it).
+// Every field with its flag: the one table that ties them (to_map and CheckSameRun read it).
 constexpr std::pair<const char*, std::string RunFingerprint::*> kFields[] = {
     {"--model", &RunFingerprint::model},
     {"--data", &RunFingerprint::data},
@@ -70,13 +70,13 @@ Result<std::string> FileIdentity(const std::string& path, const char* flag) {
 
 }  // namespace
 
-std::map<std::string, std::string> RunFingerprint::ToMap() const {
+std::map<std::string, std::string> RunFingerprint::to_map() const {
   std::map<std::string, std::string> out;
   for (const auto& [flag, field] : kFields) out[flag] = this->*field;
   return out;
 }
 
-std::string RunFingerprint::Summary() const {
+std::string RunFingerprint::summary() const {
   return model + " batch " + batch + " micro " + micro_batch + " seq " + seq + " page " +
          page_size + " seed " + seed + (delayed_update == "on" ? " delayed-update" : "");
 }
@@ -84,7 +84,7 @@ std::string RunFingerprint::Summary() const {
 Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
                                           uint64_t page_bytes) {
   RunFingerprint f;
-  f.model = config.ToString();
+  f.model = config.to_string();
   if (o.data == "builtin") {
     f.data = "builtin";
   } else {

@@ -40,9 +40,9 @@ struct RunFingerprint {
   std::string delayed_update;  // --delayed-update ("on" or "off")
 
   // flag -> value, the form kept in checkpoint.json.
-  std::map<std::string, std::string> ToMap() const;
+  std::map<std::string, std::string> to_map() const;
   // The one-line "run" text of checkpoint.json (its form since the first record format).
-  std::string Summary() const;
+  std::string summary() const;
 };
 
 // The fingerprint of a run of `o` with the resolved model, seq and page size. Reads --data and
@@ -50,10 +50,10 @@ struct RunFingerprint {
 Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
                                           uint64_t page_bytes);
 
-// A short name for a fingerprint (ToMap's form): 16 hex digits of XXH3-64 over its fields.
+// A short name for a fingerprint (to_map's form): 16 hex digits of XXH3-64 over its fields.
 std::string FingerprintDigest(const std::map<std::string, std::string>& fields);
 
-// Ok when `recorded` (a checkpoint's ToMap) equals `now` in every field; else InvalidArgument
+// Ok when `recorded` (a checkpoint's to_map) equals `now` in every field; else InvalidArgument
 // naming the first flag that differs and both values, e.g. "--resume: --lr 0.001 differs from
 // the checkpoint's 0.0003 (...)".
 Status CheckSameRun(const RunFingerprint& now, const std::map<std::string, std::string>& recorded);

@@ -6,14 +6,14 @@
 
 namespace strata::scheduler {
 
-void SlotCache::Add(float* ptr, uint64_t bytes) {
+void SlotCache::add(float* ptr, uint64_t bytes) {
   Slot slot;
   slot.ptr = ptr;
   slot.bytes = bytes;
   slots_.push_back(std::move(slot));
 }
 
-int SlotCache::Find(int block, SlotRole role) const {
+int SlotCache::find(int block, SlotRole role) const {
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     if (s.block != block || s.role != role) continue;
@@ -31,7 +31,7 @@ int SlotCache::Find(int block, SlotRole role) const {
 // Waiting on the in-order h2d stream would hold up every later load too. Only the choice among
 // equal-sized dead slots depends on timing, and those are interchangeable: which blocks stay
 // resident, and so the bytes a step moves, does not.
-int SlotCache::ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const {
+int SlotCache::choose_victim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const {
   int best = -1;
   // Live: {0, next use, 0, 0}, farthest first. Dead: {1, ~bytes, free now, ~last use}.
   using Score = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>;
@@ -63,12 +63,12 @@ int SlotCache::ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t 
   return best;
 }
 
-void SlotCache::Used(int slot, std::shared_ptr<Event> done, uint64_t seq) {
+void SlotCache::used(int slot, std::shared_ptr<Event> done, uint64_t seq) {
   slots_[slot].last_use = std::move(done);
   slots_[slot].last_use_seq = seq;
 }
 
-RefreshTarget SlotCache::MarkRefresh(int block, uint64_t version) {
+RefreshTarget SlotCache::mark_refresh(int block, uint64_t version) {
   for (Slot& s : slots_) {
     if (s.block != block || s.role != SlotRole::kParam || s.refresh.valid()) continue;
     RefreshTarget t{s.ptr, s.last_use, std::make_shared<RefreshPromise>()};
@@ -80,13 +80,13 @@ RefreshTarget SlotCache::MarkRefresh(int block, uint64_t version) {
   return {};
 }
 
-Status SlotCache::ResolveRefresh(int slot) {
+Status SlotCache::resolve_refresh(int slot) {
   Slot& s = slots_[slot];
   if (!s.refresh.valid()) return Status::Ok();
   Result<std::shared_ptr<Event>> r = s.refresh.get();
   s.refresh = {};
   if (!r.ok()) {
-    return r.status().WithContext("optimizer update of block " + std::to_string(s.block));
+    return r.status().with_context("optimizer update of block " + std::to_string(s.block));
   }
   s.ready = *r;
   s.last_use = *r;  // the refresh waited for the slot's previous last use

@@ -52,24 +52,24 @@ class SlotCache {
   SlotCache(const StepProgram& program, const std::vector<BlockState>& blocks)
       : program_(program), blocks_(blocks) {}
 
-  void Add(float* ptr, uint64_t bytes);
+  void add(float* ptr, uint64_t bytes);
   size_t size() const { return slots_.size(); }
   Slot& operator[](int i) { return slots_[i]; }
 
   // The slot holding (block, role) now: current parameters, or an active gradient; -1: none.
-  int Find(int block, SlotRole role) const;
+  int find(int block, SlotRole role) const;
   // Belady among the slots of at least `bytes` not in `taken`, as op `pos` needs one; -1 when
   // there is none.
-  int ChooseVictim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const;
+  int choose_victim(size_t pos, const std::vector<int>& taken, uint64_t bytes) const;
   // Records that op number `seq` (completing at `done`) used the slot.
-  void Used(int slot, std::shared_ptr<Event> done, uint64_t seq);
+  void used(int slot, std::shared_ptr<Event> done, uint64_t seq);
 
   // Note [Eager refresh]: marks the slot holding `block`'s parameters as being refreshed to
   // version `version`; an empty target when no slot holds them.
-  RefreshTarget MarkRefresh(int block, uint64_t version);
+  RefreshTarget mark_refresh(int block, uint64_t version);
   // Makes a pending refresh the slot's ready and last-use Event (waits until the optimizer has
   // enqueued it); the update's error if it failed.
-  Status ResolveRefresh(int slot);
+  Status resolve_refresh(int slot);
 
  private:
   const StepProgram& program_;

@@ -62,7 +62,7 @@ void Timeline::add(Slice slice) {
   slices_.push_back(std::move(slice));
 }
 
-double Timeline::Overlap(int64_t t0, int64_t t1) const {
+double Timeline::overlap(int64_t t0, int64_t t1) const {
   if (t1 <= t0) return 0.0;
   std::vector<std::pair<int64_t, int64_t>> compute, moving;
   {
@@ -89,13 +89,13 @@ double Timeline::Overlap(int64_t t0, int64_t t1) const {
   return double(both) / double(t1 - t0);
 }
 
-void Timeline::Forget(int64_t before_ns) {
+void Timeline::forget(int64_t before_ns) {
   if (keep_all_) return;
   std::lock_guard lock(mu_);
   std::erase_if(slices_, [&](const Slice& s) { return s.end_ns < before_ns; });
 }
 
-Status Timeline::WriteChromeTrace(const std::string& path) const {
+Status Timeline::write_chrome_trace(const std::string& path) const {
   nlohmann::json events = nlohmann::json::array();
   for (int q = 0; q < kNumQueues; ++q) {
     events.push_back({{"name", "thread_name"},

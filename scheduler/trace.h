@@ -7,8 +7,8 @@
 // reads of moments and write-backs), optimizer (AdamW arithmetic on the host). Times are
 // nanoseconds since the Timeline was created (steady clock).
 //
-// Threads: add() and now_ns() from any thread (mu_ guards the slices). Overlap() and
-// WriteChromeTrace() read a snapshot.
+// Threads: add() and now_ns() from any thread (mu_ guards the slices). overlap() and
+// write_chrome_trace() read a snapshot.
 #pragma once
 
 #include <cstdint>
@@ -49,10 +49,10 @@ class Timeline {
   void add(Slice slice);
   // Fraction of [t0, t1) in which a compute slice overlapped a movement slice (h2d, d2h, fetch,
   // optimizer io).
-  double Overlap(int64_t t0_ns, int64_t t1_ns) const;
+  double overlap(int64_t t0_ns, int64_t t1_ns) const;
   // Drops slices that ended before t_ns unless they are kept for the trace.
-  void Forget(int64_t before_ns);
-  Status WriteChromeTrace(const std::string& path) const;
+  void forget(int64_t before_ns);
+  Status write_chrome_trace(const std::string& path) const;
   void set_keep_all(bool keep) { keep_all_ = keep; }
 
  private:

@@ -39,7 +39,7 @@ Result<GptConfig> ResolveModelConfig(const TrainOptions& o) {
   if (m.n_embd) c.n_embd = *m.n_embd;
   if (m.vocab_size) c.vocab_size = *m.vocab_size;
   if (m.block_size) c.block_size = *m.block_size;
-  STRATA_RETURN_IF_ERROR(c.Validate());
+  STRATA_RETURN_IF_ERROR(c.validate());
   return c;
 }
 
@@ -89,7 +89,7 @@ Status ValidateOptions(const TrainOptions& o) {
 uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T) {
   const int B = o.micro_batch > 0 ? o.micro_batch : o.batch;
   const int64_t P = MakeGptLayout(c).total_numel;
-  const uint64_t acts = scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0).Bytes();
+  const uint64_t acts = scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0).bytes();
   return uint64_t(P) * 4 * 4 + acts + uint64_t(2) * o.batch * T * 4 + 16 * kDeviceAlignment;
 }
 
@@ -102,7 +102,7 @@ Status CheckInMemoryFitsMachine(const TrainOptions& o, const GptConfig& c, int T
   if (!o.init_path.empty()) need.staging_bytes = uint64_t(c.num_params()) * 4;
   return CheckFitsMachine(
       need, ReadMachineMemory(),
-      "training " + c.ToString() + " in memory with --batch " + std::to_string(o.batch) +
+      "training " + c.to_string() + " in memory with --batch " + std::to_string(o.batch) +
           " --seq " + std::to_string(T),
       "page the state instead: give --gpu-mem, --host-mem and --nvme-dir (e.g. --gpu-mem 2G "
       "--host-mem 4G --nvme-dir DIR), or lower --batch/--seq or the model");
@@ -135,7 +135,7 @@ class InMemoryTrainer final : public Trainer {
   InMemoryTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
       : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
 
-  Status Setup() {
+  Status setup() {
     const GptConfig& c = layout_.config;
     const int B = micro_rows(), T = seq_;
     const int64_t P = layout_.total_numel;
@@ -147,7 +147,7 @@ class InMemoryTrainer final : public Trainer {
     if (capacity < need_bytes) {
       return Status::ResourceExhausted(
           "--gpu-mem " + FormatBytes(capacity) + " is below the " + FormatBytes(need_bytes) +
-          " that training " + c.ToString() + " in memory with --batch " + std::to_string(B) +
+          " that training " + c.to_string() + " in memory with --batch " + std::to_string(B) +
           " --seq " + std::to_string(T) + " needs; raise --gpu-mem or lower --batch/--seq");
     }
     SimDeviceOptions dopt;
@@ -165,7 +165,7 @@ class InMemoryTrainer final : public Trainer {
     STRATA_RETURN_IF_ERROR(alloc(P, &grads_));
     STRATA_RETURN_IF_ERROR(alloc(P, &m_));
     STRATA_RETURN_IF_ERROR(alloc(P, &v_));
-    STRATA_RETURN_IF_ERROR(alloc(act_layout.Floats(), &acts_));
+    STRATA_RETURN_IF_ERROR(alloc(act_layout.floats(), &acts_));
     STRATA_RETURN_IF_ERROR(alloc(2 * int64_t(o_.batch) * T, &tokens_));
     std::memset(m_.f(), 0, P * 4);
     std::memset(v_.f(), 0, P * 4);
@@ -191,7 +191,7 @@ class InMemoryTrainer final : public Trainer {
   int seq() const override { return seq_; }
   std::string data_name() const override { return data_.name(); }
 
-  Status Run(const std::function<void(const StepStats&)>& on_step) override {
+  Status run(const std::function<void(const StepStats&)>& on_step) override {
     const int threads = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
     tbb::task_arena arena(threads);
     const auto start = Clock::now();
@@ -199,7 +199,7 @@ class InMemoryTrainer final : public Trainer {
       const auto t0 = Clock::now();
       StepStats s;
       Status status;
-      compute_->launch([&] { arena.execute([&] { status = Step(step, &s); }); });
+      compute_->launch([&] { arena.execute([&] { status = train_step(step, &s); }); });
       STRATA_RETURN_IF_ERROR(compute_->synchronize());
       STRATA_RETURN_IF_ERROR(status);
       const auto t1 = Clock::now();
@@ -225,7 +225,7 @@ class InMemoryTrainer final : public Trainer {
   int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch; }
 
   // One optimizer step on batch `step` (0-based). Runs on the compute stream.
-  Status Step(long step, StepStats* s) {
+  Status train_step(long step, StepStats* s) {
     const int T = seq_, B = micro_rows();
     const int micro_batches = o_.batch / B;
     int32_t* xs = tokens_.i();
@@ -236,20 +236,20 @@ class InMemoryTrainer final : public Trainer {
     // Micro-batches accumulate into grads_ in the kernels (Note [Canonical arithmetic]).
     for (int mb = 0; mb < micro_batches; ++mb) {
       const int64_t first = int64_t(mb) * B * T;
-      STRATA_ASSIGN_OR_RETURN(const float loss, ForwardBackward(step, xs + first, ys + first));
+      STRATA_ASSIGN_OR_RETURN(const float loss, forward_backward(step, xs + first, ys + first));
       loss_sum += loss;
     }
     s->loss = static_cast<float>(loss_sum / micro_batches);
     if (step == 0 && !o_.export_grads_path.empty()) {
       STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_grads_path, layout_, grads_.f()));
     }
-    Update(step, s);
+    update(step, s);
     return Status::Ok();
   }
 
   // Forward and backward of one micro-batch (tokens x, targets y): returns its loss; the
   // gradients accumulate into grads_. Every kernel runs through the device's table.
-  Result<float> ForwardBackward(long step, const int32_t* x, const int32_t* y) {
+  Result<float> forward_backward(long step, const int32_t* x, const int32_t* y) {
     const KernelTable& k = device_->kernels();
     const int T = seq_, L = layout_.config.n_layer, B = micro_rows();
     const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
@@ -281,7 +281,7 @@ class InMemoryTrainer final : public Trainer {
 
   // Clipping by global norm (torch.nn.utils.clip_grad_norm_), then AdamW per tensor through the
   // device's table. The norm is summed per block in the canonical order the Engine uses too.
-  void Update(long step, StepStats* s) {
+  void update(long step, StepStats* s) {
     std::vector<double> block_sums(layout_.num_blocks());
     for (int b = 0; b < layout_.num_blocks(); ++b) {
       block_sums[b] = BlockGradSumOfSquares(layout_.blocks[b], block(grads_, b));
@@ -367,7 +367,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));
   STRATA_RETURN_IF_ERROR(CheckInMemoryFitsMachine(options, config, seq));
   auto trainer = std::make_unique<InMemoryTrainer>(options, config, seq, std::move(*data));
-  STRATA_RETURN_IF_ERROR(trainer->Setup());
+  STRATA_RETURN_IF_ERROR(trainer->setup());
   return std::unique_ptr<Trainer>(std::move(trainer));
 }
 

@@ -146,7 +146,7 @@ class Trainer {
   virtual long start_step() const { return 0; }
   // Runs steps start_step() .. options.steps - 1, calling on_step after each, then writes
   // --export; stops early on options.stop_signal (Note [Stopping after a step]).
-  virtual Status Run(const std::function<void(const StepStats&)>& on_step) = 0;
+  virtual Status run(const std::function<void(const StepStats&)>& on_step) = 0;
 };
 
 // Whether options.stop_signal asks Run to stop after the step just done. Relaxed: the flag

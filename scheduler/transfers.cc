@@ -53,7 +53,7 @@ Transfers::~Transfers() {
   d2h_first_.reset();
 }
 
-Status Transfers::UploadPage(PageRef ref, int block, Role role, size_t k, float* dst,
+Status Transfers::upload_page(PageRef ref, int block, Role role, size_t k, float* dst,
                              Stream& stream, Queue queue, long step) {
   const auto& pieces = sp_.pieces(block, role, k);
   auto held = std::make_shared<PageRef>(std::move(ref));
@@ -72,30 +72,30 @@ Status Transfers::UploadPage(PageRef ref, int block, Role role, size_t k, float*
   return st;
 }
 
-Result<std::shared_ptr<Event>> Transfers::Load(
+Result<std::shared_ptr<Event>> Transfers::load(
     float* dst, int block, Role role, const std::shared_ptr<Event>& after,
     const std::vector<std::shared_future<Status>>& wait_pages, long step) {
   if (after) h2d_->wait(*after);
   const auto& pages = sp_.pages(block, role);
-  for (PageId p : pages) host_.Prefetch(p);
+  for (PageId p : pages) host_.prefetch(p);
   const std::string holder = "load block " + std::to_string(block) + " " + memory::RoleName(role);
   for (size_t k = 0; k < pages.size(); ++k) {
     if (k < wait_pages.size()) {
       STRATA_RETURN_IF_ERROR(
-          wait_pages[k].get().WithContext("optimizer update of block " + std::to_string(block)));
+          wait_pages[k].get().with_context("optimizer update of block " + std::to_string(block)));
     }
     const int64_t t0 = timeline_.now_ns();
     STRATA_ASSIGN_OR_RETURN(
-        PageRef ref, host_.Acquire(pages[k], Access::kRead, Acquirer::kDriver, holder, step));
+        PageRef ref, host_.acquire(pages[k], Access::kRead, Acquirer::kDriver, holder, step));
     timeline_.add(Slice{Queue::kFetch, "page " + std::to_string(pages[k]), t0, timeline_.now_ns(),
                         sp_.page_bytes(), step});
     STRATA_RETURN_IF_ERROR(
-        UploadPage(std::move(ref), block, role, k, dst, *h2d_, Queue::kH2D, step));
+        upload_page(std::move(ref), block, role, k, dst, *h2d_, Queue::kH2D, step));
   }
   return RecordOn(device_, *h2d_);
 }
 
-Result<std::vector<std::shared_ptr<Event>>> Transfers::CopyGradDown(
+Result<std::vector<std::shared_ptr<Event>>> Transfers::copy_grad_down(
     const float* src, int block, const std::shared_ptr<Event>& after, long step) {
   // Note [Gradient order].
   Stream& d2h = block == 0 ? *d2h_first_ : *d2h_;
@@ -107,7 +107,7 @@ Result<std::vector<std::shared_ptr<Event>>> Transfers::CopyGradDown(
   for (size_t k = 0; k < pages.size(); ++k) {
     const int64_t t0 = timeline_.now_ns();
     STRATA_ASSIGN_OR_RETURN(
-        PageRef ref, host_.Acquire(pages[k], Access::kOverwrite, Acquirer::kDriver, holder, step));
+        PageRef ref, host_.acquire(pages[k], Access::kOverwrite, Acquirer::kDriver, holder, step));
     timeline_.add(Slice{Queue::kFetch, "grad page " + std::to_string(pages[k]), t0,
                         timeline_.now_ns(), 0, step});
     const auto& pieces = sp_.pieces(block, Role::kGrad, k);
@@ -129,12 +129,12 @@ Result<std::vector<std::shared_ptr<Event>>> Transfers::CopyGradDown(
   return page_ready;
 }
 
-Status Transfers::SynchronizeD2H() {
-  STRATA_RETURN_IF_ERROR(d2h_->synchronize().WithContext("d2h stream"));
-  return d2h_first_->synchronize().WithContext("d2h stream");
+Status Transfers::synchronize_d2h() {
+  STRATA_RETURN_IF_ERROR(d2h_->synchronize().with_context("d2h stream"));
+  return d2h_first_->synchronize().with_context("d2h stream");
 }
 
-Status Transfers::Synchronize() {
+Status Transfers::synchronize() {
   Status first = h2d_->synchronize();
   for (Stream* d2h : {d2h_.get(), d2h_first_.get()}) {
     Status st = d2h->synchronize();

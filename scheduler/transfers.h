@@ -6,9 +6,9 @@
 //
 // Streams: h2d (loads), d2h (gradients down) and d2h_first (block 0's gradient, ahead of the
 // others: Note [Gradient order] in engine.h). The optimizer's uploads after an update run on its
-// own refresh stream through UploadPage (optimizer_queue.h).
+// own refresh stream through upload_page (optimizer_queue.h).
 //
-// Threads: Load and CopyGradDown from the driver; UploadPage from any thread, for its stream.
+// Threads: Load and copy_grad_down from the driver; upload_page from any thread, for its stream.
 #pragma once
 
 #include <cstdint>
@@ -42,23 +42,23 @@ class Transfers {
 
   // Enqueues the copies of page k of (block, role)'s pieces into the block-layout buffer `dst`
   // on `stream` (a `queue` slice); `ref` pins the host page until they ran.
-  Status UploadPage(memory::PageRef ref, int block, memory::Role role, size_t k, float* dst,
+  Status upload_page(memory::PageRef ref, int block, memory::Role role, size_t k, float* dst,
                     Stream& stream, Queue queue, long step);
   // Loads (block, role) into `dst` on the h2d stream once `after` (the slot's last use)
   // completed. Page k is acquired only after wait_pages[k] (its update), when there is one.
   // Returns the Event after the last copy.
-  Result<std::shared_ptr<Event>> Load(float* dst, int block, memory::Role role,
+  Result<std::shared_ptr<Event>> load(float* dst, int block, memory::Role role,
                                       const std::shared_ptr<Event>& after,
                                       const std::vector<std::shared_future<Status>>& wait_pages,
                                       long step);
   // Copies the gradient in `src` down to the block's gradient pages once `after` completed.
   // Returns one Event per page: that page's gradient is on the host.
-  Result<std::vector<std::shared_ptr<Event>>> CopyGradDown(const float* src, int block,
+  Result<std::vector<std::shared_ptr<Event>>> copy_grad_down(const float* src, int block,
                                                            const std::shared_ptr<Event>& after,
                                                            long step);
   // Waits for every queued copy; the first error.
-  Status Synchronize();
-  Status SynchronizeD2H();
+  Status synchronize();
+  Status synchronize_d2h();
 
  private:
   const StatePages& sp_;

@@ -176,7 +176,7 @@ Status PageStore::write_page_version(Batch& batch, PageId page, uint64_t version
                       std::lock_guard<std::mutex> lock(state->mu);
                       state->checksums[index] = checksum;
                       if (!s.ok() && state->error.ok()) {
-                        state->error = s.WithContext("page " + std::to_string(page) + " version " +
+                        state->error = s.with_context("page " + std::to_string(page) + " version " +
                                                      std::to_string(version));
                       }
                       if (--state->pending == 0) state->cv.notify_all();
@@ -257,7 +257,7 @@ Status PageStore::commit(Batch& batch, CommitTiming* timing) {
   }
   if (!status.ok()) {
     release_staged(batch);
-    return status.WithContext(what);
+    return status.with_context(what);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -361,7 +361,7 @@ Status PageStore::start_read(PageId page, const PageEntry& entry, void* buffer,
                 "checkpoint");
           }
         } else {
-          s = s.WithContext("read of page " + std::to_string(page) + " version " +
+          s = s.with_context("read of page " + std::to_string(page) + " version " +
                             std::to_string(entry.version));
         }
         {

@@ -6,7 +6,9 @@
 #  - the scheduler includes no storage/ header (memory/ owns the page store);
 #  - memory/ names no command-line flag (tools/ words budget errors);
 #  - no source file in memory/ or scheduler/ is over 400 lines, and no function in memory/,
-#    scheduler/ or tools/ is over 60 lines (tests and generated tables are exempt).
+#    scheduler/ or tools/ is over 60 lines (tests and generated tables are exempt);
+#  - one naming convention for functions: types, free functions and static member functions
+#    (factories such as Create/Open) are PascalCase; every other member function is snake_case.
 # Usage: check_structure.sh SOURCE_DIR. Exit 0 when every rule holds; 1 with each violation.
 set -uo pipefail
 cd "$1" || exit 2
@@ -50,6 +52,23 @@ done < <(ctags --languages=C++ --c++-kinds=f --fields=+ne -o - memory/*.cc sched
            tools/*.cc memory/*.h scheduler/*.h tools/*.h 2>/dev/null |
          awk -F'\t' '{l=""; e=""; for (i=4;i<=NF;i++) { if ($i ~ /^line:/) l=substr($i,6);
                       if ($i ~ /^end:/) e=substr($i,5) } if (l != "" && e != "") print $1 "\t" $2 "\t" l "\t" e}')
+
+# Member functions named in PascalCase that are not static (constructors and operators aside).
+while IFS=$'\t' read -r name file line cls; do
+  decl=$(sed -n "${line}p" "$file")
+  # Out-of-class definitions (Class::Name) are judged at their declaration, where `static` is.
+  [[ $decl == *"$cls::$name"* ]] && continue
+  [[ $decl =~ (^|[^a-z_])static([^a-z_]|$) ]] && continue
+  say "$file:$line $cls::$name is a member function in PascalCase (methods are snake_case)"
+done < <(ctags --languages=C++ --c++-kinds=fp --fields=+nKs -o - \
+           $(ls core/*/*.h core/*/*.cc core/*/*.cu storage/*.h storage/*.cc memory/*.h memory/*.cc \
+                parallel/*.h parallel/*.cc scheduler/*.h scheduler/*.cc tools/*.h tools/*.cc \
+                2>/dev/null) 2>/dev/null |
+         awk -F'\t' '{cls=""; l=""; for (i=4;i<=NF;i++) { if ($i ~ /^(class|struct):/) cls=$i;
+                      if ($i ~ /^line:/) l=substr($i,6) } if (cls == "") next;
+                      sub(/^(class|struct):/, "", cls); n=split(cls, a, "::"); c=a[n];
+                      if ($1 == c || $1 ~ /^~/ || $1 ~ /^operator/ || $1 !~ /^[A-Z]/) next;
+                      print $1 "\t" $2 "\t" l "\t" c}')
 
 (( fail == 0 )) && echo "structure: every rule holds"
 exit $fail

@@ -1,6 +1,6 @@
 // `strata bench offload`: the unified scheduler's four measurements, each in this run.
 //
-// 1. Overlap (Note [Overlap configuration]). ZeRO-Offload's placement: every block's
+// 1. overlap (Note [Overlap configuration]). ZeRO-Offload's placement: every block's
 //    parameters resident on the device, gradients down to the host, AdamW and the moments on
 //    the host, each updated page uploaded again (Note [Eager refresh] in scheduler/engine.h);
 //    no clipping, so that updates run during backward; --overlap-layers deep (default 12); the
@@ -126,7 +126,7 @@ void AddOverlap(const Flags& f, const OverlapResult& r, nlohmann::ordered_json& 
   out["threads"] = f.threads;
   out["timed_steps"] = f.steps;
   out["state_bytes"] = offload::StateBytes(MakeGptLayout(r.in_memory.config));
-  out["overlap_model"] = r.in_memory.config.ToString();
+  out["overlap_model"] = r.in_memory.config.to_string();
   out["overlap_step_s"] = ovr.step.median_step_s;
   out["overlap_compute_only_s"] = ovr.compute_s;
   out["overlap_rounds"] = f.overlap_rounds;
@@ -167,7 +167,7 @@ void AddOverlap(const Flags& f, const OverlapResult& r, nlohmann::ordered_json& 
 void AddCost(const CostResult& r, nlohmann::ordered_json& out) {
   const TrainOptions& off = r.offload_options;
   const uint64_t state = offload::StateBytes(MakeGptLayout(r.in_memory.config));
-  out["offload_model"] = r.in_memory.config.ToString();
+  out["offload_model"] = r.in_memory.config.to_string();
   out["offload_batch"] = off.batch;
   out["offload_seq"] = r.in_memory.seq;
   out["offload_state_bytes"] = state;
@@ -212,7 +212,7 @@ void AddScale(const ScaleResult& r, nlohmann::ordered_json& out) {
   }
   const double nvme_rate = nvme_s > 0 ? nvme_bytes / nvme_s : 0;
   const double fio = r.fio_read_bytes_per_s;
-  out["scale_model"] = r.layout.config.ToString();
+  out["scale_model"] = r.layout.config.to_string();
   out["scale_state_bytes"] = offload::StateBytes(r.layout);
   out["scale_gpu_mem"] = r.options.gpu_mem;
   out["scale_host_mem"] = r.options.host_mem;

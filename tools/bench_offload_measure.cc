@@ -55,7 +55,7 @@ TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSumm
       std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots, layout.num_blocks() / 2);
   const scheduler::ActivationLayout acts =
       scheduler::MakeActivationLayout(in_memory.config, f.batch, in_memory.seq, 0);
-  clipped.gpu_mem = RoundUp4K(acts.Bytes()) + RoundUp4K(uint64_t(2) * f.batch * in_memory.seq * 4) +
+  clipped.gpu_mem = RoundUp4K(acts.bytes()) + RoundUp4K(uint64_t(2) * f.batch * in_memory.seq * 4) +
                     slots * slot_bytes;
   return clipped;
 }

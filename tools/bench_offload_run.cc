@@ -50,7 +50,7 @@ Result<RunSummary> RunTrainer(const TrainOptions& o, int warmup, const char* wha
   // Process CPU seconds at each step's callback, so that a step is charged the optimizer work
   // that spills into it.
   std::vector<double> cpu_at;
-  STRATA_RETURN_IF_ERROR(trainer->Run([&](const StepStats& s) {
+  STRATA_RETURN_IF_ERROR(trainer->run([&](const StepStats& s) {
     cpu_at.push_back(ProcessCpuSeconds());
     LogStep(what, s);
     r.steps.push_back(s);

@@ -179,7 +179,7 @@ Result<uint64_t> RunTrace(const BenchDir& dir, const std::string& name,
   return mm->stats().moved_bytes();
 }
 
-// Page copies as the scheduler makes them (Engine::UploadPage, the gradient copies down):
+// Page copies as the scheduler makes them (Engine::upload_page, the gradient copies down):
 // Device::copy_async of every pinned host page into (or out of) a device buffer on one stream,
 // then a synchronize; against memcpy of the same bytes between the same buffers.
 struct CopyTimes {

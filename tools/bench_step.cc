@@ -51,7 +51,7 @@ void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
       return;
     }
     std::vector<double> tps;
-    Status st = (*trainer)->Run([&](const StepStats& s) {
+    Status st = (*trainer)->run([&](const StepStats& s) {
       if (s.step > f->warmup_steps) tps.push_back(s.tokens_per_s);
     });
     if (!st.ok()) {

@@ -54,7 +54,7 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   for (const char* flag : kPagingFlags) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
-  STRATA_RETURN_IF_ERROR(f.faults.Arm(&o));
+  STRATA_RETURN_IF_ERROR(f.faults.arm(&o));
   // Every number, with its flag; a sentinel ("0: the default") given explicitly is refused.
   return CheckOptionRanges(
       o, [&](std::string_view flag) { return cmd.count(std::string(flag)) > 0; });
@@ -92,7 +92,7 @@ class RunSummary {
  public:
   explicit RunSummary(long steps) : steps_(steps) {}
 
-  void Add(const StepStats& s) {
+  void add(const StepStats& s) {
     if (steps_run_++ == 0) first_loss_ = s.loss;
     last_loss_ = s.loss;
     last_elapsed_s_ = s.elapsed_s;
@@ -111,7 +111,7 @@ class RunSummary {
   }
 
   // The `done:` line (and the paged engine's second line); nothing when no step ran.
-  void Print() const {
+  void print() const {
     if (steps_run_ == 0) return;
     const auto per_step = [&](uint64_t total) { return FormatBytes(total / uint64_t(steps_run_)); };
     std::fprintf(stderr, "done: %ld steps in %.1f s | %.0f tok/s%s | loss %.4f -> %.4f\n",
@@ -156,16 +156,16 @@ Status RunSteps(Trainer& trainer, const TrainOptions& o, StepLog* log, CommandCo
   RunSummary summary(o.steps);
   long last_step = trainer.start_step();
   Status log_status;
-  STRATA_RETURN_IF_ERROR(trainer.Run([&](const StepStats& s) {
+  STRATA_RETURN_IF_ERROR(trainer.run([&](const StepStats& s) {
     last_step = s.step;
-    summary.Add(s);
+    summary.add(s);
     PrintStep(s, o.steps);
     if (log == nullptr || !log_status.ok()) return;
-    log_status = log->Write(s);
+    log_status = log->write(s);
     if (!log_status.ok()) RequestStop(-1);  // a failed log fails the run, after this step
   }));
   if (!log_status.ok()) {
-    return log_status.WithContext("stopped after step " + std::to_string(last_step) + " (" +
+    return log_status.with_context("stopped after step " + std::to_string(last_step) + " (" +
                                   SavedAfterStop(o, last_step, trainer.start_step()) + ")");
   }
   // A signal during the last step or after it stopped nothing: the run is complete.
@@ -176,7 +176,7 @@ Status RunSteps(Trainer& trainer, const TrainOptions& o, StepLog* log, CommandCo
     ctx.stop_signal = signo;
     return Status::Ok();
   }
-  summary.Print();
+  summary.print();
   return Status::Ok();
 }
 
@@ -196,7 +196,7 @@ Status RunTrain(TrainFlags& f, const CLI::App& cmd, CommandContext& ctx) {
     STRATA_ASSIGN_OR_RETURN(log, StepLog::Open(f.log_json, o.resume, trainer->start_step()));
   }
   Logger("train")->info("model {} | data {} | batch {} x seq {} | {} steps",
-                        trainer->config().ToString(), trainer->data_name(), o.batch,
+                        trainer->config().to_string(), trainer->data_name(), o.batch,
                         trainer->seq(), o.steps);
   return RunSteps(*trainer, o, log.get(), ctx);
 }
@@ -340,7 +340,7 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   AddWeightsAndDeviceOptions(cmd, flags.get());
   AddPagingOptions(cmd, flags.get());
   AddEngineAndOutputOptions(cmd, flags.get());
-  flags->faults.AddOption(cmd);
+  flags->faults.add_option(cmd);
   cmd->callback([flags, cmd, &ctx] { ctx.status = RunTrain(*flags, *cmd, ctx); });
 }
 

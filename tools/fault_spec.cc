@@ -88,13 +88,13 @@ InjectedFaults::~InjectedFaults() {
                injector_.injected());
 }
 
-void InjectedFaults::AddOption(CLI::App* cmd) {
+void InjectedFaults::add_option(CLI::App* cmd) {
   cmd->add_option("--inject-faults", spec_,
                   "Testing only: make the NVMe tier's disk misbehave (tools/fault_spec.h)")
       ->group("");
 }
 
-Status InjectedFaults::Arm(TrainOptions* options) {
+Status InjectedFaults::arm(TrainOptions* options) {
   if (spec_.empty()) return Status::Ok();
   STRATA_RETURN_IF_ERROR(ParseFaultSpec(spec_, &injector_));
   armed_ = true;

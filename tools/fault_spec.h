@@ -45,9 +45,9 @@ class InjectedFaults {
   ~InjectedFaults();
 
   // Adds the hidden --inject-faults option to `cmd`.
-  void AddOption(CLI::App* cmd);
+  void add_option(CLI::App* cmd);
   // Parses the SPEC (if one was given) and points options->nvme_faults at the injector.
-  Status Arm(TrainOptions* options);
+  Status arm(TrainOptions* options);
 
  private:
   std::string spec_;

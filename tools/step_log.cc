@@ -105,7 +105,7 @@ Result<std::unique_ptr<StepLog>> StepLog::Open(const std::string& path, bool res
 
 StepLog::~StepLog() { ::close(fd_); }
 
-Status StepLog::Write(const StepStats& s) {
+Status StepLog::write(const StepStats& s) {
   return WriteAll(fd_, StepJson(s) + "\n",
                   "--log-json " + path_ + ": write of step " + std::to_string(s.step));
 }

@@ -31,7 +31,7 @@ class StepLog {
   StepLog& operator=(const StepLog&) = delete;
 
   // Appends the step's line; an OS error names the file and the step.
-  Status Write(const StepStats& s);
+  Status write(const StepStats& s);
   const std::string& path() const { return path_; }
 
  private:

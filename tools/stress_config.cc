@@ -108,7 +108,7 @@ StressConfig DrawConfig(uint64_t seed, int index) {
 
 Status CheckPagedPlan(const StressConfig& c) {
   const GptConfig model = ModelOf(c);
-  STRATA_RETURN_IF_ERROR(model.Validate());
+  STRATA_RETURN_IF_ERROR(model.validate());
   const GptLayout layout = MakeGptLayout(model);
   STRATA_ASSIGN_OR_RETURN(scheduler::StatePages pages,
                           scheduler::StatePages::Make(layout, c.page_bytes));

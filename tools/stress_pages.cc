@@ -99,7 +99,7 @@ Result<uint64_t> VerifyCheckpointPages(const std::vector<std::string>& dirs, uin
       });
       if (known_rot) continue;
       const Status s = VerifyPage(*store, r, buf);
-      if (!s.ok()) return s.WithContext("checkpoint " + name + " page " + std::to_string(r.page));
+      if (!s.ok()) return s.with_context("checkpoint " + name + " page " + std::to_string(r.page));
       ++verified;
     }
   }

@@ -41,7 +41,8 @@ DiskFault DrawDiskFault(std::mt19937_64& rng) {
       f.error_texts = {"Input/output error"};
       break;
     case 1:
-      f.spec = "enospc-after=" + std::to_string(Uniform(rng, 0, 3) == 0 ? 0 : LogUniform(rng, 32e6));
+      f.spec =
+          "enospc-after=" + std::to_string(Uniform(rng, 0, 3) == 0 ? 0 : LogUniform(rng, 32e6));
       f.error_texts = {"No space left on device"};
       break;
     case 2:
@@ -116,9 +117,12 @@ std::string Perturbed(const std::string& value) {
 class ConfigRun {
  public:
   ConfigRun(const StressConfig& c, const StressRunOptions& o)
-      : c_(c), o_(o), rng_(c.seed ^ 0x5eedULL), dir_(o.root + "/config-" + std::to_string(c.index)) {}
+      : c_(c),
+        o_(o),
+        rng_(c.seed ^ 0x5eedULL),
+        dir_(o.root + "/config-" + std::to_string(c.index)) {}
 
-  Result<StressConfigResult> Run(StressCounters* counters);
+  Result<StressConfigResult> run(StressCounters* counters);
 
  private:
   struct Attempt {
@@ -126,25 +130,25 @@ class ConfigRun {
     std::string outcome;
   };
 
-  Status Prepare();
-  Status RunReference();
-  Result<ChildRun> RunPaged(const std::vector<std::string>& extra, StopPlan stop);
-  Status Disturb(const Disturbance& d);
-  StopPlan DrawStop(int signal);
-  void Judge(const Disturbance& d, const ChildRun& run);
-  Status Rot();
-  Status FinishRun();
-  void Verdict();
-  void Fail(const std::string& problem);
-  bool StillRotted(const std::string& error_line) const;
-  StressConfigResult Outcome() const;
+  Status prepare();
+  Status run_reference();
+  Result<ChildRun> run_paged(const std::vector<std::string>& extra, StopPlan stop);
+  Status disturb(const Disturbance& d);
+  StopPlan draw_stop(int signal);
+  void judge(const Disturbance& d, const ChildRun& run);
+  Status rot();
+  Status finish_run();
+  void verdict();
+  void fail(const std::string& problem);
+  bool still_rotted(const std::string& error_line) const;
+  StressConfigResult outcome() const;
 
   const StressConfig c_;
   const StressRunOptions o_;
   std::mt19937_64 rng_;
   const std::string dir_;
-  std::string data_;                   // the token file, when not builtin
-  std::vector<std::string> paged_;     // the flags of every paged attempt
+  std::string data_;                // the token file, when not builtin
+  std::vector<std::string> paged_;  // the flags of every paged attempt
   std::map<long, std::string> ref_losses_;
   std::string ref_weights_;
   std::string ref_command_;
@@ -161,7 +165,7 @@ class ConfigRun {
   StressCounters n_;
 };
 
-Status ConfigRun::Prepare() {
+Status ConfigRun::prepare() {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   for (const std::string& d : NvmeDirs(c_, dir_)) std::filesystem::create_directories(d, ec);
@@ -176,11 +180,11 @@ Status ConfigRun::Prepare() {
 }
 
 // The same flags in memory: every byte of state on the device, no paging flag, no fault.
-Status ConfigRun::RunReference() {
+Status ConfigRun::run_reference() {
   std::vector<std::string> args = CommonArgs(c_, data_);
-  for (const std::string& a : {std::string("--engine"), std::string("memory"),
-                               std::string("--log-json"), dir_ + "/reference.jsonl",
-                               std::string("--export"), dir_ + "/reference.safetensors"}) {
+  for (const std::string& a :
+       {std::string("--engine"), std::string("memory"), std::string("--log-json"),
+        dir_ + "/reference.jsonl", std::string("--export"), dir_ + "/reference.safetensors"}) {
     args.push_back(a);
   }
   ref_command_ = CommandLine(o_.binary, args);
@@ -188,7 +192,7 @@ Status ConfigRun::RunReference() {
                                                  StopPlan{}, o_.child_timeout_s));
   std::string line;
   if (ClassifyExit(run.how, 0, run.output, &line) != ExitKind::kFinished) {
-    Fail("the in-memory reference run failed (" + DescribeExit(run) + "): " + line);
+    fail("the in-memory reference run failed (" + DescribeExit(run) + "): " + line);
     return Status::Ok();
   }
   ref_losses_ = LossTexts(ReadFileText(dir_ + "/reference.jsonl"));
@@ -198,7 +202,7 @@ Status ConfigRun::RunReference() {
 
 // One paged attempt: --resume after the first (or the --resume-from an error suggested), its own
 // --log-json, the shared --export.
-Result<ChildRun> ConfigRun::RunPaged(const std::vector<std::string>& extra, StopPlan stop) {
+Result<ChildRun> ConfigRun::run_paged(const std::vector<std::string>& extra, StopPlan stop) {
   const std::string tag = dir_ + "/attempt" + std::to_string(attempts_.size() + 1);
   std::vector<std::string> args = paged_;
   if (resume_from_ >= 0) {
@@ -227,18 +231,17 @@ Result<ChildRun> ConfigRun::RunPaged(const std::vector<std::string>& extra, Stop
   return run;
 }
 
-bool ConfigRun::StillRotted(const std::string& error_line) const {
-  return !rotted_.empty() && NamesChecksumError(error_line) &&
-         SuggestedResumeStep(error_line) >= 0;
+bool ConfigRun::still_rotted(const std::string& error_line) const {
+  return !rotted_.empty() && NamesChecksumError(error_line) && SuggestedResumeStep(error_line) >= 0;
 }
 
-void ConfigRun::Fail(const std::string& problem) {
+void ConfigRun::fail(const std::string& problem) {
   ++n_.failures;
   problems_.push_back(problem);
   stop_events_ = true;
 }
 
-StopPlan ConfigRun::DrawStop(int signal) {
+StopPlan ConfigRun::draw_stop(int signal) {
   StopPlan stop;
   stop.signal = signal;
   if (signal == 0) return stop;
@@ -252,16 +255,16 @@ StopPlan ConfigRun::DrawStop(int signal) {
 
 // One disturbed attempt. It must end by the signal we sent (or exit 128 + it after a graceful
 // stop), finish, or stop with exit 1 and one error line naming its fault.
-Status ConfigRun::Disturb(const Disturbance& d) {
-  if (d.rot) return Rot();
+Status ConfigRun::disturb(const Disturbance& d) {
+  if (d.rot) return rot();
   std::vector<std::string> extra;
   if (d.fault) extra = {"--inject-faults", d.fault->spec};
-  STRATA_ASSIGN_OR_RETURN(ChildRun run, RunPaged(extra, DrawStop(d.signal)));
-  Judge(d, run);
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged(extra, draw_stop(d.signal)));
+  judge(d, run);
   return Status::Ok();
 }
 
-void ConfigRun::Judge(const Disturbance& d, const ChildRun& run) {
+void ConfigRun::judge(const Disturbance& d, const ChildRun& run) {
   std::string line;
   const ExitKind kind = ClassifyExit(run.how, d.signal, run.output, &line);
   attempts_.back().outcome += line.empty() ? "" : ": " + line;
@@ -283,21 +286,21 @@ void ConfigRun::Judge(const Disturbance& d, const ChildRun& run) {
     events_.push_back(what + (d.fault ? (hit ? " absorbed" : " not hit") : " too late"));
   } else if (detected) {
     events_.push_back(what + " detected");
-  } else if (kind == ExitKind::kCleanError && StillRotted(line)) {
+  } else if (kind == ExitKind::kCleanError && still_rotted(line)) {
     // A checkpoint flipped earlier is still the newest listed one (the attempt that resumed from
     // an older one stopped before its next checkpoint): the same error and advice again.
     resume_from_ = SuggestedResumeStep(line);
     events_.push_back(what + " met the rotted checkpoint again");
   } else {
     events_.push_back(what + " FAILED");
-    Fail(what + ": expected a finished run, the signal's end, or exit 1 naming the fault; got " +
+    fail(what + ": expected a finished run, the signal's end, or exit 1 naming the fault; got " +
          DescribeExit(run) + (line.empty() ? "" : ": " + line));
   }
 }
 
 // A flipped byte in the newest checkpoint: the next attempt must name the checksum error, and
 // the older checkpoint it suggests must recover the run.
-Status ConfigRun::Rot() {
+Status ConfigRun::rot() {
   if (resume_from_ >= 0) {  // the next attempt goes back to an older checkpoint anyway
     events_.push_back("rot n/a");
     return Status::Ok();
@@ -312,7 +315,7 @@ Status ConfigRun::Rot() {
   ++n_.faults_injected;
   ++pending_;
   const std::string what = "rot " + rot->manifest + " page " + std::to_string(rot->page);
-  STRATA_ASSIGN_OR_RETURN(ChildRun run, RunPaged({}, StopPlan{}));
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged({}, StopPlan{}));
   std::string line;
   const ExitKind kind = ClassifyExit(run.how, 0, run.output, &line);
   attempts_.back().outcome += line.empty() ? "" : ": " + line;
@@ -325,7 +328,7 @@ Status ConfigRun::Rot() {
     events_.push_back(what + " not read");
   } else {
     events_.push_back(what + " FAILED");
-    Fail(what + " (" + rot->path + " offset " + std::to_string(rot->offset) +
+    fail(what + " (" + rot->path + " offset " + std::to_string(rot->offset) +
          "): expected exit 1 naming the checksum error, got " + DescribeExit(run) +
          (line.empty() ? "" : ": " + line));
   }
@@ -334,9 +337,9 @@ Status ConfigRun::Rot() {
 
 // Undisturbed attempts until the run is complete: one, or one more when an error suggests an
 // older checkpoint (--resume-from).
-Status ConfigRun::FinishRun() {
+Status ConfigRun::finish_run() {
   for (int tries = 0; !finished_ && n_.failures == 0 && tries < 3; ++tries) {
-    STRATA_ASSIGN_OR_RETURN(ChildRun run, RunPaged({}, StopPlan{}));
+    STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged({}, StopPlan{}));
     std::string line;
     const ExitKind kind = ClassifyExit(run.how, 0, run.output, &line);
     attempts_.back().outcome += line.empty() ? "" : ": " + line;
@@ -354,7 +357,7 @@ Status ConfigRun::FinishRun() {
   return Status::Ok();
 }
 
-void ConfigRun::Verdict() {
+void ConfigRun::verdict() {
   std::string weights = ReadFileText(dir_ + "/paged.safetensors");
   if (o_.sabotage == "weights" && !weights.empty()) weights[weights.size() / 2] ^= 0x01;
   const StressJudgement j =
@@ -368,23 +371,23 @@ void ConfigRun::Verdict() {
       n_.pages_verified += long(*verified);
     } else if (verified.status().code() != StatusCode::kNotFound) {
       lost = true;
-      problems_.push_back("a checkpoint page does not verify: " + verified.status().ToString());
+      problems_.push_back("a checkpoint page does not verify: " + verified.status().to_string());
     }
   }
   n_.data_lost += lost ? 1 : 0;
   if (!lost && j.mismatches == 0 && n_.failures == 0) n_.faults_recovered += pending_;
 }
 
-StressConfigResult ConfigRun::Outcome() const {
+StressConfigResult ConfigRun::outcome() const {
   StressConfigResult r;
   r.passed = n_.failures == 0 && n_.data_lost == 0 && n_.mismatches == 0;
   std::string events;
   for (const std::string& e : events_) events += (events.empty() ? "" : ", ") + e;
-  r.progress = "config " + std::to_string(c_.index) + ": " + Describe(c_) + " | " + events +
-               " | " + (r.passed ? "ok" : "FAILED");
+  r.progress = "config " + std::to_string(c_.index) + ": " + Describe(c_) + " | " + events + " | " +
+               (r.passed ? "ok" : "FAILED");
   if (r.passed) return r;
-  r.report = "configuration " + std::to_string(c_.index) + ": " + Describe(c_) + "\n  reference: " +
-             ref_command_ + "\n";
+  r.report = "configuration " + std::to_string(c_.index) + ": " + Describe(c_) +
+             "\n  reference: " + ref_command_ + "\n";
   for (size_t i = 0; i < attempts_.size(); ++i) {
     r.report += "  attempt " + std::to_string(i + 1) + ": " + attempts_[i].command + "\n    -> " +
                 attempts_[i].outcome + "\n";
@@ -394,20 +397,20 @@ StressConfigResult ConfigRun::Outcome() const {
   return r;
 }
 
-Result<StressConfigResult> ConfigRun::Run(StressCounters* counters) {
-  STRATA_RETURN_IF_ERROR(Prepare());
-  STRATA_RETURN_IF_ERROR(RunReference());
+Result<StressConfigResult> ConfigRun::run(StressCounters* counters) {
+  STRATA_RETURN_IF_ERROR(prepare());
+  STRATA_RETURN_IF_ERROR(run_reference());
   if (n_.failures == 0) {
     for (const Disturbance& d : DrawDisturbances(rng_)) {
       if (finished_ || stop_events_ || std::chrono::steady_clock::now() > o_.deadline) break;
-      STRATA_RETURN_IF_ERROR(Disturb(d));
+      STRATA_RETURN_IF_ERROR(disturb(d));
     }
-    STRATA_RETURN_IF_ERROR(FinishRun());
-    Verdict();
+    STRATA_RETURN_IF_ERROR(finish_run());
+    verdict();
   }
   n_.configurations = 1;
-  StressConfigResult r = Outcome();
-  counters->Add(n_);
+  StressConfigResult r = outcome();
+  counters->add(n_);
   if (r.passed) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -417,7 +420,7 @@ Result<StressConfigResult> ConfigRun::Run(StressCounters* counters) {
 
 }  // namespace
 
-void StressCounters::Add(const StressCounters& o) {
+void StressCounters::add(const StressCounters& o) {
   configurations += o.configurations;
   skipped += o.skipped;
   faults_injected += o.faults_injected;
@@ -442,7 +445,7 @@ Result<StressConfigResult> RunStressConfiguration(const StressConfig& c,
     return r;
   }
   ConfigRun run(c, options);
-  return run.Run(counters);
+  return run.run(counters);
 }
 
 }  // namespace strata::tools

@@ -35,7 +35,7 @@ struct StressCounters {
   long mismatches = 0;        // losses and weight files that differ from the reference
   long failures = 0;  // runs that crashed, hung, or failed without the expected error
 
-  void Add(const StressCounters& o);
+  void add(const StressCounters& o);
 };
 
 struct StressRunOptions {

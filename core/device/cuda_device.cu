@@ -274,7 +274,7 @@ class CudaDevice final : public Device {
                                name() + ": cudaStreamCreate '" + stream_name + "'");
     // The interface has no error path here: running out of streams is not something a user
     // can cause with flags, so it is an invariant.
-    STRATA_CHECK(status.ok()) << status.ToString();
+    STRATA_CHECK(status.ok()) << status.to_string();
     auto error = std::make_shared<ErrorSlot>();
     {
       std::lock_guard<std::mutex> lock(streams_mu_);
@@ -288,7 +288,7 @@ class CudaDevice final : public Device {
     cudaEvent_t event = nullptr;
     Status status = CudaStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
                                name() + ": cudaEventCreate");
-    STRATA_CHECK(status.ok()) << status.ToString();
+    STRATA_CHECK(status.ok()) << status.to_string();
     return std::make_unique<CudaEvent>(ordinal_, event);
   }
 

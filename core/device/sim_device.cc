@@ -153,7 +153,7 @@ class StreamCore {
       last_done_ = done == Clock::time_point{} ? Clock::now() : done;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (!status.ok() && error_.ok()) error_ = status.WithContext("stream '" + name_ + "'");
+        if (!status.ok() && error_.ok()) error_ = status.with_context("stream '" + name_ + "'");
         ++completed_;
       }
       done_cv_.notify_all();
@@ -311,7 +311,7 @@ Result<std::unique_ptr<SimDevice>> SimDevice::Create(const SimDeviceOptions& opt
   if (base == MAP_FAILED) {
     return Status::FromErrno(errno, "sim device: mmap of a " + FormatBytes(arena_bytes) +
                                         " arena for --gpu-mem")
-        .WithContext("lower --gpu-mem or raise the process's address-space limit (ulimit -v)");
+        .with_context("lower --gpu-mem or raise the process's address-space limit (ulimit -v)");
   }
   return std::unique_ptr<SimDevice>(new SimDevice(static_cast<char*>(base), arena_bytes, options));
 }

@@ -35,7 +35,7 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
   // Closes now and reports the error (close can report a deferred write error).
-  Status Close(const std::string& path) {
+  Status close(const std::string& path) {
     int fd = std::exchange(fd_, -1);
     if (fd >= 0 && ::close(fd) != 0) return Status::FromErrno(errno, "close " + path);
     return Status::Ok();
@@ -347,7 +347,7 @@ Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& 
         WriteAll(fd.get(), tensors[idx].data, layout.bytes_of[idx], offset, tmp));
   }
   if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, "fsync " + tmp);
-  STRATA_RETURN_IF_ERROR(fd.Close(tmp));
+  STRATA_RETURN_IF_ERROR(fd.close(tmp));
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     return Status::FromErrno(errno, "rename " + tmp + " to " + path);
   }

@@ -21,7 +21,7 @@ constexpr Preset kPresets[] = {
 
 }  // namespace
 
-Status GptConfig::Validate() const {
+Status GptConfig::validate() const {
   // Note [Shape limits]: bounds first, so that nothing below multiplies unchecked values.
   auto in_range = [](int v, int max, const char* flag, const char* what) -> Status {
     if (v > 0 && v <= max) return Status::Ok();
@@ -54,7 +54,7 @@ int64_t GptConfig::num_params() const {
   return int64_t(vocab_size) * C + int64_t(block_size) * C + L * per_block + 2 * C;
 }
 
-std::string GptConfig::ToString() const {
+std::string GptConfig::to_string() const {
   char buf[200];
   std::snprintf(buf, sizeof buf,
                 "gpt(n_layer=%d, n_head=%d, n_embd=%d, vocab=%d, block=%d, params=%.2fM)", n_layer,

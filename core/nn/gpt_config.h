@@ -32,12 +32,12 @@ struct GptConfig {
 
   // InvalidArgument naming the flag when a dimension is not positive or above its limit
   // (Note [Shape limits]), or n_embd % n_head != 0.
-  Status Validate() const;
+  Status validate() const;
   int head_size() const { return n_embd / n_head; }
   // Number of trainable parameters (the head is tied to wte and adds none).
   int64_t num_params() const;
   // "gpt(n_layer=6, n_head=6, n_embd=384, vocab=256, block=256, params=10.8M)"
-  std::string ToString() const;
+  std::string to_string() const;
 
   friend bool operator==(const GptConfig&, const GptConfig&) = default;
 };

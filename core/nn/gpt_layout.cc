@@ -9,7 +9,9 @@
 namespace strata {
 namespace {
 
-int64_t AlignUp(int64_t n) { return (n + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats; }
+int64_t AlignUp(int64_t n) {
+  return (n + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
+}
 
 void AddTensor(BlockSpec& b, std::string name, std::vector<int64_t> shape, InitKind init,
                float std = 0.0f) {
@@ -29,7 +31,7 @@ void AddTensor(BlockSpec& b, std::string name, std::vector<int64_t> shape, InitK
 }  // namespace
 
 GptLayout MakeGptLayout(const GptConfig& c) {
-  STRATA_CHECK(c.Validate().ok()) << c.ToString();
+  STRATA_CHECK(c.validate().ok()) << c.to_string();
   GptLayout layout;
   layout.config = c;
   const int64_t C = c.n_embd;

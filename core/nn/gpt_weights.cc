@@ -62,7 +62,7 @@ Status CheckShapeAgainstTensors(const std::string& path, const SafetensorsFile& 
   const uint64_t want_tensors = 4 + 12 * uint64_t(c.n_layer);
   const uint64_t want_numel = uint64_t(c.num_params());
   if (tensors >= want_tensors && numel >= want_numel) return Status::Ok();
-  return Status::Corruption("--init " + path + ": its model shape " + c.ToString() + " needs " +
+  return Status::Corruption("--init " + path + ": its model shape " + c.to_string() + " needs " +
                             std::to_string(want_tensors) + " tensors of " +
                             std::to_string(want_numel) + " values, but the file holds " +
                             std::to_string(tensors) + " tensors of " + std::to_string(numel) +
@@ -81,15 +81,15 @@ Status ExportGptSafetensors(const std::string& path, const GptLayout& layout, co
   }
   const GptConfig& c = layout.config;
   std::map<std::string, std::string> meta = {
-      {"n_layer", std::to_string(c.n_layer)},      {"n_head", std::to_string(c.n_head)},
-      {"n_embd", std::to_string(c.n_embd)},        {"vocab_size", std::to_string(c.vocab_size)},
+      {"n_layer", std::to_string(c.n_layer)},       {"n_head", std::to_string(c.n_head)},
+      {"n_embd", std::to_string(c.n_embd)},         {"vocab_size", std::to_string(c.vocab_size)},
       {"block_size", std::to_string(c.block_size)}, {"format", "strata-gpt2"}};
-  return WriteSafetensors(path, views, meta).WithContext("--export " + path);
+  return WriteSafetensors(path, views, meta).with_context("--export " + path);
 }
 
 Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path) {
   auto file = ReadSafetensors(path);
-  if (!file.ok()) return file.status().WithContext("--init");
+  if (!file.ok()) return file.status().with_context("--init");
   const SafetensorsFile& f = *file;
   GptConfig c;
   int* fields[] = {&c.n_layer, &c.n_head, &c.n_embd, &c.vocab_size, &c.block_size};
@@ -118,22 +118,24 @@ Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path) {
     while (Find(f, "transformer.h." + std::to_string(c.n_layer) + ".ln_1.weight")) ++c.n_layer;
     c.n_head = c.n_embd % 64 == 0 ? c.n_embd / 64 : 1;
   }
-  Status valid = c.Validate();
-  if (!valid.ok()) return Status::Corruption("--init " + path + ": bad model shape: " + valid.message());
+  Status valid = c.validate();
+  if (!valid.ok())
+    return Status::Corruption("--init " + path + ": bad model shape: " + valid.message());
   STRATA_RETURN_IF_ERROR(CheckShapeAgainstTensors(path, f, c));
   return c;
 }
 
 Status ImportGptSafetensors(const std::string& path, const GptLayout& layout, float* values) {
   auto file = ReadSafetensors(path);
-  if (!file.ok()) return file.status().WithContext("--init");
+  if (!file.ok()) return file.status().with_context("--init");
   for (size_t b = 0; b < layout.blocks.size(); ++b) {
     std::memset(values + layout.block_offset[b], 0, sizeof(float) * layout.blocks[b].numel);
     for (const auto& t : layout.blocks[b].tensors) {
       const SafetensorsTensor* src = Find(*file, t.name);
       if (!src) {
         return Status::Corruption("--init " + path + ": tensor " + t.name + " " +
-                                  ShapeString(t.shape) + " is missing; the file holds another "
+                                  ShapeString(t.shape) +
+                                  " is missing; the file holds another "
                                   "model or was not written for GPT-2");
       }
       if (src->shape != t.shape) {

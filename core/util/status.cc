@@ -46,19 +46,19 @@ Status Status::FromErrno(int err, const std::string& what) {
   }
 }
 
-std::string Status::ToString() const {
+std::string Status::to_string() const {
   if (ok()) return "OK";
   return std::string(StatusCodeName(code_)) + ": " + message_;
 }
 
-Status Status::WithContext(const std::string& context) const {
+Status Status::with_context(const std::string& context) const {
   if (ok()) return *this;
   Status out(code_, context + ": " + message_);
   out.detail_ = detail_;
   return out;
 }
 
-Status Status::WithDetail(std::shared_ptr<const StatusDetail> detail) const {
+Status Status::with_detail(std::shared_ptr<const StatusDetail> detail) const {
   if (ok()) return *this;
   Status out = *this;
   out.detail_ = std::move(detail);

@@ -4,7 +4,7 @@
 // - A Status is either OK or carries a code and a message. Messages say what happened, where,
 //   and what to try ("--gpu-mem 64M is below the 96M that one block needs; raise it").
 // - Both types are [[nodiscard]]: ignoring one is a compile warning. To ignore on purpose,
-//   write `status.IgnoreError();` so the choice is greppable.
+//   write `status.ignore_error();` so the choice is greppable.
 // - errno is mapped to a Status in exactly one place: Status::FromErrno.
 // - Broken internal invariants are not Statuses: they are STRATA_CHECK failures (check.h).
 #pragma once
@@ -21,8 +21,8 @@ namespace strata {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,     // the caller (usually the user's flags) asked for something invalid
-  kNotFound,            // a file, page or key that should exist does not
+  kInvalidArgument,  // the caller (usually the user's flags) asked for something invalid
+  kNotFound,         // a file, page or key that should exist does not
   kAlreadyExists,
   kOutOfRange,          // e.g. a token id >= vocab, a read past the end of a file
   kResourceExhausted,   // a budget, an arena or a disk is too small
@@ -51,12 +51,18 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
-  static Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
-  static Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
+  static Status ResourceExhausted(std::string m) {
+    return {StatusCode::kResourceExhausted, std::move(m)};
+  }
+  static Status FailedPrecondition(std::string m) {
+    return {StatusCode::kFailedPrecondition, std::move(m)};
+  }
   static Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
   static Status Corruption(std::string m) { return {StatusCode::kCorruption, std::move(m)}; }
   static Status NotSupported(std::string m) { return {StatusCode::kNotSupported, std::move(m)}; }
@@ -72,13 +78,13 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   // "IoError: pwrite /x offset 4096: No space left on device"
-  std::string ToString() const;
+  std::string to_string() const;
 
   // Returns a Status with the same code, detail and `context + ": " + message`.
-  Status WithContext(const std::string& context) const;
+  Status with_context(const std::string& context) const;
 
   // The same Status carrying `detail` (ignored on OK).
-  Status WithDetail(std::shared_ptr<const StatusDetail> detail) const;
+  Status with_detail(std::shared_ptr<const StatusDetail> detail) const;
   // The attached detail if it is a D, else nullptr.
   template <typename D>
   const D* detail() const {
@@ -86,7 +92,7 @@ class [[nodiscard]] Status {
   }
 
   // Explicit, greppable way to drop a Status on purpose.
-  void IgnoreError() const {}
+  void ignore_error() const {}
 
   friend bool operator==(const Status& a, const Status& b) {
     return a.code_ == b.code_ && a.message_ == b.message_;
@@ -102,7 +108,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     STRATA_CHECK(!std::get<Status>(v_).ok()) << "Result constructed from an OK Status";
   }
@@ -113,15 +119,15 @@ class [[nodiscard]] Result {
     return ok() ? kOk : std::get<Status>(v_);
   }
   T& value() & {
-    STRATA_CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).ToString();
+    STRATA_CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).to_string();
     return std::get<T>(v_);
   }
   const T& value() const& {
-    STRATA_CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).ToString();
+    STRATA_CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).to_string();
     return std::get<T>(v_);
   }
   T&& value() && {
-    STRATA_CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).ToString();
+    STRATA_CHECK(ok()) << "Result::value() on error: " << std::get<Status>(v_).to_string();
     return std::get<T>(std::move(v_));
   }
   T& operator*() & { return value(); }
@@ -139,13 +145,14 @@ class [[nodiscard]] Result {
 #define STRATA_CONCAT_(a, b) STRATA_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not OK.
-#define STRATA_RETURN_IF_ERROR(expr)               \
-  do {                                             \
-    ::strata::Status strata_status_ = (expr);      \
+#define STRATA_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::strata::Status strata_status_ = (expr);        \
     if (!strata_status_.ok()) return strata_status_; \
   } while (0)
 
-// `STRATA_ASSIGN_OR_RETURN(auto x, MakeX());` — declares/assigns from a Result or returns its error.
+// `STRATA_ASSIGN_OR_RETURN(auto x, MakeX());` — declares/assigns from a Result or returns its
+// error.
 #define STRATA_ASSIGN_OR_RETURN(lhs, expr) \
   STRATA_ASSIGN_OR_RETURN_IMPL_(STRATA_CONCAT_(strata_result_, __LINE__), lhs, expr)
 #define STRATA_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

@@ -15,14 +15,14 @@ namespace {
 constexpr uint64_t kBudget = 1 << 20;
 
 void ExpectOneLineNamingDevice(const Status& s) {
-  EXPECT_NE(s.message().find("--device"), std::string::npos) << s.ToString();
-  EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("--device"), std::string::npos) << s.to_string();
+  EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.to_string();
 }
 
 TEST(CreateDevice, SimIsTheSimDeviceWithTheCpuKernels) {
   EXPECT_TRUE(CheckDeviceChoice({.kind = "sim"}).ok());
   auto device = CreateDevice({.kind = "sim"}, {.capacity_bytes = kBudget});
-  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
   EXPECT_EQ((*device)->name(), "sim");
   EXPECT_EQ((*device)->stats().capacity_bytes, kBudget);
   EXPECT_EQ(&(*device)->kernels(), &CpuKernelTable());
@@ -30,15 +30,15 @@ TEST(CreateDevice, SimIsTheSimDeviceWithTheCpuKernels) {
 
 TEST(CreateDevice, SimPassesItsOptionsThrough) {
   auto bad = CreateDevice({.kind = "sim"}, {.capacity_bytes = 0});
-  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status().ToString();
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status().to_string();
 }
 
 TEST(CreateDevice, UnknownKindIsAUsageError) {
   for (const char* kind : {"tpu", "", "CUDA", "sim "}) {
     const Status s = CheckDeviceChoice({.kind = kind});
-    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
     ExpectOneLineNamingDevice(s);
-    EXPECT_NE(s.message().find(std::string("'") + kind + "'"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find(std::string("'") + kind + "'"), std::string::npos) << s.to_string();
     auto device = CreateDevice({.kind = kind}, {.capacity_bytes = kBudget});
     EXPECT_EQ(device.status().code(), StatusCode::kInvalidArgument);
   }
@@ -47,9 +47,9 @@ TEST(CreateDevice, UnknownKindIsAUsageError) {
 TEST(CreateDevice, CudaWithoutGpuIsNotSupported) {
   if (CudaDeviceCount() > 0) GTEST_SKIP() << "a CUDA GPU is present; this tests its absence";
   const Status s = CheckDeviceChoice({.kind = "cuda"});
-  EXPECT_EQ(s.code(), StatusCode::kNotSupported) << s.ToString();
+  EXPECT_EQ(s.code(), StatusCode::kNotSupported) << s.to_string();
   ExpectOneLineNamingDevice(s);
-  EXPECT_NE(s.message().find("--device sim"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("--device sim"), std::string::npos) << s.to_string();
   auto device = CreateDevice({.kind = "cuda"}, {.capacity_bytes = kBudget});
   EXPECT_EQ(device.status().code(), StatusCode::kNotSupported);
 }
@@ -62,10 +62,10 @@ TEST(CreateDevice, CudaWithGpuRefusesAnIncompleteKernelTable) {
                     "without CUDA)";
   }
   const Status s = CheckDeviceChoice({.kind = "cuda"});
-  EXPECT_EQ(s.code(), StatusCode::kNotSupported) << s.ToString();
+  EXPECT_EQ(s.code(), StatusCode::kNotSupported) << s.to_string();
   ExpectOneLineNamingDevice(s);
   EXPECT_NE(s.message().find("the CUDA kernel table is not filled in yet"), std::string::npos)
-      << s.ToString();
+      << s.to_string();
   auto device = CreateDevice({.kind = "cuda"}, {.capacity_bytes = kBudget});
   EXPECT_EQ(device.status().code(), StatusCode::kNotSupported);
 }

@@ -24,7 +24,7 @@ class CudaDeviceTest : public ::testing::Test {
                       "without CUDA); the cuda backend is tested on GPU machines";
     }
     auto device = CreateCudaDevice(0, kBudget);
-    ASSERT_TRUE(device.ok()) << device.status().ToString();
+    ASSERT_TRUE(device.ok()) << device.status().to_string();
     device_ = std::move(device).value();
   }
   std::unique_ptr<Device> device_;
@@ -45,7 +45,7 @@ TEST(CudaDevice, WithoutGpuCreateIsNotSupportedWithReason) {
 TEST_F(CudaDeviceTest, AllocIsBudgetedAlignedAndCounted) {
   EXPECT_EQ(device_->name(), "cuda:0");
   auto a = device_->alloc(1000);
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
   EXPECT_EQ(reinterpret_cast<uintptr_t>(*a) % kDeviceAlignment, 0u);
   EXPECT_TRUE(device_->is_device_memory(*a, 1000));
   EXPECT_FALSE(device_->is_device_memory(*a, 1001));

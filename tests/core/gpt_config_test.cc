@@ -1,4 +1,4 @@
-// GptConfig::Validate: Note [Shape limits] — every dimension bounded, so that nothing sized from
+// GptConfig::validate: Note [Shape limits] — every dimension bounded, so that nothing sized from
 // a shape overflows; the error names the flag.
 #include "core/nn/gpt_config.h"
 
@@ -11,7 +11,7 @@ GptConfig Tiny() { return *GptPreset("tiny"); }
 
 TEST(GptConfigLimits, PresetsAreValid) {
   for (const std::string& name : GptPresetNames()) {
-    EXPECT_TRUE(GptPreset(name)->Validate().ok()) << name;
+    EXPECT_TRUE(GptPreset(name)->validate().ok()) << name;
   }
 }
 
@@ -31,7 +31,7 @@ TEST(GptConfigLimits, EachDimensionAboveItsLimitNamesItsFlag) {
                         Case{&GptConfig::block_size, -1, "--block-size"}}) {
     GptConfig g = Tiny();
     g.*c.field = c.value;
-    const Status s = g.Validate();
+    const Status s = g.validate();
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.flag << " " << c.value;
     EXPECT_NE(s.message().find(c.flag), std::string::npos) << s.message();
   }
@@ -39,7 +39,7 @@ TEST(GptConfigLimits, EachDimensionAboveItsLimitNamesItsFlag) {
 
 TEST(GptConfigLimits, TheLargestShapeCountsItsParametersIn64Bits) {
   GptConfig g{kMaxLayers, kMaxHeads, kMaxEmbd, kMaxVocab, kMaxBlockSize};
-  ASSERT_TRUE(g.Validate().ok());
+  ASSERT_TRUE(g.validate().ok());
   // 12 C^2 L dominates: about 2.1e14, positive and far from overflow.
   EXPECT_GT(g.num_params(), int64_t(12) * kMaxEmbd * kMaxEmbd * kMaxLayers);
   EXPECT_LT(g.num_params(), int64_t(1) << 48);

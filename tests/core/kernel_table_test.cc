@@ -28,7 +28,7 @@ using kernels::testing::random_vector;
 
 std::unique_ptr<Device> MakeSimDevice() {
   auto device = CreateSimDevice({.capacity_bytes = 1 << 20});
-  EXPECT_TRUE(device.ok()) << device.status().ToString();
+  EXPECT_TRUE(device.ok()) << device.status().to_string();
   return std::move(device).value();
 }
 
@@ -86,7 +86,7 @@ TEST(KernelTable, OpsThroughTheTableGiveTheCpuKernelsBits) {
 
   auto device = MakeSimDevice();
   auto mem = device->alloc(sizeof(float) * (4 * N * C + 2 * C + 2 * N));
-  ASSERT_TRUE(mem.ok()) << mem.status().ToString();
+  ASSERT_TRUE(mem.ok()) << mem.status().to_string();
   float* d = static_cast<float*>(*mem);
   float *d_inp = d, *d_ln = d_inp + N * C, *d_gelu = d_ln + N * C, *d_w = d_gelu + N * C;
   float *d_b = d_w + C, *d_mean = d_b + C, *d_rstd = d_mean + N;

@@ -76,7 +76,7 @@ TEST_F(SafetensorsTest, RoundTrip) {
   const std::map<std::string, std::string> meta = {{"n_layer", "2"}, {"vocab_size", "256"}};
   ASSERT_TRUE(WriteSafetensors(Path("w.safetensors"), m.Views(), meta).ok());
   auto f = ReadSafetensors(Path("w.safetensors"));
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
   EXPECT_EQ(f->metadata, meta);
   ASSERT_EQ(f->tensors.size(), 4u);
   const SafetensorsTensor& wte = f->tensors.at("transformer.wte.weight");
@@ -98,11 +98,11 @@ TEST_F(SafetensorsTest, InMemoryParserMatchesTheReader) {
   ASSERT_TRUE(WriteSafetensors(Path("w.safetensors"), m.Views(), meta).ok());
   const std::string bytes = ReadBytes(Path("w.safetensors"));
   auto head = EncodeSafetensorsHeader(m.Views(), meta, "w");
-  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  ASSERT_TRUE(head.ok()) << head.status().to_string();
   EXPECT_EQ(bytes.substr(0, head->size()), *head);
   auto parsed = ParseSafetensors(bytes, "w");
   auto read = ReadSafetensors(Path("w.safetensors"));
-  ASSERT_TRUE(parsed.ok() && read.ok()) << parsed.status().ToString();
+  ASSERT_TRUE(parsed.ok() && read.ok()) << parsed.status().to_string();
   EXPECT_EQ(parsed->metadata, read->metadata);
   for (const auto& [name, t] : read->tensors) {
     EXPECT_EQ(parsed->tensors.at(name).data, t.data) << name;
@@ -159,7 +159,7 @@ TEST_F(SafetensorsTest, ReexportIsByteIdentical) {
   ASSERT_TRUE(WriteSafetensors(Path("b.safetensors"), views, meta).ok());
   // What was read back, exported again: same bytes.
   auto f = ReadSafetensors(Path("a.safetensors"));
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
   std::vector<TensorView> again;
   for (const auto& [name, t] : f->tensors) again.push_back({name, t.shape, t.data.data()});
   ASSERT_TRUE(WriteSafetensors(Path("c.safetensors"), again, f->metadata).ok());
@@ -175,8 +175,8 @@ TEST_F(SafetensorsTest, OverwritesAtomically) {
   // A failing export leaves the old file alone and no temporary behind.
   std::vector<TensorView> dup = {{"x", {1}, m.scalar.data()}, {"x", {1}, m.scalar.data()}};
   Status s = WriteSafetensors(Path("w.safetensors"), dup, {});
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
-  EXPECT_NE(s.message().find("'x'"), std::string::npos) << s.ToString();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("'x'"), std::string::npos) << s.to_string();
   EXPECT_EQ(ReadBytes(Path("w.safetensors")), before);
   EXPECT_EQ(Listing(), std::vector<std::string>{"w.safetensors"});
   // A successful one replaces it.
@@ -199,7 +199,7 @@ TEST_F(SafetensorsTest, RejectsBadInput) {
             StatusCode::kInvalidArgument);
   Status s =
       WriteSafetensors((dir_ / "no_such_dir" / "w.safetensors").string(), {{"a", {1}, &v}}, {});
-  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.to_string();
   EXPECT_TRUE(Listing().empty());
 }
 
@@ -218,10 +218,11 @@ TEST_F(SafetensorsTest, TruncatedFileNamesTheTensor) {
   auto f = ReadSafetensors(Path("t.safetensors"));
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(f.status().message().find("t.safetensors"), std::string::npos) << f.status().ToString();
+  EXPECT_NE(f.status().message().find("t.safetensors"), std::string::npos)
+      << f.status().to_string();
   EXPECT_NE(f.status().message().find("transformer.wte.weight"), std::string::npos)
-      << f.status().ToString();
-  EXPECT_NE(f.status().message().find("truncated"), std::string::npos) << f.status().ToString();
+      << f.status().to_string();
+  EXPECT_NE(f.status().message().find("truncated"), std::string::npos) << f.status().to_string();
 
   // Cut inside the header, and inside the length.
   WriteBytes(Path("h.safetensors"), bytes.substr(0, 20));
@@ -235,7 +236,7 @@ TEST_F(SafetensorsTest, BadHeaderIsCorruption) {
   WriteBytes(Path("a"), RawFile("{not json", ""));
   auto a = ReadSafetensors(Path("a"));
   EXPECT_EQ(a.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(a.status().message().find("JSON"), std::string::npos) << a.status().ToString();
+  EXPECT_NE(a.status().message().find("JSON"), std::string::npos) << a.status().to_string();
   // JSON but not an object.
   WriteBytes(Path("b"), RawFile("[1,2]", ""));
   EXPECT_EQ(ReadSafetensors(Path("b")).status().code(), StatusCode::kCorruption);
@@ -244,7 +245,8 @@ TEST_F(SafetensorsTest, BadHeaderIsCorruption) {
   WriteBytes(Path("c"), huge + "{}");
   auto c = ReadSafetensors(Path("c"));
   EXPECT_EQ(c.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(c.status().message().find("header length"), std::string::npos) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("header length"), std::string::npos)
+      << c.status().to_string();
   // Missing fields, bad shape, bad offsets.
   for (const char* header : {
            R"({"t":{"shape":[1],"data_offsets":[0,4]}})",
@@ -259,7 +261,7 @@ TEST_F(SafetensorsTest, BadHeaderIsCorruption) {
     WriteBytes(Path("d"), RawFile(header, std::string(4, '\0')));
     auto d = ReadSafetensors(Path("d"));
     EXPECT_EQ(d.status().code(), StatusCode::kCorruption)
-        << header << " -> " << d.status().ToString();
+        << header << " -> " << d.status().to_string();
   }
 }
 
@@ -279,28 +281,28 @@ TEST_F(SafetensorsTest, SizeMismatchGapsAndOverlapsAreCorruption) {
     WriteBytes(Path("f"), RawFile(header, std::string(24, '\0')));
     auto f = ReadSafetensors(Path("f"));
     EXPECT_EQ(f.status().code(), StatusCode::kCorruption)
-        << header << " -> " << f.status().ToString();
+        << header << " -> " << f.status().to_string();
   }
   WriteBytes(Path("g"), RawFile(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})",
                                 std::string(20, '\0')));
   auto g = ReadSafetensors(Path("g"));
-  EXPECT_NE(g.status().message().find("'w'"), std::string::npos) << g.status().ToString();
+  EXPECT_NE(g.status().message().find("'w'"), std::string::npos) << g.status().to_string();
 }
 
 TEST_F(SafetensorsTest, UnknownAndUnsupportedDtypes) {
   WriteBytes(Path("u"), RawFile(R"({"w":{"dtype":"Q7","shape":[1],"data_offsets":[0,4]}})",
                                 std::string(4, '\0')));
   auto u = ReadSafetensors(Path("u"));
-  EXPECT_EQ(u.status().code(), StatusCode::kCorruption) << u.status().ToString();
-  EXPECT_NE(u.status().message().find("Q7"), std::string::npos) << u.status().ToString();
-  EXPECT_NE(u.status().message().find("'w'"), std::string::npos) << u.status().ToString();
+  EXPECT_EQ(u.status().code(), StatusCode::kCorruption) << u.status().to_string();
+  EXPECT_NE(u.status().message().find("Q7"), std::string::npos) << u.status().to_string();
+  EXPECT_NE(u.status().message().find("'w'"), std::string::npos) << u.status().to_string();
 
   WriteBytes(Path("d"), RawFile(R"({"w":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
                                 std::string(8, '\0')));
   auto d = ReadSafetensors(Path("d"));
-  EXPECT_EQ(d.status().code(), StatusCode::kNotSupported) << d.status().ToString();
-  EXPECT_NE(d.status().message().find("F64"), std::string::npos) << d.status().ToString();
-  EXPECT_NE(d.status().message().find("F32"), std::string::npos) << d.status().ToString();
+  EXPECT_EQ(d.status().code(), StatusCode::kNotSupported) << d.status().to_string();
+  EXPECT_NE(d.status().message().find("F64"), std::string::npos) << d.status().to_string();
+  EXPECT_NE(d.status().message().find("F32"), std::string::npos) << d.status().to_string();
 }
 
 TEST_F(SafetensorsTest, ReadsF16AndBf16) {
@@ -315,7 +317,7 @@ TEST_F(SafetensorsTest, ReadsF16AndBf16) {
                                 R"("__metadata__":{"format":"pt"}})",
                                 data));
   auto f = ReadSafetensors(Path("h"));
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
   const auto& h = f->tensors.at("h");
   EXPECT_EQ(h.dtype, "F16");
   EXPECT_EQ(h.shape, (std::vector<int64_t>{2, 3}));

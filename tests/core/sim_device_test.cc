@@ -21,13 +21,13 @@ using Clock = std::chrono::steady_clock;
 
 std::unique_ptr<SimDevice> MakeDevice(uint64_t capacity_bytes, double link_gbps = 0.0) {
   auto device = SimDevice::Create({.capacity_bytes = capacity_bytes, .link_gbps = link_gbps});
-  EXPECT_TRUE(device.ok()) << device.status().ToString();
+  EXPECT_TRUE(device.ok()) << device.status().to_string();
   return std::move(device).value();
 }
 
 void* Alloc(Device& device, size_t bytes) {
   auto p = device.alloc(bytes);
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p.ok()) << p.status().to_string();
   return p.ok() ? *p : nullptr;
 }
 
@@ -61,7 +61,7 @@ TEST(SimDevice, CreateValidatesOptions) {
   EXPECT_EQ(negative.status().code(), StatusCode::kInvalidArgument);
 
   auto ok = CreateSimDevice({.capacity_bytes = 1 << 20, .link_gbps = 12.5});
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
   EXPECT_EQ((*ok)->name(), "sim");
   EXPECT_EQ((*ok)->stats().capacity_bytes, 1u << 20);
 }
@@ -69,7 +69,7 @@ TEST(SimDevice, CreateValidatesOptions) {
 TEST(SimDevice, LargeCapacityDoesNotCommitMemory) {
   // 1 TiB of address space: MAP_NORESERVE makes this cheap; only touched pages cost RAM.
   auto device = SimDevice::Create({.capacity_bytes = uint64_t{1} << 40});
-  ASSERT_TRUE(device.ok()) << device.status().ToString();
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
   void* p = Alloc(**device, 64 << 20);
   ASSERT_NE(p, nullptr);
   std::memset(p, 1, 4096);

@@ -10,7 +10,7 @@ namespace {
 
 uint64_t Parse(const std::string& text) {
   Result<uint64_t> r = ParseBytes(text, "--gpu-mem");
-  EXPECT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+  EXPECT_TRUE(r.ok()) << text << ": " << r.status().to_string();
   return r.ok() ? *r : 0;
 }
 
@@ -45,7 +45,8 @@ TEST(ParseBytes, RefusesWhatIsNotASize) {
 }
 
 TEST(ParseBytes, RefusesSizesOver64Bits) {
-  for (const char* text : {"18446744073709551616", "17179869184G", "16777216T", "99999999999999999999999.5K"}) {
+  for (const char* text :
+       {"18446744073709551616", "17179869184G", "16777216T", "99999999999999999999999.5K"}) {
     Result<uint64_t> r = ParseBytes(text, "--host-mem");
     EXPECT_FALSE(r.ok()) << text;
   }

@@ -56,7 +56,7 @@ TEST_F(TokenDatasetTest, ReadsTokenFile) {
   const auto tokens = Iota(1000, 50257);
   const std::string path = WriteFile("train.bin", TokenFileBytes(tokens));
   auto ds = TokenDataset::Open(path, 50257);
-  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_TRUE(ds.ok()) << ds.status().to_string();
   EXPECT_EQ(ds->format(), TokenDataset::Format::kTokenFile);
   EXPECT_EQ(ds->num_tokens(), 1000);
   EXPECT_EQ(ds->tokens(), tokens);
@@ -66,7 +66,7 @@ TEST_F(TokenDatasetTest, ReadsTokenFile) {
 TEST_F(TokenDatasetTest, TokenFileWithoutBinSuffixIsDetectedByMagic) {
   const auto tokens = Iota(100, 300);
   auto ds = TokenDataset::Open(WriteFile("tokens.dat", TokenFileBytes(tokens)), 300);
-  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_TRUE(ds.ok()) << ds.status().to_string();
   EXPECT_EQ(ds->format(), TokenDataset::Format::kTokenFile);
   EXPECT_EQ(ds->tokens(), tokens);
 }
@@ -77,7 +77,7 @@ TEST_F(TokenDatasetTest, TruncatedTokenFileIsCorruptionWithSizes) {
   const std::string path = WriteFile("short.bin", bytes);
   auto ds = TokenDataset::Open(path, 256);
   ASSERT_FALSE(ds.ok());
-  EXPECT_EQ(ds.status().code(), StatusCode::kCorruption) << ds.status().ToString();
+  EXPECT_EQ(ds.status().code(), StatusCode::kCorruption) << ds.status().to_string();
   const std::string& m = ds.status().message();
   EXPECT_NE(m.find(path), std::string::npos) << m;
   EXPECT_NE(m.find("1224"), std::string::npos) << m;  // expected bytes
@@ -90,7 +90,7 @@ TEST_F(TokenDatasetTest, TruncatedHeaderIsCorruption) {
   bytes.resize(100);
   auto ds = TokenDataset::Open(WriteFile("hdr.bin", bytes), 256);
   ASSERT_FALSE(ds.ok());
-  EXPECT_EQ(ds.status().code(), StatusCode::kCorruption) << ds.status().ToString();
+  EXPECT_EQ(ds.status().code(), StatusCode::kCorruption) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, TrailingBytesAreCorruption) {
@@ -98,7 +98,7 @@ TEST_F(TokenDatasetTest, TrailingBytesAreCorruption) {
   bytes += "xx";
   auto ds = TokenDataset::Open(WriteFile("long.bin", bytes), 256);
   ASSERT_FALSE(ds.ok());
-  EXPECT_EQ(ds.status().code(), StatusCode::kCorruption) << ds.status().ToString();
+  EXPECT_EQ(ds.status().code(), StatusCode::kCorruption) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, WrongVersionIsCorruption) {
@@ -106,7 +106,7 @@ TEST_F(TokenDatasetTest, WrongVersionIsCorruption) {
       TokenDataset::Open(WriteFile("v2.bin", TokenFileBytes(Iota(10, 256), 20240520, 2)), 256);
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(ds.status().message().find("version 2"), std::string::npos) << ds.status().ToString();
+  EXPECT_NE(ds.status().message().find("version 2"), std::string::npos) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, TokenAboveVocabIsOutOfRangeWithIndexAndValue) {
@@ -115,7 +115,7 @@ TEST_F(TokenDatasetTest, TokenAboveVocabIsOutOfRangeWithIndexAndValue) {
   const std::string path = WriteFile("big.bin", TokenFileBytes(tokens));
   auto ds = TokenDataset::Open(path, 256);
   ASSERT_FALSE(ds.ok());
-  EXPECT_EQ(ds.status().code(), StatusCode::kOutOfRange) << ds.status().ToString();
+  EXPECT_EQ(ds.status().code(), StatusCode::kOutOfRange) << ds.status().to_string();
   const std::string& m = ds.status().message();
   EXPECT_NE(m.find(path), std::string::npos) << m;
   EXPECT_NE(m.find("token 37"), std::string::npos) << m;
@@ -136,13 +136,13 @@ TEST_F(TokenDatasetTest, BinWithoutMagicIsBadMagic) {
 TEST_F(TokenDatasetTest, TinyBinIsBadMagic) {
   auto ds = TokenDataset::Open(WriteFile("tiny.bin", "ab"), 256);
   ASSERT_FALSE(ds.ok());
-  EXPECT_EQ(ds.status().code(), StatusCode::kCorruption) << ds.status().ToString();
+  EXPECT_EQ(ds.status().code(), StatusCode::kCorruption) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, TextFileIsBytes) {
   const std::string text = "Hello, world!\n\xff\x01";
   auto ds = TokenDataset::Open(WriteFile("input.txt", text), 256);
-  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_TRUE(ds.ok()) << ds.status().to_string();
   EXPECT_EQ(ds->format(), TokenDataset::Format::kText);
   ASSERT_EQ(ds->num_tokens(), static_cast<int64_t>(text.size()));
   EXPECT_EQ(ds->tokens()[0], 'H');
@@ -152,14 +152,14 @@ TEST_F(TokenDatasetTest, TextFileIsBytes) {
 
 TEST_F(TokenDatasetTest, TextFileWithLargerVocabIsFine) {
   auto ds = TokenDataset::Open(WriteFile("input.txt", "abcdef"), 50257);
-  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_TRUE(ds.ok()) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, TextFileNeedsVocab256) {
   auto ds = TokenDataset::Open(WriteFile("input.txt", "abcdef"), 100);
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(ds.status().message().find("256"), std::string::npos) << ds.status().ToString();
+  EXPECT_NE(ds.status().message().find("256"), std::string::npos) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, MissingFileIsNotFound) {
@@ -167,26 +167,26 @@ TEST_F(TokenDatasetTest, MissingFileIsNotFound) {
   auto ds = TokenDataset::Open(path, 256);
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(ds.status().message().find(path), std::string::npos) << ds.status().ToString();
+  EXPECT_NE(ds.status().message().find(path), std::string::npos) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, EmptyFileIsInvalidArgument) {
   auto ds = TokenDataset::Open(WriteFile("empty.txt", ""), 256);
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(ds.status().message().find("empty"), std::string::npos) << ds.status().ToString();
+  EXPECT_NE(ds.status().message().find("empty"), std::string::npos) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, TokenFileWithZeroTokensIsInvalidArgument) {
   auto ds = TokenDataset::Open(WriteFile("zero.bin", TokenFileBytes({})), 256);
   ASSERT_FALSE(ds.ok());
-  EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument) << ds.status().ToString();
+  EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, DirectoryIsInvalidArgument) {
   auto ds = TokenDataset::Open(dir_.string(), 256);
   ASSERT_FALSE(ds.ok());
-  EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument) << ds.status().ToString();
+  EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument) << ds.status().to_string();
 }
 
 TEST_F(TokenDatasetTest, BadVocabIsInvalidArgument) {
@@ -201,9 +201,9 @@ TEST(TokenDatasetWindow, CheckWindowNeedsTPlusTwoTokens) {
   Status s = ds.check_window(9);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("ten tokens"), std::string::npos) << s.ToString();
-  EXPECT_NE(s.message().find("10 tokens"), std::string::npos) << s.ToString();
-  EXPECT_NE(s.message().find("--seq"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("ten tokens"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("10 tokens"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("--seq"), std::string::npos) << s.to_string();
   EXPECT_FALSE(ds.check_window(0).ok());
 }
 

@@ -19,7 +19,7 @@ bool FuzzCheckpointRecord(std::string_view bytes) {
   // A record as Strata writes it parses back to itself, with a valid checksum.
   const std::string json = scheduler::CheckpointRecordJson(*parsed);
   Result<scheduler::CheckpointRecord> again = scheduler::ParseCheckpointRecord(json, "fuzz");
-  STRATA_CHECK(again.ok()) << "a re-encoded record does not parse: " << again.status().ToString()
+  STRATA_CHECK(again.ok()) << "a re-encoded record does not parse: " << again.status().to_string()
                            << "\n" << json;
   STRATA_CHECK(again->checkpoints == parsed->checkpoints && again->step == parsed->step &&
                again->manifest == parsed->manifest && again->run == parsed->run &&

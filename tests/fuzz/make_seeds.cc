@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 using strata::Status;
 
 void Write(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string Le(uint64_t v, int bytes) {
@@ -41,7 +42,7 @@ void Safetensors(const fs::path& dir) {
   auto write = [&](const std::string& name, const std::vector<strata::TensorView>& tensors,
                    const std::map<std::string, std::string>& metadata) {
     const Status s = strata::WriteSafetensors((dir / name).string(), tensors, metadata);
-    if (!s.ok()) std::fprintf(stderr, "%s\n", s.ToString().c_str());
+    if (!s.ok()) std::fprintf(stderr, "%s\n", s.to_string().c_str());
   };
   write("ok_two_tensors.safetensors",
         {{"h.0.attn.c_attn.weight", {2, 3}, w.data()}, {"wpe", {}, &scalar}},
@@ -80,7 +81,8 @@ std::string TokenFile(int32_t version, int32_t count, const std::vector<uint16_t
 }
 
 void Tokens(const fs::path& dir) {
-  Write(dir / "ok_ten_tokens.bin", TokenFile(1, 10, {0, 1, 2, 50256, 464, 318, 257, 1332, 13, 198}));
+  Write(dir / "ok_ten_tokens.bin",
+        TokenFile(1, 10, {0, 1, 2, 50256, 464, 318, 257, 1332, 13, 198}));
   Write(dir / "ok_one_token.bin", TokenFile(1, 1, {42}));
   Write(dir / "bad_version.bin", TokenFile(2, 1, {42}));
   Write(dir / "bad_negative_count.bin", TokenFile(1, -1, {}));
@@ -90,10 +92,10 @@ void Tokens(const fs::path& dir) {
 }
 
 void Sizes(const fs::path& dir) {
-  const char* ok[] = {"512M", "1.5G", "16MiB", "4096", "0", "1T", "18446744073709551615",
-                      "0.5k", "2gb", "1.25TiB", "7B"};
-  const char* bad[] = {"12X", "", "-1", "1.5", "1..5K", "18446744073709551616", "17179869184G",
-                       ".", "K", "1 M"};
+  const char* ok[] = {"512M", "1.5G", "16MiB",   "4096", "0", "1T", "18446744073709551615",
+                      "0.5k", "2gb",  "1.25TiB", "7B"};
+  const char* bad[] = {"12X",          "",  "-1", "1.5", "1..5K", "18446744073709551616",
+                       "17179869184G", ".", "K",  "1 M"};
   int i = 0;
   for (const char* s : ok) Write(dir / ("ok_" + std::to_string(i++)), s);
   for (const char* s : bad) Write(dir / ("bad_" + std::to_string(i++)), s);
@@ -129,7 +131,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path root = argv[1];
-  for (const char* target : {"safetensors_header", "token_header", "size_parser", "catalog_record"}) {
+  for (const char* target :
+       {"safetensors_header", "token_header", "size_parser", "catalog_record"}) {
     fs::create_directories(root / target);
   }
   Safetensors(root / "safetensors_header");

@@ -41,9 +41,9 @@ bool FuzzSafetensorsHeader(std::string_view bytes) {
   if (file->tensors.count("") != 0) return true;
   Result<std::string> again = EncodeF32(*file);
   STRATA_CHECK(again.ok()) << "a file that parsed does not re-encode: "
-                           << again.status().ToString();
+                           << again.status().to_string();
   Result<SafetensorsFile> back = ParseSafetensors(*again, "fuzz (re-encoded)");
-  STRATA_CHECK(back.ok()) << "a re-encoded file does not parse: " << back.status().ToString();
+  STRATA_CHECK(back.ok()) << "a re-encoded file does not parse: " << back.status().to_string();
   STRATA_CHECK(back->metadata == file->metadata) << "metadata changed in the round trip";
   STRATA_CHECK_EQ(back->tensors.size(), file->tensors.size());
   for (const auto& [name, t] : file->tensors) {

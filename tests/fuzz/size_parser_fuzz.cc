@@ -52,7 +52,7 @@ bool FuzzSizeParser(std::string_view bytes) {
   uint64_t want = 0;
   bool fits = false;
   if (WholeNumber(bytes, &want, &fits)) {
-    STRATA_CHECK(parsed.ok() == fits) << "'" << bytes << "': " << parsed.status().ToString();
+    STRATA_CHECK(parsed.ok() == fits) << "'" << bytes << "': " << parsed.status().to_string();
     if (fits) {
       STRATA_CHECK_EQ(*parsed, want) << "'" << bytes << "'";
     }

@@ -74,7 +74,7 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
         std::unique_lock discarding(discard_mu[p]);
         Status st = rig.mm->discard(p);
         if (!st.ok()) {
-          ADD_FAILURE() << st.ToString();
+          ADD_FAILURE() << st.to_string();
           failures.fetch_add(1);
           return;
         }
@@ -96,7 +96,7 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
       }
       auto ref = fut.get();
       if (!ref.ok()) {
-        ADD_FAILURE() << ref.status().ToString();
+        ADD_FAILURE() << ref.status().to_string();
         failures.fetch_add(1);
         return;
       }
@@ -121,7 +121,7 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
         ref->release();
         Status st = rig.mm->flush_all();
         if (st.ok()) st = rig.mm->commit_nvme();
-        EXPECT_TRUE(st.ok()) << st.ToString();
+        EXPECT_TRUE(st.ok()) << st.to_string();
       }
     }
   };
@@ -133,7 +133,7 @@ TEST_P(MemoryManagerConcurrentRandom, ConcurrentRandomAccessMatchesShadow) {
   // Final pass: every page, read on the host, matches the shadow.
   for (PageId p = 0; p < c.num_pages; ++p) {
     auto ref = rig.mm->acquire_sync(p, Access::kRead);
-    ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+    ASSERT_TRUE(ref.ok()) << ref.status().to_string();
     EXPECT_EQ(CheckPattern(ref->data(), page, p, shadow[p].load()), -1) << "page " << p;
   }
   const MemoryStats s = rig.mm->stats();
@@ -178,7 +178,7 @@ uint64_t RunTrace(EvictionPolicy policy, int blocks, uint64_t host_pages, int st
   for (int s = 0; s < steps; ++s) {
     for (const TraceAccess& op : trace) {
       auto ref = rig.mm->acquire_sync(op.page, op.access, {.holder = {}, .acquirer = op.acquirer});
-      STRATA_CHECK(ref.ok()) << ref.status().ToString();
+      STRATA_CHECK(ref.ok()) << ref.status().to_string();
     }
   }
   *out = rig.mm->stats();

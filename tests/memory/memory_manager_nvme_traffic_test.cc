@@ -23,14 +23,14 @@ constexpr uint64_t kPage = 64 * 1024;
 // Writes `tag`'s pattern into `page`.
 void WritePage(Rig& rig, PageId page, uint64_t tag, Access access = Access::kWrite) {
   auto ref = rig.mm->acquire_sync(page, access);
-  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
   FillPattern(ref->data(), rig.mm->page_bytes(), page, tag);
 }
 
 // Reads `page` and returns the index of the first word not matching `tag`, or -1.
 int64_t ReadPage(Rig& rig, PageId page, uint64_t tag) {
   auto ref = rig.mm->acquire_sync(page, Access::kRead);
-  EXPECT_TRUE(ref.ok()) << ref.status().ToString();
+  EXPECT_TRUE(ref.ok()) << ref.status().to_string();
   if (!ref.ok()) return 0;
   return CheckPattern(ref->data(), rig.mm->page_bytes(), page, tag);
 }
@@ -262,7 +262,7 @@ TEST(MemoryManagerWriteBackTest, GroupsStopShortWhenTheStoreIsFull) {
     for (PageId p = 0; p < c.num_pages; ++p) {
       auto ref = rig.mm->acquire_sync(p, Access::kWrite);
       ASSERT_TRUE(ref.ok()) << "round " << round << " page " << p << ": "
-                            << ref.status().ToString();
+                            << ref.status().to_string();
       EXPECT_EQ(CheckPattern(ref->data(), kPage, p, round == 1 ? 0 : 10 * (round - 1) + p), -1);
       FillPattern(ref->data(), kPage, p, 10 * round + p);
     }

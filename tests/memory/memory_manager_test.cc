@@ -21,7 +21,7 @@ constexpr uint64_t kPage = 64 * 1024;
 TEST(MemoryManagerTest, UnwrittenPageReadsZeros) {
   Rig rig = MakeRig({});
   auto host = rig.mm->acquire_sync(3, Access::kRead);
-  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  ASSERT_TRUE(host.ok()) << host.status().to_string();
   EXPECT_EQ(CheckPattern(host->data(), kPage, 3, 0), -1);
   EXPECT_STREQ(rig.mm->residency(3).state, "clean");
   host->release();
@@ -70,7 +70,7 @@ TEST(MemoryManagerTest, NvmeRoundTripThroughFlushCommitAndEviction) {
   EXPECT_FALSE(rig.mm->residency(2).valid[1]);
   for (PageId p = 0; p < 4; ++p) {
     auto h = rig.mm->acquire_sync(p, Access::kRead);
-    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    ASSERT_TRUE(h.ok()) << h.status().to_string();
     EXPECT_EQ(CheckPattern(h->data(), kPage, p, 100 + p), -1);
   }
   MemoryStats s = rig.mm->stats();
@@ -85,7 +85,7 @@ TEST(MemoryManagerTest, DirtyHostPagesAreWrittenBackWhenTheBudgetIsFull) {
   Rig rig = MakeRig(c);
   for (PageId p = 0; p < 8; ++p) {
     auto w = rig.mm->acquire_sync(p, Access::kOverwrite);
-    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
     FillPattern(w->data(), kPage, p, 1 + p);
   }
   MemoryStats s = rig.mm->stats();
@@ -94,7 +94,7 @@ TEST(MemoryManagerTest, DirtyHostPagesAreWrittenBackWhenTheBudgetIsFull) {
   EXPECT_EQ(s.tiers[1].peak_bytes, 2 * kPage);
   for (PageId p = 0; p < 8; ++p) {
     auto h = rig.mm->acquire_sync(p, Access::kRead);
-    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    ASSERT_TRUE(h.ok()) << h.status().to_string();
     EXPECT_EQ(CheckPattern(h->data(), kPage, p, 1 + p), -1) << "page " << p;
   }
 }
@@ -215,7 +215,7 @@ TEST(MemoryManagerConcurrentTest, ConcurrentWaiterProceedsAfterRelease) {
   EXPECT_EQ(waiter.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
   held->release();
   auto r = waiter.get();
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   r->release();
   auto back = rig.mm->acquire_sync(0, Access::kRead);
   ASSERT_TRUE(back.ok());
@@ -290,11 +290,11 @@ TEST(MemoryManagerTest, DemotedCopyIsEvictedBeforeOlderOnes) {
   Rig rig = MakeRig(c);
   for (PageId p = 0; p < 3; ++p) {
     auto w = rig.mm->acquire_sync(p, Access::kOverwrite);
-    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
   }
   ASSERT_TRUE(rig.mm->demote(2).ok());  // the newest
   auto next = rig.mm->acquire_sync(3, Access::kOverwrite);
-  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
   EXPECT_TRUE(rig.mm->residency(0).valid[1]) << "the oldest copy was evicted, not the demoted one";
   EXPECT_TRUE(rig.mm->residency(1).valid[1]);
   EXPECT_FALSE(rig.mm->residency(2).valid[1]);

@@ -32,7 +32,7 @@ inline std::unique_ptr<storage::PageStore> OpenStore(const std::string& dir, uin
   o.capacity_bytes = pages * page_bytes;
   o.faults = faults;
   auto store = storage::PageStore::Open(o);
-  STRATA_CHECK(store.ok()) << store.status().ToString();
+  STRATA_CHECK(store.ok()) << store.status().to_string();
   return std::move(store).value();
 }
 
@@ -80,7 +80,7 @@ inline Rig MakeRig(const RigConfig& c) {
   o.stall_timeout_ms = c.stall_timeout_ms;
   o.write_back_batch_pages = c.write_back_batch_pages;
   auto mm = MemoryManager::Create(o);
-  STRATA_CHECK(mm.ok()) << mm.status().ToString();
+  STRATA_CHECK(mm.ok()) << mm.status().to_string();
   rig.mm = std::move(*mm);
   return rig;
 }

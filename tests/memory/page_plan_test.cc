@@ -22,7 +22,7 @@ TEST(PagePlanTest, PacksTensorsOfOneBlockAndRole) {
                                 {0, Role::kGrad, "a.grad", 100},
                                 {1, Role::kParam, "c", 10}};
   auto plan = MakePagePlan(t, Opts());
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   ASSERT_EQ(plan->num_pages(), 3u);
   EXPECT_EQ(plan->pages[0].block, 0);
   EXPECT_EQ(plan->pages[0].role, Role::kParam);

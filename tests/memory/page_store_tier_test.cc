@@ -22,7 +22,7 @@ std::unique_ptr<MemoryManager> MustCreate(NvmeTier* tier) {
   o.host_bytes = 3 * kPage;
   o.nvme = tier;
   auto mm = MemoryManager::Create(o);
-  STRATA_CHECK(mm.ok()) << mm.status().ToString();
+  STRATA_CHECK(mm.ok()) << mm.status().to_string();
   return std::move(mm).value();
 }
 
@@ -35,7 +35,7 @@ TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
     // Twelve pages written through three host frames: most reach NVMe by eviction.
     for (PageId p = 0; p < kPages; ++p) {
       auto ref = mm->acquire_sync(p, Access::kOverwrite);
-      ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+      ASSERT_TRUE(ref.ok()) << ref.status().to_string();
       FillPattern(ref->data(), kPage, p, 40 + p);
     }
     ASSERT_TRUE(mm->flush_all().ok());
@@ -44,7 +44,7 @@ TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
     ASSERT_TRUE(mm->evict_all().ok());
     for (PageId p = 0; p < kPages; ++p) {
       auto ref = mm->acquire_sync(p, Access::kRead);
-      ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+      ASSERT_TRUE(ref.ok()) << ref.status().to_string();
       EXPECT_EQ(CheckPattern(ref->data(), kPage, p, 40 + p), -1) << "page " << p;
     }
     // Rewrite page 0 and commit again: a second version.
@@ -71,7 +71,7 @@ TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
   for (PageId p = 0; p < kPages; ++p) {
     EXPECT_TRUE(mm->residency(p).valid[2]) << "page " << p << " is known to be on NVMe";
     auto ref = mm->acquire_sync(p, Access::kRead);
-    ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+    ASSERT_TRUE(ref.ok()) << ref.status().to_string();
     const uint64_t tag = p == 0 ? 99 : 40 + p;
     EXPECT_EQ(CheckPattern(ref->data(), kPage, p, tag), -1) << "page " << p;
   }
@@ -88,7 +88,7 @@ TEST(PageStoreTierTest, ManagerShutdownDropsStagedVersions) {
     auto mm = MustCreate(&tier);
     for (PageId p = 0; p < 3; ++p) {
       auto ref = mm->acquire_sync(p, Access::kOverwrite);
-      ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+      ASSERT_TRUE(ref.ok()) << ref.status().to_string();
       FillPattern(ref->data(), kPage, p, 5);
     }
     ASSERT_TRUE(mm->flush_all().ok());

@@ -57,8 +57,8 @@ TEST(ActivationLayoutTest, SizeTableMatchesTheBlockPartsAndSums) {
       EXPECT_EQ(n % kTensorAlignFloats, 0) << n;
     }
     const int64_t kept = (c.n_layer - r) * a.block + r * a.residual + (r > 0 ? a.block : 0);
-    EXPECT_EQ(a.Floats(), a.residual + kept + a.head + a.scratch + a.residual) << "r " << r;
-    EXPECT_EQ(a.Bytes(), uint64_t(a.Floats()) * 4);
+    EXPECT_EQ(a.floats(), a.residual + kept + a.head + a.scratch + a.residual) << "r " << r;
+    EXPECT_EQ(a.bytes(), uint64_t(a.floats()) * 4);
   }
 }
 
@@ -66,7 +66,7 @@ TEST(ActivationLayoutTest, CarvingStaysInsideTheBufferInOrder) {
   const GptConfig c = Tiny(4);
   for (int r = 0; r <= c.n_layer; ++r) {
     const ActivationLayout a = MakeActivationLayout(c, 2, 16, r);
-    std::vector<float> buffer(a.Floats());
+    std::vector<float> buffer(a.floats());
     const Activations x = CarveActivations(a, buffer.data());
     const auto pieces = Pieces(a, x, buffer.data());
     int64_t expected = 0;  // back to back, no gap, no overlap
@@ -75,7 +75,7 @@ TEST(ActivationLayoutTest, CarvingStaysInsideTheBufferInOrder) {
       EXPECT_EQ(offset % kTensorAlignFloats, 0);
       expected = offset + floats;
     }
-    EXPECT_EQ(expected, a.Floats()) << "r " << r;
+    EXPECT_EQ(expected, a.floats()) << "r " << r;
     // Inner parts of a piece stay inside it.
     const auto& head = pieces[pieces.size() - 3];
     EXPECT_EQ(x.head.lnf - buffer.data(), head.first);
@@ -87,7 +87,7 @@ TEST(ActivationLayoutTest, CarvingStaysInsideTheBufferInOrder) {
 TEST(ActivationLayoutTest, RecomputedLayersKeepOnlyTheirOutput) {
   const GptConfig c = Tiny(4);
   const ActivationLayout none = MakeActivationLayout(c, 2, 16, 0);
-  std::vector<float> buffer(none.Floats());
+  std::vector<float> buffer(none.floats());
   const Activations all_kept = CarveActivations(none, buffer.data());
   EXPECT_EQ(all_kept.work.ln1, nullptr) << "no rebuild buffer without recompute";
   for (int l = 0; l < c.n_layer; ++l) {
@@ -97,7 +97,7 @@ TEST(ActivationLayoutTest, RecomputedLayersKeepOnlyTheirOutput) {
 
   const int r = 2;
   const ActivationLayout some = MakeActivationLayout(c, 2, 16, r);
-  std::vector<float> small(some.Floats());
+  std::vector<float> small(some.floats());
   const Activations x = CarveActivations(some, small.data());
   ASSERT_NE(x.work.ln1, nullptr);
   for (int l = 0; l < c.n_layer; ++l) {
@@ -110,10 +110,10 @@ TEST(ActivationLayoutTest, RecomputedLayersKeepOnlyTheirOutput) {
     }
   }
   // Each checkpointed block trades its activations for its output; one rebuild buffer is added.
-  EXPECT_EQ(none.Floats() - some.Floats(), r * (none.block - none.residual) - none.block);
+  EXPECT_EQ(none.floats() - some.floats(), r * (none.block - none.residual) - none.block);
   // Checkpointing one block saves nothing (its rebuild needs a block's activations too).
-  EXPECT_GT(MakeActivationLayout(c, 2, 16, 1).Floats(), none.Floats());
-  EXPECT_LT(MakeActivationLayout(c, 2, 16, c.n_layer).Floats(), some.Floats());
+  EXPECT_GT(MakeActivationLayout(c, 2, 16, 1).floats(), none.floats());
+  EXPECT_LT(MakeActivationLayout(c, 2, 16, c.n_layer).floats(), some.floats());
 }
 
 // The memory plan budgets exactly the layout the engine carves.
@@ -130,9 +130,9 @@ TEST(ActivationLayoutTest, MemoryPlanBudgetsTheLayout) {
   for (const char* recompute : {"none", "all"}) {
     in.recompute = recompute;
     auto plan = MakeMemoryPlan(in);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     const uint64_t bytes =
-        MakeActivationLayout(layout.config, 2, 16, plan->recompute_layers).Bytes();
+        MakeActivationLayout(layout.config, 2, 16, plan->recompute_layers).bytes();
     EXPECT_EQ(plan->acts_bytes, (bytes + 4095) / 4096 * 4096) << recompute;
   }
 }

@@ -101,7 +101,7 @@ std::vector<std::string> Manifests(const std::string& root) {
   so.dirs = {root + "/nvme0", root + "/nvme1"};
   so.page_bytes = 16 << 10;
   auto store = memory::NvmeStore::Open(so);
-  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_TRUE(store.ok()) << store.status().to_string();
   if (!store.ok()) return {};
   auto names = (*store)->snapshot_names();
   EXPECT_TRUE(names.ok());
@@ -120,7 +120,7 @@ TEST(CheckpointResume, SupersededManifestIsCollectedOnResume) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   ASSERT_EQ(Manifests(root), (std::vector<std::string>{"step-00000002", "step-00000004"}));
   auto record = scheduler::ReadCheckpointRecord(root + "/ckpt");
-  ASSERT_TRUE(record.ok() && record->has_value()) << record.status().ToString();
+  ASSERT_TRUE(record.ok() && record->has_value()) << record.status().to_string();
   scheduler::CheckpointRecord r = **record;
   r.set_checkpoints({r.checkpoints.front()});  // what --keep-checkpoints 1 writes before deleting
   ASSERT_TRUE(scheduler::WriteCheckpointRecord(root + "/ckpt", r).ok());
@@ -217,7 +217,7 @@ TEST(CheckpointResume, RottedNewestCheckpointNamesTheOlderOneWhichResumesExactly
     so.dirs = {root + "/nvme0", root + "/nvme1"};
     so.page_bytes = 16 << 10;
     auto store = storage::PageStore::Open(so);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
     auto newest = (*store)->load_manifest("step-00000004");
     auto older = (*store)->load_manifest("step-00000002");
     ASSERT_TRUE(newest.ok() && older.ok());
@@ -280,7 +280,7 @@ TEST(CheckpointResume, CkptListVerifyPrune) {
     so.dirs = {root + "/nvme0", root + "/nvme1"};
     so.page_bytes = 16 << 10;
     auto store = storage::PageStore::Open(so);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
     auto newest = (*store)->load_manifest("step-00000006");
     ASSERT_TRUE(newest.ok() && !newest->empty());
     file = (*store)->slot_path(newest->front().entry.file);

@@ -27,7 +27,7 @@ TEST(CheckpointRecord, RoundTripsNewestFirst) {
   EXPECT_EQ(r.step, 6);
   EXPECT_EQ(r.manifest, "step-00000006");
   auto back = ParseCheckpointRecord(CheckpointRecordJson(r), "ckpt/checkpoint.json");
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(back->format, kCheckpointFormat);
   EXPECT_EQ(back->checkpoints, r.checkpoints);
   EXPECT_EQ(back->store_id, r.store_id);
@@ -46,7 +46,7 @@ TEST(CheckpointRecord, AnEditedValueFailsTheChecksumNamingTheFile) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
   EXPECT_NE(r.status().message().find("ckpt/checkpoint.json: checksum mismatch"), std::string::npos)
-      << r.status().ToString();
+      << r.status().to_string();
 }
 
 TEST(CheckpointRecord, WhitespaceDoesNotMatter) {
@@ -61,7 +61,7 @@ TEST(CheckpointRecord, WhitespaceDoesNotMatter) {
 TEST(CheckpointRecord, ReadsAnOlderStrataRecord) {
   auto r = ParseCheckpointRecord(
       R"({"step": 3, "manifest": "step-00000003", "run": "gpt batch 4"})", "old.json");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->format, 1);
   ASSERT_EQ(r->checkpoints.size(), 1u);
   EXPECT_EQ(r->checkpoints[0].step, 3);
@@ -97,13 +97,13 @@ TEST(RunFingerprint, ADifferenceNamesTheFlagAndBothValues) {
   GptConfig c;
   auto now = MakeRunFingerprint(o, c, 64, 16384);
   ASSERT_TRUE(now.ok());
-  std::map<std::string, std::string> recorded = now->ToMap();
+  std::map<std::string, std::string> recorded = now->to_map();
   EXPECT_TRUE(CheckSameRun(*now, recorded).ok());
   recorded["--lr"] = "0.001";
   Status s = CheckSameRun(*now, recorded);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--lr 0.0003 differs from the checkpoint's 0.001"), std::string::npos)
-      << s.ToString();
+      << s.to_string();
 }
 
 }  // namespace

@@ -42,16 +42,16 @@ TEST(DiskFailureConcurrent, AFullDiskStopsTheRunWithItsError) {
     SCOPED_TRACE(c.name);
     storage::FaultInjector faults;
     auto trainer = Trainer::Create(FailingRun(c, dir.sub(c.name), &faults));
-    ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+    ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
     long reported = 0;
-    const Status st = (*trainer)->Run([&](const StepStats& s) {
+    const Status st = (*trainer)->run([&](const StepStats& s) {
       reported = s.step;
       if (s.step == 2) faults.enospc_after_bytes(0);
     });
     EXPECT_GE(faults.injected(), 1u) << "no write after step 2";
     ASSERT_FALSE(st.ok()) << "writes failed unnoticed; " << reported << " steps reported";
-    EXPECT_LT(reported, 6) << st.ToString();
-    EXPECT_NE(st.ToString().find("No space left on device"), std::string::npos) << st.ToString();
+    EXPECT_LT(reported, 6) << st.to_string();
+    EXPECT_NE(st.to_string().find("No space left on device"), std::string::npos) << st.to_string();
   }
 }
 
@@ -65,7 +65,7 @@ TEST(DiskFailureConcurrent, OneFailedRequestStopsTheRunOrChangesNothing) {
     const TrainOutcome ref = TrainInProcess(FailingRun(c, dir.sub(std::string(c.name) + "_ref"),
                                                        nullptr),
                                             dir.path() + "/" + c.name + "_ref.safetensors");
-    ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
+    ASSERT_TRUE(ref.status.ok()) << ref.status.to_string();
     for (int n : {1, 7, 25, 60}) {
       SCOPED_TRACE("request " + std::to_string(n));
       storage::FaultInjector faults;
@@ -73,16 +73,16 @@ TEST(DiskFailureConcurrent, OneFailedRequestStopsTheRunOrChangesNothing) {
                                   &faults);
       o.export_path = dir.path() + "/" + c.name + "_" + std::to_string(n) + ".safetensors";
       auto trainer = Trainer::Create(o);
-      ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+      ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
       std::vector<StepStats> steps;
-      const Status st = (*trainer)->Run([&](const StepStats& s) {
+      const Status st = (*trainer)->run([&](const StepStats& s) {
         steps.push_back(s);
         if (s.step == 2) faults.fail_nth_request(n, EIO);
       });
       trainer->reset();
       EXPECT_GE(faults.injected(), 1u);
       if (!st.ok()) {
-        EXPECT_NE(st.ToString().find("Input/output error"), std::string::npos) << st.ToString();
+        EXPECT_NE(st.to_string().find("Input/output error"), std::string::npos) << st.to_string();
         continue;
       }
       ASSERT_EQ(steps.size(), ref.steps.size());
@@ -95,7 +95,7 @@ TEST(DiskFailureConcurrent, OneFailedRequestStopsTheRunOrChangesNothing) {
 // With a checkpoint after every step, one failed request (the n-th after step 2 is reported), then
 // --resume without the fault: whatever the failure left recorded resumes to the losses and weights
 // of the run without faults. A checkpoint queued behind an update that failed must not be recorded:
-// it would hold that step half-updated (before Engine::EnqueueAfterUpdates skipped it, 16 of the
+// it would hold that step half-updated (before Engine::enqueue_after_updates skipped it, 16 of the
 // requests 1-40 resumed to other losses in one case or both, among them the four tried here).
 // STRATA_DISK_CKPT_REQUESTS=N tries every request from 1 to N instead (it also runs under TSan,
 // so the default stays short).
@@ -112,7 +112,7 @@ TEST(DiskFailureConcurrent, TheCheckpointAFailureLeavesResumesExactly) {
     const TrainOutcome ref =
         TrainInProcess(FailingRun(c, dir.sub(std::string(c.name) + "_ref"), nullptr),
                        dir.path() + "/" + c.name + "_ref.safetensors");
-    ASSERT_TRUE(ref.status.ok()) << ref.status.ToString();
+    ASSERT_TRUE(ref.status.ok()) << ref.status.to_string();
     for (int n : requests) {
       SCOPED_TRACE("request " + std::to_string(n));
       const std::string tag = std::string(c.name) + "_ckpt_" + std::to_string(n);
@@ -122,19 +122,19 @@ TEST(DiskFailureConcurrent, TheCheckpointAFailureLeavesResumesExactly) {
       o.ckpt_every = 1;
       {
         auto trainer = Trainer::Create(o);
-        ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
-        const Status st = (*trainer)->Run([&](const StepStats& s) {
+        ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
+        const Status st = (*trainer)->run([&](const StepStats& s) {
           if (s.step == 2) faults.fail_nth_request(n, EIO);
         });
         EXPECT_GE(faults.injected(), 1u);
         if (!st.ok()) {
-          EXPECT_NE(st.ToString().find("Input/output error"), std::string::npos) << st.ToString();
+          EXPECT_NE(st.to_string().find("Input/output error"), std::string::npos) << st.to_string();
         }
       }
       o.nvme_faults = nullptr;
       o.resume = true;
       const TrainOutcome b = TrainInProcess(o, dir.path() + "/" + tag + ".safetensors");
-      ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+      ASSERT_TRUE(b.status.ok()) << b.status.to_string();
       for (const StepStats& s : b.steps) {
         EXPECT_EQ(s.loss, ref.steps[s.step - 1].loss) << "step " << s.step;
       }

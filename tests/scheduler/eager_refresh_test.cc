@@ -46,7 +46,7 @@ TEST(EagerRefreshConcurrent, ParamsOnDeviceLoadNothingAfterTheFirstStep) {
   o.grad_clip = 0;  // updates (and so uploads) during backward
   o.trace_path = dir.path() + "/trace.json";
   const TrainOutcome out = TrainInProcess(o, dir.path() + "/w.safetensors");
-  ASSERT_TRUE(out.status.ok()) << out.status.ToString();
+  ASSERT_TRUE(out.status.ok()) << out.status.to_string();
   TraceCounts c = ReadTrace(o.trace_path);
   EXPECT_GT(c.loads[0], 0) << "step 1 loads every block once";
   for (long step = 0; step < 3; ++step) {

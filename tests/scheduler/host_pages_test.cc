@@ -12,7 +12,7 @@ using memory::Access;
 std::unique_ptr<memory::MemoryManager> Manager() {
   auto mm =
       memory::MemoryManager::Create({.page_bytes = 4096, .num_pages = 8, .host_bytes = 8 * 4096});
-  EXPECT_TRUE(mm.ok()) << mm.status().ToString();
+  EXPECT_TRUE(mm.ok()) << mm.status().to_string();
   return std::move(*mm);
 }
 
@@ -22,16 +22,16 @@ TEST(HostPages, RecordsOneStepsAcquiresAsAPlanPerAcquirer) {
   auto mm = Manager();
   HostPages host(*mm);
   auto touch = [&](memory::PageId p, Acquirer a, long step) {
-    ASSERT_TRUE(host.Acquire(p, Access::kRead, a, "test", step).ok());
+    ASSERT_TRUE(host.acquire(p, Access::kRead, a, "test", step).ok());
   };
   touch(0, Acquirer::kDriver, 4);
-  host.Record(5);
+  host.record(5);
   touch(1, Acquirer::kDriver, 5);
   touch(2, Acquirer::kOptimizer, 5);
   touch(3, Acquirer::kDriver, 5);
   touch(4, Acquirer::kOptimizer, 6);
   touch(5, Acquirer::kOptimizer, 5);
-  std::vector<memory::PlannedAccess> plan = host.TakePlan();
+  std::vector<memory::PlannedAccess> plan = host.take_plan();
   ASSERT_EQ(plan.size(), 4u);
   const memory::PageId pages[] = {1, 3, 2, 5};
   const uint8_t acquirers[] = {0, 0, 1, 1};
@@ -41,30 +41,30 @@ TEST(HostPages, RecordsOneStepsAcquiresAsAPlanPerAcquirer) {
   }
   EXPECT_EQ(host.recorded_step(), -1);
   touch(6, Acquirer::kDriver, 5);
-  EXPECT_TRUE(host.TakePlan().empty());
+  EXPECT_TRUE(host.take_plan().empty());
 }
 
 TEST(HostPages, HomesStayPinnedButWhileTheyAreWritten) {
   auto mm = Manager();
   HostPages host(*mm);
-  ASSERT_TRUE(host.SetHomes({2, 3}).ok());
+  ASSERT_TRUE(host.set_homes({2, 3}).ok());
   EXPECT_EQ(mm->residency(2).readers, 1);
   EXPECT_EQ(mm->residency(4).readers, 0);
   {
-    auto w = host.Acquire(2, Access::kWrite, Acquirer::kOptimizer, "test", 0);
+    auto w = host.acquire(2, Access::kWrite, Acquirer::kOptimizer, "test", 0);
     ASSERT_TRUE(w.ok());
     EXPECT_TRUE(mm->residency(2).writer);  // the home pin was given up for the writer
     EXPECT_EQ(mm->residency(2).readers, 0);
-    ASSERT_TRUE(host.Release(*w).ok());
+    ASSERT_TRUE(host.release(*w).ok());
   }
   EXPECT_EQ(mm->residency(2).readers, 1);
   {
-    auto w = host.Acquire(4, Access::kWrite, Acquirer::kOptimizer, "test", 0);  // not a home
+    auto w = host.acquire(4, Access::kWrite, Acquirer::kOptimizer, "test", 0);  // not a home
     ASSERT_TRUE(w.ok());
-    ASSERT_TRUE(host.Release(*w).ok());
+    ASSERT_TRUE(host.release(*w).ok());
   }
   EXPECT_EQ(mm->residency(4).readers, 0);
-  host.ReleaseHomes();
+  host.release_homes();
   EXPECT_EQ(mm->residency(3).readers, 0);
 }
 

@@ -26,7 +26,7 @@ class MemoryPlanTest : public ::testing::Test {
 
 TEST_F(MemoryPlanTest, DefaultsHoldEverything) {
   auto plan = MakeMemoryPlan(in_);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   // Every block, two gradients beside them, one prefetch and one second gradient slot.
   EXPECT_EQ(plan->slots, layout_.num_blocks() + 4);
   EXPECT_EQ(plan->params, Home::kDevice);  // auto: every block fits on the device
@@ -47,7 +47,7 @@ TEST_F(MemoryPlanTest, BudgetBelowMinimumIsRefusedWithTheNumber) {
   EXPECT_NE(plan.status().message().find("--gpu-mem"), std::string::npos);
   in_.gpu_mem = full->min_device_bytes;
   auto at_min = MakeMemoryPlan(in_);
-  ASSERT_TRUE(at_min.ok()) << at_min.status().ToString();
+  ASSERT_TRUE(at_min.ok()) << at_min.status().to_string();
   EXPECT_EQ(at_min->slots, kMinWorkingSlots + kPrefetchSlots);
 }
 
@@ -59,10 +59,10 @@ TEST_F(MemoryPlanTest, MinimalDeviceBytesIsTheSmallestBudgetThePlanAccepts) {
   for (const char* recompute : {"none", "all", "auto"}) {
     in_.recompute = recompute;
     auto min = MinimalDeviceBytes(in_);
-    ASSERT_TRUE(min.ok()) << min.status().ToString();
+    ASSERT_TRUE(min.ok()) << min.status().to_string();
     in_.gpu_mem = *min;
     auto at = MakeMemoryPlan(in_);
-    ASSERT_TRUE(at.ok()) << recompute << ": " << at.status().ToString();
+    ASSERT_TRUE(at.ok()) << recompute << ": " << at.status().to_string();
     EXPECT_EQ(at->min_device_bytes, *min) << recompute;
     in_.gpu_mem = *min - 1;
     auto below = MakeMemoryPlan(in_);
@@ -79,7 +79,7 @@ TEST_F(MemoryPlanTest, RecomputeAutoKicksInWhenActivationsDoNotFit) {
   in_.recompute = "auto";
   in_.gpu_mem = none->min_device_bytes - 1;
   auto plan = MakeMemoryPlan(in_);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_TRUE(plan->recompute());
   EXPECT_LT(plan->acts_bytes, none->acts_bytes);
 }
@@ -99,14 +99,14 @@ TEST_F(MemoryPlanTest, RecomputeAutoCheckpointsTheFewestBlocksThatFit) {
   // a budget one byte short of keeping everything needs two.
   in_.gpu_mem = none->min_device_bytes - 1;
   auto two = MakeMemoryPlan(in_);
-  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  ASSERT_TRUE(two.ok()) << two.status().to_string();
   EXPECT_EQ(two->recompute_layers, 2);
   EXPECT_LE(two->min_device_bytes, in_.gpu_mem);
   EXPECT_LT(all->acts_bytes, two->acts_bytes);
   // At the all-recompute minimum every block is checkpointed; below it the budget is refused.
   in_.gpu_mem = all->min_device_bytes;
   auto most = MakeMemoryPlan(in_);
-  ASSERT_TRUE(most.ok()) << most.status().ToString();
+  ASSERT_TRUE(most.ok()) << most.status().to_string();
   EXPECT_EQ(most->recompute_layers, layout_.config.n_layer);
   in_.gpu_mem = all->min_device_bytes - 1;
   EXPECT_EQ(MakeMemoryPlan(in_).status().code(), StatusCode::kResourceExhausted);
@@ -117,14 +117,14 @@ TEST_F(MemoryPlanTest, AutoPlacementFillsHostWithParamsFirst) {
   in_.host_mem = (kHostWorkingPages + 16) * in_.page_bytes;  // room for params only
   // The device holds every block: the parameters stay there, their master copy pinned on the host.
   auto resident = MakeMemoryPlan(in_);
-  ASSERT_TRUE(resident.ok()) << resident.status().ToString();
+  ASSERT_TRUE(resident.ok()) << resident.status().to_string();
   EXPECT_EQ(resident->params, Home::kDevice);
   EXPECT_TRUE(resident->params_host_pinned);
   EXPECT_EQ(resident->optimizer, Home::kNvme);
   // The device at its minimum: the parameters on the host, the moments on NVMe.
   in_.gpu_mem = resident->min_device_bytes;
   auto plan = MakeMemoryPlan(in_);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_EQ(plan->params, Home::kHost);
   EXPECT_EQ(plan->optimizer, Home::kNvme);
   in_.optimizer_on = "host";

@@ -17,15 +17,15 @@ TEST(MovementOnly, MovesWhatTheRealRunMovesAndComputesNothing) {
   o.params_on = "nvme";
   o.optimizer_on = "nvme";
   const TrainOutcome real = TrainInProcess(o, dir.path() + "/real.safetensors");
-  ASSERT_TRUE(real.status.ok()) << real.status.ToString();
+  ASSERT_TRUE(real.status.ok()) << real.status.to_string();
 
   o.movement_only = true;
   o.nvme_dirs = {dir.sub("movement")};
   o.export_path.clear();
   auto trainer = Trainer::Create(o);
-  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
   std::vector<StepStats> steps;
-  ASSERT_TRUE((*trainer)->Run([&](const StepStats& s) { steps.push_back(s); }).ok());
+  ASSERT_TRUE((*trainer)->run([&](const StepStats& s) { steps.push_back(s); }).ok());
   ASSERT_EQ(steps.size(), real.steps.size());
   uint64_t real_h2d = 0, moved_h2d = 0, real_d2h = 0, moved_d2h = 0;
   for (size_t i = 0; i < steps.size(); ++i) {

@@ -23,10 +23,10 @@ TEST(NvmeTraffic, SmallHostPoolReadsEachStreamedPageAboutOncePerStep) {
   o.optimizer_on = "nvme";
   o.nvme_dirs = {dir.sub("nvme")};
   auto trainer = Trainer::Create(o);
-  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
   const uint64_t role_bytes = uint64_t(MakeGptLayout((*trainer)->config()).total_numel) * 4;
   std::vector<StepStats> steps;
-  ASSERT_TRUE((*trainer)->Run([&](const StepStats& s) { steps.push_back(s); }).ok());
+  ASSERT_TRUE((*trainer)->run([&](const StepStats& s) { steps.push_back(s); }).ok());
   ASSERT_EQ(steps.size(), 4u);
   // What streams through the pool each step: the two moments and the gradients (which do not
   // fit beside the pinned parameters). Some are read twice when the pool is this small; a

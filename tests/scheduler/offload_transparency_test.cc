@@ -18,7 +18,7 @@ namespace {
 // model the trainer resolves; micro-batch and --seq as the paged trainer takes them).
 uint64_t MinimalDeviceBytes(const TrainOptions& o) {
   Result<GptConfig> config = ResolveModelConfig(o);
-  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_TRUE(config.ok()) << config.status().to_string();
   if (!config.ok()) return 0;
   EXPECT_GT(o.seq, 0) << "the tests give --seq";
   const GptLayout layout = MakeGptLayout(*config);
@@ -29,7 +29,7 @@ uint64_t MinimalDeviceBytes(const TrainOptions& o) {
   in.seq = o.seq;
   in.recompute = o.recompute;
   Result<uint64_t> bytes = scheduler::MinimalDeviceBytes(in);
-  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
   return bytes.ok() ? *bytes : 0;
 }
 
@@ -43,7 +43,7 @@ class OffloadTransparency : public ::testing::Test {
   TrainOutcome Reference(TrainOptions o, const std::string& tag) {
     o.engine = "memory";
     TrainOutcome r = TrainInProcess(o, dir_.path() + "/" + tag + ".safetensors");
-    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_TRUE(r.status.ok()) << r.status.to_string();
     EXPECT_EQ(r.steps.size(), size_t(o.steps));
     EXPECT_FALSE(r.weights.empty());
     return r;
@@ -53,7 +53,7 @@ class OffloadTransparency : public ::testing::Test {
   TrainOutcome ExpectSame(TrainOptions o, const TrainOutcome& ref, const std::string& tag) {
     o.engine = "paged";
     TrainOutcome r = TrainInProcess(o, dir_.path() + "/" + tag + ".safetensors");
-    EXPECT_TRUE(r.status.ok()) << tag << ": " << r.status.ToString();
+    EXPECT_TRUE(r.status.ok()) << tag << ": " << r.status.to_string();
     EXPECT_EQ(r.steps.size(), ref.steps.size()) << tag;
     for (size_t i = 0; i < std::min(r.steps.size(), ref.steps.size()); ++i) {
       const StepStats &a = r.steps[i], &b = ref.steps[i];
@@ -212,7 +212,7 @@ TEST_F(OffloadTransparency, ConcurrentDelayedUpdateIsDeterministicAcrossBudgets)
   o.page_bytes = 16384;
   o.engine = "paged";
   const TrainOutcome a = TrainInProcess(o, dir_.path() + "/delayed_a.safetensors");
-  ASSERT_TRUE(a.status.ok()) << a.status.ToString();
+  ASSERT_TRUE(a.status.ok()) << a.status.to_string();
   ASSERT_EQ(a.steps.size(), 6u);
   EXPECT_EQ(a.steps[0].loss, exact.steps[0].loss);
   EXPECT_NE(a.steps[1].loss, exact.steps[1].loss);
@@ -224,7 +224,7 @@ TEST_F(OffloadTransparency, ConcurrentDelayedUpdateIsDeterministicAcrossBudgets)
   o.optimizer_on = "nvme";
   o.gpu_mem = MinimalDeviceBytes(o);
   const TrainOutcome b = TrainInProcess(o, dir_.path() + "/delayed_b.safetensors");
-  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  ASSERT_TRUE(b.status.ok()) << b.status.to_string();
   ASSERT_EQ(b.steps.size(), 6u);
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(a.steps[i].loss, b.steps[i].loss) << "step " << i + 1;
   EXPECT_TRUE(a.weights == b.weights);

@@ -43,7 +43,7 @@ inline TrainOutcome TrainInProcess(TrainOptions o, const std::string& export_pat
     out.status = trainer.status();
     return out;
   }
-  out.status = (*trainer)->Run([&](const StepStats& s) { out.steps.push_back(s); });
+  out.status = (*trainer)->run([&](const StepStats& s) { out.steps.push_back(s); });
   out.weights = ReadFileBytes(export_path);
   return out;
 }

@@ -19,7 +19,7 @@ StoreLayout TwoDirs() {
 TEST(CatalogCodec, LayoutRoundTrips) {
   const StoreLayout layout = TwoDirs();
   auto back = DecodeLayout("cat", EncodeFormat(kCatalogFormatVersion), EncodeLayout(layout));
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(back->format_version, kCatalogFormatVersion);
   EXPECT_EQ(back->page_bytes, layout.page_bytes);
   EXPECT_EQ(back->slots_per_file, layout.slots_per_file);
@@ -56,7 +56,7 @@ TEST(CatalogCodec, OtherFormatVersionReturnsWhatItCouldRead) {
 TEST(CatalogCodec, PageRecordRoundTrips) {
   const PageEntry entry{3, 599, 300, 0x0123456789abcdefull, 4096};
   auto r = DecodePageRecord("cat", EncodePageKey(0x0102030405060708ull), EncodePageEntry(entry));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->page, 0x0102030405060708ull);
   EXPECT_EQ(r->entry, entry);
   // Keys sort by page id.
@@ -79,7 +79,7 @@ TEST(CatalogCodec, MalformedPageRecordIsCorruption) {
 TEST(CatalogCodec, ManifestRoundTrips) {
   const std::vector<PageRecord> records = {{0, {0, 0, 1, 2, 3}}, {41, {1, 5, 6, 7, 8}}};
   auto back = DecodeManifest("cat", "step-300", EncodeManifest(records));
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
   ASSERT_EQ(back->size(), 2u);
   EXPECT_EQ((*back)[1].page, 41u);
   EXPECT_EQ((*back)[1].entry, records[1].entry);

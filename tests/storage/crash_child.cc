@@ -19,7 +19,7 @@ using namespace strata::storage;
 using namespace strata::storage::testing;
 
 int Fail(const strata::Status& s) {
-  std::fprintf(stderr, "crash child: %s\n", s.ToString().c_str());
+  std::fprintf(stderr, "crash child: %s\n", s.to_string().c_str());
   return 3;
 }
 

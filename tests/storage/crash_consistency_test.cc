@@ -72,7 +72,7 @@ PageStoreOptions Options(const std::string& dir) {
 // Checks the reopened store against the last acknowledged batch; returns the committed batch.
 uint64_t Verify(const std::string& dir, uint64_t acked, int kill) {
   Result<std::unique_ptr<PageStore>> opened = PageStore::Open(Options(dir));
-  EXPECT_TRUE(opened.ok()) << "kill " << kill << ": " << opened.status().ToString();
+  EXPECT_TRUE(opened.ok()) << "kill " << kill << ": " << opened.status().to_string();
   if (!opened.ok()) return acked;
   PageStore& store = **opened;
   const std::vector<PageRecord> pages = store.pages();
@@ -90,7 +90,7 @@ uint64_t Verify(const std::string& dir, uint64_t acked, int kill) {
     Status s = store.read_record(r, buf.data(), buf.size(),
                                  [&](const Status& st, const PageEntry&) { done.set_value(st); });
     if (s.ok()) s = done.get_future().get();
-    EXPECT_TRUE(s.ok()) << what << ": " << s.ToString();
+    EXPECT_TRUE(s.ok()) << what << ": " << s.to_string();
     EXPECT_TRUE(PageMatches(buf.data(), kCrashPageBytes, r.page, r.entry.version))
         << what << " page " << r.page << " version " << r.entry.version;
   };

@@ -39,7 +39,7 @@ class IoEngineTest : public ::testing::TestWithParam<IoBackend> {
     options.faults = faults;
     Result<std::unique_ptr<IoEngine>> engine = IoEngine::Create(options);
     if (!engine.ok()) {
-      ADD_FAILURE() << engine.status().ToString();
+      ADD_FAILURE() << engine.status().to_string();
       return nullptr;
     }
     EXPECT_EQ((*engine)->backend(), GetParam());
@@ -56,7 +56,7 @@ TEST_P(IoEngineTest, LargeTransferIsSplitAndRoundTrips) {
   auto engine = make_engine(4, 64 * kKiB);
   ASSERT_NE(engine, nullptr);
   Result<int> file = engine->register_file(fd_.get(), path_);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
   const uint64_t bytes = 3 * kMiB + 4 * kKiB;  // not a multiple of the request size
   AlignedBuffer out = MustAllocate(bytes);
   AlignedBuffer in = MustAllocate(bytes);
@@ -114,7 +114,7 @@ TEST_P(IoEngineTest, ReadPastEndNamesFileAndOffset) {
   ASSERT_TRUE(file.ok());
   AlignedBuffer buf = MustAllocate(8 * kKiB);
   Status s = engine->read(*file, kFileBytes, buf.data(), 8 * kKiB).get();
-  EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.ToString();
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.to_string();
   EXPECT_NE(s.message().find(path_), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("0x800000"), std::string::npos) << s.message();
 }
@@ -131,14 +131,14 @@ TEST_P(IoEngineTest, InjectedFaultsSurfaceWithContext) {
 
   faults.fail_nth_request(3);  // the third 64 KiB request of a four-request transfer
   Status eio = engine->write(*file, 1 * kMiB, buf.data(), 256 * kKiB).get();
-  EXPECT_EQ(eio.code(), StatusCode::kIoError) << eio.ToString();
+  EXPECT_EQ(eio.code(), StatusCode::kIoError) << eio.to_string();
   EXPECT_NE(eio.message().find(path_), std::string::npos) << eio.message();
   EXPECT_NE(eio.message().find("offset 0x120000"), std::string::npos) << eio.message();
   EXPECT_TRUE(engine->write(*file, 1 * kMiB, buf.data(), 256 * kKiB).get().ok());
 
   faults.enospc_after_bytes(128 * kKiB);
   Status full = engine->write(*file, 0, buf.data(), 256 * kKiB).get();
-  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.ToString();
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.to_string();
   EXPECT_NE(full.message().find("No space left"), std::string::npos) << full.message();
   EXPECT_TRUE(engine->read(*file, 0, buf.data(), 256 * kKiB).get().ok()) << "reads unaffected";
   faults.clear();
@@ -181,7 +181,7 @@ TEST_P(IoEngineTest, EagainIsRetriedThenReported) {
   // A request that never gets through is not retried forever.
   faults.eagain_next_requests(IoEngine::kMaxRetries + 10);
   Status s = engine->read(*file, 0, buf.data(), buf.size()).get();
-  EXPECT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  EXPECT_EQ(s.code(), StatusCode::kIoError) << s.to_string();
   EXPECT_NE(s.message().find("Resource temporarily unavailable"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(path_), std::string::npos) << s.message();
 }
@@ -265,7 +265,7 @@ TEST(IoEngineCreate, RejectsBadOptions) {
 
 TEST(IoEngineCreate, AutoPrefersIoUring) {
   Result<std::unique_ptr<IoEngine>> r = IoEngine::Create(IoEngineOptions{});
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ((*r)->backend(), IoBackend::kUring) << "io_uring works on this machine";
 }
 
@@ -275,7 +275,7 @@ TEST(IoEngineCreate, FallsBackToThreadPoolWhereIoUringIsRefused) {
   IoEngineOptions options;
   options.faults = &faults;
   Result<std::unique_ptr<IoEngine>> fallback = IoEngine::Create(options);
-  ASSERT_TRUE(fallback.ok()) << fallback.status().ToString();
+  ASSERT_TRUE(fallback.ok()) << fallback.status().to_string();
   EXPECT_EQ((*fallback)->backend(), IoBackend::kSync);
   options.backend = IoBackend::kUring;
   Result<std::unique_ptr<IoEngine>> forced = IoEngine::Create(options);

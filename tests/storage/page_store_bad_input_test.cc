@@ -129,7 +129,7 @@ class ExistingStore : public ::testing::Test {
  protected:
   void SetUp() override {
     Result<std::unique_ptr<PageStore>> store = PageStore::Open(Options(dir_.path()));
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
     AlignedBuffer buf = MustAllocate(64 * kKiB);
     FillPage(buf.data(), buf.size(), 3, 1);
     PageStore::Batch batch = (*store)->new_batch();
@@ -138,7 +138,7 @@ class ExistingStore : public ::testing::Test {
   }
   void expect_intact() {
     Result<std::unique_ptr<PageStore>> store = PageStore::Open(Options(dir_.path()));
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
     AlignedBuffer buf = MustAllocate(64 * kKiB);
     ASSERT_TRUE((*store)->read_page(3, buf.data(), buf.size()).get().ok());
     EXPECT_TRUE(PageMatches(buf.data(), buf.size(), 3, 1));
@@ -158,7 +158,7 @@ TEST_F(ExistingStore, OtherFormatVersionIsRefused) {
   {
     Result<std::unique_ptr<Catalog>> catalog =
         Catalog::Open(Catalog::PathFor(dir_.path()), /*create=*/false);
-    ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
+    ASSERT_TRUE(catalog.ok()) << catalog.status().to_string();
     Result<StoreLayout> layout = (*catalog)->read_layout();
     ASSERT_TRUE(layout.ok());
     StoreLayout future = *layout;
@@ -212,7 +212,7 @@ TEST(PageStoreBadInput, DirectIoRefusedFallsBackToBufferedSyncIo) {
   PageStoreOptions o = Options(dir.path());
   o.faults = &faults;
   Result<std::unique_ptr<PageStore>> store = PageStore::Open(o);
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
   EXPECT_EQ((*store)->engine().backend(), IoBackend::kSync);
   AlignedBuffer buf = MustAllocate(64 * kKiB);
   FillPage(buf.data(), buf.size(), 1, 1);
@@ -259,7 +259,7 @@ class CatalogDamage : public ::testing::Test {
  protected:
   void SetUp() override {
     auto store = PageStore::Open(Options(dir_.path()));
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
     AlignedBuffer buf = MustAllocate(64 * kKiB);
     for (uint64_t v = 1; v <= 3; ++v) {
       PageStore::Batch batch = (*store)->new_batch();
@@ -323,7 +323,7 @@ TEST_F(CatalogDamage, ALogCutAtItsTailStillOpens) {
   const std::string log = CatalogFile("", ".log");
   std::filesystem::resize_file(log, std::filesystem::file_size(log) - 5);
   auto r = PageStore::Open(Options(dir_.path()));
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
 }
 
 }  // namespace

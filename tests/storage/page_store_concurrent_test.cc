@@ -38,7 +38,7 @@ TEST_P(PageStoreConcurrent, ConcurrentWritersCommittersAndReaders) {
   o.io.request_bytes = 8 * kKiB;  // four requests per page: the queue stays full
   o.faults = &no_faults;
   Result<std::unique_ptr<PageStore>> opened = PageStore::Open(o);
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
   PageStore& store = **opened;
 
   std::atomic<int> errors{0};
@@ -61,7 +61,7 @@ TEST_P(PageStoreConcurrent, ConcurrentWritersCommittersAndReaders) {
         }
         Status s = store.commit(batch);
         if (!s.ok()) {
-          ADD_FAILURE() << s.ToString();
+          ADD_FAILURE() << s.to_string();
           ++errors;
         }
         if (round == 1) written_once.count_down();

@@ -30,7 +30,7 @@ class PageStoreFaults : public ::testing::TestWithParam<IoBackend> {
     o.io.request_bytes = 16 * kKiB;  // four requests per page
     o.faults = &faults_;
     Result<std::unique_ptr<PageStore>> store = PageStore::Open(o);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
     store_ = std::move(store).value();
     ASSERT_TRUE(commit_all(1).ok());
   }
@@ -52,7 +52,7 @@ class PageStoreFaults : public ::testing::TestWithParam<IoBackend> {
     AlignedBuffer buf = MustAllocate(kPage);
     for (PageId p = 0; p < kPages; ++p) {
       Status s = store_->read_page(p, buf.data(), buf.size()).get();
-      ASSERT_TRUE(s.ok()) << s.ToString();
+      ASSERT_TRUE(s.ok()) << s.to_string();
       EXPECT_TRUE(PageMatches(buf.data(), kPage, p, version)) << "page " << p;
     }
     PageStoreStats st = store_->stats();
@@ -70,7 +70,7 @@ TEST_P(PageStoreFaults, EioOnAnyWriteRequestFailsTheCommit) {
   for (uint64_t n = 1; n <= kPages * 4; n += 5) {
     faults_.fail_nth_request(n);
     Status s = commit_all(2);
-    ASSERT_EQ(s.code(), StatusCode::kIoError) << "request " << n << ": " << s.ToString();
+    ASSERT_EQ(s.code(), StatusCode::kIoError) << "request " << n << ": " << s.to_string();
     EXPECT_NE(s.message().find("commit of 6 page versions"), std::string::npos) << s.message();
     EXPECT_NE(s.message().find("strata.slots offset 0x"), std::string::npos) << s.message();
     EXPECT_NE(s.message().find("Input/output error"), std::string::npos) << s.message();
@@ -83,7 +83,7 @@ TEST_P(PageStoreFaults, EioOnAnyWriteRequestFailsTheCommit) {
 TEST_P(PageStoreFaults, EnospcMidBatchFailsTheCommit) {
   faults_.enospc_after_bytes(3 * kPage + 16 * kKiB);
   Status s = commit_all(2);
-  ASSERT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  ASSERT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
   EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("page "), std::string::npos) << s.message();
   expect_state(1);
@@ -96,7 +96,7 @@ TEST_P(PageStoreFaults, EioOnReadNamesPageAndFile) {
   faults_.fail_nth_request(2);
   AlignedBuffer buf = MustAllocate(kPage);
   Status s = store_->read_page(4, buf.data(), buf.size()).get();
-  ASSERT_EQ(s.code(), StatusCode::kIoError) << s.ToString();
+  ASSERT_EQ(s.code(), StatusCode::kIoError) << s.to_string();
   EXPECT_NE(s.message().find("read of page 4 version 1"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find(store_->slot_path(store_->lookup(4)->file)), std::string::npos);
   expect_state(1);
@@ -120,7 +120,7 @@ TEST_P(PageStoreFaults, EveryFlippedByteIsDetected) {
     const uint8_t mask = static_cast<uint8_t>(1u << (rng() % 8));
     ASSERT_TRUE(FlipByteOnDisk(store_->slot_path(e.file), offset, mask).ok());
     Status s = store_->read_page(page, buf.data(), buf.size()).get();
-    ASSERT_EQ(s.code(), StatusCode::kCorruption) << "trial " << trial << ": " << s.ToString();
+    ASSERT_EQ(s.code(), StatusCode::kCorruption) << "trial " << trial << ": " << s.to_string();
     EXPECT_NE(s.message().find("page " + std::to_string(page)), std::string::npos);
     EXPECT_NE(s.message().find(store_->slot_path(e.file)), std::string::npos) << s.message();
     EXPECT_NE(s.message().find(HexOffset(store_->slot_offset(e))), std::string::npos)

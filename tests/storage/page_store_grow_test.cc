@@ -38,7 +38,7 @@ TEST(PageStoreGrow, AReopenWithMoreCapacityGrowsTheStoreAndKeepsItsPages) {
   ScratchDir dir;
   {
     auto store = PageStore::Open(Options(dir, 4));
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
     WritePages(**store, 0, 3, 1);
     AlignedBuffer buf = MustAllocate(kPage);
     PageStore::Batch batch = (*store)->new_batch();
@@ -46,11 +46,11 @@ TEST(PageStoreGrow, AReopenWithMoreCapacityGrowsTheStoreAndKeepsItsPages) {
     ASSERT_TRUE((*store)->write_page_version(batch, 3, 1, buf.data(), kPage).ok());
     PageStore::Batch full = (*store)->new_batch();
     Status none = (*store)->write_page_version(full, 4, 1, buf.data(), kPage);
-    EXPECT_EQ(none.code(), StatusCode::kResourceExhausted) << none.ToString();
+    EXPECT_EQ(none.code(), StatusCode::kResourceExhausted) << none.to_string();
     EXPECT_NE(none.message().find("--nvme-mem"), std::string::npos) << none.message();
   }
   auto grown = PageStore::Open(Options(dir, 12));
-  ASSERT_TRUE(grown.ok()) << grown.status().ToString();
+  ASSERT_TRUE(grown.ok()) << grown.status().to_string();
   EXPECT_EQ((*grown)->stats().slots_total, 12u);
   WritePages(**grown, 3, 8, 2);  // more pages than the old store had slots
   AlignedBuffer buf = MustAllocate(kPage);
@@ -60,7 +60,7 @@ TEST(PageStoreGrow, AReopenWithMoreCapacityGrowsTheStoreAndKeepsItsPages) {
   }
   grown->reset();
   auto again = PageStore::Open(Options(dir, 2));
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_EQ((*again)->stats().slots_total, 12u) << "a store never shrinks";
 }
 

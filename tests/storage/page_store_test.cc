@@ -32,7 +32,7 @@ class PageStoreTest : public ::testing::Test {
   std::unique_ptr<PageStore> open(const PageStoreOptions& o) {
     Result<std::unique_ptr<PageStore>> store = PageStore::Open(o);
     if (!store.ok()) {
-      ADD_FAILURE() << store.status().ToString();
+      ADD_FAILURE() << store.status().to_string();
       return nullptr;
     }
     return std::move(store).value();
@@ -52,7 +52,7 @@ class PageStoreTest : public ::testing::Test {
   void expect_page(PageStore& store, PageId page, uint64_t version) {
     AlignedBuffer buf = MustAllocate(kPage);
     Status s = store.read_page(page, buf.data(), buf.size()).get();
-    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(s.ok()) << s.to_string();
     EXPECT_EQ(store.lookup(page)->version, version);
     EXPECT_TRUE(PageMatches(buf.data(), kPage, page, version)) << "page " << page;
   }
@@ -130,7 +130,7 @@ TEST_F(PageStoreTest, VersionsMustIncreaseAndPagesAppearOncePerBatch) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(commit_pages(*store, {4}, 3).ok());
   Status old = commit_pages(*store, {4}, 3);
-  EXPECT_EQ(old.code(), StatusCode::kInvalidArgument) << old.ToString();
+  EXPECT_EQ(old.code(), StatusCode::kInvalidArgument) << old.to_string();
   EXPECT_NE(old.message().find("not newer"), std::string::npos);
   Status twice = commit_pages(*store, {5, 5}, 1);
   EXPECT_EQ(twice.code(), StatusCode::kInvalidArgument);
@@ -145,7 +145,7 @@ TEST_F(PageStoreTest, FullStoreIsResourceExhaustedAndRecovers) {
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(commit_pages(*store, {1, 2}, 1).ok());
   Status full = commit_pages(*store, {1, 2, 3}, 2);  // needs 3 free slots, 2 are free
-  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.ToString();
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.to_string();
   EXPECT_NE(full.message().find("full"), std::string::npos);
   expect_page(*store, 1, 1);
   expect_page(*store, 2, 1);

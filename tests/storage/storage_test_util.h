@@ -42,7 +42,7 @@ inline bool PageMatches(const char* data, uint64_t bytes, uint64_t page, uint64_
 
 inline AlignedBuffer MustAllocate(uint64_t bytes) {
   Result<AlignedBuffer> b = AlignedBuffer::Allocate(bytes);
-  STRATA_CHECK(b.ok()) << b.status().ToString();
+  STRATA_CHECK(b.ok()) << b.status().to_string();
   return std::move(b).value();
 }
 

@@ -30,7 +30,7 @@ PageStoreOptions Options(const std::string& dir) {
 TEST(StoreLock, ASecondOpenInThisProcessIsRefusedNamingThePid) {
   ScratchDir dir;
   auto first = PageStore::Open(Options(dir.path()));
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
   auto second = PageStore::Open(Options(dir.path()));
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
@@ -46,7 +46,7 @@ TEST(StoreLock, ASecondOpenInThisProcessIsRefusedNamingThePid) {
 TEST(StoreLock, ANewStoreInALockedDirectoryIsRefusedBeforeAnyWrite) {
   ScratchDir dir;
   auto lock = StoreLock::Acquire({dir.path()});
-  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  ASSERT_TRUE(lock.ok()) << lock.status().to_string();
   auto store = PageStore::Open(Options(dir.path()));
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("is in use by pid"), std::string::npos)
