@@ -15,12 +15,13 @@ int64_t Aligned(int64_t floats) {
 int64_t ActivationLayout::floats() const {
   return residual /*emb_out*/ + int64_t(recompute_layers) * residual +
          int64_t(kept_layers()) * block + (recompute_layers > 0 ? block : 0) /*work*/ + head +
-         scratch + residual /*dres*/;
+         scratch + int64_t(micro_batches) * residual /*dres*/;
 }
 
 ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, int seq,
-                                      int recompute_layers) {
-  STRATA_CHECK(micro_rows > 0 && seq > 0) << "micro_rows " << micro_rows << ", seq " << seq;
+                                      int recompute_layers, int micro_batches) {
+  STRATA_CHECK(micro_rows > 0 && seq > 0 && micro_batches > 0)
+      << "micro_rows " << micro_rows << ", seq " << seq << ", micro_batches " << micro_batches;
   STRATA_CHECK(recompute_layers >= 0 && recompute_layers <= config.n_layer)
       << "recompute_layers " << recompute_layers << " of " << config.n_layer;
   ActivationLayout a;
@@ -28,6 +29,7 @@ ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, i
   a.micro_rows = micro_rows;
   a.seq = seq;
   a.recompute_layers = recompute_layers;
+  a.micro_batches = micro_batches;
   a.residual = Aligned(int64_t(micro_rows) * seq * config.n_embd);
   // gpt_blocks.h rounds each part, so these are multiples of kTensorAlignFloats already.
   a.block = TransformerActsFloats(config, micro_rows, seq);
@@ -60,7 +62,7 @@ Activations CarveActivations(const ActivationLayout& a, float* base) {
   if (a.recompute_layers > 0) out.work = CarveTransformerActs(c, B, T, take(a.block));
   out.head = CarveHeadActs(c, B, T, take(a.head));
   out.scratch = CarveBackwardScratch(c, B, T, take(a.scratch));
-  out.dres = take(a.residual);
+  for (int m = 0; m < a.micro_batches; ++m) out.dres.push_back(take(a.residual));
   STRATA_CHECK(cursor - base == a.floats())
       << "the activation carving and its size table disagree: " << cursor - base << " vs "
       << a.floats() << " floats";

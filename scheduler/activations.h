@@ -19,10 +19,22 @@
 //   work (recompute_layers > 0)    TransformerActs  where backward rebuilds a recomputed block
 //   head                           HeadActs
 //   scratch                        BackwardScratch  shared by every block's backward
-//   dres                           (BT, C)          the gradient along the residual stream
+//   dres, per micro-batch m        (BT, C)          the gradient along the residual stream;
+//                                                   micro-batch m's is the embedding backward's
+//                                                   input, which runs after every micro-batch's
+//                                                   head backward (Note [Tied gradient order])
 // The checkpointed blocks are the first ones: which ones does not change the arithmetic, and
 // a rebuild writes a block's output again with the same bits. Moving a piece changes addresses
 // only, never the values computed (both trainers agree bit for bit).
+//
+// Note [Tied gradient order]
+// The head is tied to the embedding: wte's gradient gets a head backward's and an embedding
+// backward's contribution per micro-batch, and floating-point addition does not commute. The one
+// order both trainers and both micro-batch orders (step_program.h) follow is: the head's
+// contributions of micro-batches 0, 1, ..., M-1, then the embedding's of 0, 1, ..., M-1. So every
+// micro-batch keeps its residual gradient (dres) until the embedding backwards run, after the
+// last micro-batch's block backwards. Layer-major execution needs this order (all head backwards
+// run before any block backward); micro-batch-major simply defers its embedding backwards.
 #pragma once
 
 #include <cstdint>
@@ -38,10 +50,11 @@ struct ActivationLayout {
   int micro_rows = 0;        // B, rows per micro-batch
   int seq = 0;               // T, tokens per row
   int recompute_layers = 0;  // the first k transformer blocks keep only their output
+  int micro_batches = 1;     // M: one dres each (Note [Tied gradient order])
 
   // The size table: floats of each kind of piece, each rounded up to kTensorAlignFloats
   // (NH = n_head, V = vocab_size).
-  int64_t residual = 0;  // (BT, C): emb_out, a recomputed block's output, dres
+  int64_t residual = 0;  // (BT, C): emb_out, a recomputed block's output, a dres
   // TransformerActs: (BT, C) x5 ln1 atty res2 ln2 out, (BT) x4 ln1/ln2 mean and rstd,
   // (BT, 3C) qkv, (B, NH, T, T) att, (BT, 4C) x2 fch fch_gelu.
   int64_t block = 0;
@@ -57,9 +70,10 @@ struct ActivationLayout {
   uint64_t bytes() const { return uint64_t(floats()) * sizeof(float); }
 };
 
-// The layout for `config` (valid), micro_rows, seq > 0 and 0 <= recompute_layers <= n_layer.
+// The layout for `config` (valid), micro_rows, seq, micro_batches > 0 and
+// 0 <= recompute_layers <= n_layer.
 ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, int seq,
-                                      int recompute_layers);
+                                      int recompute_layers, int micro_batches = 1);
 
 // Pointers into one buffer carved by CarveActivations.
 struct Activations {
@@ -71,7 +85,7 @@ struct Activations {
   TransformerActs work{};               // all null without recompute
   HeadActs head{};
   BackwardScratch scratch{};
-  float* dres = nullptr;
+  std::vector<float*> dres;  // one per micro-batch
 };
 
 // Carves `base`, which must hold layout.floats() floats and be 64-byte aligned (a Device

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/device/device.h"
+#include "core/util/status.h"
 #include "scheduler/step_program.h"
 
 namespace strata::scheduler {
@@ -26,6 +28,11 @@ class BlockOps {
   // Runs `op`'s kernels; slots[i] holds op.uses[i]. Zeroes the gradient slots the op starts in
   // micro-batch 0, and records the loss and the final gradients' sums of squares.
   virtual void run(const Op& op, const std::vector<float*>& slots) = 0;
+  // Copies of activations the op needs before its kernels and keeps after them (layer-major's
+  // boundaries, boundary_store.h), enqueued on `stream` (the compute stream) around run(). The
+  // driver calls them; errors are the device's.
+  virtual Status stage_in(const Op& /*op*/, Stream& /*stream*/) { return Status::Ok(); }
+  virtual Status stage_out(const Op& /*op*/, Stream& /*stream*/) { return Status::Ok(); }
   // After the step's compute: each micro-batch's loss, and each block's gradient sum of squares.
   virtual const std::vector<float>& losses() const = 0;
   virtual const std::vector<double>& grad_sums() const = 0;

@@ -41,7 +41,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
 
 Status Engine::setup() {
   program_ =
-      BuildStepProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows, o_.grad_clip > 0);
+      BuildStepProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows, o_.grad_clip > 0,
+                       o_.plan.order);
   blocks_.assign(o_.layout->num_blocks(), BlockState{});
   for (size_t i = 0; i < program_.ops.size(); ++i) {
     for (const SlotUse& u : program_.ops[i].uses) {
@@ -151,7 +152,7 @@ Status Engine::schedule(size_t pos, const Op& op, long step) {
   std::vector<int> chosen = find_hits(op, &st);
   STRATA_RETURN_IF_ERROR(st);
   STRATA_RETURN_IF_ERROR(fill_misses(pos, op, step, chosen));
-  std::shared_ptr<Event> done = launch(op, chosen, step);
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Event> done, launch(op, chosen, step));
   for (int b : op.grads_done) STRATA_RETURN_IF_ERROR(copy_grad_down(b, done, step));
   return Status::Ok();
 }
@@ -210,14 +211,19 @@ Status Engine::fill_misses(size_t pos, const Op& op, long step, std::vector<int>
   return Status::Ok();
 }
 
-std::shared_ptr<Event> Engine::launch(const Op& op, const std::vector<int>& chosen, long step) {
+// The op's kernels on the compute stream after its slots are ready, between the activation copies
+// it needs (layer-major's boundaries: BlockOps::stage_in/stage_out).
+Result<std::shared_ptr<Event>> Engine::launch(const Op& op, const std::vector<int>& chosen,
+                                              long step) {
   std::vector<float*> ptrs;
   for (int idx : chosen) {
     if (slots_[idx].ready) compute_->wait(*slots_[idx].ready);
     ptrs.push_back(slots_[idx].ptr);
   }
+  STRATA_RETURN_IF_ERROR(ops_->stage_in(op, *compute_));
   EnqueueTimed(timeline_, *compute_, Queue::kCompute, op.label(), 0, step,
                [&] { compute_->launch([ops = ops_.get(), &op, ptrs] { ops->run(op, ptrs); }); });
+  STRATA_RETURN_IF_ERROR(ops_->stage_out(op, *compute_));
   std::shared_ptr<Event> done = RecordOn(device_, *compute_);
   last_compute_ = done;
   ++op_seq_;

@@ -160,7 +160,7 @@ class Engine {
   Status schedule(size_t pos, const Op& op, long step);
   std::vector<int> find_hits(const Op& op, Status* status);
   Status fill_misses(size_t pos, const Op& op, long step, std::vector<int>& chosen);
-  std::shared_ptr<Event> launch(const Op& op, const std::vector<int>& chosen, long step);
+  Result<std::shared_ptr<Event>> launch(const Op& op, const std::vector<int>& chosen, long step);
   Status copy_grad_down(int block, const std::shared_ptr<Event>& after, long step);
   Status finish_compute(long step, EngineStepResult* result);
 

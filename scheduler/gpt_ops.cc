@@ -39,7 +39,9 @@ Status GptOps::allocate() {
   arena_ = std::make_unique<tbb::task_arena>(o_.threads);
   STRATA_ASSIGN_OR_RETURN(void* tokens, buffers_.alloc(o_.plan->tokens_bytes, "the step's tokens"));
   tokens_ = static_cast<int32_t*>(tokens);
-  const ActivationLayout layout = MakeActivationLayout(c, B, T, o_.plan->recompute_layers);
+  const int micro_batches = o_.batch / o_.micro_rows;
+  const ActivationLayout layout =
+      MakeActivationLayout(c, B, T, o_.plan->recompute_layers, micro_batches);
   STRATA_CHECK(layout.bytes() <= o_.plan->acts_bytes)
       << "the plan budgets " << o_.plan->acts_bytes << " bytes of activations, the layout needs "
       << layout.bytes();
@@ -52,7 +54,50 @@ Status GptOps::allocate() {
   head_acts_ = carved.head;
   scratch_ = carved.scratch;
   dres_ = carved.dres;
+  if (o_.plan->order == MicroBatchOrder::kLayerMajor) {
+    STRATA_CHECK(o_.plan->recompute_layers == c.n_layer) << "layer-major recomputes every block";
+    STRATA_ASSIGN_OR_RETURN(boundaries_, BoundaryStore::Create(device_, micro_batches,
+                                                               c.n_layer + 1, layout.residual));
+  }
   return Status::Ok();
+}
+
+Status GptOps::copy_boundary(const Op& op, int boundary, CopyKind kind, Stream& stream) {
+  float* device = const_cast<float*>(block_input(boundary));
+  float* host = boundaries_->at(op.micro_batch, boundary);
+  const size_t bytes = size_t(o_.micro_rows) * o_.seq * layout_.config.n_embd * sizeof(float);
+  return kind == CopyKind::kHostToDevice
+             ? device_.copy_async(device, host, bytes, kind, stream)
+             : device_.copy_async(host, device, bytes, kind, stream);
+}
+
+// Layer-major (boundary_store.h): a block's forward and backward read their input boundary, the
+// head its input; the head's backward runs right after its forward, which loaded it.
+Status GptOps::stage_in(const Op& op, Stream& stream) {
+  if (!boundaries_) return Status::Ok();
+  const int L = layout_.config.n_layer;
+  switch (op.kind) {
+    case OpKind::kBlockFwd:
+    case OpKind::kBlockBwd:
+      return copy_boundary(op, op.block - 1, CopyKind::kHostToDevice, stream);
+    case OpKind::kHeadFwd:
+      return copy_boundary(op, L, CopyKind::kHostToDevice, stream);
+    default:
+      return Status::Ok();
+  }
+}
+
+// Layer-major: the embedding's and each block's forward keep their output boundary.
+Status GptOps::stage_out(const Op& op, Stream& stream) {
+  if (!boundaries_) return Status::Ok();
+  switch (op.kind) {
+    case OpKind::kEmbedFwd:
+      return copy_boundary(op, 0, CopyKind::kDeviceToHost, stream);
+    case OpKind::kBlockFwd:
+      return copy_boundary(op, op.block, CopyKind::kDeviceToHost, stream);
+    default:
+      return Status::Ok();
+  }
 }
 
 const float* GptOps::block_input(int layer) const {
@@ -124,17 +169,17 @@ void GptOps::compute(const Op& op, const std::vector<float*>& p) {
       break;
     case OpKind::kHeadBwd:
       HeadBackward(k, layout_, p[0], p[2], p[1] + wte, p[3] + wte, head_in, y, B, T, head_acts_,
-                   scratch_, dloss_, dres_);
+                   scratch_, dloss_, dres_[op.micro_batch]);
       break;
     case OpKind::kBlockBwd: {
       const int l = op.block - 1;
       if (recomputed(l)) TransformerForward(k, layout_, l, p[0], block_input(l), B, T, acts_for(l));
       TransformerBackward(k, layout_, l, p[0], p[1], block_input(l), B, T, acts_for(l), scratch_,
-                          dres_);
+                          dres_[op.micro_batch]);
       break;
     }
     case OpKind::kEmbedBwd:
-      EmbeddingBackward(k, layout_, p[0], dres_, x, B, T);
+      EmbeddingBackward(k, layout_, p[0], dres_[op.micro_batch], x, B, T);
       break;
   }
 }

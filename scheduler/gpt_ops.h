@@ -1,7 +1,8 @@
 // GptOps: BlockOps for the GPT of core/nn (embedding, transformer blocks, tied head). Owns the
 // device buffers of the step's tokens and of the activations (carved by the memory plan's
 // activation layout: blocks the plan recomputes keep only their output and are rebuilt in
-// backward in one shared set of activations), and runs each op's forward or backward on the
+// backward in one shared set of activations; in layer-major order every block is recomputed and
+// the boundaries of every micro-batch wait in a host BoundaryStore), and runs each op's forward or backward on the
 // device's kernels inside a TBB arena of `threads`.
 //
 // Honesty of the sim device: every op checks (STRATA_CHECK) that each buffer it touches lies
@@ -18,6 +19,7 @@
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "scheduler/block_ops.h"
+#include "scheduler/boundary_store.h"
 #include "scheduler/device_buffers.h"
 #include "scheduler/memory_plan.h"
 
@@ -46,6 +48,8 @@ class GptOps final : public BlockOps {
   int32_t* tokens() override { return tokens_; }
   uint64_t tokens_count() const override { return uint64_t(2) * o_.batch * o_.seq; }
   void run(const Op& op, const std::vector<float*>& slots) override;
+  Status stage_in(const Op& op, Stream& stream) override;
+  Status stage_out(const Op& op, Stream& stream) override;
   const std::vector<float>& losses() const override { return losses_; }
   const std::vector<double>& grad_sums() const override { return block_sums_; }
 
@@ -57,6 +61,8 @@ class GptOps final : public BlockOps {
   bool recomputed(int layer) const { return layer < o_.plan->recompute_layers; }
   const float* block_input(int layer) const;
   const TransformerActs& acts_for(int layer);
+  // Layer-major: copies boundary j of `op`'s micro-batch between the store and the device.
+  Status copy_boundary(const Op& op, int boundary, CopyKind kind, Stream& stream);
 
   const GptOpsOptions o_;
   const GptLayout& layout_;
@@ -74,7 +80,8 @@ class GptOps final : public BlockOps {
   TransformerActs work_acts_{};              // where recomputed layers are rebuilt
   HeadActs head_acts_{};
   BackwardScratch scratch_{};
-  float* dres_ = nullptr;
+  std::vector<float*> dres_;  // per micro-batch (Note [Tied gradient order])
+  std::unique_ptr<BoundaryStore> boundaries_;  // layer-major only
 
   // Written by ops, read after the step's compute completed.
   std::vector<double> block_sums_;

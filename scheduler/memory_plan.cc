@@ -27,12 +27,27 @@ Status CheckRecompute(const std::string& recompute) {
   return Status::InvalidArgument("--recompute must be none, all or auto, got '" + recompute + "'");
 }
 
+Status CheckOrder(const std::string& order) {
+  if (order == "auto" || order == "layer-major" || order == "micro-batch-major") {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      "--micro-batch-order must be auto, layer-major or micro-batch-major, got '" + order + "'");
+}
+
 // The placement flags, checked; `params_on` and `optimizer_on` receive their values.
 Status CheckPlacement(const MemoryPlanInput& in, std::string* params_on,
                       std::string* optimizer_on) {
   STRATA_ASSIGN_OR_RETURN(*params_on, CheckChoice(in.params_on, "--params-on"));
   STRATA_ASSIGN_OR_RETURN(*optimizer_on, CheckChoice(in.optimizer_on, "--optimizer-on"));
   STRATA_RETURN_IF_ERROR(CheckRecompute(in.recompute));
+  STRATA_RETURN_IF_ERROR(CheckOrder(in.micro_batch_order));
+  if (in.micro_batch_order == "layer-major" && in.recompute == "none" && in.micro_batches() > 1) {
+    return Status::InvalidArgument(
+        "--micro-batch-order layer-major recomputes every block (the activations of every "
+        "micro-batch would have to wait for backward); use --recompute all or auto, or "
+        "--micro-batch-order micro-batch-major");
+  }
   if (*optimizer_on == "device") {
     return Status::NotSupported(
         "--optimizer-on device (AdamW on the device) is not implemented yet; use host or nvme "
@@ -51,7 +66,9 @@ Status CheckPlacement(const MemoryPlanInput& in, std::string* params_on,
 // `recompute_layers` blocks checkpointed.
 uint64_t ActivationBytes(const MemoryPlanInput& in, int recompute_layers) {
   return RoundUp(
-      MakeActivationLayout(in.layout->config, in.micro_rows, in.seq, recompute_layers).bytes());
+      MakeActivationLayout(in.layout->config, in.micro_rows, in.seq, recompute_layers,
+                           in.micro_batches())
+          .bytes());
 }
 
 // The step's inputs and targets.
@@ -220,6 +237,75 @@ Status PlanHost(const MemoryPlanInput& in, const std::string& params_on,
                    &plan->optimizer);
 }
 
+// Layer-major's host store: every micro-batch's block-boundary activations (the embedding's
+// output and each block's output).
+uint64_t BoundaryStoreBytes(const MemoryPlanInput& in) {
+  const ActivationLayout a = MakeActivationLayout(in.layout->config, in.micro_rows, in.seq, 0);
+  return uint64_t(in.micro_batches()) * (in.layout->config.n_layer + 1) * a.residual * 4;
+}
+
+// Link bytes per step of each order (Note [Micro-batch order]): parameter loads (none when they
+// stay on the device), gradients down (and up again between micro-batches), boundary copies.
+void PredictLinkBytes(const MemoryPlanInput& in, MemoryPlan* plan) {
+  const uint64_t M = in.micro_batches(), P = uint64_t(in.layout->total_numel) * 4;
+  const uint64_t loads = plan->params == Home::kDevice ? 0 : 2 * P;
+  const uint64_t mbm = M * loads + M * P + (M - 1) * P;
+  const uint64_t lm = loads + P + 3 * BoundaryStoreBytes(in);
+  plan->predicted_link_bytes[int(MicroBatchOrder::kMicroBatchMajor)] = mbm;
+  plan->predicted_link_bytes[int(MicroBatchOrder::kLayerMajor)] = lm;
+}
+
+// Whether the run goes layer-major (MemoryPlan's comment). `plan` is the micro-batch-major plan;
+// on layer-major its host side is planned again around the boundary store.
+Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_on,
+                   const std::string& optimizer_on, MemoryPlan* plan) {
+  const bool forced = in.micro_batch_order == "layer-major";
+  if (in.micro_batches() == 1) {
+    plan->order_reason = "one micro-batch";
+    return Status::Ok();
+  }
+  PredictLinkBytes(in, plan);
+  const uint64_t* predicted = plan->predicted_link_bytes;
+  if (in.micro_batch_order == "micro-batch-major") {
+    plan->order_reason = "--micro-batch-order micro-batch-major";
+    return Status::Ok();
+  }
+  if (!forced && plan->recompute_layers < plan->layers) {
+    plan->order_reason = "the activations of " + std::to_string(plan->layers - plan->recompute_layers) +
+                         " blocks fit on the device; layer-major would recompute them";
+    return Status::Ok();
+  }
+  if (!forced && predicted[1] >= predicted[0]) {
+    plan->order_reason = "it moves fewer bytes";
+    return Status::Ok();
+  }
+  const uint64_t store = BoundaryStoreBytes(in);
+  MemoryPlan lm = *plan;
+  MemoryPlanInput host_in = in;
+  Status fits = Status::Ok();
+  if (in.host_mem > 0 && in.host_mem <= store) {
+    fits = Status::ResourceExhausted("--host-mem " + FormatBytes(in.host_mem) +
+                                     " does not hold the boundary activations");
+  } else {
+    if (in.host_mem > 0) host_in.host_mem = in.host_mem - store;
+    fits = PlanHost(host_in, params_on, optimizer_on, &lm);
+  }
+  if (!fits.ok()) {
+    if (!forced) {
+      plan->order_reason = "the host pool would not work beside layer-major's " +
+                           FormatBytes(store) + " of boundary activations";
+      return Status::Ok();
+    }
+    return fits.with_context("--micro-batch-order layer-major keeps " + FormatBytes(store) +
+                             " of block-boundary activations in --host-mem");
+  }
+  lm.order = MicroBatchOrder::kLayerMajor;
+  lm.boundary_store_bytes = store;
+  lm.order_reason = forced ? "--micro-batch-order layer-major" : "it moves fewer bytes";
+  *plan = lm;
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string MemoryPlan::to_string() const {
@@ -230,12 +316,29 @@ std::string MemoryPlan::to_string() const {
          " (minimum " + FormatBytes(min_device_bytes) + "), host " + FormatBytes(host_bytes);
 }
 
+std::string MemoryPlan::order_to_string() const {
+  std::string s = std::string("micro-batch order: ") + MicroBatchOrderName(order) + " (" +
+                  order_reason;
+  if (predicted_link_bytes[0] > 0) {
+    s += "; predicted link bytes per step: micro-batch-major " +
+         FormatBytes(predicted_link_bytes[0]) + ", layer-major " +
+         FormatBytes(predicted_link_bytes[1]);
+  }
+  if (boundary_store_bytes > 0) {
+    s += "; " + FormatBytes(boundary_store_bytes) + " of boundary activations in host memory";
+  }
+  return s + ")";
+}
+
 Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
   std::string params_on, optimizer_on;
   STRATA_RETURN_IF_ERROR(CheckPlacement(in, &params_on, &optimizer_on));
+  MemoryPlanInput device_in = in;  // layer-major recomputes every block
+  if (in.micro_batch_order == "layer-major" && in.micro_batches() > 1) device_in.recompute = "all";
   MemoryPlan plan;
-  STRATA_RETURN_IF_ERROR(PlanDevice(in, &plan, &params_on));
+  STRATA_RETURN_IF_ERROR(PlanDevice(device_in, &plan, &params_on));
   STRATA_RETURN_IF_ERROR(PlanHost(in, params_on, optimizer_on, &plan));
+  STRATA_RETURN_IF_ERROR(ChooseOrder(in, params_on, optimizer_on, &plan));
   return plan;
 }
 

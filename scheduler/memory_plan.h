@@ -23,6 +23,14 @@
 // checkpoints the fewest blocks whose savings make the minimal working set fit --gpu-mem (the
 // first k blocks: which ones does not change the arithmetic, and each costs one more forward).
 //
+// Micro-batch order (--micro-batch-order; Note [Micro-batch order] in step_program.h):
+// layer-major recomputes every block and keeps the block-boundary activations of every
+// micro-batch in host memory (boundary_store_bytes, taken from --host-mem: the pool gets the
+// rest); micro-batch-major keeps one micro-batch's. auto takes layer-major when there is more
+// than one micro-batch, the device budget already makes every block recomputed (activations are
+// not what does not fit), the host pool still works beside the boundaries, and the predicted link
+// bytes per step (predicted_link_bytes) are lower.
+//
 // Placement (--params-on, --optimizer-on): device | host | nvme | auto.
 //   params device: every block's parameters stay in a slot (the host pages stay the master copy
 //     that AdamW updates, pinned in the pool when they fit; a block's slot is refreshed after
@@ -42,6 +50,7 @@
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "memory/tier.h"
+#include "scheduler/step_program.h"
 
 namespace strata::scheduler {
 
@@ -63,6 +72,8 @@ struct MemoryPlanInput {
   uint64_t page_bytes = 0;
   uint64_t param_pages = 0, grad_pages = 0, moment_pages = 0;  // moment = adam_m + adam_v
   std::string params_on = "auto", optimizer_on = "auto", recompute = "none";
+  std::string micro_batch_order = "auto";  // auto | layer-major | micro-batch-major
+  int micro_batches() const { return batch / micro_rows; }
 };
 
 struct MemoryPlan {
@@ -81,11 +92,18 @@ struct MemoryPlan {
   uint64_t tokens_bytes = 0;         // the step's inputs and targets (rounded to 4 KiB)
   uint64_t device_bytes = 0;         // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
-  uint64_t host_bytes = 0;        // the --host-mem budget in force (whole pages)
+  uint64_t host_bytes = 0;        // the host pool: --host-mem less the boundary store, whole pages
+  MicroBatchOrder order = MicroBatchOrder::kMicroBatchMajor;
+  uint64_t boundary_store_bytes = 0;  // layer-major's host store of block-boundary activations
+  // The link bytes per step each order is predicted to move (both 0 with one micro-batch).
+  uint64_t predicted_link_bytes[2] = {0, 0};  // indexed by MicroBatchOrder
+  std::string order_reason;                   // why this order (order_to_string)
   std::string to_string() const;
+  std::string order_to_string() const;  // the order and why, for the first line of a run
 };
 
-// Errors: InvalidArgument (unknown placement/recompute value, nvme without --nvme-dir),
+// Errors: InvalidArgument (unknown placement/recompute/order value, nvme without --nvme-dir,
+// layer-major with --recompute none),
 // ResourceExhausted (a budget below what the plan needs: the message gives the number and the
 // flag), NotSupported (--optimizer-on device).
 Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in);

@@ -90,7 +90,7 @@ Status PagedTrainer::check_fits_machine() const {
     need.device_bytes =
         plan_.acts_bytes + plan_.tokens_bytes + scheduler::TotalBytes(plan_.slot_sizes);
   }
-  need.host_bytes = plan_.host_bytes;
+  need.host_bytes = plan_.host_bytes + plan_.boundary_store_bytes;
   const uint64_t model_bytes = uint64_t(layout_.total_numel) * 4;
   if (!o_.init_path.empty()) {
     need.staging_bytes = 2 * model_bytes;  // the file's tensors and the layout's copy
@@ -121,7 +121,9 @@ Status PagedTrainer::make_plan() {
   in.params_on = o_.params_on;
   in.optimizer_on = o_.optimizer_on;
   in.recompute = o_.recompute;
+  in.micro_batch_order = o_.micro_batch_order;
   STRATA_ASSIGN_OR_RETURN(plan_, scheduler::MakeMemoryPlan(in));
+  Logger("train")->info("{}", plan_.order_to_string());  // the run's first line
   Logger("train")->info("paged engine: {} pages of {} ({} of state); {}", pages_->num_pages(),
                         FormatBytes(pages_->page_bytes()),
                         FormatBytes(pages_->plan().total_bytes()), plan_.to_string());
@@ -276,7 +278,9 @@ StepStats PagedTrainer::stats_of(long step, const scheduler::EngineStepResult& r
   s.moved_bytes.nvme_read = m1.nvme_read_bytes - m0.nvme_read_bytes;
   s.moved_bytes.nvme_write = m1.nvme_write_bytes - m0.nvme_write_bytes;
   s.recompute_layers = plan_.recompute_layers;
-  s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes;
+  // The host budget holds the pool and layer-major's boundary store (allocated once).
+  s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes +
+                      plan_.boundary_store_bytes;
   s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;
   return s;
 }

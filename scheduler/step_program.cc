@@ -25,6 +25,10 @@ const char* OpKindName(OpKind kind) {
   return "?";
 }
 
+const char* MicroBatchOrderName(MicroBatchOrder order) {
+  return order == MicroBatchOrder::kLayerMajor ? "layer-major" : "micro-batch-major";
+}
+
 std::string Op::label() const {
   return std::string(OpKindName(kind)) + " " + std::to_string(block) + " mb" +
          std::to_string(micro_batch);
@@ -67,44 +71,87 @@ void MarkFinal(Op& op, int block) {
   op.reduce_scatter = {block};
 }
 
-// Micro-batch m's forward: embed_fwd, block_fwd 1..L, head_fwd.
-void AppendForward(StepProgram& p, int m) {
-  const int head = p.num_blocks - 1;
+// The forward ops of micro-batch m: the embedding, blocks first..last, the head (head: L + 1).
+Op EmbedFwd(int m) {
   Op op = MakeOp(OpKind::kEmbedFwd, 0, m, {Param(0)});
   op.all_gather = {0};
-  p.ops.push_back(std::move(op));
-  for (int b = 1; b < head; ++b) {
-    op = MakeOp(OpKind::kBlockFwd, b, m, {Param(b)});
-    op.all_gather = {b};
-    p.ops.push_back(std::move(op));
-  }
-  op = MakeOp(OpKind::kHeadFwd, head, m, {Param(head), Param(0)});
-  op.all_gather = {head};
-  p.ops.push_back(std::move(op));
+  return op;
 }
 
-// Micro-batch m's backward: head_bwd (which starts the tied embedding's gradient), block_bwd
-// L..1, embed_bwd (which finishes it).
-void AppendBackward(StepProgram& p, int m) {
+Op BlockFwd(int b, int m, bool gather) {
+  Op op = MakeOp(OpKind::kBlockFwd, b, m, {Param(b)});
+  if (gather) op.all_gather = {b};
+  return op;
+}
+
+Op HeadFwd(int head, int m, bool gather) {
+  Op op = MakeOp(OpKind::kHeadFwd, head, m, {Param(head), Param(0)});
+  if (gather) op.all_gather = {head};
+  return op;
+}
+
+// head_bwd of micro-batch m. It starts the head's gradient when `start` and the tied embedding's
+// in micro-batch 0 (Note [Tied gradient order]: dwte stays on the device until the last
+// embed_bwd); it finishes the head's gradient when `finish`.
+Op HeadBwd(const StepProgram& p, int m, bool start, bool finish) {
   const int head = p.num_blocks - 1;
-  const bool last_mb = m == p.micro_batches - 1;
   Op op = MakeOp(OpKind::kHeadBwd, head, m, {Param(head), Param(0), Grad(head), Grad(0)});
-  op.grads_started = {head, 0};
-  op.grads_done = {head};
-  if (last_mb) MarkFinal(op, head);
-  p.ops.push_back(std::move(op));
-  for (int b = head - 1; b >= 1; --b) {
-    op = MakeOp(OpKind::kBlockBwd, b, m, {Param(b), Grad(b)});
-    op.grads_started = {b};
-    op.grads_done = {b};
-    op.all_gather = {b};
-    if (last_mb) MarkFinal(op, b);
+  if (start) op.grads_started.push_back(head);
+  if (m == 0) op.grads_started.push_back(0);
+  if (finish) op.grads_done = {head};
+  if (finish && m == p.micro_batches - 1) MarkFinal(op, head);
+  return op;
+}
+
+Op BlockBwd(const StepProgram& p, int b, int m, bool start, bool finish) {
+  Op op = MakeOp(OpKind::kBlockBwd, b, m, {Param(b), Grad(b)});
+  if (start) op.grads_started = {b};
+  if (finish) op.grads_done = {b};
+  if (start) op.all_gather = {b};
+  if (finish && m == p.micro_batches - 1) MarkFinal(op, b);
+  return op;
+}
+
+// The embedding's backward of every micro-batch: the last one finishes the tied gradient.
+void AppendEmbedBackwards(StepProgram& p) {
+  for (int m = 0; m < p.micro_batches; ++m) {
+    Op op = MakeOp(OpKind::kEmbedBwd, 0, m, {Grad(0)});
+    if (m == p.micro_batches - 1) {
+      op.grads_done = {0};
+      MarkFinal(op, 0);
+    }
     p.ops.push_back(std::move(op));
   }
-  op = MakeOp(OpKind::kEmbedBwd, 0, m, {Grad(0)});
-  op.grads_done = {0};
-  if (last_mb) MarkFinal(op, 0);
-  p.ops.push_back(std::move(op));
+}
+
+// Micro-batch after micro-batch; every gradient but the tied one goes down after each.
+void AppendMicroBatchMajor(StepProgram& p) {
+  const int head = p.num_blocks - 1;
+  for (int m = 0; m < p.micro_batches; ++m) {
+    p.ops.push_back(EmbedFwd(m));
+    for (int b = 1; b < head; ++b) p.ops.push_back(BlockFwd(b, m, true));
+    p.ops.push_back(HeadFwd(head, m, true));
+    p.ops.push_back(HeadBwd(p, m, true, true));
+    for (int b = head - 1; b >= 1; --b) p.ops.push_back(BlockBwd(p, b, m, true, true));
+  }
+  AppendEmbedBackwards(p);
+}
+
+// Block after block, every micro-batch through each (Note [Micro-batch order]).
+void AppendLayerMajor(StepProgram& p) {
+  const int head = p.num_blocks - 1, last = p.micro_batches - 1;
+  for (int m = 0; m < p.micro_batches; ++m) p.ops.push_back(EmbedFwd(m));
+  for (int b = 1; b < head; ++b) {
+    for (int m = 0; m < p.micro_batches; ++m) p.ops.push_back(BlockFwd(b, m, m == 0));
+  }
+  for (int m = 0; m < p.micro_batches; ++m) {
+    p.ops.push_back(HeadFwd(head, m, m == 0));
+    p.ops.push_back(HeadBwd(p, m, m == 0, m == last));
+  }
+  for (int b = head - 1; b >= 1; --b) {
+    for (int m = 0; m < p.micro_batches; ++m) p.ops.push_back(BlockBwd(p, b, m, m == 0, m == last));
+  }
+  AppendEmbedBackwards(p);
 }
 
 // Where each block's update may start.
@@ -115,26 +162,32 @@ void PlaceUpdates(StepProgram& p) {
     return;
   }
   for (Op& o : p.ops) o.updates = o.grads_final;
-  // The embedding's gradient is final one op after block 1's, but the next step needs the
-  // embedding first (its forward is the first op): update it first, then block 1, so that its
-  // update and upload overlap block 1's gradient copy instead of following its update.
+  // The embedding's gradient is final M ops after block 1's (the embedding backwards), but the
+  // next step needs the embedding first (its forward is the first op): update it first, then
+  // block 1, so that its update and upload overlap block 1's gradient copy instead of following
+  // its update.
   if (p.num_blocks > 2) {
-    p.ops[p.ops.size() - 2].updates.clear();
+    for (Op& o : p.ops) {
+      if (o.grads_final == std::vector<int>{1}) o.updates.clear();
+    }
     p.ops.back().updates = {0, 1};
   }
 }
 
 }  // namespace
 
-StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_norm) {
+StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_norm,
+                             MicroBatchOrder order) {
   STRATA_CHECK(num_layers >= 0 && micro_batches >= 1);
   StepProgram p;
   p.num_blocks = num_layers + 2;
   p.micro_batches = micro_batches;
   p.wait_for_norm = wait_for_norm;
-  for (int m = 0; m < micro_batches; ++m) {
-    AppendForward(p, m);
-    AppendBackward(p, m);
+  p.order = order;
+  if (order == MicroBatchOrder::kLayerMajor) {
+    AppendLayerMajor(p);
+  } else {
+    AppendMicroBatchMajor(p);
   }
   PlaceUpdates(p);
   return p;

@@ -4,12 +4,28 @@
 // (scheduler/engine.h) runs it once per step and uses its known future for Belady eviction of
 // device slots.
 //
-// Order, per micro-batch m = 0 .. M-1:
-//   embed_fwd, block_fwd 1..L, head_fwd, head_bwd, block_bwd L..1, embed_bwd
+// Two orders of the same ops (Note [Micro-batch order]); both end with the embedding's backwards
+// of every micro-batch (Note [Tied gradient order] in activations.h):
+//   micro-batch-major: for m = 0 .. M-1: embed_fwd, block_fwd 1..L, head_fwd, head_bwd,
+//                      block_bwd L..1; then embed_bwd for m = 0 .. M-1
+//   layer-major:       embed_fwd for every m; block_fwd b for every m, b = 1..L; head_fwd and
+//                      head_bwd for every m; block_bwd b for every m, b = L..1; embed_bwd for
+//                      every m
 // The head is tied to the embedding: head_fwd / head_bwd read block 0's parameters and head_bwd
-// starts block 0's gradient (dwte), which embed_bwd finishes. A gradient slot is "started" by the
-// first op that writes it in a micro-batch (zeroed in micro-batch 0, loaded with the sum so far in
-// later ones) and "done" by the last one (copied down to its host pages).
+// starts block 0's gradient (dwte), which stays on the device until the last embed_bwd finishes
+// it. A gradient slot is "started" by the first op that writes it in a stretch of ops (zeroed in
+// micro-batch 0, loaded with the sum so far in later ones) and "done" by the last one (copied
+// down to its host pages). Layer-major starts each gradient once and sends it down once.
+//
+// Note [Micro-batch order]
+// Micro-batch-major holds one micro-batch's activations but loads every block's parameters once
+// per micro-batch (forward and backward) and moves each block's running gradient down and up
+// between micro-batches. Layer-major runs every micro-batch through a block while its parameters
+// are on the device: parameters load twice per step (forward, backward) and gradients go down
+// once, but the block-boundary activations of every micro-batch must wait for backward (every
+// block is recomputed; GptOps keeps the boundaries in host memory). The memory plan chooses by
+// predicted traffic (memory_plan.h). The arithmetic of both orders is the same, op for op on
+// each gradient, so their results are bit-identical.
 //
 // Collectives: at one rank they are no-ops, but the program names where they go: an all-gather
 // of a block's sharded parameters before each use (Op::all_gather) and a reduce-scatter of its
@@ -49,9 +65,13 @@ struct Op {
   std::string label() const;  // "fwd h.3 mb0", for traces and stall reports
 };
 
+enum class MicroBatchOrder : uint8_t { kMicroBatchMajor, kLayerMajor };
+const char* MicroBatchOrderName(MicroBatchOrder order);  // "micro-batch-major", "layer-major"
+
 struct StepProgram {
   int num_blocks = 0;  // L + 2
   int micro_batches = 1;
+  MicroBatchOrder order = MicroBatchOrder::kMicroBatchMajor;
   bool wait_for_norm = true;  // clipping: updates start after the last op (norm known)
   std::vector<Op> ops;
 
@@ -66,6 +86,7 @@ struct StepProgram {
 // num_layers >= 0, micro_batches >= 1. wait_for_norm: every update waits for the last op (the
 // global norm needs every gradient); otherwise a block's update starts as soon as its gradient is
 // final (during backward).
-StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_norm);
+StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_norm,
+                             MicroBatchOrder order = MicroBatchOrder::kMicroBatchMajor);
 
 }  // namespace strata::scheduler

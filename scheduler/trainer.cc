@@ -85,11 +85,12 @@ Status ValidateOptions(const TrainOptions& o) {
 }
 
 // Device bytes the in-memory trainer allocates: params, grads, m, v, activations for one
-// micro-batch, the step's tokens, alignment slack.
+// micro-batch (with every micro-batch's dres), the step's tokens, alignment slack.
 uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T) {
   const int B = o.micro_batch > 0 ? o.micro_batch : o.batch;
   const int64_t P = MakeGptLayout(c).total_numel;
-  const uint64_t acts = scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0).bytes();
+  const uint64_t acts =
+      scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o.batch / B).bytes();
   return uint64_t(P) * 4 * 4 + acts + uint64_t(2) * o.batch * T * 4 + 16 * kDeviceAlignment;
 }
 
@@ -141,8 +142,9 @@ class InMemoryTrainer final : public Trainer {
     const int64_t P = layout_.total_numel;
     // Every block keeps its activations: this trainer never recomputes.
     const scheduler::ActivationLayout act_layout =
-        scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0);
+        scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o_.batch / B);
     const uint64_t need_bytes = InMemoryDeviceBytes(o_, c, T);
+    Logger("train")->info("micro-batch order: micro-batch-major (the in-memory engine)");
     uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
     if (capacity < need_bytes) {
       return Status::ResourceExhausted(
@@ -233,11 +235,17 @@ class InMemoryTrainer final : public Trainer {
     data_.batch(step, o_.batch, T, xs, ys);
     std::memset(grads_.f(), 0, layout_.total_numel * 4);
     double loss_sum = 0.0;
-    // Micro-batches accumulate into grads_ in the kernels (Note [Canonical arithmetic]).
+    // Micro-batches accumulate into grads_ in the kernels (Note [Canonical arithmetic]); the
+    // embedding's backwards follow every micro-batch's (Note [Tied gradient order]).
     for (int mb = 0; mb < micro_batches; ++mb) {
       const int64_t first = int64_t(mb) * B * T;
-      STRATA_ASSIGN_OR_RETURN(const float loss, forward_backward(step, xs + first, ys + first));
+      STRATA_ASSIGN_OR_RETURN(const float loss,
+                              forward_backward(step, xs + first, ys + first, dres_[mb]));
       loss_sum += loss;
+    }
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      EmbeddingBackward(device_->kernels(), layout_, block(grads_, 0), dres_[mb],
+                        xs + int64_t(mb) * B * T, B, T);
     }
     s->loss = static_cast<float>(loss_sum / micro_batches);
     if (step == 0 && !o_.export_grads_path.empty()) {
@@ -247,9 +255,10 @@ class InMemoryTrainer final : public Trainer {
     return Status::Ok();
   }
 
-  // Forward and backward of one micro-batch (tokens x, targets y): returns its loss; the
-  // gradients accumulate into grads_. Every kernel runs through the device's table.
-  Result<float> forward_backward(long step, const int32_t* x, const int32_t* y) {
+  // Forward and backward of one micro-batch (tokens x, targets y) up to the embedding: returns
+  // its loss; the gradients accumulate into grads_, the embedding's input gradient is left in
+  // `dres`. Every kernel runs through the device's table.
+  Result<float> forward_backward(long step, const int32_t* x, const int32_t* y, float* dres) {
     const KernelTable& k = device_->kernels();
     const int T = seq_, L = layout_.config.n_layer, B = micro_rows();
     const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
@@ -269,13 +278,12 @@ class InMemoryTrainer final : public Trainer {
     }
     // Backward in reverse.
     HeadBackward(k, layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,
-                 head_acts_, scratch_, dloss, dres_);
+                 head_acts_, scratch_, dloss, dres);
     for (int l = L - 1; l >= 0; --l) {
       const float* in = l == 0 ? emb_out_ : layer_acts_[l - 1].out;
       TransformerBackward(k, layout_, l, block(params_, 1 + l), block(grads_, 1 + l), in, B, T,
-                          layer_acts_[l], scratch_, dres_);
+                          layer_acts_[l], scratch_, dres);
     }
-    EmbeddingBackward(k, layout_, block(grads_, 0), dres_, x, B, T);
     return loss;
   }
 
@@ -319,7 +327,7 @@ class InMemoryTrainer final : public Trainer {
   std::vector<TransformerActs> layer_acts_;
   HeadActs head_acts_{};
   BackwardScratch scratch_{};
-  float* dres_ = nullptr;
+  std::vector<float*> dres_;  // per micro-batch
 };
 
 }  // namespace

@@ -43,7 +43,7 @@ inline constexpr const char* kPagingFlags[] = {
     "--host-mem",     "--nvme-dir",    "--nvme-mem",       "--page-size",     "--params-on",
     "--optimizer-on", "--micro-batch", "--recompute",      "--trace",         "--ckpt-dir",
     "--ckpt-every",   "--resume",      "--delayed-update", "--movement-only", "--host-eviction",
-    "--keep-checkpoints", "--resume-from"};
+    "--keep-checkpoints", "--resume-from", "--micro-batch-order"};
 
 struct ModelChoice {
   std::string preset = "small";  // --model
@@ -85,6 +85,8 @@ struct TrainOptions {
   std::string params_on = "auto";      // device | host | nvme | auto
   std::string optimizer_on = "auto";   // device | host | nvme | auto (AdamW moments)
   std::string recompute = "none";      // none | all | auto (activation checkpointing per block)
+  // auto | layer-major | micro-batch-major (Note [Micro-batch order] in step_program.h)
+  std::string micro_batch_order = "auto";
   std::string trace_path;              // --trace: Chrome trace JSON of every op and move
   std::string ckpt_dir;                // --ckpt-dir: checkpoint records (scheduler/checkpoint.h)
   long ckpt_every = 0;                 // --ckpt-every N: checkpoint after every N steps; 0 = never

@@ -277,6 +277,11 @@ void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--micro-batch", o.micro_batch,
                   "Rows per micro-batch (divides --batch; gradients accumulate); 0 = --batch");
+  cmd->add_option("--micro-batch-order", o.micro_batch_order,
+                  "With micro-batches: layer-major (every micro-batch through a block while it is "
+                  "on the device), micro-batch-major, or auto (the plan's choice by predicted "
+                  "traffic, printed first)")
+      ->capture_default_str();
   cmd->add_option(
          "--recompute", o.recompute,
          "Activation checkpointing per block: none, all or auto (when the budget needs it)")

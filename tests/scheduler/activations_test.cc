@@ -39,7 +39,7 @@ std::vector<std::pair<int64_t, int64_t>> Pieces(const ActivationLayout& a, const
   if (a.recompute_layers > 0) add(x.work.ln1, a.block);
   add(x.head.lnf, a.head);
   add(x.scratch.dfch_gelu, a.scratch);
-  add(x.dres, a.residual);
+  for (const float* d : x.dres) add(d, a.residual);
   return pieces;
 }
 
