@@ -117,6 +117,19 @@ TEST(ActivationLayoutTest, RecomputedLayersKeepOnlyTheirOutput) {
 }
 
 // The memory plan budgets exactly the layout the engine carves.
+// Note [Tied gradient order]: one dres per micro-batch, carved after the scratch.
+TEST(ActivationLayoutTest, EveryMicroBatchKeepsItsResidualGradient) {
+  const GptConfig c = Tiny(4);
+  const ActivationLayout one = MakeActivationLayout(c, 2, 16, 1);
+  const ActivationLayout three = MakeActivationLayout(c, 2, 16, 1, 3);
+  EXPECT_EQ(three.floats(), one.floats() + 2 * one.residual);
+  std::vector<float> buffer(three.floats());
+  const Activations x = CarveActivations(three, buffer.data());
+  ASSERT_EQ(x.dres.size(), 3u);
+  EXPECT_EQ(x.dres[1] - x.dres[0], one.residual);
+  EXPECT_EQ(x.dres[2] + one.residual, buffer.data() + buffer.size());
+}
+
 TEST(ActivationLayoutTest, MemoryPlanBudgetsTheLayout) {
   const GptLayout layout = MakeGptLayout(Tiny(4));
   MemoryPlanInput in;
@@ -132,7 +145,7 @@ TEST(ActivationLayoutTest, MemoryPlanBudgetsTheLayout) {
     auto plan = MakeMemoryPlan(in);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
     const uint64_t bytes =
-        MakeActivationLayout(layout.config, 2, 16, plan->recompute_layers).bytes();
+        MakeActivationLayout(layout.config, 2, 16, plan->recompute_layers, 2).bytes();
     EXPECT_EQ(plan->acts_bytes, (bytes + 4095) / 4096 * 4096) << recompute;
   }
 }

@@ -174,7 +174,23 @@ TEST_F(OffloadTransparency, ConcurrentMicroBatchesAndRecompute) {
   o.host_mem = 10 * 8192;
   o.params_on = "nvme";
   o.optimizer_on = "nvme";
-  ExpectSame(o, ref, "mb_recompute_nvme");
+  o.micro_batch_order = "micro-batch-major";
+  const TrainOutcome mbm = ExpectSame(o, ref, "mb_recompute_nvme");
+  // Layer-major (Note [Micro-batch order]): every micro-batch through a block while its
+  // parameters are on the device; the block boundaries wait in host memory beside the pool,
+  // which keeps its 10 pages.
+  o.nvme_dirs = {dir_.sub("nvme_layer_major")};
+  o.micro_batch_order = "layer-major";
+  const GptConfig c = *ResolveModelConfig(o);
+  const uint64_t boundaries =
+      uint64_t(o.batch / o.micro_batch) * (c.n_layer + 1) * o.micro_batch * o.seq * c.n_embd * 4;
+  o.host_mem = 10 * 8192 + boundaries;
+  const TrainOutcome lm = ExpectSame(o, ref, "mb_layer_major_nvme");
+  // Each block's parameters load twice per step instead of twice per micro-batch.
+  for (size_t i = 1; i < lm.steps.size(); ++i) {
+    EXPECT_LT(lm.steps[i].moved_bytes.h2d, mbm.steps[i].moved_bytes.h2d) << "step " << i + 1;
+  }
+  EXPECT_LT(NvmeRead(lm), NvmeRead(mbm));
 }
 
 TEST_F(OffloadTransparency, ConcurrentUpdatesDuringBackwardWithoutClipping) {
