@@ -270,13 +270,16 @@ Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_on,
     plan->order_reason = "--micro-batch-order micro-batch-major";
     return Status::Ok();
   }
-  if (!forced && plan->recompute_layers < plan->layers) {
-    plan->order_reason = "the activations of " + std::to_string(plan->layers - plan->recompute_layers) +
-                         " blocks fit on the device; layer-major would recompute them";
-    return Status::Ok();
-  }
-  if (!forced && predicted[1] >= predicted[0]) {
-    plan->order_reason = "it moves fewer bytes";
+  // Layer-major recomputes the blocks whose activations micro-batch-major keeps: worth it when
+  // the share of link bytes it saves exceeds the share of blocks it newly recomputes.
+  const double saved = predicted[0] > predicted[1] ? 1.0 - double(predicted[1]) / predicted[0] : 0;
+  const int kept = plan->layers - plan->recompute_layers;
+  if (!forced && saved <= double(kept) / std::max(plan->layers, 1)) {
+    plan->order_reason = saved == 0 ? "it moves fewer bytes"
+                                    : "the activations of " + std::to_string(kept) + " of " +
+                                          std::to_string(plan->layers) +
+                                          " blocks fit on the device; layer-major would "
+                                          "recompute them to save a smaller share of the traffic";
     return Status::Ok();
   }
   const uint64_t store = BoundaryStoreBytes(in);
@@ -301,7 +304,11 @@ Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_on,
   }
   lm.order = MicroBatchOrder::kLayerMajor;
   lm.boundary_store_bytes = store;
-  lm.order_reason = forced ? "--micro-batch-order layer-major" : "it moves fewer bytes";
+  lm.order_reason = forced ? "--micro-batch-order layer-major"
+                    : kept == 0
+                        ? "it moves fewer bytes"
+                        : "it moves fewer bytes; it also recomputes the " + std::to_string(kept) +
+                              " blocks whose activations fit";
   *plan = lm;
   return Status::Ok();
 }

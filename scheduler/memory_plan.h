@@ -27,9 +27,10 @@
 // layer-major recomputes every block and keeps the block-boundary activations of every
 // micro-batch in host memory (boundary_store_bytes, taken from --host-mem: the pool gets the
 // rest); micro-batch-major keeps one micro-batch's. auto takes layer-major when there is more
-// than one micro-batch, the device budget already makes every block recomputed (activations are
-// not what does not fit), the host pool still works beside the boundaries, and the predicted link
-// bytes per step (predicted_link_bytes) are lower.
+// than one micro-batch, the host pool still works beside the boundaries, and the share of link
+// bytes per step it is predicted to save (predicted_link_bytes) exceeds the share of blocks it
+// recomputes beyond micro-batch-major's plan (so when activations, not states, are what does not
+// fit, micro-batch-major stays).
 //
 // Placement (--params-on, --optimizer-on): device | host | nvme | auto.
 //   params device: every block's parameters stay in a slot (the host pages stay the master copy
