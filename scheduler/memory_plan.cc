@@ -255,60 +255,71 @@ void PredictLinkBytes(const MemoryPlanInput& in, MemoryPlan* plan) {
   plan->predicted_link_bytes[int(MicroBatchOrder::kLayerMajor)] = lm;
 }
 
-// Whether the run goes layer-major (MemoryPlan's comment). `plan` is the micro-batch-major plan;
-// on layer-major its host side is planned again around the boundary store.
-Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_on,
+// The layer-major plan: every block recomputed on the device, the host pool beside the boundary
+// store. `params_choice` is the --params-on value before any plan resolved it.
+Status PlanLayerMajor(const MemoryPlanInput& in, std::string params_choice,
+                      const std::string& optimizer_on, MemoryPlan* lm) {
+  const uint64_t store = BoundaryStoreBytes(in);
+  if (in.host_mem > 0 && in.host_mem <= store) {
+    return Status::ResourceExhausted("--host-mem " + FormatBytes(in.host_mem) +
+                                     " does not hold them; raise --host-mem");
+  }
+  MemoryPlanInput lm_in = in;
+  lm_in.recompute = "all";
+  if (in.host_mem > 0) lm_in.host_mem = in.host_mem - store;
+  STRATA_RETURN_IF_ERROR(PlanDevice(lm_in, lm, &params_choice));
+  STRATA_RETURN_IF_ERROR(PlanHost(lm_in, params_choice, optimizer_on, lm));
+  lm->order = MicroBatchOrder::kLayerMajor;
+  lm->boundary_store_bytes = store;
+  return Status::Ok();
+}
+
+// Whether the run goes layer-major (MemoryPlan's comment). `plan` is the micro-batch-major plan.
+Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_choice,
                    const std::string& optimizer_on, MemoryPlan* plan) {
   const bool forced = in.micro_batch_order == "layer-major";
-  if (in.micro_batches() == 1) {
-    plan->order_reason = "one micro-batch";
-    return Status::Ok();
-  }
+  plan->order_reason = in.micro_batches() == 1 ? "one micro-batch"
+                       : in.micro_batch_order == "micro-batch-major"
+                           ? "--micro-batch-order micro-batch-major"
+                           : "it moves fewer bytes";
+  if (in.micro_batches() == 1) return Status::Ok();
   PredictLinkBytes(in, plan);
-  const uint64_t* predicted = plan->predicted_link_bytes;
-  if (in.micro_batch_order == "micro-batch-major") {
-    plan->order_reason = "--micro-batch-order micro-batch-major";
-    return Status::Ok();
-  }
+  if (in.micro_batch_order == "micro-batch-major") return Status::Ok();
   // Layer-major recomputes the blocks whose activations micro-batch-major keeps: worth it when
   // the share of link bytes it saves exceeds the share of blocks it newly recomputes.
+  const uint64_t* predicted = plan->predicted_link_bytes;
   const double saved = predicted[0] > predicted[1] ? 1.0 - double(predicted[1]) / predicted[0] : 0;
   const int kept = plan->layers - plan->recompute_layers;
   if (!forced && saved <= double(kept) / std::max(plan->layers, 1)) {
-    plan->order_reason = saved == 0 ? "it moves fewer bytes"
-                                    : "the activations of " + std::to_string(kept) + " of " +
-                                          std::to_string(plan->layers) +
-                                          " blocks fit on the device; layer-major would "
-                                          "recompute them to save a smaller share of the traffic";
+    if (saved > 0) {
+      plan->order_reason = "the activations of " + std::to_string(kept) + " of " +
+                           std::to_string(plan->layers) +
+                           " blocks fit on the device; layer-major would recompute them to save "
+                           "a smaller share of the traffic";
+    }
     return Status::Ok();
   }
-  const uint64_t store = BoundaryStoreBytes(in);
-  MemoryPlan lm = *plan;
-  MemoryPlanInput host_in = in;
-  Status fits = Status::Ok();
-  if (in.host_mem > 0 && in.host_mem <= store) {
-    fits = Status::ResourceExhausted("--host-mem " + FormatBytes(in.host_mem) +
-                                     " does not hold the boundary activations");
-  } else {
-    if (in.host_mem > 0) host_in.host_mem = in.host_mem - store;
-    fits = PlanHost(host_in, params_on, optimizer_on, &lm);
+  MemoryPlan lm;
+  const Status fits = PlanLayerMajor(in, params_choice, optimizer_on, &lm);
+  const std::string store = FormatBytes(BoundaryStoreBytes(in)) + " of boundary activations";
+  if (!fits.ok() && forced) {
+    return fits.with_context("--micro-batch-order layer-major keeps " + store + " in --host-mem");
   }
   if (!fits.ok()) {
-    if (!forced) {
-      plan->order_reason = "the host pool would not work beside layer-major's " +
-                           FormatBytes(store) + " of boundary activations";
-      return Status::Ok();
-    }
-    return fits.with_context("--micro-batch-order layer-major keeps " + FormatBytes(store) +
-                             " of block-boundary activations in --host-mem");
+    plan->order_reason = "layer-major's plan does not fit beside its " + store + ": " +
+                         fits.message();
+    return Status::Ok();
   }
-  lm.order = MicroBatchOrder::kLayerMajor;
-  lm.boundary_store_bytes = store;
-  lm.order_reason = forced ? "--micro-batch-order layer-major"
-                    : kept == 0
-                        ? "it moves fewer bytes"
-                        : "it moves fewer bytes; it also recomputes the " + std::to_string(kept) +
-                              " blocks whose activations fit";
+  if (forced) {
+    PredictLinkBytes(in, &lm);  // no micro-batch-major plan was made
+  } else {
+    std::copy(predicted, predicted + 2, lm.predicted_link_bytes);
+  }
+  lm.order_reason = forced ? "--micro-batch-order layer-major" : plan->order_reason;
+  if (!forced && kept > 0) {
+    lm.order_reason += "; it also recomputes the " + std::to_string(kept) + " blocks whose "
+                       "activations fit";
+  }
   *plan = lm;
   return Status::Ok();
 }
@@ -340,12 +351,16 @@ std::string MemoryPlan::order_to_string() const {
 Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
   std::string params_on, optimizer_on;
   STRATA_RETURN_IF_ERROR(CheckPlacement(in, &params_on, &optimizer_on));
-  MemoryPlanInput device_in = in;  // layer-major recomputes every block
-  if (in.micro_batch_order == "layer-major" && in.micro_batches() > 1) device_in.recompute = "all";
+  const std::string params_choice = params_on;
   MemoryPlan plan;
-  STRATA_RETURN_IF_ERROR(PlanDevice(device_in, &plan, &params_on));
-  STRATA_RETURN_IF_ERROR(PlanHost(in, params_on, optimizer_on, &plan));
-  STRATA_RETURN_IF_ERROR(ChooseOrder(in, params_on, optimizer_on, &plan));
+  const bool forced_layer_major = in.micro_batch_order == "layer-major" && in.micro_batches() > 1;
+  if (!forced_layer_major) {  // the micro-batch-major plan, which auto compares
+    STRATA_RETURN_IF_ERROR(PlanDevice(in, &plan, &params_on));
+    STRATA_RETURN_IF_ERROR(PlanHost(in, params_on, optimizer_on, &plan));
+  } else {
+    plan.layers = in.layout->config.n_layer;
+  }
+  STRATA_RETURN_IF_ERROR(ChooseOrder(in, params_choice, optimizer_on, &plan));
   return plan;
 }
 

@@ -151,3 +151,62 @@ TEST_F(MemoryPlanTest, BadChoices) {
 
 }  // namespace
 }  // namespace strata::scheduler
+
+namespace strata::scheduler {
+namespace {
+
+// Note [Micro-batch order]: with the parameters streamed from NVMe and every block recomputed,
+// layer-major moves far fewer bytes, and its boundary store comes out of --host-mem.
+TEST_F(MemoryPlanTest, AutoOrderTakesLayerMajorWhenStatesDoNotFit) {
+  in_.micro_rows = 1;
+  in_.has_nvme = true;
+  in_.recompute = "auto";
+  in_.host_mem = 40 * 16384;
+  in_.params_on = "nvme";
+  in_.optimizer_on = "nvme";
+  auto mbm_in = in_;
+  mbm_in.micro_batch_order = "micro-batch-major";
+  auto mbm = MakeMemoryPlan(mbm_in);
+  ASSERT_TRUE(mbm.ok()) << mbm.status().to_string();
+  EXPECT_EQ(mbm->order, MicroBatchOrder::kMicroBatchMajor);
+  in_.gpu_mem = *MinimalDeviceBytes(in_);  // every block recomputed: states are what do not fit
+  auto plan = MakeMemoryPlan(in_);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->order, MicroBatchOrder::kLayerMajor) << plan->order_to_string();
+  EXPECT_EQ(plan->recompute_layers, plan->layers);
+  EXPECT_LT(plan->predicted_link_bytes[1], plan->predicted_link_bytes[0]);
+  // 4 micro-batches x (2 layers + 1) boundaries of 64 x n_embd floats.
+  EXPECT_EQ(plan->boundary_store_bytes, 4u * 3 * 64 * layout_.config.n_embd * 4);
+  EXPECT_EQ(plan->host_bytes + plan->boundary_store_bytes, 40u * 16384);
+  EXPECT_NE(plan->order_to_string().find("layer-major"), std::string::npos);
+}
+
+// Parameters resident on the device and room for every activation: micro-batch-major stays.
+TEST_F(MemoryPlanTest, AutoOrderKeepsMicroBatchMajorWhenActivationsAreWhatDoesNotFit) {
+  in_.micro_rows = 1;
+  auto plan = MakeMemoryPlan(in_);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->params, Home::kDevice);
+  EXPECT_EQ(plan->order, MicroBatchOrder::kMicroBatchMajor) << plan->order_to_string();
+  EXPECT_EQ(plan->boundary_store_bytes, 0u);
+}
+
+TEST_F(MemoryPlanTest, ForcedLayerMajorIsRefusedWithoutRecomputeOrHostRoom) {
+  in_.micro_rows = 1;
+  in_.micro_batch_order = "layer-major";
+  auto none = MakeMemoryPlan(in_);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("--recompute"), std::string::npos);
+  in_.recompute = "all";
+  in_.has_nvme = true;
+  in_.host_mem = 8 * 16384;  // below the boundaries and the pool's working pages
+  auto small = MakeMemoryPlan(in_);
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.status().message().find("boundary activations"), std::string::npos)
+      << small.status().to_string();
+  in_.micro_batch_order = "sideways";
+  EXPECT_EQ(MakeMemoryPlan(in_).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace strata::scheduler
