@@ -154,6 +154,14 @@ class MemoryManager {
   // Waits until every prefetch issued so far has finished (tests, benchmarks).
   void drain_prefetches();
 
+  // A frame of the pool outside any page: a caller's scratch inside the host budget (layer-
+  // major's boundary activations, scheduler/boundary_store.h), taken like a miss's frame
+  // (evicting, writing dirty copies back) and counted in the pool's in-use bytes and peak until
+  // give_back_frame. Errors as a miss's: Timeout with the stall report when nothing can be freed.
+  // Threads: any.
+  Result<void*> borrow_frame();
+  void give_back_frame(void* frame);
+
   // Stages every listed page whose host copy is dirty on NVMe; commit_nvme() makes them
   // durable. Waits while a page is pinned for write or moving. FailedPrecondition without NVMe.
   [[nodiscard]] Status flush(std::span<const PageId> pages);

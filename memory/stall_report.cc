@@ -36,7 +36,9 @@ Status StallStatus(ManagerState& m, PageId page, const std::string& what, bool f
   const std::string hint = for_frame ? "raise the host budget or have holders release pages sooner"
                                      : "the holders below must release it";
   // The first line is a whole sentence: tools/ appends the flag to raise to it.
-  const std::string msg = "page " + std::to_string(page) + ": waited " +
+  const std::string who =
+      page == ~PageId{0} ? "a borrowed frame" : "page " + std::to_string(page);
+  const std::string msg = who + ": waited " +
                           std::to_string(m.opt.stall_timeout_ms) + " ms for " + what +
                           " without progress; " + hint + "\nWho holds what:\n" + report;
   m.log->warn("{}", msg);

@@ -57,7 +57,8 @@ Status Engine::setup() {
                                                 .micro_rows = o_.micro_rows,
                                                 .seq = o_.seq,
                                                 .threads = o_.threads,
-                                                .skip_kernels = o_.skip_kernels}));
+                                                .skip_kernels = o_.skip_kernels,
+                                                .lender = host_frame_lender()}));
   for (uint64_t bytes : o_.plan.slot_sizes) {
     STRATA_ASSIGN_OR_RETURN(void* s, buffers_.alloc(bytes, "a block slot"));
     slots_.add(static_cast<float*>(s), bytes);
@@ -69,6 +70,14 @@ Status Engine::setup() {
       AdamWSettings{o_.beta1, o_.beta2, o_.eps, o_.weight_decay, o_.delayed_update, o_.threads});
   tokens_host_.resize(ops_->tokens_count());
   return pin_host_homes();
+}
+
+// Layer-major's boundary store borrows frames of the host pool (boundary_store.h).
+FrameLender Engine::host_frame_lender() const {
+  memory::MemoryManager* mm = o_.memory;
+  return {.borrow = [mm] { return mm->borrow_frame(); },
+          .give_back = [mm](void* frame) { mm->give_back_frame(frame); },
+          .frame_bytes = mm->page_bytes()};
 }
 
 Status Engine::pin_host_homes() {

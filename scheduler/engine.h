@@ -77,6 +77,7 @@
 #include "memory/memory_manager.h"
 #include "scheduler/block_ops.h"
 #include "scheduler/block_state.h"
+#include "scheduler/boundary_store.h"
 #include "scheduler/device_buffers.h"
 #include "scheduler/host_pages.h"
 #include "scheduler/memory_plan.h"
@@ -154,6 +155,7 @@ class Engine {
   explicit Engine(const EngineOptions& options);
   Status setup();
   Status pin_host_homes();
+  FrameLender host_frame_lender() const;
 
   // The driver, in the order a step calls them (engine.cc).
   Status copy_tokens_in(const int32_t* tokens);

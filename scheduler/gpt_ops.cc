@@ -56,19 +56,37 @@ Status GptOps::allocate() {
   dres_ = carved.dres;
   if (o_.plan->order == MicroBatchOrder::kLayerMajor) {
     STRATA_CHECK(o_.plan->recompute_layers == c.n_layer) << "layer-major recomputes every block";
-    STRATA_ASSIGN_OR_RETURN(boundaries_, BoundaryStore::Create(device_, micro_batches,
-                                                               c.n_layer + 1, layout.residual));
+    boundaries_ =
+        std::make_unique<BoundaryStore>(o_.lender, micro_batches, c.n_layer, boundary_bytes());
   }
   return Status::Ok();
 }
 
-Status GptOps::copy_boundary(const Op& op, int boundary, CopyKind kind, Stream& stream) {
-  float* device = const_cast<float*>(block_input(boundary));
-  float* host = boundaries_->at(op.micro_batch, boundary);
-  const size_t bytes = size_t(o_.micro_rows) * o_.seq * layout_.config.n_embd * sizeof(float);
-  return kind == CopyKind::kHostToDevice
-             ? device_.copy_async(device, host, bytes, kind, stream)
-             : device_.copy_async(host, device, bytes, kind, stream);
+size_t GptOps::boundary_bytes() const {
+  return size_t(o_.micro_rows) * o_.seq * layout_.config.n_embd * sizeof(float);
+}
+
+Status GptOps::load_boundary(const Op& op, int boundary, Stream& stream) {
+  char* device = reinterpret_cast<char*>(const_cast<float*>(block_input(boundary)));
+  for (const BoundaryStore::Piece& p : boundaries_->for_read(op.micro_batch, boundary)) {
+    STRATA_RETURN_IF_ERROR(device_.copy_async(device + p.offset, p.host, p.bytes,
+                                              CopyKind::kHostToDevice, stream));
+  }
+  for (void* frame : boundaries_->read_done(op.micro_batch, boundary)) {
+    stream.launch([store = boundaries_.get(), frame] { store->give_back(frame); });
+  }
+  return Status::Ok();
+}
+
+Status GptOps::keep_boundary(const Op& op, int boundary, Stream& stream) {
+  const char* device = reinterpret_cast<const char*>(block_input(boundary));
+  STRATA_ASSIGN_OR_RETURN(std::vector<BoundaryStore::Piece> pieces,
+                          boundaries_->for_write(op.micro_batch, boundary));
+  for (const BoundaryStore::Piece& p : pieces) {
+    STRATA_RETURN_IF_ERROR(device_.copy_async(p.host, device + p.offset, p.bytes,
+                                              CopyKind::kDeviceToHost, stream));
+  }
+  return Status::Ok();
 }
 
 // Layer-major (boundary_store.h): a block's forward and backward read their input boundary, the
@@ -79,9 +97,9 @@ Status GptOps::stage_in(const Op& op, Stream& stream) {
   switch (op.kind) {
     case OpKind::kBlockFwd:
     case OpKind::kBlockBwd:
-      return copy_boundary(op, op.block - 1, CopyKind::kHostToDevice, stream);
+      return load_boundary(op, op.block - 1, stream);
     case OpKind::kHeadFwd:
-      return copy_boundary(op, L, CopyKind::kHostToDevice, stream);
+      return load_boundary(op, L, stream);
     default:
       return Status::Ok();
   }
@@ -92,9 +110,9 @@ Status GptOps::stage_out(const Op& op, Stream& stream) {
   if (!boundaries_) return Status::Ok();
   switch (op.kind) {
     case OpKind::kEmbedFwd:
-      return copy_boundary(op, 0, CopyKind::kDeviceToHost, stream);
+      return keep_boundary(op, 0, stream);
     case OpKind::kBlockFwd:
-      return copy_boundary(op, op.block, CopyKind::kDeviceToHost, stream);
+      return keep_boundary(op, op.block, stream);
     default:
       return Status::Ok();
   }

@@ -35,6 +35,9 @@ struct GptOpsOptions {
   int threads = 1;
   // --movement-only: ops run no kernels (losses and gradient sums read 0).
   bool skip_kernels = false;
+  // Layer-major: where the boundary store borrows its frames (Note [Boundaries in borrowed
+  // frames] in boundary_store.h).
+  FrameLender lender;
 };
 
 class GptOps final : public BlockOps {
@@ -61,8 +64,11 @@ class GptOps final : public BlockOps {
   bool recomputed(int layer) const { return layer < o_.plan->recompute_layers; }
   const float* block_input(int layer) const;
   const TransformerActs& acts_for(int layer);
-  // Layer-major: copies boundary j of `op`'s micro-batch between the store and the device.
-  Status copy_boundary(const Op& op, int boundary, CopyKind kind, Stream& stream);
+  // Layer-major: boundary j of `op`'s micro-batch into the device (then gives back its frame when
+  // that was its last read), or out to the store.
+  Status load_boundary(const Op& op, int boundary, Stream& stream);
+  Status keep_boundary(const Op& op, int boundary, Stream& stream);
+  size_t boundary_bytes() const;
 
   const GptOpsOptions o_;
   const GptLayout& layout_;

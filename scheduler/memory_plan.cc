@@ -8,6 +8,7 @@
 #include "core/device/device.h"
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
+#include "scheduler/boundary_store.h"
 #include "scheduler/slot_sizes.h"
 
 namespace strata::scheduler {
@@ -237,11 +238,14 @@ Status PlanHost(const MemoryPlanInput& in, const std::string& params_on,
                    &plan->optimizer);
 }
 
-// Layer-major's host store: every micro-batch's block-boundary activations (the embedding's
-// output and each block's output).
+// Layer-major's boundary store: every micro-batch's block-boundary activations (the embedding's
+// output and each block's output) in frames of the host pool (Note [Boundaries in borrowed
+// frames] in boundary_store.h).
 uint64_t BoundaryStoreBytes(const MemoryPlanInput& in) {
-  const ActivationLayout a = MakeActivationLayout(in.layout->config, in.micro_rows, in.seq, 0);
-  return uint64_t(in.micro_batches()) * (in.layout->config.n_layer + 1) * a.residual * 4;
+  const uint64_t boundary = uint64_t(in.micro_rows) * in.seq * in.layout->config.n_embd * 4;
+  return BoundaryStore::Frames(in.micro_batches(), in.layout->config.n_layer, boundary,
+                               in.page_bytes) *
+         in.page_bytes;
 }
 
 // Link bytes per step of each order (Note [Micro-batch order]): parameter loads (none when they
@@ -264,11 +268,14 @@ Status PlanLayerMajor(const MemoryPlanInput& in, std::string params_choice,
     return Status::ResourceExhausted("--host-mem " + FormatBytes(in.host_mem) +
                                      " does not hold them; raise --host-mem");
   }
+  // The host side is planned as if the boundaries' frames were gone (their peak), then the pool
+  // gets them back: they are borrowed from it.
   MemoryPlanInput lm_in = in;
   lm_in.recompute = "all";
   if (in.host_mem > 0) lm_in.host_mem = in.host_mem - store;
   STRATA_RETURN_IF_ERROR(PlanDevice(lm_in, lm, &params_choice));
   STRATA_RETURN_IF_ERROR(PlanHost(lm_in, params_choice, optimizer_on, lm));
+  lm->host_bytes += store;
   lm->order = MicroBatchOrder::kLayerMajor;
   lm->boundary_store_bytes = store;
   return Status::Ok();
@@ -343,7 +350,8 @@ std::string MemoryPlan::order_to_string() const {
          FormatBytes(predicted_link_bytes[1]);
   }
   if (boundary_store_bytes > 0) {
-    s += "; " + FormatBytes(boundary_store_bytes) + " of boundary activations in host memory";
+    s += "; up to " + FormatBytes(boundary_store_bytes) +
+         " of boundary activations in frames of the host pool";
   }
   return s + ")";
 }

@@ -25,8 +25,8 @@
 //
 // Micro-batch order (--micro-batch-order; Note [Micro-batch order] in step_program.h):
 // layer-major recomputes every block and keeps the block-boundary activations of every
-// micro-batch in host memory (boundary_store_bytes, taken from --host-mem: the pool gets the
-// rest); micro-batch-major keeps one micro-batch's. auto takes layer-major when there is more
+// micro-batch in frames borrowed from the host pool (boundary_store_bytes at their peak; the
+// pool must work beside them); micro-batch-major keeps one micro-batch's. auto takes layer-major when there is more
 // than one micro-batch, the host pool still works beside the boundaries, and the share of link
 // bytes per step it is predicted to save (predicted_link_bytes) exceeds the share of blocks it
 // recomputes beyond micro-batch-major's plan (so when activations, not states, are what does not
@@ -93,9 +93,9 @@ struct MemoryPlan {
   uint64_t tokens_bytes = 0;         // the step's inputs and targets (rounded to 4 KiB)
   uint64_t device_bytes = 0;         // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
-  uint64_t host_bytes = 0;        // the host pool: --host-mem less the boundary store, whole pages
+  uint64_t host_bytes = 0;        // the --host-mem budget in force (whole pages)
   MicroBatchOrder order = MicroBatchOrder::kMicroBatchMajor;
-  uint64_t boundary_store_bytes = 0;  // layer-major's host store of block-boundary activations
+  uint64_t boundary_store_bytes = 0;  // layer-major: pool frames its boundaries take at most
   // The link bytes per step each order is predicted to move (both 0 with one micro-batch).
   uint64_t predicted_link_bytes[2] = {0, 0};  // indexed by MicroBatchOrder
   std::string order_reason;                   // why this order (order_to_string)

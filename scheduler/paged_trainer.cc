@@ -90,7 +90,7 @@ Status PagedTrainer::check_fits_machine() const {
     need.device_bytes =
         plan_.acts_bytes + plan_.tokens_bytes + scheduler::TotalBytes(plan_.slot_sizes);
   }
-  need.host_bytes = plan_.host_bytes + plan_.boundary_store_bytes;
+  need.host_bytes = plan_.host_bytes;
   const uint64_t model_bytes = uint64_t(layout_.total_numel) * 4;
   if (!o_.init_path.empty()) {
     need.staging_bytes = 2 * model_bytes;  // the file's tensors and the layout's copy
@@ -278,9 +278,8 @@ StepStats PagedTrainer::stats_of(long step, const scheduler::EngineStepResult& r
   s.moved_bytes.nvme_read = m1.nvme_read_bytes - m0.nvme_read_bytes;
   s.moved_bytes.nvme_write = m1.nvme_write_bytes - m0.nvme_write_bytes;
   s.recompute_layers = plan_.recompute_layers;
-  // The host budget holds the pool and layer-major's boundary store (allocated once).
-  s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes +
-                      plan_.boundary_store_bytes;
+  // The pool's frames in use, layer-major's borrowed boundary frames included.
+  s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes;
   s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;
   return s;
 }
