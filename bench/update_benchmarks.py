@@ -230,9 +230,12 @@ BENCHES = {
     "io_4k_pages": {
         "title": "NVMe tier, like for like: IoEngine with 4 KiB-page buffers vs fio",
         "measures": "the same as above with `--no-huge-pages`: Strata's buffers on ordinary "
-                    "4 KiB pages like fio's, so the ratio compares the two engines alone (by "
-                    "default Strata puts large I/O buffers on transparent huge pages, which "
-                    "keeps a 1 MiB request in one segment).",
+                    "4 KiB pages like fio's (by default Strata puts large I/O buffers on "
+                    "transparent huge pages, which keeps a 1 MiB request in one segment). On this "
+                    "virtio-blk disk a read's rate follows how physically contiguous each tool's "
+                    "buffer happened to be, so the rounds list the segments per MiB Strata's "
+                    "buffer got (Note [4 KiB-page reads on virtio-blk] in "
+                    "storage/physical_layout.cc).",
         "cmd": ["env", "STRATA_FLAGS=--no-huge-pages", "bench/io_vs_fio.sh", NVME_DIR, "4G",
                 "1M", "16"],
         "rows": io_rows,
