@@ -144,7 +144,6 @@ class InMemoryTrainer final : public Trainer {
     const scheduler::ActivationLayout act_layout =
         scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o_.batch / B);
     const uint64_t need_bytes = InMemoryDeviceBytes(o_, c, T);
-    Logger("train")->info("micro-batch order: micro-batch-major (the in-memory engine)");
     uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
     if (capacity < need_bytes) {
       return Status::ResourceExhausted(
@@ -186,6 +185,8 @@ class InMemoryTrainer final : public Trainer {
         InitBlockParams(layout_.blocks[b], o_.seed, block(params_, b));
       }
     }
+    // The run's first line, as the paged engine's (after any error, which comes first).
+    Logger("train")->info("micro-batch order: micro-batch-major (the in-memory engine)");
     return Status::Ok();
   }
 

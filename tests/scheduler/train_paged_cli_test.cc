@@ -127,6 +127,27 @@ TEST(TrainPagedCli, BudgetBelowTheWorkingSetIsRefusedWithTheNumber) {
   EXPECT_NE(first.find("bytes)"), std::string::npos) << first;
 }
 
+// Issue 13: the chosen micro-batch order is the run's first line, with why.
+TEST(TrainPagedCli, FirstLineNamesTheMicroBatchOrder) {
+  ScratchDir dir("cli_order");
+  const auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
+  auto forced = RunStrata(With(TinyArgs(1), {"--micro-batch", "2", "--recompute", "all",
+                                             "--micro-batch-order", "layer-major"}),
+                          dir.path());
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(first_line(forced.err).find("micro-batch order: layer-major"), std::string::npos)
+      << forced.err;
+  auto chosen = RunStrata(With(TinyArgs(1), {"--micro-batch", "2", "--engine", "paged"}),
+                          dir.path());
+  ASSERT_EQ(chosen.exit_code, 0) << chosen.err;
+  EXPECT_NE(first_line(chosen.err).find("micro-batch order: "), std::string::npos) << chosen.err;
+  auto none = RunStrata(With(TinyArgs(1), {"--micro-batch", "2", "--micro-batch-order",
+                                           "layer-major"}),
+                        dir.path());
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("--recompute all or auto"), std::string::npos) << none.err;
+}
+
 TEST(TrainPagedCli, BadPagingFlags) {
   ScratchDir dir("cli_flags");
   auto bad_choice = RunStrata(With(TinyArgs(1), {"--params-on", "gpu"}), dir.path());
