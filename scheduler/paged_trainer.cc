@@ -39,8 +39,8 @@ Status PagedTrainer::setup() {
     return Status::InvalidArgument("--page-size " + FormatBytes(page) +
                                    " must be a power of two of at least 4K (e.g. 64K, 16M)");
   }
-  if (o_.host_eviction != "belady" && o_.host_eviction != "lru") {
-    return Status::InvalidArgument("--host-eviction must be 'belady' or 'lru', got '" +
+  if (o_.host_eviction != "belady" && o_.host_eviction != "lru" && o_.host_eviction != "auto") {
+    return Status::InvalidArgument("--host-eviction must be 'auto', 'belady' or 'lru', got '" +
                                    o_.host_eviction + "'");
   }
   STRATA_RETURN_IF_ERROR(check_page_count(page));

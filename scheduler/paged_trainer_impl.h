@@ -59,7 +59,13 @@ class PagedTrainer final : public Trainer {
 
  private:
   int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch; }
-  bool belady() const { return o_.host_eviction == "belady"; }
+  // --host-eviction auto: Belady over the learned plan, except in layer-major order, where the
+  // plan misjudged the moments and LRU moved fewer bytes and ran faster (docs/scheduler.md,
+  // Limits: 80-layer scale run, 2026-11-25).
+  bool belady() const {
+    return o_.host_eviction == "belady" ||
+           (o_.host_eviction == "auto" && plan_.order != scheduler::MicroBatchOrder::kLayerMajor);
+  }
   bool checkpoints_on() const { return o_.ckpt_every > 0 && !o_.ckpt_dir.empty(); }
   Status check_page_count(uint64_t page_bytes) const;
   Status check_fits_machine() const;

@@ -99,7 +99,8 @@ struct TrainOptions {
   bool movement_only = false;          // --movement-only: skip the kernels (paged only)
   // --host-eviction: how the host pool picks victims: belady (over the access plan learned from
   // step 2, Note [Host access plan] in scheduler/host_pages.h) or lru (steered by demote).
-  std::string host_eviction = "belady";
+  // auto: belady, but lru in layer-major order (scheduler/paged_trainer_impl.h).
+  std::string host_eviction = "auto";
   bool paging_flag_given = false;  // set by the CLI when any of kPagingFlags was given
   // Note [Stopping after a step]: when this reads non-zero after a step (not the last one,
   // after which the run just finishes, --export included), Run stops there: the

@@ -310,7 +310,8 @@ void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
                 "is the movement-only time of this configuration");
   cmd->add_option("--host-eviction", o.host_eviction,
                   "How the host pool picks what to drop: belady (the order of a step, learned "
-                  "from step 2) or lru (least recently used, optimizer moments first)")
+                  "from step 2), lru (least recently used, optimizer moments first) or auto "
+                  "(belady, lru in layer-major order)")
       ->capture_default_str();
 }
 

@@ -47,6 +47,7 @@ scheduler::MemoryPlanInput PlanInput(const StressConfig& c, const GptLayout& lay
   in.params_on = c.params_on;
   in.optimizer_on = c.optimizer_on;
   in.recompute = c.recompute;
+  in.micro_batch_order = c.micro_batch_order;
   return in;
 }
 
@@ -75,7 +76,9 @@ void DrawPaging(std::mt19937_64& rng, StressConfig* c) {
   c->params_on = Pick<std::string>(rng, {"device", "host", "nvme", "auto"});
   c->optimizer_on = Pick<std::string>(rng, {"host", "nvme", "auto"});
   c->recompute = Pick<std::string>(rng, {"none", "all", "auto"});
-  c->host_eviction = Pick<std::string>(rng, {"belady", "lru"});
+  c->host_eviction = Pick<std::string>(rng, {"auto", "belady", "lru"});
+  c->micro_batch_order =
+      Pick<std::string>(rng, {"auto", "layer-major", "micro-batch-major"});
   c->nvme_dirs = int(Uniform(rng, 1, 2));
   c->ckpt_every = Uniform(rng, 1, 3);
   const GptLayout layout = MakeGptLayout(ModelOf(*c));
@@ -161,6 +164,7 @@ std::vector<std::string> PagingArgs(const StressConfig& c, const std::string& di
                                 std::to_string(c.page_bytes), "--params-on", c.params_on,
                                 "--optimizer-on", c.optimizer_on, "--recompute",
                                 c.recompute,      "--host-eviction", c.host_eviction,
+                                "--micro-batch-order", c.micro_batch_order,
                                 "--ckpt-dir",     dir + "/ckpt",  "--ckpt-every",
                                 std::to_string(c.ckpt_every)};
   if (c.gpu_mem > 0) {
@@ -182,13 +186,14 @@ std::string Describe(const StressConfig& c) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%dx%d h%d vocab %d seq %d batch %d/%d steps %ld | page %s gpu %s host %s | params "
-                "%s opt %s recompute %s %s | %d dir%s, ckpt every %ld | clip %s",
+                "%s opt %s recompute %s %s %s | %d dir%s, ckpt every %ld | clip %s",
                 c.n_layer, c.n_embd, c.n_head, c.vocab, c.seq, c.batch,
                 c.micro_batch > 0 ? c.micro_batch : c.batch, c.steps,
                 FormatBytes(c.page_bytes).c_str(),
                 c.gpu_mem > 0 ? FormatBytes(c.gpu_mem).c_str() : "default",
                 c.host_mem > 0 ? FormatBytes(c.host_mem).c_str() : "default", c.params_on.c_str(),
-                c.optimizer_on.c_str(), c.recompute.c_str(), c.host_eviction.c_str(), c.nvme_dirs,
+                c.optimizer_on.c_str(), c.recompute.c_str(), c.host_eviction.c_str(),
+                c.micro_batch_order.c_str(), c.nvme_dirs,
                 c.nvme_dirs > 1 ? "s" : "", c.ckpt_every, c.grad_clip.c_str());
   return buf;
 }

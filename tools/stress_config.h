@@ -29,7 +29,8 @@ struct StressConfig {
   uint64_t page_bytes = 16384;
   uint64_t gpu_mem = 0, host_mem = 0;  // 0: the default (what the run needs)
   std::string params_on = "auto", optimizer_on = "auto", recompute = "none";
-  std::string host_eviction = "belady";
+  std::string host_eviction = "auto";
+  std::string micro_batch_order = "auto";
   int nvme_dirs = 1;
   long ckpt_every = 1;
 };
