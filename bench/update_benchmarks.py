@@ -230,7 +230,11 @@ def amplification_rows(j):
                           f"model trained in memory (--engine memory), the median of "
                           f"{j['amp_rounds']} rounds (in memory then paged, back to back): "
                           f"{rounds}; losses equal: "
-                          f"{'yes' if j['scale_vs_memory_losses_equal'] else 'NO'}; the sim "
+                          f"{'yes' if j['scale_vs_memory_losses_equal'] else 'NO'}; median "
+                          f"round's steps: paged {j['scale_vs_memory_paged_step_s']:.2f} s "
+                          f"using {j['scale_vs_memory_paged_cpu_s_per_step']:.2f} CPU s, in "
+                          f"memory {j['scale_vs_memory_in_memory_step_s']:.2f} s using "
+                          f"{j['scale_vs_memory_in_memory_cpu_s_per_step']:.2f} CPU s; the sim "
                           f"device computes on {j['amp_threads']} thread(s), the host work on "
                           f"the other cores (Note [Device and host cores]); {config}"))
     return rows

@@ -55,7 +55,7 @@ struct Flags {
   int amp_seq = 64;
   std::string amp_gpu_mem = "14297472", amp_host_mem = "56623104";  // bytes, or with a suffix
   int amp_warmup_steps = 3;  // the host plan is in force from step 4 (Note [Host access plan])
-  int amp_steps = 3;         // counted steps per run
+  int amp_steps = 2;         // counted steps per run
   int amp_rounds = 3;        // rounds of (in memory, paged): the median ratio is reported
   std::string page_size;  // empty: 1 MiB
   bool fio = true;

@@ -112,6 +112,12 @@ void AddAmplification(const AmpResult& r, const Flags& f, nlohmann::ordered_json
   out["scale_vs_memory_in_memory_tokens_per_s"] = median.in_memory.median_tokens_per_s;
   out["scale_vs_memory_paged_tokens_per_s_rounds"] = paged_tps;
   out["scale_vs_memory_in_memory_tokens_per_s_rounds"] = mem_tps;
+  // Note [CPU bound] in tools/bench_offload.cc: a paged step far above its CPU time waits on the
+  // disk, not on the cores.
+  out["scale_vs_memory_paged_step_s"] = median.paged.median_step_s;
+  out["scale_vs_memory_in_memory_step_s"] = median.in_memory.median_step_s;
+  out["scale_vs_memory_paged_cpu_s_per_step"] = median.paged.median_cpu_s;
+  out["scale_vs_memory_in_memory_cpu_s_per_step"] = median.in_memory.median_cpu_s;
   out["scale_vs_memory_device_multiple"] = double(fl.state_bytes) / r.paged_options.gpu_mem;
   out["scale_vs_memory_host_multiple"] = double(fl.state_bytes) / r.paged_options.host_mem;
   out["scale_vs_memory_losses_equal"] = losses_equal;

@@ -60,7 +60,8 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
        {"nvme_read_amplification", "nvme_write_amplification", "nvme_read_bytes_per_step",
         "nvme_write_bytes_per_step", "nvme_min_read_bytes_per_step",
         "nvme_min_write_bytes_per_step", "scale_vs_memory",
-        "scale_vs_memory_paged_tokens_per_s", "scale_vs_memory_in_memory_tokens_per_s"}) {
+        "scale_vs_memory_paged_tokens_per_s", "scale_vs_memory_in_memory_tokens_per_s",
+        "scale_vs_memory_paged_step_s"}) {
     ASSERT_TRUE(j.contains(field) && j[field].is_number()) << field << " in " << r.out;
     EXPECT_GT(j[field].get<double>(), 0.0) << field << " in " << r.out;
   }
@@ -81,6 +82,9 @@ TEST(BenchOffload, BadFlagIsUsageError) {
   r = RunStrata({"bench", "offload", "--eviction-steps", "0", "--no-fio"}, dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--eviction-steps"), std::string::npos) << r.err;
+  r = RunStrata({"bench", "offload", "--amp-rounds", "0", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--amp-rounds"), std::string::npos) << r.err;
 }
 
 }  // namespace
