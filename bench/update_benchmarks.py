@@ -194,13 +194,13 @@ def amplification_rows(j):
     """bench offload's run 5 (tools/bench_offload_amplification.cc), when the result has it."""
     if j.get("nvme_read_amplification") is None and j.get("scale_vs_memory") is None:
         return []
-    mib = lambda v: f"{v / 2**20:.0f} MiB"
+    mib = lambda v: f"{v / 2**20:.0f} MiB" if v >= 2**20 else f"{v / 2**10:.0f} KiB"
     st = j["amp_state_bytes"]
     config = (f"{j['amp_model']}, batch {j['amp_batch']} in micro-batches of "
               f"{j['amp_micro_batch']} x seq {j['amp_seq']}, {mib(st)} of state in "
               f"{mib(j['amp_page_bytes'])} pages = {st / j['amp_gpu_mem']:.1f}x --gpu-mem "
-              f"{j['amp_gpu_mem']} and {st / j['amp_host_mem']:.1f}x --host-mem "
-              f"{j['amp_host_mem']}, params on {j['amp_params_on']}, optimizer on "
+              f"{j['amp_gpu_mem'] / 2**20:.2f} MiB and {st / j['amp_host_mem']:.1f}x --host-mem "
+              f"{j['amp_host_mem'] / 2**20:.2f} MiB, params on {j['amp_params_on']}, optimizer on "
               f"{j['amp_optimizer_on']}, {j['amp_recompute_layers']} blocks recomputed")
     steps = (f"mean of {j['amp_steps']} steps after {j['amp_warmup_steps']} warmup steps, "
              f"in each of {j['amp_rounds']} rounds")
@@ -219,7 +219,8 @@ def amplification_rows(j):
                              f"the minimum {mib(j[f'nvme_min_{rw}_bytes_per_step'])} from the "
                              f"page plan ({floor_what}; gradients never; "
                              f"{j['amp_param_pages']} parameter and {j['amp_moment_pages']} "
-                             f"moment pages); {steps}: {rounds}; {config}"})
+                             f"moment pages); {steps}: {rounds}; "
+                             + (config if rw == "read" else "the same runs")})
     v, t = j["scale_vs_memory"], j["scale_vs_memory_target"]
     rounds = "; ".join(f"{p:.0f} vs {m:.0f} tokens/s = {r:.3f}" for p, m, r in zip(
         j["scale_vs_memory_paged_tokens_per_s_rounds"],
