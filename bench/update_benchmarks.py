@@ -283,7 +283,7 @@ BENCHES = {
     },
     "offload": {
         "title": "Offload: overlap, cost, scale and NVMe amplification (issue: unified scheduler)",
-        "measures": "Four measurements of `strata bench offload` (tools/bench_offload.cc); "
+        "measures": "Five measurements of `strata bench offload` (tools/bench_offload.cc); "
                     "the sim device computes on one thread and the host work (copies, "
                     "checksums, I/O, AdamW) has the other core, as on a GPU machine, in every "
                     "compared run: (1) overlap: ZeRO-Offload's placement (every block's "

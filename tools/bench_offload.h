@@ -7,10 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "core/nn/gpt_config.h"
 #include "core/nn/gpt_layout.h"
@@ -57,7 +56,7 @@ struct Flags {
   int amp_warmup_steps = 3;  // the host plan is in force from step 4 (Note [Host access plan])
   int amp_steps = 2;         // counted steps per run
   int amp_rounds = 3;        // rounds of (in memory, paged): the median ratio is reported
-  std::string page_size;  // empty: 1 MiB
+  std::string page_size;     // empty: 1 MiB
   bool fio = true;
   bool json = false;
   std::string log_level = "warn";
@@ -180,7 +179,7 @@ struct AmpResult {
   NvmeFloor floor;
   std::vector<AmpRound> rounds;
   const AmpRound& median() const;  // the round with the median ratio (the upper of an even count)
-  double read_bytes_per_step() const;   // mean over every round's counted steps
+  double read_bytes_per_step() const;  // mean over every round's counted steps
   double write_bytes_per_step() const;
 };
 Result<AmpResult> MeasureAmplification(const Flags& f, const TrainOptions& base, uint64_t page,

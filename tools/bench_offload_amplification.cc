@@ -89,7 +89,8 @@ Result<AmpRound> RunRound(const Flags& f, const TrainOptions& base, TrainOptions
                           RunTrainer(mem, kInMemoryWarmupSteps, ("amp in-memory" + tag).c_str()));
   STRATA_ASSIGN_OR_RETURN(auto dir, BenchDir::Create(nvme_parent, "amp", "--nvme-dir"));
   paged.nvme_dirs = {dir->path()};
-  STRATA_ASSIGN_OR_RETURN(r.paged, RunTrainer(paged, f.amp_warmup_steps, ("amp paged" + tag).c_str()));
+  STRATA_ASSIGN_OR_RETURN(r.paged,
+                          RunTrainer(paged, f.amp_warmup_steps, ("amp paged" + tag).c_str()));
   Summarise(f, &r);
   return r;
 }
@@ -133,8 +134,7 @@ Result<AmpResult> MeasureAmplification(const Flags& f, const TrainOptions& base,
   with_nvme.nvme_dirs = {nvme_parent};
   STRATA_ASSIGN_OR_RETURN(r.floor, ComputeNvmeFloor(with_nvme));
   for (int round = 0; round < f.amp_rounds; ++round) {
-    STRATA_ASSIGN_OR_RETURN(AmpRound one,
-                            RunRound(f, base, r.paged_options, nvme_parent, round));
+    STRATA_ASSIGN_OR_RETURN(AmpRound one, RunRound(f, base, r.paged_options, nvme_parent, round));
     r.rounds.push_back(std::move(one));
   }
   return r;

@@ -1,10 +1,9 @@
 // `strata bench offload`, measurement 5's flags and JSON fields (the measurement:
 // tools/bench_offload_amplification.cc; its floor: tools/bench_offload_nvme_floor.cc).
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "memory/tier.h"
 #include "tools/bench_offload.h"
