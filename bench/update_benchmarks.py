@@ -202,6 +202,57 @@ def offload_rows(j):
                              f"plan {b / 2**20:.0f} MiB vs LRU + demote {l / 2**20:.0f} MiB "
                              f"(mean of {j['eviction_steps']} steps after the plan is set; "
                              f"the default is the one that moves fewer)"})
+    return rows + amplification_rows(j)
+
+
+def amplification_rows(j):
+    """bench offload's run 5 (tools/bench_offload_amplification.cc), when the result has it."""
+    if j.get("nvme_read_amplification") is None and j.get("scale_vs_memory") is None:
+        return []
+    mib = lambda v: f"{v / 2**20:.0f} MiB" if v >= 2**20 else f"{v / 2**10:.0f} KiB"
+    st = j["amp_state_bytes"]
+    config = (f"{j['amp_model']}, batch {j['amp_batch']} in micro-batches of "
+              f"{j['amp_micro_batch']} x seq {j['amp_seq']}, {mib(st)} of state in "
+              f"{mib(j['amp_page_bytes'])} pages = {st / j['amp_gpu_mem']:.1f}x --gpu-mem "
+              f"{j['amp_gpu_mem'] / 2**20:.2f} MiB and {st / j['amp_host_mem']:.1f}x --host-mem "
+              f"{j['amp_host_mem'] / 2**20:.2f} MiB, params on {j['amp_params_on']}, optimizer on "
+              f"{j['amp_optimizer_on']}, {j['amp_recompute_layers']} blocks recomputed")
+    steps = (f"mean of {j['amp_steps']} steps after {j['amp_warmup_steps']} warmup steps, "
+             f"in each of {j['amp_rounds']} rounds")
+    target = j["nvme_amplification_target"]
+    rows = []
+    for rw, floor_what in (("read", "every NVMe-resident parameter page read twice (forward "
+                                    "and backward), every NVMe-resident moment page once"),
+                           ("write", "every NVMe-resident parameter and moment page written "
+                                     "once")):
+        v = j.get(f"nvme_{rw}_amplification")
+        rounds = ", ".join("-" if x is None else f"{x:.3f}"
+                           for x in j[f"nvme_{rw}_amplification_rounds"])
+        rows.append({"metric": f"nvme_{rw}_amplification", "value": v,
+                     "target": f"<= {target}", "met": v is not None and v <= target,
+                     "what": f"NVMe {rw}s {mib(j[f'nvme_{rw}_bytes_per_step'])} per step vs "
+                             f"the minimum {mib(j[f'nvme_min_{rw}_bytes_per_step'])} from the "
+                             f"page plan ({floor_what}; gradients never; "
+                             f"{j['amp_param_pages']} parameter and {j['amp_moment_pages']} "
+                             f"moment pages); {steps}: {rounds}; "
+                             + (config if rw == "read" else "the same runs")})
+    v, t = j["scale_vs_memory"], j["scale_vs_memory_target"]
+    rounds = "; ".join(f"{p:.0f} vs {m:.0f} tokens/s = {r:.3f}" for p, m, r in zip(
+        j["scale_vs_memory_paged_tokens_per_s_rounds"],
+        j["scale_vs_memory_in_memory_tokens_per_s_rounds"], j["scale_vs_memory_rounds"]))
+    rows.append(ratio_row("scale_vs_memory", v, t,
+                          f"paged {j['scale_vs_memory_paged_tokens_per_s']:.0f} tokens/s vs "
+                          f"{j['scale_vs_memory_in_memory_tokens_per_s']:.0f} for the same "
+                          f"model trained in memory (--engine memory), the median of "
+                          f"{j['amp_rounds']} rounds (in memory then paged, back to back): "
+                          f"{rounds}; losses equal: "
+                          f"{'yes' if j['scale_vs_memory_losses_equal'] else 'NO'}; median "
+                          f"round's steps: paged {j['scale_vs_memory_paged_step_s']:.2f} s "
+                          f"using {j['scale_vs_memory_paged_cpu_s_per_step']:.2f} CPU s, in "
+                          f"memory {j['scale_vs_memory_in_memory_step_s']:.2f} s using "
+                          f"{j['scale_vs_memory_in_memory_cpu_s_per_step']:.2f} CPU s; the sim "
+                          f"device computes on {j['amp_threads']} thread(s), the host work on "
+                          f"the other cores (Note [Device and host cores]); {config}"))
     return rows
 
 
@@ -249,8 +300,8 @@ BENCHES = {
         "rows": pages_rows,
     },
     "offload": {
-        "title": "Offload: overlap, cost and scale (issue: unified scheduler)",
-        "measures": "Four measurements of `strata bench offload` (tools/bench_offload.cc); "
+        "title": "Offload: overlap, cost, scale and NVMe amplification (issue: unified scheduler)",
+        "measures": "Five measurements of `strata bench offload` (tools/bench_offload.cc); "
                     "the sim device computes on one thread and the host work (copies, "
                     "checksums, I/O, AdamW) has the other core, as on a GPU machine, in every "
                     "compared run: (1) overlap: ZeRO-Offload's placement (every block's "
@@ -269,7 +320,11 @@ BENCHES = {
                     "device budget trains 3 steps, its NVMe rate vs fio's sequential read on "
                     "the same directory; (4) the host pool's eviction: NVMe bytes per step "
                     "under Belady over the plan the Engine learns vs LRU + demote, in (2)'s "
-                    "offload configuration and in the demo's.",
+                    "offload configuration and in the demo's; (5) an 80-layer model at >= 64x "
+                    "the device budget and >= 16x the host budget (parameters and moments on "
+                    "NVMe): its NVMe bytes per steady-state step vs the minimum its page plan "
+                    "allows (read and write amplification), and its paged tokens/s vs the same "
+                    "model trained in memory, in rounds.",
         "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR],
         "rows": offload_rows,
     },

@@ -1,4 +1,4 @@
-// `strata bench offload`: the unified scheduler's four measurements, each in this run.
+// `strata bench offload`: the unified scheduler's five measurements, each in this run.
 //
 // 1. overlap (Note [Overlap configuration]). ZeRO-Offload's placement: every block's
 //    parameters resident on the device, gradients down to the host, AdamW and the moments on
@@ -38,6 +38,13 @@
 //    learned plan and under LRU + demote, in run 2's offload configuration and in the demo's
 //    (host_eviction_{cost,demo}_{belady,lru}_nvme_bytes_per_step and their ratio; report: the
 //    default is the policy that moves fewer).
+// 5. NVMe amplification and scale vs memory (tools/bench_offload_amplification.cc, Note
+//    [Amplification configuration]): an 80-layer model at >= 64x its device and >= 16x its host
+//    budget, parameters and moments on NVMe. nvme_{read,write}_amplification = NVMe bytes per
+//    steady-state step / the least the page plan allows (Note [NVMe floor] in
+//    tools/bench_offload_nvme_floor.cc): target <= 1.3 each. scale_vs_memory = its paged
+//    tokens/s / the in-memory trainer's on the same model, in rounds (the median round's):
+//    target >= 0.7.
 //
 // Note [Device and host cores]
 // On a GPU machine the device computes on its own processor while the host copies, hashes,
@@ -108,7 +115,7 @@ Status CheckFlags(const Flags& f) {
     return Status::InvalidArgument("--eviction-steps must be positive, got " +
                                    std::to_string(f.eviction_steps));
   }
-  return Status::Ok();
+  return offload::CheckAmplificationFlags(f);
 }
 
 // The report's first part: the run's shape and measurement 1 (Note [Overlap configuration]).
@@ -259,6 +266,8 @@ Status RunBenchOffload(const Flags& f) {
                           offload::MeasureScale(f, base, page, nvme_parent));
   STRATA_ASSIGN_OR_RETURN(const EvictionResult eviction,
                           offload::MeasureEviction(f, base, cost.offload_options, nvme_parent));
+  STRATA_ASSIGN_OR_RETURN(const offload::AmpResult amp,
+                          offload::MeasureAmplification(f, base, page, nvme_parent));
 
   nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
   AddOverlap(f, overlap, out);
@@ -267,6 +276,7 @@ Status RunBenchOffload(const Flags& f) {
   out["overlap_movement_only_cpu_s_per_step"] = overlap.resident.median().movement.median_cpu_s;
   AddScale(scale, out);
   AddEviction(eviction, out);
+  offload::AddAmplification(amp, f, out);
   std::printf("%s\n", out.dump().c_str());
   std::fflush(stdout);
   return Status::Ok();
@@ -279,7 +289,8 @@ void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx) {
   CLI::App* cmd = bench.add_subcommand(
       "offload",
       "Offload: step vs max(compute-only, movement-only); 25%/50% budgets vs in memory; a model "
-      ">= 4x host and >= 16x device budget (see tools/bench_offload.cc)");
+      ">= 4x host and >= 16x device budget; NVMe amplification and paged vs in-memory speed "
+      "far beyond both budgets (see tools/bench_offload.cc)");
   cmd->add_flag("--json", f->json, "Print the JSON object on stdout (always printed)");
   cmd->add_option("--nvme-dir", f->nvme_dir,
                   "Directory for the NVMe tier and fio (default: /var/tmp)");
@@ -318,6 +329,7 @@ void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_flag("!--no-eviction-demo", f->eviction_demo,
                 "Run 4 in the cost configuration only (not also in the demo's)");
+  offload::AddAmplificationOptions(cmd, *f);
   cmd->add_option("--page-size", f->page_size, "Page size of the paged runs (default 1M)");
   cmd->add_flag("!--no-fio", f->fio, "Skip fio's read measurement");
   cmd->add_option("--log-level", f->log_level, "debug, info, warn, error or off")

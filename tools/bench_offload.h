@@ -1,24 +1,34 @@
 // `strata bench offload` in parts (internal to tools/; see tools/bench_offload.cc for what it
 // measures and why): its flags, running one trainer configuration and summarising its steps
-// (bench_offload_run.cc), and the three measurements (bench_offload_measure.cc).
+// (bench_offload_run.cc), the first three measurements (bench_offload_measure.cc), the fourth
+// (bench_offload_eviction.cc) and the fifth (bench_offload_amplification*.cc,
+// bench_offload_nvme_floor.cc).
 // tools/bench_offload.cc is the command and its JSON report.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "core/nn/gpt_config.h"
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
+#include "memory/tier.h"
 #include "scheduler/trainer.h"
 #include "tools/bench_dir.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace strata::tools::offload {
 
 inline constexpr double kOverlapMaxFactor = 1.15;
 inline constexpr double kCostTarget = 0.8;
 inline constexpr double kBackwardShare = 2.0 / 3.0;  // Note [Overlap configuration]
+inline constexpr double kAmplificationTarget = 1.3;  // NVMe bytes per step / the floor, at most
+inline constexpr double kScaleVsMemoryTarget = 0.7;  // paged / in-memory tokens/s, at least
 
 struct Flags {
   std::string model = "small";
@@ -38,7 +48,15 @@ struct Flags {
   // Run 2's model: wide and shallow with few tokens per step, so that its states, not its
   // activations, dominate (the regime offloading is for; see the header).
   int cost_layers = 8, cost_embd = 768, cost_heads = 12, cost_batch = 4, cost_seq = 64;
-  std::string page_size;  // empty: 1 MiB
+  // Run 5 (Note [Amplification configuration] in tools/bench_offload_amplification.cc): the
+  // 80-layer model at 71x its device and 18x its host budget, paged and in memory.
+  int amp_layers = 80, amp_embd = 192, amp_heads = 6, amp_batch = 8, amp_micro_batch = 1;
+  int amp_seq = 64;
+  std::string amp_gpu_mem = "14297472", amp_host_mem = "56623104";  // bytes, or with a suffix
+  int amp_warmup_steps = 3;  // the host plan is in force from step 4 (Note [Host access plan])
+  int amp_steps = 2;         // counted steps per run
+  int amp_rounds = 3;        // rounds of (in memory, paged): the median ratio is reported
+  std::string page_size;     // empty: 1 MiB
   bool fio = true;
   bool json = false;
   std::string log_level = "warn";
@@ -131,5 +149,44 @@ struct EvictionResult {
 Result<EvictionResult> MeasureEviction(const Flags& f, const TrainOptions& base,
                                        const TrainOptions& cost_offload,
                                        const std::string& nvme_parent);
+
+// 5. NVMe amplification and scale vs memory (tools/bench_offload_amplification.cc): the deep
+// model far beyond both budgets, its NVMe bytes per step against the minimum its page plan
+// allows, and its paged tokens/s against the in-memory trainer's, in rounds.
+
+// The least NVMe traffic a step of a paged run can have, from its page plan and placement
+// (Note [NVMe floor] in tools/bench_offload_nvme_floor.cc).
+struct NvmeFloor {
+  uint64_t read_bytes = 0, write_bytes = 0;  // per step
+  uint64_t param_pages = 0, moment_pages = 0, page_bytes = 0;
+  uint64_t state_bytes = 0;  // every page of the plan (params, grads, moments), padding included
+  memory::Tier params = memory::Tier::kHost, optimizer = memory::Tier::kHost;
+  bool params_host_pinned = false;
+};
+// InvalidArgument/ResourceExhausted as the paged trainer's own plan would refuse `o`.
+Result<NvmeFloor> ComputeNvmeFloor(const TrainOptions& o);
+
+struct AmpRound {
+  RunSummary in_memory, paged;
+  double read_bytes_per_step = 0, write_bytes_per_step = 0;  // paged, mean of counted steps
+  bool losses_equal = false;  // every step's loss, paged vs in memory (bit for bit)
+  double ratio() const;       // paged / in-memory median tokens/s
+};
+
+struct AmpResult {
+  TrainOptions paged_options;  // the budgets in force
+  GptLayout layout;
+  NvmeFloor floor;
+  std::vector<AmpRound> rounds;
+  const AmpRound& median() const;  // the round with the median ratio (the upper of an even count)
+  double read_bytes_per_step() const;  // mean over every round's counted steps
+  double write_bytes_per_step() const;
+};
+Result<AmpResult> MeasureAmplification(const Flags& f, const TrainOptions& base, uint64_t page,
+                                       const std::string& nvme_parent);
+// Run 5's flags and its JSON fields (tools/bench_offload_amplification_report.cc).
+Status CheckAmplificationFlags(const Flags& f);
+void AddAmplificationOptions(CLI::App* cmd, Flags& f);
+void AddAmplification(const AmpResult& r, const Flags& f, nlohmann::ordered_json& out);
 
 }  // namespace strata::tools::offload

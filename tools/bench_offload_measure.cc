@@ -1,5 +1,5 @@
-// `strata bench offload`'s three measurements (tools/bench_offload.h; what each measures and why:
-// the header of tools/bench_offload.cc).
+// `strata bench offload`'s first three measurements (tools/bench_offload.h; what each measures
+// and why: the header of tools/bench_offload.cc).
 #include <algorithm>
 #include <cstdio>
 #include <string>

@@ -1,7 +1,9 @@
 // `strata bench offload` on small shapes: exits 0 and prints one JSON object on stdout with the
-// three measurements' fields (the numbers themselves are the benchmark's, not the test's).
+// five measurements' fields (the numbers themselves are the benchmark's, not the test's; run 5's
+// must be positive, its tiny model's state on NVMe).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/tools/run_strata.h"
@@ -21,7 +23,11 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
                            "--cost-seq", "16", "--scale-layers", "96",
                            "--scale-embd", "32", "--scale-heads", "2", "--scale-batch", "1",
                            "--scale-seq", "16", "--scale-steps", "2", "--page-size", "64K",
-                           "--no-fio", "--eviction-steps", "1", "--no-eviction-demo"},
+                           "--no-fio", "--eviction-steps", "1", "--no-eviction-demo",
+                           "--amp-layers", "4", "--amp-embd", "32", "--amp-heads", "2",
+                           "--amp-batch", "2", "--amp-micro-batch", "1", "--amp-seq", "16",
+                           "--amp-gpu-mem", "336K", "--amp-host-mem", "512K",
+                           "--amp-warmup-steps", "1", "--amp-steps", "1", "--amp-rounds", "2"},
                           dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.front(), '{') << r.out;
@@ -42,8 +48,22 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
         "\"host_eviction_cost_belady_nvme_bytes_per_step\":",
         "\"host_eviction_cost_lru_nvme_bytes_per_step\":",
         "\"host_eviction_cost_belady_vs_lru_ratio\":",
-        "\"host_eviction_demo_belady_vs_lru_ratio\":null"}) {
+        "\"host_eviction_demo_belady_vs_lru_ratio\":null", "\"amp_params_on\":\"nvme\"",
+        "\"amp_optimizer_on\":\"nvme\"", "\"nvme_read_amplification_rounds\":[",
+        "\"nvme_write_amplification_rounds\":[", "\"scale_vs_memory_rounds\":[",
+        "\"scale_vs_memory_losses_equal\":true"}) {
     EXPECT_NE(r.out.find(field), std::string::npos) << field << " missing in " << r.out;
+  }
+  // Run 5's figures: present and positive (the tiny model puts its state on NVMe).
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* field :
+       {"nvme_read_amplification", "nvme_write_amplification", "nvme_read_bytes_per_step",
+        "nvme_write_bytes_per_step", "nvme_min_read_bytes_per_step",
+        "nvme_min_write_bytes_per_step", "scale_vs_memory",
+        "scale_vs_memory_paged_tokens_per_s", "scale_vs_memory_in_memory_tokens_per_s",
+        "scale_vs_memory_paged_step_s"}) {
+    ASSERT_TRUE(j.contains(field) && j[field].is_number()) << field << " in " << r.out;
+    EXPECT_GT(j[field].get<double>(), 0.0) << field << " in " << r.out;
   }
 }
 
@@ -62,6 +82,9 @@ TEST(BenchOffload, BadFlagIsUsageError) {
   r = RunStrata({"bench", "offload", "--eviction-steps", "0", "--no-fio"}, dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--eviction-steps"), std::string::npos) << r.err;
+  r = RunStrata({"bench", "offload", "--amp-rounds", "0", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--amp-rounds"), std::string::npos) << r.err;
 }
 
 }  // namespace
