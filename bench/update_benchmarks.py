@@ -144,7 +144,7 @@ def offload_rows(j):
                                             j["overlap_clipped_step_factor_rounds"])
                                 if "overlap_clipped_step_factor_rounds" in j else "")})
     rows += [
-            ratio_row("offload_cost_ratio", j["offload_cost_ratio"], 0.8,
+            ratio_row("offload_cost_ratio", j["offload_cost_ratio"], 0.9,  # issue 13: stays >= 0.9
                       f"{j['offload_tokens_per_s']:.0f} tokens/s with --gpu-mem "
                       f"{j['offload_gpu_mem_fraction'] * 100:.1f}% and --host-mem "
                       f"{j['offload_host_mem_fraction'] * 100:.1f}% of the "
@@ -160,12 +160,11 @@ def offload_rows(j):
                         f"thread(s), the host work on the other cores (Note [Device and host "
                         f"cores])")]
     if j.get("offload_cost_ratio_shared_cores") is not None:
-        rows.append({"metric": "offload_cost_ratio_shared_cores",
-                     "value": j["offload_cost_ratio_shared_cores"], "target": "report",
-                     "met": True,
-                     "what": "the same pair with the kernels on every core (--threads 0), "
-                             "where the paged run's copies, checksums, I/O and AdamW take "
-                             "cycles from the kernels"})
+        rows.append(ratio_row("offload_cost_ratio_shared_cores",
+                              j["offload_cost_ratio_shared_cores"], 0.8,
+                              "the same pair with the kernels on every core (--threads 0), "
+                              "where the paged run's copies, checksums, I/O and AdamW take "
+                              "cycles from the kernels (issue 13's target)"))
     if j.get("offload_cost_cpu_bound") is not None:
         rows.append({"metric": "offload_cost_cpu_bound", "value": j["offload_cost_cpu_bound"],
                      "target": "report", "met": True,
