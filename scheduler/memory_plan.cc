@@ -324,8 +324,8 @@ Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_choice,
   }
   lm.order_reason = forced ? "--micro-batch-order layer-major" : plan->order_reason;
   if (!forced && kept > 0) {
-    lm.order_reason += "; it also recomputes the " + std::to_string(kept) + " blocks whose "
-                       "activations fit";
+    lm.order_reason += "; it also recomputes the " + std::to_string(kept) +
+                       (kept == 1 ? " block whose activations fit" : " blocks whose activations fit");
   }
   *plan = lm;
   return Status::Ok();
