@@ -78,6 +78,13 @@ struct RunSummary {
 // Trains `o`, logging each step on stderr as `what`; the medians skip the first `warmup` steps.
 Result<RunSummary> RunTrainer(const TrainOptions& o, int warmup, const char* what);
 
+// A deep narrow model's shape and batch over `base` (its --model preset and --threads): the
+// scale run's and the amplification run's (block size = seq).
+struct ModelShape {
+  int layers = 0, embd = 0, heads = 0, seq = 0, batch = 0;
+};
+TrainOptions WithShape(const TrainOptions& base, const ModelShape& shape);
+
 // Makes `o` a paged run with these budgets, the rest of its state on NVMe in `nvme`, and
 // --recompute auto.
 void PageUnderBudgets(TrainOptions& o, uint64_t page, uint64_t gpu_mem, uint64_t host_mem,

@@ -33,14 +33,9 @@ constexpr int kInMemoryWarmupSteps = 1;
 
 // Run 5's model, batch and steps over `base` (its --model preset and --threads).
 TrainOptions ModelOptions(const Flags& f, const TrainOptions& base) {
-  TrainOptions o = base;
-  o.model.n_layer = f.amp_layers;
-  o.model.n_embd = f.amp_embd;
-  o.model.n_head = f.amp_heads;
-  o.model.block_size = f.amp_seq;
-  o.batch = f.amp_batch;
+  TrainOptions o =
+      WithShape(base, {f.amp_layers, f.amp_embd, f.amp_heads, f.amp_seq, f.amp_batch});
   o.micro_batch = f.amp_micro_batch;
-  o.seq = f.amp_seq;
   return o;
 }
 

@@ -175,13 +175,7 @@ Result<ScaleResult> MeasureScale(const Flags& f, const TrainOptions& base, uint6
                                  const std::string& nvme_parent) {
   ScaleResult r;
   TrainOptions& sc = r.options;
-  sc = base;
-  sc.model.n_layer = f.scale_layers;
-  sc.model.n_embd = f.scale_embd;
-  sc.model.n_head = f.scale_heads;
-  sc.model.block_size = f.scale_seq;
-  sc.batch = f.scale_batch;
-  sc.seq = f.scale_seq;
+  sc = WithShape(base, {f.scale_layers, f.scale_embd, f.scale_heads, f.scale_seq, f.scale_batch});
   sc.steps = f.scale_steps;
   STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(sc));
   r.layout = MakeGptLayout(config);

@@ -73,6 +73,17 @@ Result<RunSummary> RunTrainer(const TrainOptions& o, int warmup, const char* wha
   return r;
 }
 
+TrainOptions WithShape(const TrainOptions& base, const ModelShape& shape) {
+  TrainOptions o = base;
+  o.model.n_layer = shape.layers;
+  o.model.n_embd = shape.embd;
+  o.model.n_head = shape.heads;
+  o.model.block_size = shape.seq;
+  o.batch = shape.batch;
+  o.seq = shape.seq;
+  return o;
+}
+
 void PageUnderBudgets(TrainOptions& o, uint64_t page, uint64_t gpu_mem, uint64_t host_mem,
                       const BenchDir& nvme) {
   o.engine = "paged";
