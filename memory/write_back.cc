@@ -100,13 +100,16 @@ Status WriteBack::commit_sealed(std::unique_ptr<NvmeBatch> batch, bool forced) {
   for (PageId p : list) {
     PageEntry& e = pages_[p];
     std::unique_lock lock(e.mu);
+    // The stager marks the page kStaged right after the tier took the write. Wait for that
+    // before looking for a discard: a discard can land between the stager's kStaged and this
+    // thread's wake-up (ASan run of ConcurrentRandomAccessMatchesShadow, 2026-11-25: the check
+    // came first, the wait let the discard in, and the commit found the page kZero).
+    e.cv.wait(lock, [&] { return e.state != PageState::kStaging; });
     if (e.staged_dead_frame != nullptr) {
       // Discarded after it was staged (Note [Page states]): committed or not, the version is
       // dead, and its buffer may be reused now.
       pool_.put(std::exchange(e.staged_dead_frame, nullptr));
     } else {
-      // The stager marks the page kStaged right after the tier took the write.
-      e.cv.wait(lock, [&] { return e.state != PageState::kStaging; });
       e.finish_commit(st.ok());
     }
     e.cv.notify_all();
