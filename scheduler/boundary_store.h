@@ -48,6 +48,10 @@ class BoundaryStore {
   BoundaryStore(const BoundaryStore&) = delete;
   BoundaryStore& operator=(const BoundaryStore&) = delete;
 
+  // One micro-batch's boundary: rows x seq x n_embd floats (the plan and GptOps both size it).
+  static uint64_t BoundaryBytes(int n_embd, int micro_rows, int seq) {
+    return uint64_t(micro_rows) * seq * n_embd * sizeof(float);
+  }
   // Frames the whole store takes at its peak (what the memory plan reserves).
   static uint64_t Frames(int micro_batches, int n_layer, uint64_t boundary_bytes,
                          uint64_t frame_bytes);

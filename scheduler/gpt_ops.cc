@@ -63,7 +63,7 @@ Status GptOps::allocate() {
 }
 
 size_t GptOps::boundary_bytes() const {
-  return size_t(o_.micro_rows) * o_.seq * layout_.config.n_embd * sizeof(float);
+  return BoundaryStore::BoundaryBytes(layout_.config.n_embd, o_.micro_rows, o_.seq);
 }
 
 Status GptOps::load_boundary(const Op& op, int boundary, Stream& stream) {

@@ -242,7 +242,8 @@ Status PlanHost(const MemoryPlanInput& in, const std::string& params_on,
 // output and each block's output) in frames of the host pool (Note [Boundaries in borrowed
 // frames] in boundary_store.h).
 uint64_t BoundaryStoreBytes(const MemoryPlanInput& in) {
-  const uint64_t boundary = uint64_t(in.micro_rows) * in.seq * in.layout->config.n_embd * 4;
+  const uint64_t boundary =
+      BoundaryStore::BoundaryBytes(in.layout->config.n_embd, in.micro_rows, in.seq);
   return BoundaryStore::Frames(in.micro_batches(), in.layout->config.n_layer, boundary,
                                in.page_bytes) *
          in.page_bytes;
