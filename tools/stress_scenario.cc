@@ -12,85 +12,12 @@
 #include <vector>
 
 #include "tools/stress_child.h"
+#include "tools/stress_disturbance.h"
 #include "tools/stress_judge.h"
 #include "tools/stress_pages.h"
 
 namespace strata::tools {
 namespace {
-
-struct DiskFault {
-  std::string spec;                      // for --inject-faults
-  std::vector<std::string> error_texts;  // what an error it causes must say (one of them)
-  bool timing_only = false;              // latency / short I/O: must never fail a run
-};
-
-long Uniform(std::mt19937_64& rng, long lo, long hi) {
-  return std::uniform_int_distribution<long>(lo, hi)(rng);
-}
-
-// 1..hi, log-uniform: small request numbers and byte counts as often as large ones.
-uint64_t LogUniform(std::mt19937_64& rng, double hi) {
-  return uint64_t(std::exp(std::uniform_real_distribution<double>(0, std::log(hi))(rng)));
-}
-
-DiskFault DrawDiskFault(std::mt19937_64& rng) {
-  DiskFault f;
-  switch (Uniform(rng, 0, 4)) {
-    case 0:
-      f.spec = "eio-after=" + std::to_string(LogUniform(rng, 3000));
-      f.error_texts = {"Input/output error"};
-      break;
-    case 1:
-      f.spec =
-          "enospc-after=" + std::to_string(Uniform(rng, 0, 3) == 0 ? 0 : LogUniform(rng, 32e6));
-      f.error_texts = {"No space left on device"};
-      break;
-    case 2:
-      f.spec = "eagain=" + std::to_string(Uniform(rng, 1, 48));
-      f.error_texts = {"Resource temporarily unavailable"};
-      break;
-    case 3:
-      f.spec = "latency-us=" + std::to_string(Uniform(rng, 20, 400));
-      f.timing_only = true;
-      break;
-    default:
-      f.spec = "short-io";
-      f.timing_only = true;
-  }
-  if (!f.timing_only && Uniform(rng, 0, 1) == 1) {
-    f.spec += Uniform(rng, 0, 1) == 1 ? ",short-io" : ",latency-us=50";
-  }
-  return f;
-}
-
-// One disturbed attempt: a flipped byte in the newest checkpoint before it (alone), or a disk
-// fault, a stop signal, or both.
-struct Disturbance {
-  bool rot = false;
-  std::optional<DiskFault> fault;
-  int signal = 0;  // SIGKILL or SIGTERM, sent once some steps are logged
-};
-
-int DrawSignal(std::mt19937_64& rng) { return Uniform(rng, 0, 1) ? SIGKILL : SIGTERM; }
-
-// Two to four disturbed attempts: the first is stopped by a signal (with a disk fault half the
-// time); then a fault alone (40%), a signal alone (30%), both (15%) or a flipped byte (15%). At
-// least one has a disk fault.
-std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng) {
-  std::vector<Disturbance> out(size_t(Uniform(rng, 2, 4)));
-  out[0].signal = DrawSignal(rng);
-  if (Uniform(rng, 0, 1) == 1) out[0].fault = DrawDiskFault(rng);
-  bool any_fault = out[0].fault.has_value();
-  for (size_t i = 1; i < out.size(); ++i) {
-    const long kind = Uniform(rng, 0, 99);
-    out[i].rot = kind >= 85;
-    if (kind >= 40 && kind < 85) out[i].signal = DrawSignal(rng);
-    if (kind < 40 || (kind >= 70 && kind < 85)) out[i].fault = DrawDiskFault(rng);
-    any_fault = any_fault || out[i].fault.has_value();
-  }
-  if (!any_fault) out.push_back(Disturbance{false, DrawDiskFault(rng), 0});
-  return out;
-}
 
 bool ContainsAny(const std::string& text, const std::vector<std::string>& needles) {
   return std::any_of(needles.begin(), needles.end(),

@@ -1,0 +1,36 @@
+// What goes wrong in one attempt of a `strata stress` configuration (tools/stress_scenario.cc):
+// a disk fault for --inject-faults with the error texts it may cause, a stop signal, or a flipped
+// byte in the newest checkpoint, drawn from the configuration's random stream.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace strata::tools {
+
+struct DiskFault {
+  std::string spec;                      // for --inject-faults
+  std::vector<std::string> error_texts;  // what an error it causes must say (one of them)
+  bool timing_only = false;              // latency / short I/O: must never fail a run
+};
+
+// One disturbed attempt: a flipped byte in the newest checkpoint before it (alone), or a disk
+// fault, a stop signal, or both.
+struct Disturbance {
+  bool rot = false;
+  std::optional<DiskFault> fault;
+  int signal = 0;  // SIGKILL or SIGTERM, sent once some steps are logged
+};
+
+// lo..hi, uniform.
+long Uniform(std::mt19937_64& rng, long lo, long hi);
+
+// Two to four disturbed attempts: the first is stopped by a signal (with a disk fault half the
+// time); then a fault alone (40%), a signal alone (30%), both (15%) or a flipped byte (15%). At
+// least one has a disk fault.
+std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng);
+
+}  // namespace strata::tools
