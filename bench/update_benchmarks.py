@@ -164,7 +164,22 @@ def offload_rows(j):
                               j["offload_cost_ratio_shared_cores"], 0.8,
                               "the same pair with the kernels on every core (--threads 0), "
                               "where the paged run's copies, checksums, I/O and AdamW take "
-                              "cycles from the kernels (issue 13's target)"))
+                              "cycles from the kernels (issue 13's target)"
+                              + (f": paged {j['shared_cores_offload_tokens_per_s']:.0f} vs "
+                                 f"{j['shared_cores_in_memory_tokens_per_s']:.0f} tokens/s in "
+                                 f"the median of {len(j['offload_cost_ratio_shared_cores_rounds'])}"
+                                 f" rounds, whose ratios were "
+                                 + ", ".join(f"{x:.3f}" for x in
+                                             j["offload_cost_ratio_shared_cores_rounds"])
+                                 if j.get("offload_cost_ratio_shared_cores_rounds") else "")))
+    if j.get("offload_cost_ratio_shared_cores_no_clip") is not None:
+        rows.append({"metric": "offload_cost_ratio_shared_cores_no_clip",
+                     "value": j["offload_cost_ratio_shared_cores_no_clip"], "target": "report",
+                     "met": True,
+                     "what": "the shared-cores pair once more with --grad-clip 0, so that every "
+                             "update may start during backward instead of waiting for the "
+                             "global norm: what the wait for the norm costs the ratio "
+                             "(docs/scheduler.md, Limits)"})
     if j.get("offload_cost_cpu_bound") is not None:
         rows.append({"metric": "offload_cost_cpu_bound", "value": j["offload_cost_cpu_bound"],
                      "target": "report", "met": True,

@@ -111,6 +111,10 @@ Status CheckFlags(const Flags& f) {
                                    std::to_string(f.overlap_rounds));
   }
   if (f.sim_link_gbps < 0) return Status::InvalidArgument("--sim-link-gbps must be >= 0");
+  if (f.cost_rounds <= 0) {
+    return Status::InvalidArgument("--cost-rounds must be positive, got " +
+                                   std::to_string(f.cost_rounds));
+  }
   if (f.eviction_steps <= 0) {
     return Status::InvalidArgument("--eviction-steps must be positive, got " +
                                    std::to_string(f.eviction_steps));
@@ -192,6 +196,11 @@ void AddCost(const CostResult& r, nlohmann::ordered_json& out) {
   out["offload_cost_target"] = offload::kCostTarget;
   out["offload_cost_ratio_shared_cores"] =
       r.shared_offload.median_tokens_per_s / r.shared_in_memory.median_tokens_per_s;
+  out["offload_cost_ratio_shared_cores_rounds"] = r.shared_ratios;
+  out["shared_cores_offload_tokens_per_s"] = r.shared_offload.median_tokens_per_s;
+  out["shared_cores_in_memory_tokens_per_s"] = r.shared_in_memory.median_tokens_per_s;
+  out["offload_cost_ratio_shared_cores_no_clip"] =
+      r.shared_no_clip_offload.median_tokens_per_s / r.shared_no_clip_in_memory.median_tokens_per_s;
   // Note [CPU bound]
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   out["cpu_cores"] = cores;
@@ -318,6 +327,9 @@ void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx) {
   cmd->add_option("--cost-heads", f->cost_heads, "Run 2: heads")->capture_default_str();
   cmd->add_option("--cost-batch", f->cost_batch, "Run 2: rows per step")->capture_default_str();
   cmd->add_option("--cost-seq", f->cost_seq, "Run 2: tokens per row")->capture_default_str();
+  cmd->add_option("--cost-rounds", f->cost_rounds,
+                  "Run 2: rounds of the shared-cores pair; the median ratio is reported")
+      ->capture_default_str();
   cmd->add_option("--scale-layers", f->scale_layers, "Run 3: layers")->capture_default_str();
   cmd->add_option("--scale-embd", f->scale_embd, "Run 3: width")->capture_default_str();
   cmd->add_option("--scale-heads", f->scale_heads, "Run 3: heads")->capture_default_str();

@@ -48,6 +48,7 @@ struct Flags {
   // Run 2's model: wide and shallow with few tokens per step, so that its states, not its
   // activations, dominate (the regime offloading is for; see the header).
   int cost_layers = 8, cost_embd = 768, cost_heads = 12, cost_batch = 4, cost_seq = 64;
+  int cost_rounds = 3;  // rounds of the shared-cores pair: the median ratio is reported
   // Run 5 (Note [Amplification configuration] in tools/bench_offload_amplification.cc): the
   // 80-layer model at 71x its device and 18x its host budget, paged and in memory.
   int amp_layers = 80, amp_embd = 192, amp_heads = 6, amp_batch = 8, amp_micro_batch = 1;
@@ -127,7 +128,12 @@ Result<OverlapResult> MeasureOverlap(const Flags& f, const TrainOptions& base, u
 // the kernels on one core and on every core (Note [Device and host cores]).
 struct CostResult {
   RunSummary in_memory, offload;
+  // The shared-cores pair of the round with the median ratio, and every round's ratio.
   RunSummary shared_in_memory, shared_offload;
+  std::vector<double> shared_ratios;
+  // One more shared-cores pair without clipping (--grad-clip 0), so that every update may run
+  // during backward: how much of the shared-cores gap the wait for the norm explains.
+  RunSummary shared_no_clip_in_memory, shared_no_clip_offload;
   TrainOptions offload_options;  // the budgets and micro-batch in force
   bool budget_raised = false;    // 25% was below the minimal working set
 };

@@ -20,7 +20,7 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
                            "--overlap-rounds", "2",
                            "--cost-layers", "2",
                            "--cost-embd", "64", "--cost-heads", "2", "--cost-batch", "2",
-                           "--cost-seq", "16", "--scale-layers", "96",
+                           "--cost-seq", "16", "--cost-rounds", "2", "--scale-layers", "96",
                            "--scale-embd", "32", "--scale-heads", "2", "--scale-batch", "1",
                            "--scale-seq", "16", "--scale-steps", "2", "--page-size", "64K",
                            "--no-fio", "--eviction-steps", "1", "--no-eviction-demo",
@@ -51,7 +51,8 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
         "\"host_eviction_demo_belady_vs_lru_ratio\":null", "\"amp_params_on\":\"nvme\"",
         "\"amp_optimizer_on\":\"nvme\"", "\"nvme_read_amplification_rounds\":[",
         "\"nvme_write_amplification_rounds\":[", "\"scale_vs_memory_rounds\":[",
-        "\"scale_vs_memory_losses_equal\":true"}) {
+        "\"scale_vs_memory_losses_equal\":true", "\"offload_cost_ratio_shared_cores_rounds\":[",
+        "\"offload_cost_ratio_shared_cores_no_clip\":"}) {
     EXPECT_NE(r.out.find(field), std::string::npos) << field << " missing in " << r.out;
   }
   // Run 5's figures: present and positive (the tiny model puts its state on NVMe).
@@ -61,7 +62,7 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
         "nvme_write_bytes_per_step", "nvme_min_read_bytes_per_step",
         "nvme_min_write_bytes_per_step", "scale_vs_memory",
         "scale_vs_memory_paged_tokens_per_s", "scale_vs_memory_in_memory_tokens_per_s",
-        "scale_vs_memory_paged_step_s"}) {
+        "scale_vs_memory_paged_step_s", "offload_cost_ratio_shared_cores_no_clip"}) {
     ASSERT_TRUE(j.contains(field) && j[field].is_number()) << field << " in " << r.out;
     EXPECT_GT(j[field].get<double>(), 0.0) << field << " in " << r.out;
   }
@@ -85,6 +86,9 @@ TEST(BenchOffload, BadFlagIsUsageError) {
   r = RunStrata({"bench", "offload", "--amp-rounds", "0", "--no-fio"}, dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--amp-rounds"), std::string::npos) << r.err;
+  r = RunStrata({"bench", "offload", "--cost-rounds", "0", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--cost-rounds"), std::string::npos) << r.err;
 }
 
 }  // namespace
