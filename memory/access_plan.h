@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <limits>
-#include <unordered_map>
 #include <vector>
 
 #include "memory/page_plan.h"
@@ -32,6 +31,12 @@ struct PlannedAccess {
 namespace strata::memory::internal {
 
 // Immutable after construction; shared as shared_ptr<const AccessPlan>. Pure.
+//
+// Eviction asks for the next use of every resident candidate, for every acquirer, at every
+// eviction (RankVictims). So the positions sit in one flat array indexed by (page, acquirer) —
+// page ids are dense, 0..pages-1 — rather than a hash map: a query is two loads and a binary
+// search over the page's few positions. With the map, its hash lookups were a quarter of the
+// memory workers' CPU in bench offload's cost configuration (435-page pool; perf, 2026-11-25).
 class AccessPlan {
  public:
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
@@ -48,7 +53,10 @@ class AccessPlan {
  private:
   static uint64_t key(PageId page, int acquirer) { return page * kMaxAcquirers + acquirer; }
   uint64_t size_ = 0;
-  std::unordered_map<uint64_t, std::vector<uint64_t>> positions_;  // sorted, within one step
+  // The positions within one step at which acquirer a acquires page p, ascending, are
+  // positions_[begin_[key(p, a)] .. begin_[key(p, a) + 1]); keys past begin_ have none.
+  std::vector<uint64_t> begin_;
+  std::vector<uint64_t> positions_;
 };
 
 }  // namespace strata::memory::internal
