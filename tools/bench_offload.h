@@ -91,6 +91,10 @@ TrainOptions WithShape(const TrainOptions& base, const ModelShape& shape);
 void PageUnderBudgets(TrainOptions& o, uint64_t page, uint64_t gpu_mem, uint64_t host_mem,
                       const BenchDir& nvme);
 
+// The index of the median of `values` (the upper one of an even count): the round a benchmark
+// that runs in rounds reports. `values` must not be empty.
+size_t MedianIndex(const std::vector<double>& values);
+
 inline uint64_t RoundUp4K(uint64_t v) { return (v + 4095) / 4096 * 4096; }
 inline uint64_t RoundDownPage(uint64_t v, uint64_t page) { return v / page * page; }
 

@@ -99,11 +99,9 @@ double AmpRound::ratio() const {
 }
 
 const AmpRound& AmpResult::median() const {
-  std::vector<size_t> order(rounds.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return rounds[a].ratio() < rounds[b].ratio(); });
-  return rounds[order[order.size() / 2]];
+  std::vector<double> ratios;
+  for (const AmpRound& r : rounds) ratios.push_back(r.ratio());
+  return rounds[MedianIndex(ratios)];
 }
 
 double AmpResult::read_bytes_per_step() const {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/util/check.h"
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
 #include "scheduler/memory_plan.h"
@@ -106,13 +107,15 @@ double OverlapRound::factor() const {
   return step.median_step_s / std::max(compute_s, movement.median_step_s);
 }
 
-const OverlapRound& OverlapMeasure::median() const {
-  std::vector<size_t> order(rounds.size());
+size_t MedianIndex(const std::vector<double>& values) {
+  STRATA_CHECK(!values.empty());
+  std::vector<size_t> order(values.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return rounds[a].factor() < rounds[b].factor(); });
-  return rounds[order[order.size() / 2]];
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
+  return order[order.size() / 2];
 }
+
+const OverlapRound& OverlapMeasure::median() const { return rounds[MedianIndex(factors())]; }
 
 std::vector<double> OverlapMeasure::factors() const {
   std::vector<double> v;
@@ -174,8 +177,8 @@ Result<CostResult> MeasureCost(const Flags& f, const TrainOptions& base, uint64_
   STRATA_ASSIGN_OR_RETURN(r.offload, RunTrainer(off, f.warmup_steps, "offload"));
   off_dir.reset();
   r.offload_options = off;
-  // The same pair with the kernels on every core (Note [Device and host cores]), in rounds:
-  // alone, one pair swung from 0.57 to 0.66 within an hour.
+  // The same pair with the kernels on every core (Note [Device and host cores]), in rounds: one
+  // pair alone gave 0.565 in one run and 0.70 in another on the same day.
   TrainOptions shared_mem = cost_mem, shared_off = off;
   shared_mem.threads = shared_off.threads = 0;
   std::vector<std::pair<RunSummary, RunSummary>> rounds;
@@ -184,12 +187,9 @@ Result<CostResult> MeasureCost(const Flags& f, const TrainOptions& base, uint64_
     r.shared_ratios.push_back(pair.second.median_tokens_per_s / pair.first.median_tokens_per_s);
     rounds.push_back(std::move(pair));
   }
-  std::vector<size_t> order(rounds.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return r.shared_ratios[a] < r.shared_ratios[b]; });
-  r.shared_in_memory = rounds[order[order.size() / 2]].first;
-  r.shared_offload = rounds[order[order.size() / 2]].second;
+  const size_t median = MedianIndex(r.shared_ratios);
+  r.shared_in_memory = rounds[median].first;
+  r.shared_offload = rounds[median].second;
   shared_mem.grad_clip = shared_off.grad_clip = 0;
   STRATA_ASSIGN_OR_RETURN(auto no_clip,
                           SharedCoresPair(shared_mem, shared_off, f, nvme_parent, ", no clipping"));
