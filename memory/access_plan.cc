@@ -9,6 +9,7 @@ namespace strata::memory::internal {
 AccessPlan::AccessPlan(const std::vector<PlannedAccess>& plan) : size_(plan.size()) {
   // Counting sort by key: count, prefix sums, then place each position; positions are placed
   // in plan order, so each key's run ascends.
+  STRATA_CHECK(plan.size() < (uint64_t{1} << 32)) << "a plan of " << plan.size() << " acquires";
   uint64_t keys = 0;
   for (const PlannedAccess& a : plan) {
     STRATA_CHECK(a.acquirer < kMaxAcquirers) << "acquirer " << int(a.acquirer);
@@ -18,9 +19,10 @@ AccessPlan::AccessPlan(const std::vector<PlannedAccess>& plan) : size_(plan.size
   for (const PlannedAccess& a : plan) ++begin_[key(a.page, a.acquirer) + 1];
   for (uint64_t k = 0; k < keys; ++k) begin_[k + 1] += begin_[k];
   positions_.resize(plan.size());
-  std::vector<uint64_t> next(begin_.begin(), begin_.end() - 1);
-  for (uint64_t i = 0; i < plan.size(); ++i)
-    positions_[next[key(plan[i].page, plan[i].acquirer)]++] = i;
+  std::vector<uint32_t> next(begin_.begin(), begin_.end() - 1);
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    positions_[next[key(plan[i].page, plan[i].acquirer)]++] = static_cast<uint32_t>(i);
+  }
 }
 
 uint64_t AccessPlan::next_use(PageId page, int acquirer, uint64_t from) const {
@@ -31,7 +33,7 @@ uint64_t AccessPlan::next_use(PageId page, int acquirer, uint64_t from) const {
   if (first == last) return kNever;
   const uint64_t iteration = from / size_;
   const uint64_t offset = from % size_;
-  auto p = std::lower_bound(first, last, offset);
+  auto p = std::lower_bound(first, last, static_cast<uint32_t>(offset));
   if (p != last) return iteration * size_ + *p;
   return (iteration + 1) * size_ + *first;
 }

@@ -52,7 +52,10 @@
 // same cores, so by default (--threads 1) the sim device computes on one thread and the host work
 // has the other core, and every compared run (in memory, paged, movement-only) uses that same
 // split. offload_cost_ratio_shared_cores repeats the cost measurement with the kernels on every
-// core (--threads 0), where the paged run's host work takes cycles from the kernels.
+// core (--threads 0), where the paged run's host work takes cycles from the kernels, in
+// --cost-rounds rounds (the median round's ratio, every round listed); one more such pair with
+// --grad-clip 0 (offload_cost_ratio_shared_cores_no_clip, report) shows what waiting for the
+// global norm before any update costs there.
 //
 // Note [Overlap rounds]
 // The machine's speed drifts within minutes (other tenants), and a ratio of two times holds only
