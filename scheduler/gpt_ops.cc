@@ -187,17 +187,19 @@ void GptOps::compute(const Op& op, const std::vector<float*>& p) {
       break;
     case OpKind::kHeadBwd:
       HeadBackward(k, layout_, p[0], p[2], p[1] + wte, p[3] + wte, head_in, y, B, T, head_acts_,
-                   scratch_, dloss_, dres_[op.micro_batch]);
+                   scratch_, dloss_, dres_[op.micro_batch], /*first=*/op.micro_batch == 0);
       break;
     case OpKind::kBlockBwd: {
       const int l = op.block - 1;
       if (recomputed(l)) TransformerForward(k, layout_, l, p[0], block_input(l), B, T, acts_for(l));
       TransformerBackward(k, layout_, l, p[0], p[1], block_input(l), B, T, acts_for(l), scratch_,
-                          dres_[op.micro_batch]);
+                          dres_[op.micro_batch], /*first=*/op.micro_batch == 0);
       break;
     }
     case OpKind::kEmbedBwd:
-      EmbeddingBackward(k, layout_, p[0], dres_[op.micro_batch], x, B, T);
+      // wte's first contribution is the head's (Note [Gradient contributions]).
+      EmbeddingBackward(k, layout_, p[0], dres_[op.micro_batch], x, B, T, scratch_,
+                        /*first_wpe=*/op.micro_batch == 0, /*first_wte=*/false);
       break;
   }
 }

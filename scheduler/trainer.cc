@@ -241,12 +241,13 @@ class InMemoryTrainer final : public Trainer {
     for (int mb = 0; mb < micro_batches; ++mb) {
       const int64_t first = int64_t(mb) * B * T;
       STRATA_ASSIGN_OR_RETURN(const float loss,
-                              forward_backward(step, xs + first, ys + first, dres_[mb]));
+                              forward_backward(step, xs + first, ys + first, dres_[mb], mb == 0));
       loss_sum += loss;
     }
     for (int mb = 0; mb < micro_batches; ++mb) {
       EmbeddingBackward(device_->kernels(), layout_, block(grads_, 0), dres_[mb],
-                        xs + int64_t(mb) * B * T, B, T);
+                        xs + int64_t(mb) * B * T, B, T, scratch_, /*first_wpe=*/mb == 0,
+                        /*first_wte=*/false);
     }
     s->loss = static_cast<float>(loss_sum / micro_batches);
     if (step == 0 && !o_.export_grads_path.empty()) {
@@ -257,9 +258,11 @@ class InMemoryTrainer final : public Trainer {
   }
 
   // Forward and backward of one micro-batch (tokens x, targets y) up to the embedding: returns
-  // its loss; the gradients accumulate into grads_, the embedding's input gradient is left in
-  // `dres`. Every kernel runs through the device's table.
-  Result<float> forward_backward(long step, const int32_t* x, const int32_t* y, float* dres) {
+  // its loss; the gradients accumulate into grads_ (`first`: micro-batch 0, Note [Gradient
+  // contributions]), the embedding's input gradient is left in `dres`. Every kernel runs
+  // through the device's table.
+  Result<float> forward_backward(long step, const int32_t* x, const int32_t* y, float* dres,
+                                 bool first) {
     const KernelTable& k = device_->kernels();
     const int T = seq_, L = layout_.config.n_layer, B = micro_rows();
     const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
@@ -279,11 +282,11 @@ class InMemoryTrainer final : public Trainer {
     }
     // Backward in reverse.
     HeadBackward(k, layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,
-                 head_acts_, scratch_, dloss, dres);
+                 head_acts_, scratch_, dloss, dres, first);
     for (int l = L - 1; l >= 0; --l) {
       const float* in = l == 0 ? emb_out_ : layer_acts_[l - 1].out;
       TransformerBackward(k, layout_, l, block(params_, 1 + l), block(grads_, 1 + l), in, B, T,
-                          layer_acts_[l], scratch_, dres);
+                          layer_acts_[l], scratch_, dres, first);
     }
     return loss;
   }

@@ -14,10 +14,11 @@
 //   index order (BlockGradSumOfSquares in scheduler/grad_norm.h). It never depends on pages.
 // - AdamW is element-wise (its vector and scalar paths give the same bits), so running it per
 //   page, split at tensor boundaries, equals running it per tensor.
-// - Micro-batches accumulate in the kernels (+=) into the block's gradients, micro-batch 0
-//   first, exactly as the in-memory trainer does; dloss = 1 / (batch * seq). The tied wte
-//   gradient takes every head backward, then every embedding backward (Note [Tied gradient
-//   order] in scheduler/activations.h), so both micro-batch orders give the same bits.
+// - Micro-batches add up into the block's gradients, micro-batch 0 first, each micro-batch's
+//   contribution made from zero and then added (Note [Gradient contributions] in
+//   core/nn/gpt_blocks.h), exactly as the in-memory trainer does; dloss = 1 / (batch * seq).
+//   The tied wte gradient takes every head backward, then every embedding backward (Note [Tied
+//   gradient order] in scheduler/activations.h), so both micro-batch orders give the same bits.
 //
 // Threads: Create and Run from one thread. Compute runs on the device's compute stream inside
 // a tbb::task_arena of `threads` threads; OpenBLAS uses the same count.

@@ -63,7 +63,7 @@ struct KernelTable {
   void (*embedding_forward)(float* out, const int32_t* tokens, const float* wte,
                             const float* wpe, int B, int T, int C) = nullptr;
   void (*embedding_backward)(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                             int B, int T, int C) = nullptr;
+                             int B, int T, int C, int vocab_begin, int vocab_end) = nullptr;
 
   // Softmax cross-entropy, mean over tokens (core/kernels/crossentropy.h).
   float (*crossentropy_forward)(float* probs, const float* logits, const int32_t* targets, int N,

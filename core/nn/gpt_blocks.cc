@@ -1,6 +1,9 @@
 #include "core/nn/gpt_blocks.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 namespace strata {
 namespace {
@@ -65,10 +68,36 @@ BackwardScratch CarveScratch(const GptConfig& c, int B, int T, Carver& k) {
   s.dqkv = k.take(BT * 3 * C);
   s.datt = k.take(int64_t(B) * c.n_head * T * T);
   s.dlogits = k.take(BT * c.vocab_size);
+  s.dparam = k.take(GradScratchFloats(c, T));
   return s;
 }
 
 void Zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
+
+// One backward call's contribution to the gradient tensors `grads` (pointer, floats), made by
+// `make`, kernels that accumulate (+=) into the pointers they are given: straight into the
+// zeroed gradients when `first`, else into zeroed scratch, then added (Note [Gradient
+// contributions] in gpt_blocks.h).
+template <size_t N, typename Make>
+void Contribute(const KernelTable& k, bool first, float* scratch,
+                const std::array<std::pair<float*, int64_t>, N>& grads, const Make& make) {
+  std::array<float*, N> into{};
+  float* next = scratch;
+  for (size_t i = 0; i < N; ++i) {
+    if (first) {
+      into[i] = grads[i].first;
+      continue;
+    }
+    into[i] = next;
+    Zero(next, grads[i].second);
+    next += Align(grads[i].second);
+  }
+  make(into);
+  if (first) return;
+  for (size_t i = 0; i < N; ++i) {
+    k.residual_forward(grads[i].first, grads[i].first, into[i], grads[i].second);
+  }
+}
 
 // One layout function per struct serves both needs: run over a null base it only counts.
 template <typename Parts>
@@ -95,6 +124,16 @@ int64_t HeadActsFloats(const GptConfig& c, int B, int T) { return FloatsOf(Carve
 HeadActs CarveHeadActs(const GptConfig& c, int B, int T, float* base) {
   return CarveFrom(CarveHead, c, B, T, base);
 }
+int64_t GradScratchFloats(const GptConfig& c, int T) {
+  const int64_t C = c.n_embd;
+  // The largest group one call makes: the MLP's weight and bias, or wpe's T rows.
+  return std::max(Align(4 * C * C) + Align(4 * C), Align(int64_t(T) * C));
+}
+
+int GradSliceRows(const GptConfig& c, int T) {
+  return int(std::min<int64_t>(c.vocab_size, GradScratchFloats(c, T) / c.n_embd));
+}
+
 int64_t BackwardScratchFloats(const GptConfig& c, int B, int T) {
   return FloatsOf(CarveScratch, c, B, T);
 }
@@ -110,10 +149,23 @@ void EmbeddingForward(const KernelTable& k, const GptLayout& layout, const float
 }
 
 void EmbeddingBackward(const KernelTable& k, const GptLayout& layout, float* grads,
-                       const float* dres, const int32_t* tokens, int B, int T) {
+                       const float* dres, const int32_t* tokens, int B, int T,
+                       const BackwardScratch& s, bool first_wpe, bool first_wte) {
   const auto& spec = layout.embedding();
-  k.embedding_backward(grads + spec.tensors[kWte].offset, grads + spec.tensors[kWpe].offset, dres,
-                       tokens, B, T, layout.config.n_embd);
+  const int C = layout.config.n_embd, V = layout.config.vocab_size;
+  float* dwpe = grads + spec.tensors[kWpe].offset;
+  Contribute<1>(k, first_wpe, s.dparam, {{{dwpe, int64_t(T) * C}}}, [&](auto& d) {
+    k.embedding_backward(nullptr, d[0], dres, tokens, B, T, C, 0, 0);
+  });
+  float* dwte = grads + spec.tensors[kWte].offset;
+  const int rows = GradSliceRows(layout.config, T);
+  for (int v0 = 0; v0 < V; v0 += rows) {
+    const int r = std::min(rows, V - v0);
+    Contribute<1>(k, first_wte, s.dparam, {{{dwte + int64_t(v0) * C, int64_t(r) * C}}},
+                  [&](auto& d) {
+                    k.embedding_backward(d[0], nullptr, dres, tokens, B, T, C, v0, v0 + r);
+                  });
+  }
 }
 
 void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
@@ -137,31 +189,45 @@ void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer
 
 void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
                          const float* params, float* grads, const float* x, int B, int T,
-                         const TransformerActs& a, const BackwardScratch& s, float* dres) {
+                         const TransformerActs& a, const BackwardScratch& s, float* dres,
+                         bool first) {
   const auto& t = layout.transformer(layer).tensors;
   const GptConfig& c = layout.config;
   const int N = B * T, C = c.n_embd;
   const int64_t NC = int64_t(N) * C;
   auto p = [&](int i) { return params + t[i].offset; };
   auto g = [&](int i) { return grads + t[i].offset; };
+  // Each call below makes one contribution to a weight and its bias (Note [Gradient
+  // contributions]); the input gradients (dinp) are the step's activations, not summed over it.
+  auto linear = [&](float* dinp, int w, int b, const float* dout, const float* inp, int in_c,
+                    int out_c) {
+    Contribute<2>(k, first, s.dparam, {{{g(w), int64_t(in_c) * out_c}, {g(b), out_c}}},
+                  [&](auto& d) {
+                    k.linear_backward(dinp, d[0], d[1], dout, inp, p(w), N, in_c, out_c);
+                  });
+  };
+  auto layernorm = [&](int w, int b, const float* dout, const float* inp, const float* mean,
+                       const float* rstd) {
+    Contribute<2>(k, first, s.dparam, {{{g(w), C}, {g(b), C}}}, [&](auto& d) {
+      k.layernorm_backward(dres, d[0], d[1], dout, inp, p(w), mean, rstd, N, C);
+    });
+  };
   // dres holds d(out); the residual adds pass it through unchanged, so every branch's input
   // gradient accumulates into the same buffer and it ends as d(x).
   Zero(s.dfch_gelu, 4 * NC);
-  k.linear_backward(s.dfch_gelu, g(kFcProjW), g(kFcProjB), dres, a.fch_gelu, p(kFcProjW),
-                    N, 4 * C, C);
+  linear(s.dfch_gelu, kFcProjW, kFcProjB, dres, a.fch_gelu, 4 * C, C);
   Zero(s.dfch, 4 * NC);
   k.gelu_backward(s.dfch, a.fch, s.dfch_gelu, 4 * NC);
   Zero(s.dln, NC);
-  k.linear_backward(s.dln, g(kFcW), g(kFcB), s.dfch, a.ln2, p(kFcW), N, C, 4 * C);
-  k.layernorm_backward(dres, g(kLn2W), g(kLn2B), s.dln, a.res2, p(kLn2W), a.ln2_mean,
-                       a.ln2_rstd, N, C);
+  linear(s.dln, kFcW, kFcB, s.dfch, a.ln2, C, 4 * C);
+  layernorm(kLn2W, kLn2B, s.dln, a.res2, a.ln2_mean, a.ln2_rstd);
   Zero(s.datty, NC);
-  k.linear_backward(s.datty, g(kAttProjW), g(kAttProjB), dres, a.atty, p(kAttProjW), N, C, C);
+  linear(s.datty, kAttProjW, kAttProjB, dres, a.atty, C, C);
   Zero(s.dqkv, 3 * NC);
   k.attention_backward(s.dqkv, s.datt, s.datty, a.qkv, a.att, B, T, C, c.n_head);
   Zero(s.dln, NC);
-  k.linear_backward(s.dln, g(kQkvW), g(kQkvB), s.dqkv, a.ln1, p(kQkvW), N, C, 3 * C);
-  k.layernorm_backward(dres, g(kLn1W), g(kLn1B), s.dln, x, p(kLn1W), a.ln1_mean, a.ln1_rstd, N, C);
+  linear(s.dln, kQkvW, kQkvB, s.dqkv, a.ln1, C, 3 * C);
+  layernorm(kLn1W, kLn1B, s.dln, x, a.ln1_mean, a.ln1_rstd);
 }
 
 float HeadForward(const KernelTable& k, const GptLayout& layout, const float* params,
@@ -179,18 +245,32 @@ float HeadForward(const KernelTable& k, const GptLayout& layout, const float* pa
 
 void HeadBackward(const KernelTable& k, const GptLayout& layout, const float* params, float* grads,
                   const float* wte, float* dwte, const float* x, const int32_t* targets, int B,
-                  int T, const HeadActs& a, const BackwardScratch& s, float dloss, float* dres) {
+                  int T, const HeadActs& a, const BackwardScratch& s, float dloss, float* dres,
+                  bool first) {
   const auto& t = layout.head().tensors;
   const GptConfig& c = layout.config;
   const int N = B * T, C = c.n_embd, V = c.vocab_size;
   Zero(s.dlogits, int64_t(N) * V);
   k.crossentropy_backward(s.dlogits, a.probs, targets, dloss, N, V);
-  // dlnf (N, C) = dlogits (N, V) @ wte (V, C); dwte (V, C) += dlogits^T @ lnf.
+  // dlnf (N, C) = dlogits (N, V) @ wte (V, C); dwte (V, C) += dlogits^T @ lnf, in slices of
+  // rows (Note [Gradient contributions]).
   k.sgemm(false, false, N, C, V, 1.0f, s.dlogits, V, wte, C, 0.0f, s.dln, C);
-  k.sgemm(true, false, V, C, N, 1.0f, s.dlogits, V, a.lnf, C, 1.0f, dwte, C);
+  const int rows = GradSliceRows(c, T);
+  for (int v0 = 0; v0 < V; v0 += rows) {
+    const int r = std::min(rows, V - v0);
+    Contribute<1>(k, first, s.dparam, {{{dwte + int64_t(v0) * C, int64_t(r) * C}}},
+                  [&](auto& d) {
+                    k.sgemm(true, false, r, C, N, 1.0f, s.dlogits + v0, V, a.lnf, C, 1.0f, d[0],
+                            C);
+                  });
+  }
   Zero(dres, int64_t(N) * C);
-  k.layernorm_backward(dres, grads + t[kLnfW].offset, grads + t[kLnfB].offset, s.dln, x,
-                       params + t[kLnfW].offset, a.lnf_mean, a.lnf_rstd, N, C);
+  float* dlnf_w = grads + t[kLnfW].offset;
+  float* dlnf_b = grads + t[kLnfB].offset;
+  Contribute<2>(k, first, s.dparam, {{{dlnf_w, C}, {dlnf_b, C}}}, [&](auto& d) {
+    k.layernorm_backward(dres, d[0], d[1], s.dln, x, params + t[kLnfW].offset, a.lnf_mean,
+                         a.lnf_rstd, N, C);
+  });
 }
 
 }  // namespace strata

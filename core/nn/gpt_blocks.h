@@ -1,8 +1,9 @@
 // Forward and backward of each GPT block on raw pointers: the compute ops the scheduler runs.
 //
 // Conventions: B batch rows, T sequence length, BT = B*T. Parameters and gradients of a block
-// are contiguous in the layout of its BlockSpec (gpt_layout.h). Gradients accumulate (+=), so
-// micro-batches add up; the caller zeroes them once per step. `dres` is the gradient flowing
+// are contiguous in the layout of its BlockSpec (gpt_layout.h). Gradients accumulate, so
+// micro-batches add up (Note [Gradient contributions]); the caller zeroes them once per step,
+// before their first contribution. `dres` is the gradient flowing
 // along the residual stream (BT, C): a block's backward reads it as the gradient of its output
 // and leaves in it the gradient of its input. All pointers must stay valid and, on the sim
 // device, device-resident for the duration of the call.
@@ -41,6 +42,24 @@ struct HeadActs {
   float* probs;     // (BT, V)
 };
 
+// Note [Gradient contributions]
+// A parameter gradient is the left fold of its contributions in a fixed order: each backward
+// call's contribution is made from zero, in the same kernels whatever its destination, then
+// added to the running sum element by element (g = g + c, zeros included). The step's first
+// contribution to a tensor is made straight in the zeroed gradient: the same bits, with no add.
+// - Why: a data-parallel run sums its ranks' gradients exactly so (Note [Deterministic
+//   reductions] in parallel/comm.h), so dp=N with one micro-batch per rank gives the bits of
+//   one rank running N micro-batches. Letting a later micro-batch's kernels accumulate into the
+//   running sum itself (+=) would add their partial sums one by one: other bits.
+// - The order: a block's micro-batches in index order. The tied wte: every head contribution in
+//   micro-batch order, then every embedding contribution (Note [Tied gradient order] in
+//   scheduler/activations.h).
+// - Later contributions are made in BackwardScratch::dparam, GradScratchFloats floats. The wte
+//   gradient (V x C, the largest) is made in slices of GradSliceRows rows in every case, first
+//   or not, so that its bits never depend on where it is made.
+int64_t GradScratchFloats(const GptConfig& c, int T);
+int GradSliceRows(const GptConfig& c, int T);
+
 // Scratch shared by every block's backward (one set per concurrent backward).
 struct BackwardScratch {
   float* dfch_gelu;  // (BT, 4C)
@@ -50,6 +69,7 @@ struct BackwardScratch {
   float* dqkv;       // (BT, 3C)
   float* datt;       // (B, NH, T, T)
   float* dlogits;    // (BT, V)
+  float* dparam;     // GradScratchFloats: a later gradient contribution (Note [Gradient contributions])
 };
 
 // Sizes in floats (each part rounded to kTensorAlignFloats) and carving of one buffer.
@@ -68,27 +88,31 @@ BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* ba
 // out (BT, C) = wte[tokens] + wpe[t]. Token ids must be < vocab (checked by the data loader).
 void EmbeddingForward(const KernelTable& k, const GptLayout& layout, const float* params,
                       const int32_t* tokens, int B, int T, float* out);
-// grads (embedding block layout) += from dres.
+// grads (embedding block layout) += from dres. first_wpe / first_wte: this is the step's first
+// contribution to wpe / wte (Note [Gradient contributions]; wte's first is the head's).
 void EmbeddingBackward(const KernelTable& k, const GptLayout& layout, float* grads,
-                       const float* dres, const int32_t* tokens, int B, int T);
+                       const float* dres, const int32_t* tokens, int B, int T,
+                       const BackwardScratch& scratch, bool first_wpe, bool first_wte);
 
 void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
                         const float* params, const float* x, int B, int T,
                         const TransformerActs& acts);
 void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
                          const float* params, float* grads, const float* x, int B, int T,
-                         const TransformerActs& acts, const BackwardScratch& scratch, float* dres);
+                         const TransformerActs& acts, const BackwardScratch& scratch, float* dres,
+                         bool first);
 
 // Returns the mean cross-entropy of the batch. `wte` is the tied embedding (from block 0).
 float HeadForward(const KernelTable& k, const GptLayout& layout, const float* params,
                   const float* wte, const float* x, const int32_t* targets, int B, int T,
                   const HeadActs& acts);
 // Writes dres = gradient of the loss w.r.t. x (overwrites), head grads +=, dwte += (tied).
+// first: the step's first contribution to the head's gradients and to dwte.
 // `dloss` is the gradient of the step's objective w.r.t. each token's loss (1/BT for a mean
 // over one micro-batch, 1/(BT * micro_batches) with accumulation).
 void HeadBackward(const KernelTable& k, const GptLayout& layout, const float* params, float* grads,
                   const float* wte, float* dwte, const float* x, const int32_t* targets, int B,
                   int T, const HeadActs& acts, const BackwardScratch& scratch, float dloss,
-                  float* dres);
+                  float* dres, bool first);
 
 }  // namespace strata

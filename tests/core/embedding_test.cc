@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "tests/core/kernel_test_util.h"
@@ -62,7 +64,7 @@ TEST(EmbeddingTest, BackwardMatchesFiniteDifferencesAndAccumulates) {
   auto dout = random_vector(B * T * C, 7);
   auto dwte0 = random_vector(V * C, 8), dwpe0 = random_vector(T * C, 9);
   auto dwte = dwte0, dwpe = dwpe0;
-  embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C);
+  embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, 0, V);
   const auto wte_d = to_double(wte), wpe_d = to_double(wpe);
   auto fd_wte = finite_difference(
       [&](const std::vector<double>& v) {
@@ -85,7 +87,7 @@ TEST(EmbeddingTest, BackwardLargeBatchMatchesDoubleSums) {
   for (int i = 0; i < B * T; i += 2) tokens[i] = 7;
   auto dout = random_vector(static_cast<size_t>(B) * T * C, 11);
   std::vector<float> dwte(V * C, 0.0f), dwpe(T * C, 0.0f);
-  embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C);
+  embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, 0, V);
   std::vector<double> dwte_ref(V * C, 0.0), dwpe_ref(T * C, 0.0);
   for (int r = 0; r < B * T; ++r) {
     for (int c = 0; c < C; ++c) {
@@ -95,6 +97,25 @@ TEST(EmbeddingTest, BackwardLargeBatchMatchesDoubleSums) {
   }
   expect_near_all(dwte, dwte_ref, 1e-4, 1e-4, "dwte");
   expect_near_all(dwpe, dwpe_ref, 1e-5, 1e-5, "dwpe");
+}
+
+// A vocabulary range writes only its rows, in a buffer that starts at its first row, and gives the
+// bits of the full call's rows (the wte gradient built slice by slice, Note [Gradient
+// contributions] in core/nn/gpt_blocks.h); without dwpe no position gradient is made.
+TEST(EmbeddingTest, BackwardVocabRangeGivesTheFullCallsRows) {
+  const int B = 3, T = 16, C = 8, V = 10;
+  auto tokens = make_tokens(B * T, V, 12);
+  auto dout = random_vector(static_cast<size_t>(B) * T * C, 13);
+  std::vector<float> full(V * C, 0.0f), dwpe(T * C, 0.0f);
+  embedding_backward(full.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, 0, V);
+  std::vector<float> sliced(V * C, 0.0f);
+  for (int v0 = 0; v0 < V; v0 += 3) {
+    const int v1 = std::min(V, v0 + 3);
+    std::vector<float> slice(static_cast<size_t>(v1 - v0) * C, 0.0f);
+    embedding_backward(slice.data(), nullptr, dout.data(), tokens.data(), B, T, C, v0, v1);
+    std::copy(slice.begin(), slice.end(), sliced.begin() + static_cast<long>(v0) * C);
+  }
+  EXPECT_EQ(0, std::memcmp(full.data(), sliced.data(), full.size() * sizeof(float)));
 }
 
 }  // namespace

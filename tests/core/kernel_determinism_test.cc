@@ -135,7 +135,7 @@ TEST(KernelDeterminismTest, Embedding) {
     auto dout = random_vector(static_cast<size_t>(B) * T * C, 4);
     std::vector<float> out(static_cast<size_t>(B) * T * C), dwte(V * C, 0.0f), dwpe(T * C, 0.0f);
     embedding_forward(out.data(), tok.data(), wte.data(), wpe.data(), B, T, C);
-    embedding_backward(dwte.data(), dwpe.data(), dout.data(), tok.data(), B, T, C);
+    embedding_backward(dwte.data(), dwpe.data(), dout.data(), tok.data(), B, T, C, 0, V);
     return Outputs{out, dwte, dwpe};
   });
 }

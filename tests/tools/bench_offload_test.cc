@@ -26,7 +26,7 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
                            "--no-fio", "--eviction-steps", "1", "--no-eviction-demo",
                            "--amp-layers", "4", "--amp-embd", "32", "--amp-heads", "2",
                            "--amp-batch", "2", "--amp-micro-batch", "1", "--amp-seq", "16",
-                           "--amp-gpu-mem", "336K", "--amp-host-mem", "512K",
+                           "--amp-gpu-mem", "352K", "--amp-host-mem", "512K",
                            "--amp-warmup-steps", "1", "--amp-steps", "1", "--amp-rounds", "2"},
                           dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
