@@ -1,0 +1,291 @@
+#include "scheduler/in_memory_trainer.h"
+
+#include <tbb/task_arena.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/device/create_device.h"
+#include "core/device/device.h"
+#include "core/kernels/adamw.h"
+#include "core/nn/gpt_blocks.h"
+#include "core/nn/gpt_layout.h"
+#include "core/nn/gpt_weights.h"
+#include "core/util/log.h"
+#include "core/util/machine_memory.h"
+#include "core/util/sizes.h"
+#include "scheduler/activations.h"
+#include "scheduler/grad_norm.h"
+#include "scheduler/machine_fit.h"
+
+namespace strata {
+
+// Device bytes the in-memory trainer allocates: params, grads, m, v, activations for one
+// micro-batch (with every micro-batch's dres), the step's tokens, alignment slack.
+uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T) {
+  const int B = o.micro_batch > 0 ? o.micro_batch : o.batch;
+  const int64_t P = MakeGptLayout(c).total_numel;
+  const uint64_t acts =
+      scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o.batch / B).bytes();
+  return uint64_t(P) * 4 * 4 + acts + uint64_t(2) * o.batch * T * 4 + 16 * kDeviceAlignment;
+}
+
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The in-memory trainer's state and activations on the sim device live in this machine's RAM:
+// refused before the arena is mapped when they cannot fit (scheduler/machine_fit.h).
+Status CheckInMemoryFitsMachine(const TrainOptions& o, const GptConfig& c, int T) {
+  if (o.device != "sim") return Status::Ok();
+  RamNeed need;
+  need.device_bytes = InMemoryDeviceBytes(o, c, T);
+  if (!o.init_path.empty()) need.staging_bytes = uint64_t(c.num_params()) * 4;
+  return CheckFitsMachine(
+      need, ReadMachineMemory(),
+      "training " + c.to_string() + " in memory with --batch " + std::to_string(o.batch) +
+          " --seq " + std::to_string(T),
+      "page the state instead: give --gpu-mem, --host-mem and --nvme-dir (e.g. --gpu-mem 2G "
+      "--host-mem 4G --nvme-dir DIR), or lower --batch/--seq or the model");
+}
+
+// One device allocation freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Device* d, void* p) : device_(d), ptr_(p) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept : device_(o.device_), ptr_(o.ptr_) { o.ptr_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(device_, o.device_);
+    std::swap(ptr_, o.ptr_);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (ptr_) device_->free(ptr_);
+  }
+  float* f() const { return static_cast<float*>(ptr_); }
+  int32_t* i() const { return static_cast<int32_t*>(ptr_); }
+
+ private:
+  Device* device_ = nullptr;
+  void* ptr_ = nullptr;
+};
+
+class InMemoryTrainer final : public Trainer {
+ public:
+  InMemoryTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
+      : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
+
+  Status setup() {
+    const GptConfig& c = layout_.config;
+    const int B = micro_rows(), T = seq_;
+    const int64_t P = layout_.total_numel;
+    // Every block keeps its activations: this trainer never recomputes.
+    const scheduler::ActivationLayout act_layout =
+        scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o_.batch / B);
+    const uint64_t need_bytes = InMemoryDeviceBytes(o_, c, T);
+    uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
+    if (capacity < need_bytes) {
+      return Status::ResourceExhausted(
+          "--gpu-mem " + FormatBytes(capacity) + " is below the " + FormatBytes(need_bytes) +
+          " that training " + c.to_string() + " in memory with --batch " + std::to_string(B) +
+          " --seq " + std::to_string(T) + " needs; raise --gpu-mem or lower --batch/--seq");
+    }
+    SimDeviceOptions dopt;
+    dopt.capacity_bytes = capacity;
+    dopt.link_gbps = o_.sim_link_gbps;
+    STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device}, dopt));
+    compute_ = device_->create_stream("compute");
+
+    auto alloc = [&](int64_t floats, DeviceBuffer* out) -> Status {
+      STRATA_ASSIGN_OR_RETURN(void* p, device_->alloc(size_t(floats) * 4));
+      *out = DeviceBuffer(device_.get(), p);
+      return Status::Ok();
+    };
+    STRATA_RETURN_IF_ERROR(alloc(P, &params_));
+    STRATA_RETURN_IF_ERROR(alloc(P, &grads_));
+    STRATA_RETURN_IF_ERROR(alloc(P, &m_));
+    STRATA_RETURN_IF_ERROR(alloc(P, &v_));
+    STRATA_RETURN_IF_ERROR(alloc(act_layout.floats(), &acts_));
+    STRATA_RETURN_IF_ERROR(alloc(2 * int64_t(o_.batch) * T, &tokens_));
+    std::memset(m_.f(), 0, P * 4);
+    std::memset(v_.f(), 0, P * 4);
+
+    scheduler::Activations acts = scheduler::CarveActivations(act_layout, acts_.f());
+    emb_out_ = acts.emb_out;
+    layer_acts_ = std::move(acts.layers);
+    head_acts_ = acts.head;
+    scratch_ = acts.scratch;
+    dres_ = acts.dres;
+
+    if (!o_.init_path.empty()) {
+      STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, layout_, params_.f()));
+    } else {
+      for (int b = 0; b < layout_.num_blocks(); ++b) {
+        InitBlockParams(layout_.blocks[b], o_.seed, block(params_, b));
+      }
+    }
+    // The run's first line, as the paged engine's (after any error, which comes first).
+    Logger("train")->info("micro-batch order: micro-batch-major (the in-memory engine)");
+    return Status::Ok();
+  }
+
+  const GptConfig& config() const override { return layout_.config; }
+  int seq() const override { return seq_; }
+  std::string data_name() const override { return data_.name(); }
+
+  Status run(const std::function<void(const StepStats&)>& on_step) override {
+    const int threads = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
+    tbb::task_arena arena(threads);
+    const auto start = Clock::now();
+    for (long step = 0; step < o_.steps; ++step) {
+      const auto t0 = Clock::now();
+      StepStats s;
+      Status status;
+      compute_->launch([&] { arena.execute([&] { status = train_step(step, &s); }); });
+      STRATA_RETURN_IF_ERROR(compute_->synchronize());
+      STRATA_RETURN_IF_ERROR(status);
+      const auto t1 = Clock::now();
+      s.step = step + 1;
+      s.step_s = std::chrono::duration<double>(t1 - t0).count();
+      s.elapsed_s = std::chrono::duration<double>(t1 - start).count();
+      s.tokens_per_s = double(o_.batch) * seq_ / s.step_s;
+      s.device_peak_bytes = device_->stats().peak_bytes;
+      on_step(s);
+      // Note [Stopping after a step]: no --export; after the last step the run just finishes.
+      if (StopRequested(o_) && step + 1 < o_.steps) return Status::Ok();
+    }
+    if (!o_.export_path.empty()) {
+      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_path, layout_, params_.f()));
+      Logger("train")->info("wrote weights to {}", o_.export_path);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  float* block(const DeviceBuffer& buf, int b) const { return buf.f() + layout_.block_offset[b]; }
+
+  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch; }
+
+  // One optimizer step on batch `step` (0-based). Runs on the compute stream.
+  Status train_step(long step, StepStats* s) {
+    const int T = seq_, B = micro_rows();
+    const int micro_batches = o_.batch / B;
+    int32_t* xs = tokens_.i();
+    int32_t* ys = xs + int64_t(o_.batch) * T;
+    data_.batch(step, o_.batch, T, xs, ys);
+    std::memset(grads_.f(), 0, layout_.total_numel * 4);
+    double loss_sum = 0.0;
+    // Micro-batches accumulate into grads_ in the kernels (Note [Canonical arithmetic]); the
+    // embedding's backwards follow every micro-batch's (Note [Tied gradient order]).
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      const int64_t first = int64_t(mb) * B * T;
+      STRATA_ASSIGN_OR_RETURN(const float loss,
+                              forward_backward(step, xs + first, ys + first, dres_[mb], mb == 0));
+      loss_sum += loss;
+    }
+    for (int mb = 0; mb < micro_batches; ++mb) {
+      EmbeddingBackward(device_->kernels(), layout_, block(grads_, 0), dres_[mb],
+                        xs + int64_t(mb) * B * T, B, T, scratch_, /*first_wpe=*/mb == 0,
+                        /*first_wte=*/false);
+    }
+    s->loss = static_cast<float>(loss_sum / micro_batches);
+    if (step == 0 && !o_.export_grads_path.empty()) {
+      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_grads_path, layout_, grads_.f()));
+    }
+    update(step, s);
+    return Status::Ok();
+  }
+
+  // Forward and backward of one micro-batch (tokens x, targets y) up to the embedding: returns
+  // its loss; the gradients accumulate into grads_ (`first`: micro-batch 0, Note [Gradient
+  // contributions]), the embedding's input gradient is left in `dres`. Every kernel runs
+  // through the device's table.
+  Result<float> forward_backward(long step, const int32_t* x, const int32_t* y, float* dres,
+                                 bool first) {
+    const KernelTable& k = device_->kernels();
+    const int T = seq_, L = layout_.config.n_layer, B = micro_rows();
+    const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
+    float* dwte = block(grads_, 0) + layout_.embedding().tensors[kWte].offset;
+    const float dloss = 1.0f / float(int64_t(o_.batch) * T);
+    // Forward: embedding, L transformer blocks, head.
+    EmbeddingForward(k, layout_, block(params_, 0), x, B, T, emb_out_);
+    const float* h = emb_out_;
+    for (int l = 0; l < L; ++l) {
+      TransformerForward(k, layout_, l, block(params_, 1 + l), h, B, T, layer_acts_[l]);
+      h = layer_acts_[l].out;
+    }
+    const float loss = HeadForward(k, layout_, block(params_, L + 1), wte, h, y, B, T, head_acts_);
+    if (!std::isfinite(loss)) {
+      return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
+                             std::to_string(loss) + "; lower --lr or enable --grad-clip");
+    }
+    // Backward in reverse.
+    HeadBackward(k, layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,
+                 head_acts_, scratch_, dloss, dres, first);
+    for (int l = L - 1; l >= 0; --l) {
+      const float* in = l == 0 ? emb_out_ : layer_acts_[l - 1].out;
+      TransformerBackward(k, layout_, l, block(params_, 1 + l), block(grads_, 1 + l), in, B, T,
+                          layer_acts_[l], scratch_, dres, first);
+    }
+    return loss;
+  }
+
+  // Clipping by global norm (torch.nn.utils.clip_grad_norm_), then AdamW per tensor through the
+  // device's table. The norm is summed per block in the canonical order the Engine uses too.
+  void update(long step, StepStats* s) {
+    std::vector<double> block_sums(layout_.num_blocks());
+    for (int b = 0; b < layout_.num_blocks(); ++b) {
+      block_sums[b] = BlockGradSumOfSquares(layout_.blocks[b], block(grads_, b));
+    }
+    s->grad_norm = GlobalGradNorm(block_sums);
+    float coef = 1.0f;
+    if (o_.grad_clip > 0) coef = kernels::clip_coefficient(s->grad_norm, o_.grad_clip);
+    s->clipped = coef < 1.0f;
+    s->lr = LearningRateAt(o_, step);
+    kernels::AdamWParams hp;
+    hp.lr = s->lr;
+    hp.beta1 = o_.beta1;
+    hp.beta2 = o_.beta2;
+    hp.eps = o_.eps;
+    hp.step = step + 1;
+    const KernelTable& k = device_->kernels();
+    for (int b = 0; b < layout_.num_blocks(); ++b) {
+      for (const auto& t : layout_.blocks[b].tensors) {
+        hp.weight_decay = t.decay ? o_.weight_decay : 0.0f;
+        const int64_t off = layout_.block_offset[b] + t.offset;
+        k.adamw_update(params_.f() + off, grads_.f() + off, m_.f() + off, v_.f() + off, t.numel,
+                       hp, coef);
+      }
+    }
+  }
+
+  TrainOptions o_;
+  GptLayout layout_;
+  int seq_;
+  TokenDataset data_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Stream> compute_;
+  DeviceBuffer params_, grads_, m_, v_, acts_, tokens_;
+  float* emb_out_ = nullptr;
+  std::vector<TransformerActs> layer_acts_;
+  HeadActs head_acts_{};
+  BackwardScratch scratch_{};
+  std::vector<float*> dres_;  // per micro-batch
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Trainer>> CreateInMemoryTrainer(const TrainOptions& options,
+                                                       const GptConfig& config, int seq,
+                                                       TokenDataset data) {
+  STRATA_RETURN_IF_ERROR(CheckInMemoryFitsMachine(options, config, seq));
+  auto trainer = std::make_unique<InMemoryTrainer>(options, config, seq, std::move(data));
+  STRATA_RETURN_IF_ERROR(trainer->setup());
+  return std::unique_ptr<Trainer>(std::move(trainer));
+}
+
+}  // namespace strata

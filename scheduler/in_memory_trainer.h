@@ -1,0 +1,26 @@
+// The in-memory trainer: every byte of state in device memory. It is the reference that every
+// offloaded configuration must reproduce bit for bit (Note [Canonical arithmetic] in
+// scheduler/trainer.h). Under data parallelism (--dp, --shard none) each rank holds the whole
+// state and sums its gradients with the others (scheduler/data_parallel.h).
+//
+// Threads: as Trainer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/data/token_dataset.h"
+#include "core/nn/gpt_config.h"
+#include "scheduler/trainer.h"
+
+namespace strata {
+
+// Device bytes the in-memory trainer allocates for `o` with model `c` and seq `T`.
+uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T);
+
+// `options` are validated by Trainer::Create; `seq` resolved; `data` checked for the window.
+Result<std::unique_ptr<Trainer>> CreateInMemoryTrainer(const TrainOptions& options,
+                                                       const GptConfig& config, int seq,
+                                                       TokenDataset data);
+
+}  // namespace strata
