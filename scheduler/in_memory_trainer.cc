@@ -2,6 +2,7 @@
 
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -17,19 +18,26 @@
 #include "core/util/machine_memory.h"
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
+#include "scheduler/data_parallel.h"
 #include "scheduler/grad_norm.h"
 #include "scheduler/machine_fit.h"
 
 namespace strata {
 
 // Device bytes the in-memory trainer allocates: params, grads, m, v, activations for one
-// micro-batch (with every micro-batch's dres), the step's tokens, alignment slack.
+// micro-batch (with the dres of each micro-batch of this rank), the step's tokens, alignment
+// slack; under dp, the embedding's own gradient part (Note [Data-parallel gradients]).
 uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T) {
-  const int B = o.micro_batch > 0 ? o.micro_batch : o.batch;
-  const int64_t P = MakeGptLayout(c).total_numel;
+  const int ranks = std::max(o.dp, 1);
+  const int B = o.micro_batch > 0 ? o.micro_batch : o.batch / ranks;
+  const GptLayout layout = MakeGptLayout(c);
+  const int64_t P = layout.total_numel;
   const uint64_t acts =
-      scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o.batch / B).bytes();
-  return uint64_t(P) * 4 * 4 + acts + uint64_t(2) * o.batch * T * 4 + 16 * kDeviceAlignment;
+      scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o.batch / B / ranks)
+          .bytes();
+  const uint64_t embedding_part = ranks > 1 ? uint64_t(layout.embedding().numel) * 4 : 0;
+  return uint64_t(P) * 4 * 4 + acts + embedding_part + uint64_t(2) * o.batch * T * 4 +
+         16 * kDeviceAlignment;
 }
 
 
@@ -85,7 +93,7 @@ class InMemoryTrainer final : public Trainer {
     const int64_t P = layout_.total_numel;
     // Every block keeps its activations: this trainer never recomputes.
     const scheduler::ActivationLayout act_layout =
-        scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o_.batch / B);
+        scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, my_micro_batches().count);
     const uint64_t need_bytes = InMemoryDeviceBytes(o_, c, T);
     uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
     if (capacity < need_bytes) {
@@ -111,6 +119,9 @@ class InMemoryTrainer final : public Trainer {
     STRATA_RETURN_IF_ERROR(alloc(P, &v_));
     STRATA_RETURN_IF_ERROR(alloc(act_layout.floats(), &acts_));
     STRATA_RETURN_IF_ERROR(alloc(2 * int64_t(o_.batch) * T, &tokens_));
+    if (ranks() > 1) {
+      STRATA_RETURN_IF_ERROR(alloc(layout_.embedding().numel, &embedding_part_));
+    }
     std::memset(m_.f(), 0, P * 4);
     std::memset(v_.f(), 0, P * 4);
 
@@ -158,7 +169,7 @@ class InMemoryTrainer final : public Trainer {
       // Note [Stopping after a step]: no --export; after the last step the run just finishes.
       if (StopRequested(o_) && step + 1 < o_.steps) return Status::Ok();
     }
-    if (!o_.export_path.empty()) {
+    if (!o_.export_path.empty() && rank() == 0) {  // every rank holds the same weights
       STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_path, layout_, params_.f()));
       Logger("train")->info("wrote weights to {}", o_.export_path);
     }
@@ -168,36 +179,62 @@ class InMemoryTrainer final : public Trainer {
  private:
   float* block(const DeviceBuffer& buf, int b) const { return buf.f() + layout_.block_offset[b]; }
 
-  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch; }
+  // Rows per micro-batch: --micro-batch, else one micro-batch per rank.
+  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch / ranks(); }
 
-  // One optimizer step on batch `step` (0-based). Runs on the compute stream.
+  int rank() const { return o_.ranks != nullptr ? o_.ranks->rank() : 0; }
+  int ranks() const { return o_.ranks != nullptr ? o_.ranks->size() : 1; }
+  scheduler::RankMicroBatches my_micro_batches() const {
+    return scheduler::RanksMicroBatches(o_.batch / micro_rows(), rank(), ranks());
+  }
+
+  // One optimizer step on batch `step` (0-based): this rank's micro-batches (every one on a
+  // single rank), the gradients summed over the ranks (Note [Data-parallel gradients]), the
+  // update. Runs on the compute stream.
   Status train_step(long step, StepStats* s) {
     const int T = seq_, B = micro_rows();
-    const int micro_batches = o_.batch / B;
+    const scheduler::RankMicroBatches mine = my_micro_batches();
     int32_t* xs = tokens_.i();
     int32_t* ys = xs + int64_t(o_.batch) * T;
     data_.batch(step, o_.batch, T, xs, ys);
     std::memset(grads_.f(), 0, layout_.total_numel * 4);
-    double loss_sum = 0.0;
-    // Micro-batches accumulate into grads_ in the kernels (Note [Canonical arithmetic]); the
-    // embedding's backwards follow every micro-batch's (Note [Tied gradient order]).
-    for (int mb = 0; mb < micro_batches; ++mb) {
-      const int64_t first = int64_t(mb) * B * T;
+    std::vector<float> losses;
+    // Micro-batches add up into grads_ (Note [Gradient contributions]); the embedding's
+    // backwards follow every micro-batch's (Note [Tied gradient order]).
+    for (int i = 0; i < mine.count; ++i) {
+      const int64_t first = int64_t(mine.first + i) * B * T;
       STRATA_ASSIGN_OR_RETURN(const float loss,
-                              forward_backward(step, xs + first, ys + first, dres_[mb], mb == 0));
-      loss_sum += loss;
+                              forward_backward(step, xs + first, ys + first, dres_[i], i == 0));
+      losses.push_back(loss);
     }
-    for (int mb = 0; mb < micro_batches; ++mb) {
-      EmbeddingBackward(device_->kernels(), layout_, block(grads_, 0), dres_[mb],
-                        xs + int64_t(mb) * B * T, B, T, scratch_, /*first_wpe=*/mb == 0,
-                        /*first_wte=*/false);
+    embedding_backwards(xs + int64_t(mine.first) * B * T, mine.count);
+    if (ranks() > 1) {
+      STRATA_RETURN_IF_ERROR(scheduler::ReduceReplicatedGradients(
+          *o_.ranks, device_->kernels(), layout_, grads_.f(), embedding_part_.f()));
+      STRATA_ASSIGN_OR_RETURN(losses, scheduler::GatherMicroBatchLosses(*o_.ranks, losses));
     }
-    s->loss = static_cast<float>(loss_sum / micro_batches);
-    if (step == 0 && !o_.export_grads_path.empty()) {
+    double loss_sum = 0.0;  // in micro-batch order, whatever the ranks
+    for (float loss : losses) loss_sum += loss;
+    s->loss = static_cast<float>(loss_sum / double(losses.size()));
+    if (step == 0 && !o_.export_grads_path.empty() && rank() == 0) {
       STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_grads_path, layout_, grads_.f()));
     }
     update(step, s);
     return Status::Ok();
+  }
+
+  // The embedding backwards of this rank's `count` micro-batches (tokens from `x`). One rank:
+  // into grads_, after the heads' wte contributions. Several: into embedding_part_, from zero,
+  // for ReduceReplicatedGradients (Note [Data-parallel gradients]).
+  void embedding_backwards(const int32_t* x, int count) {
+    const int T = seq_, B = micro_rows();
+    const bool apart = ranks() > 1;
+    float* into = apart ? embedding_part_.f() : block(grads_, 0);
+    if (apart) std::memset(into, 0, sizeof(float) * layout_.embedding().numel);
+    for (int i = 0; i < count; ++i) {
+      EmbeddingBackward(device_->kernels(), layout_, into, dres_[i], x + int64_t(i) * B * T, B, T,
+                        scratch_, /*first_wpe=*/i == 0, /*first_wte=*/apart && i == 0);
+    }
   }
 
   // Forward and backward of one micro-batch (tokens x, targets y) up to the embedding: returns
@@ -270,6 +307,7 @@ class InMemoryTrainer final : public Trainer {
   std::unique_ptr<Device> device_;
   std::unique_ptr<Stream> compute_;
   DeviceBuffer params_, grads_, m_, v_, acts_, tokens_;
+  DeviceBuffer embedding_part_;  // dp: this rank's embedding contributions
   float* emb_out_ = nullptr;
   std::vector<TransformerActs> layer_acts_;
   HeadActs head_acts_{};

@@ -1,5 +1,6 @@
 #include "scheduler/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -7,9 +8,11 @@
 #include "core/data/token_dataset.h"
 #include "core/device/create_device.h"
 #include "core/nn/gpt_weights.h"
+#include "parallel/comm.h"
 #include "scheduler/in_memory_trainer.h"
 #include "scheduler/option_ranges.h"
 #include "scheduler/paged_trainer.h"
+#include "scheduler/rank_agreement.h"
 
 namespace strata {
 
@@ -69,6 +72,37 @@ Status ValidateOptions(const TrainOptions& o) {
   return Status::Ok();
 }
 
+// --dp, --shard and --comm against the job's ranks (docs/parallel.md).
+Status ValidateParallelOptions(const TrainOptions& o) {
+  auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
+  if (o.comm != "auto" && o.comm != "mpi" && o.comm != "nccl") {
+    return bad("--comm must be auto, mpi or nccl, got '" + o.comm + "'");
+  }
+  if (o.shard != "none" && o.shard != "all" && o.shard != "auto") {
+    return bad("--shard must be none, all or auto, got '" + o.shard + "'");
+  }
+  const int ranks = o.ranks != nullptr ? o.ranks->size() : 1;
+  if (o.dp < 0 || (o.dp > 0 && o.dp != ranks)) {
+    return bad("--dp " + std::to_string(o.dp) + " needs " + std::to_string(o.dp) +
+               " ranks and this job has " + std::to_string(ranks) + ": launch it with mpirun -np " +
+               std::to_string(std::max(o.dp, 1)) + " strata train --dp " + std::to_string(o.dp) +
+               " ..., or give --dp " + std::to_string(ranks));
+  }
+  // --micro-batch 0: one micro-batch per rank (Note [Data-parallel gradients]).
+  const int micro_rows = o.micro_batch > 0 ? o.micro_batch : o.batch / ranks;
+  if (o.batch % ranks != 0 || (o.batch / micro_rows) % ranks != 0) {
+    return bad("--batch " + std::to_string(o.batch) + " does not split into whole micro-batches " +
+               "of " + std::to_string(micro_rows) + " rows over " + std::to_string(ranks) +
+               " ranks: give a --batch that is a multiple of " + std::to_string(ranks) +
+               (o.micro_batch > 0 ? " micro-batches" : "") + " (each rank runs whole micro-batches)");
+  }
+  if (ranks > 1 && o.shard != "none") {
+    return Status::NotSupported("--shard " + o.shard +
+                                ": sharded model state is not built yet; use --shard none");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 float LearningRateAt(const TrainOptions& o, long step) {
@@ -82,8 +116,12 @@ float LearningRateAt(const TrainOptions& o, long step) {
   return o.lr;
 }
 
-Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
-  STRATA_RETURN_IF_ERROR(ValidateOptions(options));
+Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
+  STRATA_RETURN_IF_ERROR(ValidateOptions(given));
+  STRATA_RETURN_IF_ERROR(ValidateParallelOptions(given));
+  TrainOptions options = given;
+  const int ranks = options.ranks != nullptr ? options.ranks->size() : 1;
+  options.dp = ranks;  // --dp 0: the world size
   // Before any data or planning work: a missing GPU is one line, not a failure halfway in.
   STRATA_RETURN_IF_ERROR(CheckDeviceChoice({.kind = options.device}));
   STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveModelConfig(options));
@@ -105,11 +143,20 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
     data = std::move(d);
   }
   STRATA_RETURN_IF_ERROR(data->check_window(seq));
+  if (ranks > 1) {  // before any rank plans or allocates: the same step everywhere
+    STRATA_ASSIGN_OR_RETURN(const auto shared, scheduler::RankSharedFlags(options, config, seq));
+    STRATA_RETURN_IF_ERROR(scheduler::CheckRanksAgree(shared, *options.ranks));
+  }
   bool paged = options.engine == "paged";
   if (options.engine == "auto") {
     paged = options.paging_flag_given || !options.nvme_dirs.empty() || options.resume ||
             options.delayed_update || options.movement_only || !options.ckpt_dir.empty() ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
+  }
+  if (paged && ranks > 1) {
+    return Status::NotSupported(
+        "data parallelism runs on the in-memory engine so far: the paged engine under --dp is "
+        "not built yet; drop the paging flags or give --engine memory");
   }
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));
   return CreateInMemoryTrainer(options, config, seq, std::move(*data));

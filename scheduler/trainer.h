@@ -38,6 +38,9 @@
 namespace strata::storage {
 class FaultInjector;
 }  // namespace strata::storage
+namespace strata::parallel {
+class Comm;
+}  // namespace strata::parallel
 
 namespace strata {
 
@@ -113,6 +116,15 @@ struct TrainOptions {
   // Tests: makes the NVMe tier's disk misbehave (storage/fault_injector.h). Borrowed: must
   // outlive the Trainer. Not a flag.
   storage::FaultInjector* nvme_faults = nullptr;
+
+  // Data parallelism (docs/parallel.md). The ranks come from the launcher (mpirun); the CLI
+  // makes the Comm and checks --dp against the world size.
+  int dp = 0;                   // --dp: data-parallel ranks; 0 = the world size (tp = pp = 1)
+  std::string comm = "auto";    // --comm: mpi | nccl | auto (nccl on a cuda device, else mpi)
+  std::string shard = "none";   // --shard: none (replicated state) | all | auto
+  double comm_timeout_s = 300;  // --comm-timeout: a collective that takes longer fails the run
+  // The job's ranks (parallel/comm.h). Borrowed: must outlive the Trainer. nullptr: one rank.
+  parallel::Comm* ranks = nullptr;
 };
 
 struct StepStats {

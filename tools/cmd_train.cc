@@ -15,6 +15,7 @@
 #include "tools/output_paths.h"
 #include "tools/step_log.h"
 #include "tools/stop_signals.h"
+#include "tools/train_ranks.h"
 #include "tools/fault_spec.h"
 
 namespace strata::tools {
@@ -151,15 +152,17 @@ std::string SavedAfterStop(const TrainOptions& o, long last_step, long start_ste
                      : "no checkpoint (checkpoints need --nvme-dir, --ckpt-dir and --ckpt-every)";
 }
 
-// The run, from a created trainer: progress, --log-json, the summary or the stop line.
-Status RunSteps(Trainer& trainer, const TrainOptions& o, StepLog* log, CommandContext& ctx) {
+// The run, from a created trainer: progress, --log-json, the summary or the stop line. Only
+// rank 0 prints progress and the summary (`print`).
+Status RunSteps(Trainer& trainer, const TrainOptions& o, StepLog* log, bool print,
+                CommandContext& ctx) {
   RunSummary summary(o.steps);
   long last_step = trainer.start_step();
   Status log_status;
   STRATA_RETURN_IF_ERROR(trainer.run([&](const StepStats& s) {
     last_step = s.step;
     summary.add(s);
-    PrintStep(s, o.steps);
+    if (print) PrintStep(s, o.steps);
     if (log == nullptr || !log_status.ok()) return;
     log_status = log->write(s);
     if (!log_status.ok()) RequestStop(-1);  // a failed log fails the run, after this step
@@ -176,29 +179,45 @@ Status RunSteps(Trainer& trainer, const TrainOptions& o, StepLog* log, CommandCo
     ctx.stop_signal = signo;
     return Status::Ok();
   }
-  summary.print();
+  if (print) summary.print();
   return Status::Ok();
 }
 
 // Everything that can be checked is checked before the trainer is created (nothing read,
 // planned or allocated yet), and --log-json is opened only after it was (a refused run, e.g.
 // one whose NVMe store another process holds, leaves an existing log alone).
-Status RunTrain(TrainFlags& f, const CLI::App& cmd, CommandContext& ctx) {
-  STRATA_RETURN_IF_ERROR(CheckLogLevel(f.log_level));
-  SetLogLevel(f.log_level);
-  STRATA_RETURN_IF_ERROR(ApplyFlags(f, cmd));
-  STRATA_RETURN_IF_ERROR(CheckTrainOutputs(f.o, f.log_json));
+Status RunTrainOnRanks(TrainFlags& f, CommandContext& ctx, const TrainRanks& ranks) {
+  ApplyRankOutputs(f.o, ranks.comm.get(), ranks.rank, ranks.size);
+  STRATA_RETURN_IF_ERROR(CheckTrainOutputs(f.o, ranks.rank == 0 ? f.log_json : ""));
   f.o.stop_signal = InstallStopSignals();
   const TrainOptions& o = f.o;
   STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o));
   std::unique_ptr<StepLog> log;
-  if (!f.log_json.empty()) {
+  if (!f.log_json.empty() && ranks.rank == 0) {
     STRATA_ASSIGN_OR_RETURN(log, StepLog::Open(f.log_json, o.resume, trainer->start_step()));
   }
   Logger("train")->info("model {} | data {} | batch {} x seq {} | {} steps",
                         trainer->config().to_string(), trainer->data_name(), o.batch,
                         trainer->seq(), o.steps);
-  return RunSteps(*trainer, o, log.get(), ctx);
+  return RunSteps(*trainer, o, log.get(), ranks.rank == 0, ctx);
+}
+
+// The job's ranks first (tools/train_ranks.h); a rank that fails in a job of several prints its
+// error and ends the job, so that its peers do not wait on it.
+Status RunTrain(TrainFlags& f, const CLI::App& cmd, CommandContext& ctx) {
+  STRATA_RETURN_IF_ERROR(CheckLogLevel(f.log_level));
+  SetLogLevel(f.log_level);
+  STRATA_RETURN_IF_ERROR(ApplyFlags(f, cmd));
+  STRATA_ASSIGN_OR_RETURN(TrainRanks ranks, OpenTrainRanks(f.o));
+  if (ranks.rank != 0 && (f.log_level == "info" || f.log_level == "debug")) SetLogLevel("warn");
+  Status s = RunTrainOnRanks(f, ctx, ranks);
+  if (!s.ok() && ranks.size > 1) {
+    std::fprintf(stderr, "strata: error: rank %d of %d: %s\n", ranks.rank, ranks.size,
+                 s.message().c_str());
+    std::fflush(stderr);
+    ranks.comm->abort(ExitCodeFor(s));
+  }
+  return s;
 }
 
 // The model's shape and the data: --model, the shape overrides, --data, --batch, --seq, --steps.
@@ -315,6 +334,25 @@ void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
       ->capture_default_str();
 }
 
+// Data parallelism (docs/parallel.md): the ranks come from mpirun.
+void AddParallelOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
+  cmd->add_option("--dp", o.dp,
+                  "Data-parallel ranks (launch with mpirun -np N); 0 = the number of ranks")
+      ->capture_default_str();
+  cmd->add_option("--comm", o.comm,
+                  "Collectives: mpi (host buffers), nccl (GPU buffers) or auto (nccl on a cuda "
+                  "device, else mpi; without mpirun: one rank, no MPI)")
+      ->capture_default_str();
+  cmd->add_option("--shard", o.shard,
+                  "Model state across data-parallel ranks: none (replicated; all and auto, "
+                  "ZeRO-3 and OSDP, are not built yet)")
+      ->capture_default_str();
+  cmd->add_option("--comm-timeout", o.comm_timeout_s,
+                  "Seconds a collective may take before the run fails (a dead or hung rank)")
+      ->capture_default_str();
+}
+
 // Which engine, and what the run writes besides progress.
 void AddEngineAndOutputOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
@@ -346,6 +384,7 @@ void AddTrainCommand(CLI::App& app, CommandContext& ctx) {
   AddWeightsAndDeviceOptions(cmd, flags.get());
   AddPagingOptions(cmd, flags.get());
   AddEngineAndOutputOptions(cmd, flags.get());
+  AddParallelOptions(cmd, flags.get());
   flags->faults.add_option(cmd);
   cmd->callback([flags, cmd, &ctx] { ctx.status = RunTrain(*flags, *cmd, ctx); });
 }

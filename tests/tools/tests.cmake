@@ -13,3 +13,8 @@ target_link_libraries(strata_tools_tests PRIVATE strata_storage CLI11::CLI11
 add_test(NAME tools_stress_soak_30min COMMAND strata_tools_tests --gtest_filter=StressSoak.Nothing*)
 set_tests_properties(tools_stress_soak_30min PROPERTIES
                      LABELS stress ENVIRONMENT STRATA_STRESS_MINUTES=30 TIMEOUT 2700)
+
+# `strata train --dp` under mpirun (train_dp_test.cc): the launcher found at configure time.
+if(MPIEXEC_EXECUTABLE)
+  target_compile_definitions(strata_tools_tests PRIVATE STRATA_MPIEXEC="${MPIEXEC_EXECUTABLE}")
+endif()

@@ -1,0 +1,45 @@
+#include "scheduler/data_parallel.h"
+
+#include <cstring>
+
+#include "core/util/check.h"
+
+namespace strata::scheduler {
+
+RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks) {
+  STRATA_CHECK(ranks > 0 && micro_batches % ranks == 0 && rank >= 0 && rank < ranks)
+      << micro_batches << " micro-batches over " << ranks << " ranks";
+  const int each = micro_batches / ranks;
+  return {rank * each, each};
+}
+
+Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
+                                 const GptLayout& layout, float* grads, float* embedding_part) {
+  STRATA_CHECK(comm.size() > 1) << "one rank keeps its embedding contributions in place";
+  // Every block, and wte's head contributions: one fold over the ranks.
+  STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(grads, grads, size_t(layout.total_numel)).wait());
+  // wte continues that fold with the embedding contributions, rank by rank: rank 0 adds its own
+  // to the heads' sum (the add one rank would do next), the others send theirs as they are.
+  // wpe's fold starts with rank 0's contribution itself.
+  const BlockSpec& emb = layout.embedding();
+  float* emb_grads = grads + layout.block_offset[0];
+  const TensorSpec& wte = emb.tensors[kWte];
+  if (comm.rank() == 0) {
+    k.residual_forward(embedding_part + wte.offset, emb_grads + wte.offset,
+                       embedding_part + wte.offset, wte.numel);
+  }
+  STRATA_RETURN_IF_ERROR(
+      comm.all_reduce_sum(embedding_part, embedding_part, size_t(emb.numel)).wait());
+  std::memcpy(emb_grads, embedding_part, sizeof(float) * emb.numel);
+  return Status::Ok();
+}
+
+Result<std::vector<float>> GatherMicroBatchLosses(parallel::Comm& comm,
+                                                  const std::vector<float>& mine) {
+  std::vector<float> all(mine.size() * comm.size());
+  STRATA_RETURN_IF_ERROR(
+      comm.all_gather(mine.data(), all.data(), mine.size() * sizeof(float)).wait());
+  return all;
+}
+
+}  // namespace strata::scheduler

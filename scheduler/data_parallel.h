@@ -1,0 +1,51 @@
+// Data parallelism with replicated state (--shard none): every rank holds the whole model, runs
+// its share of the step's micro-batches and sums the gradients with the other ranks.
+//
+// Note [Data-parallel gradients]
+// A dp=N run with batch B gives the bits of one rank with batch B and --micro-batch B/N:
+// - rank r runs micro-batches [r*M/N, (r+1)*M/N) of the step's M (RanksMicroBatches), the rows
+//   one rank would give those micro-batches;
+// - each gradient is the left fold, in rank order, of the ranks' contributions (Note
+//   [Deterministic reductions] in docs/parallel.md), which is how one rank adds its
+//   micro-batches (Note [Gradient contributions] in core/nn/gpt_blocks.h);
+// - the tied wte takes every head contribution, then every embedding contribution. So a rank
+//   makes its embedding contributions apart, from zero; once the heads' fold is reduced, rank 0
+//   adds its own embedding contribution to it and a second reduction continues the fold over
+//   the other ranks' (ReduceReplicatedGradients);
+// - the loss is the mean of every micro-batch's loss, summed in micro-batch order as one rank
+//   does (GatherMicroBatchLosses);
+// - the norm, clipping and AdamW then run on identical gradients on every rank.
+// Bit-identity needs one micro-batch per rank: with k > 1, a rank's micro-batches fold before
+// the ranks do, and the result equals one rank's to rounding only.
+#pragma once
+
+#include <vector>
+
+#include "core/device/kernel_table.h"
+#include "core/nn/gpt_layout.h"
+#include "core/util/status.h"
+#include "parallel/comm.h"
+
+namespace strata::scheduler {
+
+// The micro-batches of one rank: [first, first + count).
+struct RankMicroBatches {
+  int first = 0;
+  int count = 0;
+};
+// Rank `rank` of `ranks` when a step has `micro_batches` (a multiple of ranks).
+RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks);
+
+// Sums the ranks' gradients in place (Note [Data-parallel gradients]). `grads` holds every
+// block's gradient (P floats in the layout's order) with only the head's contributions in wte;
+// `embedding_part` the embedding block's gradient made by this rank's embedding backwards, from
+// zero. More than one rank. On return `grads` holds the step's gradient, the same bits on every
+// rank; `embedding_part` is clobbered. Host-addressable buffers (the MPI backend). Errors: the Comm's.
+Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
+                                 const GptLayout& layout, float* grads, float* embedding_part);
+
+// Every micro-batch's loss, in micro-batch order, from each rank's own (in its order).
+Result<std::vector<float>> GatherMicroBatchLosses(parallel::Comm& comm,
+                                                  const std::vector<float>& mine);
+
+}  // namespace strata::scheduler

@@ -1,0 +1,137 @@
+// `strata train` as N data-parallel ranks under mpirun (docs/parallel.md): bit-identical to one
+// rank running N micro-batches (Note [Data-parallel gradients] in scheduler/data_parallel.h),
+// rank 0 alone reporting, and the refusals. Every mpirun has its own --timeout, so a hung
+// collective fails the test instead of stalling it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/tools/run_strata.h"
+
+namespace strata::testing {
+namespace {
+
+#ifdef STRATA_MPIEXEC
+constexpr bool kHaveMpirun = true;
+constexpr const char* kMpirun = STRATA_MPIEXEC;
+#else
+constexpr bool kHaveMpirun = false;
+constexpr const char* kMpirun = "";
+#endif
+
+// Runs `ranks` copies of `strata args` under mpirun (each group of args one MPMD program when
+// `programs` has several).
+RunResult RunMpi(const std::vector<std::vector<std::string>>& programs, int ranks_each,
+                 const std::string& dir) {
+  std::string cmd = ShellQuote(kMpirun) + " --allow-run-as-root --oversubscribe --timeout 100";
+  for (size_t p = 0; p < programs.size(); ++p) {
+    if (p > 0) cmd += " :";
+    cmd += " -np " + std::to_string(ranks_each) + " " + ShellQuote(STRATA_BINARY);
+    for (const auto& a : programs[p]) cmd += " " + ShellQuote(a);
+  }
+  cmd += " >" + ShellQuote(dir + "/stdout.txt") + " 2>" + ShellQuote(dir + "/stderr.txt");
+  const int rc = std::system(cmd.c_str());
+  RunResult r;
+  if (rc != -1 && WIFEXITED(rc)) r.exit_code = WEXITSTATUS(rc);
+  r.out = ReadWholeFile(dir + "/stdout.txt");
+  r.err = ReadWholeFile(dir + "/stderr.txt");
+  return r;
+}
+
+// The tiny model for 6 steps with clipping at 2.0: some steps clip (norms 2.0-2.7), some do not.
+std::vector<std::string> TrainArgs(const std::string& dir, const std::string& tag) {
+  return {"train",      "--model",       "tiny",         "--batch",  "8",
+          "--seq",      "32",            "--steps",      "6",        "--lr",
+          "1e-3",       "--grad-clip",   "2.0",          "--threads", "1",
+          "--log-json", dir + "/" + tag + ".jsonl", "--export", dir + "/" + tag + ".safetensors"};
+}
+
+struct Outcome {
+  std::vector<std::string> losses, norms;  // the JSON texts: exact bits
+  int clipped = 0;
+  std::string weights;
+};
+
+Outcome Read(const std::string& dir, const std::string& tag) {
+  Outcome o;
+  std::istringstream lines(ReadWholeFile(dir + "/" + tag + ".jsonl"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto j = nlohmann::json::parse(line);
+    o.losses.push_back(j.at("loss").dump());
+    o.norms.push_back(j.at("grad_norm").dump());
+    o.clipped += j.at("clipped").get<bool>() ? 1 : 0;
+  }
+  o.weights = ReadWholeFile(dir + "/" + tag + ".safetensors");
+  return o;
+}
+
+class TrainDp : public ::testing::TestWithParam<int> {};
+
+TEST_P(TrainDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  const int n = GetParam();
+  ScratchDir scratch("train_dp");
+  const std::string& dir = scratch.path();
+  std::vector<std::string> one = TrainArgs(dir, "one");
+  one.insert(one.end(), {"--engine", "memory", "--micro-batch", std::to_string(8 / n)});
+  RunResult r1 = RunStrata(one, dir);
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  std::vector<std::string> dp = TrainArgs(dir, "dp");
+  dp.insert(dp.end(), {"--dp", std::to_string(n)});
+  RunResult rn = RunMpi({dp}, n, dir);
+  ASSERT_EQ(rn.exit_code, 0) << rn.err;
+  const Outcome a = Read(dir, "one"), b = Read(dir, "dp");
+  ASSERT_EQ(a.losses.size(), 6u);
+  EXPECT_GT(a.clipped, 0) << "the run should clip on some steps";
+  EXPECT_LT(a.clipped, 6) << "the run should leave some steps unclipped";
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_EQ(a.norms, b.norms);
+  EXPECT_FALSE(a.weights.empty());
+  EXPECT_TRUE(a.weights == b.weights) << "the exported weights differ";
+  // Rank 0 alone prints progress: one line per step, not one per rank.
+  size_t lines = 0;
+  for (size_t p = rn.err.find("step     1/6"); p != std::string::npos;
+       p = rn.err.find("step     1/6", p + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1u) << rn.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, TrainDp, ::testing::Values(2, 4));
+
+TEST(TrainDpRefusals, RanksWithDifferentFlagsAreRefusedNamingTheFlag) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_mismatch");
+  const std::vector<std::string> base = {"train", "--model", "tiny", "--steps", "2", "--seq", "32"};
+  std::vector<std::string> a = base, b = base;
+  a.insert(a.end(), {"--batch", "8"});
+  b.insert(b.end(), {"--batch", "16"});
+  RunResult r = RunMpi({a, b}, 1, scratch.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("rank 1 was started with another --batch than rank 0"), std::string::npos)
+      << r.err;
+}
+
+TEST(TrainDpRefusals, DpWithoutMpirunSaysHowToLaunch) {
+  ScratchDir scratch("train_dp_alone");
+  RunResult r = RunStrata({"train", "--model", "tiny", "--steps", "1", "--dp", "2"},
+                          scratch.path());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("mpirun -np 2"), std::string::npos) << r.err;
+}
+
+TEST(TrainDpRefusals, NcclWithoutAGpuIsOneLine) {
+  ScratchDir scratch("train_dp_nccl");
+  RunResult r = RunStrata({"train", "--model", "tiny", "--steps", "1", "--comm", "nccl"},
+                          scratch.path());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--comm nccl"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace strata::testing

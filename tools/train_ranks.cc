@@ -1,0 +1,44 @@
+#include "tools/train_ranks.h"
+
+namespace strata::tools {
+
+Result<TrainRanks> OpenTrainRanks(const TrainOptions& o) {
+  if (o.comm != "auto" && o.comm != "mpi" && o.comm != "nccl") {
+    return Status::InvalidArgument("--comm must be auto, mpi or nccl, got '" + o.comm + "'");
+  }
+  if (!(o.comm_timeout_s > 0)) {
+    return Status::InvalidArgument("--comm-timeout must be a positive number of seconds, got " +
+                                   std::to_string(o.comm_timeout_s));
+  }
+  TrainRanks ranks;
+  const parallel::LaunchInfo launch = parallel::DetectLaunch();
+  if (o.comm == "auto" && !launch.under_mpi) return ranks;  // one rank, as before
+  parallel::CommOptions co;
+  co.timeout_s = o.comm_timeout_s;
+  const bool nccl = o.comm == "nccl" || (o.comm == "auto" && o.device == "cuda");
+  co.backend = nccl ? parallel::CommBackend::kNccl : parallel::CommBackend::kMpi;
+  Result<std::unique_ptr<parallel::Comm>> comm = parallel::CreateComm(co);
+  if (!comm.ok()) {
+    return comm.status().with_context(std::string("--comm ") + (nccl ? "nccl" : "mpi"));
+  }
+  ranks.comm = std::move(*comm);
+  ranks.rank = ranks.comm->rank();
+  ranks.size = ranks.comm->size();
+  return ranks;
+}
+
+std::string PathForRank(const std::string& path, int rank) {
+  const std::string tag = ".rank-" + std::to_string(rank);
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  const bool has_ext = dot != std::string::npos && dot > 0 &&
+                       (slash == std::string::npos || dot > slash + 1);
+  return has_ext ? path.substr(0, dot) + tag + path.substr(dot) : path + tag;
+}
+
+void ApplyRankOutputs(TrainOptions& o, parallel::Comm* comm, int rank, int size) {
+  o.ranks = comm;
+  if (size > 1 && !o.trace_path.empty()) o.trace_path = PathForRank(o.trace_path, rank);
+}
+
+}  // namespace strata::tools
