@@ -4,6 +4,10 @@
 // collective fails the test instead of stalling it.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -114,6 +118,49 @@ TEST(TrainDpRefusals, RanksWithDifferentFlagsAreRefusedNamingTheFlag) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("rank 1 was started with another --batch than rank 0"), std::string::npos)
       << r.err;
+}
+
+// The PIDs of `parent`'s children (the ranks, for mpirun on one machine).
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::istringstream in(ReadWholeFile("/proc/" + std::to_string(parent) + "/task/" +
+                                      std::to_string(parent) + "/children"));
+  std::vector<pid_t> pids;
+  for (pid_t p; in >> p;) pids.push_back(p);
+  return pids;
+}
+
+// SIGKILL one rank mid-run: the job ends with an error well within 60 s; none hangs.
+TEST(TrainDpFailure, AKilledRankEndsTheJob) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_kill");
+  const std::string& dir = scratch.path();
+  const std::string log = dir + "/kill.jsonl";
+  std::vector<std::string> argv_s = {kMpirun, "--allow-run-as-root", "--oversubscribe",
+                                     "--timeout", "100", "-np", "2", STRATA_BINARY, "train",
+                                     "--model", "tiny", "--batch", "8", "--seq", "32", "--steps",
+                                     "1000000", "--threads", "1", "--dp", "2", "--log-json", log};
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t mpirun = -1;
+  ASSERT_EQ(posix_spawn(&mpirun, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  ASSERT_TRUE(WaitForLines(log, 3, std::chrono::seconds(60))) << "the job never took 3 steps";
+  const std::vector<pid_t> ranks = ChildrenOf(mpirun);
+  ASSERT_EQ(ranks.size(), 2u);
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(ranks.back(), SIGKILL), 0);
+  int status = 0;
+  pid_t done = 0;
+  while ((done = ::waitpid(mpirun, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() - killed_at < std::chrono::seconds(60)) {
+    ::usleep(50000);
+  }
+  if (done == 0) {
+    ::kill(mpirun, SIGKILL);
+    ::waitpid(mpirun, &status, 0);
+    FAIL() << "the job still ran 60 s after one of its ranks was killed";
+  }
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the job ended with success";
 }
 
 TEST(TrainDpRefusals, DpWithoutMpirunSaysHowToLaunch) {
