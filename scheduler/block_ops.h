@@ -33,6 +33,10 @@ class BlockOps {
   // driver calls them; errors are the device's.
   virtual Status stage_in(const Op& /*op*/, Stream& /*stream*/) { return Status::Ok(); }
   virtual Status stage_out(const Op& /*op*/, Stream& /*stream*/) { return Status::Ok(); }
+  // Data parallelism: sums block `block`'s final gradient, in the device slot `slot`, over the
+  // ranks (Note [Data-parallel gradients] in data_parallel.h) and records its sum of squares.
+  // The driver runs it on its comm stream after the op that finished the gradient.
+  virtual Status reduce_grad(int /*block*/, float* /*slot*/) { return Status::Ok(); }
   // After the step's compute: each micro-batch's loss, and each block's gradient sum of squares.
   virtual const std::vector<float>& losses() const = 0;
   virtual const std::vector<double>& grad_sums() const = 0;

@@ -13,17 +13,19 @@ RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks) {
   return {rank * each, each};
 }
 
-Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
-                                 const GptLayout& layout, float* grads, float* embedding_part) {
+Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
+                               float* emb_grads, float* embedding_part, bool heads_summed) {
   STRATA_CHECK(comm.size() > 1) << "one rank keeps its embedding contributions in place";
-  // Every block, and wte's head contributions: one fold over the ranks.
-  STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(grads, grads, size_t(layout.total_numel)).wait());
-  // wte continues that fold with the embedding contributions, rank by rank: rank 0 adds its own
-  // to the heads' sum (the add one rank would do next), the others send theirs as they are.
-  // wpe's fold starts with rank 0's contribution itself.
   const BlockSpec& emb = layout.embedding();
-  float* emb_grads = grads + layout.block_offset[0];
   const TensorSpec& wte = emb.tensors[kWte];
+  if (!heads_summed) {
+    STRATA_RETURN_IF_ERROR(
+        comm.all_reduce_sum(emb_grads + wte.offset, emb_grads + wte.offset, size_t(wte.numel))
+            .wait());
+  }
+  // wte continues the heads' fold with the embedding contributions, rank by rank: rank 0 adds
+  // its own to the heads' sum (the add one rank would do next), the others send theirs as they
+  // are. wpe's fold starts with rank 0's contribution itself.
   if (comm.rank() == 0) {
     k.residual_forward(embedding_part + wte.offset, emb_grads + wte.offset,
                        embedding_part + wte.offset, wte.numel);
@@ -32,6 +34,14 @@ Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
       comm.all_reduce_sum(embedding_part, embedding_part, size_t(emb.numel)).wait());
   std::memcpy(emb_grads, embedding_part, sizeof(float) * emb.numel);
   return Status::Ok();
+}
+
+Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
+                                 const GptLayout& layout, float* grads, float* embedding_part) {
+  // Every block, and wte's head contributions: one fold over the ranks.
+  STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(grads, grads, size_t(layout.total_numel)).wait());
+  return ReduceEmbeddingGradient(comm, k, layout, grads + layout.block_offset[0], embedding_part,
+                                 /*heads_summed=*/true);
 }
 
 Result<std::vector<float>> GatherMicroBatchLosses(parallel::Comm& comm,

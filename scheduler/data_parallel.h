@@ -44,6 +44,13 @@ RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks);
 Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
                                  const GptLayout& layout, float* grads, float* embedding_part);
 
+// The embedding block's part of ReduceReplicatedGradients, for an engine that sums block by
+// block: `emb_grads` is block 0's gradient, its wte holding the heads' contributions (this
+// rank's, or already summed over the ranks when `heads_summed`); `embedding_part` as above. On
+// return `emb_grads` holds the embedding's gradient, the same bits on every rank.
+Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
+                               float* emb_grads, float* embedding_part, bool heads_summed);
+
 // Every micro-batch's loss, in micro-batch order, from each rank's own (in its order).
 Result<std::vector<float>> GatherMicroBatchLosses(parallel::Comm& comm,
                                                   const std::vector<float>& mine);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/kernels/adamw.h"
+#include "scheduler/data_parallel.h"
 #include "scheduler/gpt_ops.h"
 #include "scheduler/grad_norm.h"
 
@@ -58,12 +59,15 @@ Status Engine::setup() {
                                                 .seq = o_.seq,
                                                 .threads = o_.threads,
                                                 .skip_kernels = o_.skip_kernels,
-                                                .lender = host_frame_lender()}));
+                                                .lender = host_frame_lender(),
+                                                .comm = o_.comm,
+                                                .global_batch = o_.global_batch}));
   for (uint64_t bytes : o_.plan.slot_sizes) {
     STRATA_ASSIGN_OR_RETURN(void* s, buffers_.alloc(bytes, "a block slot"));
     slots_.add(static_cast<float*>(s), bytes);
   }
   compute_ = device_.create_stream("compute");
+  if (o_.comm != nullptr && o_.comm->size() > 1) comm_ = device_.create_stream("comm");
   transfers_ = std::make_unique<Transfers>(sp_, host_, device_, timeline_);
   optimizer_ = std::make_unique<OptimizerQueue>(
       *o_.layout, sp_, host_, *transfers_, device_, timeline_,
@@ -162,7 +166,11 @@ Status Engine::schedule(size_t pos, const Op& op, long step) {
   STRATA_RETURN_IF_ERROR(st);
   STRATA_RETURN_IF_ERROR(fill_misses(pos, op, step, chosen));
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Event> done, launch(op, chosen, step));
-  for (int b : op.grads_done) STRATA_RETURN_IF_ERROR(copy_grad_down(b, done, step));
+  for (int b : op.grads_done) {
+    const bool final =
+        std::find(op.grads_final.begin(), op.grads_final.end(), b) != op.grads_final.end();
+    STRATA_RETURN_IF_ERROR(copy_grad_down(b, done, step, final));
+  }
   return Status::Ok();
 }
 
@@ -240,7 +248,9 @@ Result<std::shared_ptr<Event>> Engine::launch(const Op& op, const std::vector<in
   return done;
 }
 
-Status Engine::copy_grad_down(int block, const std::shared_ptr<Event>& after, long step) {
+// A block's final gradient is summed over the ranks on the comm stream before it goes down
+// (data parallelism): the d2h copy then waits on the sum instead of the kernel.
+Status Engine::copy_grad_down(int block, std::shared_ptr<Event> after, long step, bool final) {
   const int idx = slots_.find(block, SlotRole::kGrad);
   STRATA_CHECK(idx >= 0);
   // The previous step's update must have read these pages before they are overwritten. It has
@@ -251,16 +261,46 @@ Status Engine::copy_grad_down(int block, const std::shared_ptr<Event>& after, lo
         bs.grads_read.get().with_context("optimizer update of block " + std::to_string(block)));
   }
   Slot& s = slots_[idx];
+  if (final && comm_ != nullptr) {
+    STRATA_ASSIGN_OR_RETURN(after, reduce_grad(block, s.ptr, after));
+  }
   STRATA_ASSIGN_OR_RETURN(bs.grad_ready, transfers_->copy_grad_down(s.ptr, block, after, step));
   slots_.used(idx, bs.grad_ready.back(), op_seq_ + 1);  // completes after its kernel
   s.grad_active = false;
   return Status::Ok();
 }
 
+Result<std::shared_ptr<Event>> Engine::reduce_grad(int block, float* slot,
+                                                   const std::shared_ptr<Event>& after) {
+  comm_->wait(*after);
+  comm_->launch([this, block, slot] {
+    Status s = ops_->reduce_grad(block, slot);
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    if (!s.ok() && comm_status_.ok()) {
+      comm_status_ = s.with_context("the gradient of block " + std::to_string(block));
+    }
+  });
+  return RecordOn(device_, *comm_);
+}
+
+// Data parallelism: every micro-batch's loss, in order, over the ranks (after the sums).
+Status Engine::gather_losses(std::vector<float>* losses) {
+  if (comm_ == nullptr) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(comm_->synchronize().with_context("comm stream"));
+  {
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    STRATA_RETURN_IF_ERROR(comm_status_);
+  }
+  STRATA_ASSIGN_OR_RETURN(*losses, GatherMicroBatchLosses(*o_.comm, *losses));
+  return Status::Ok();
+}
+
 Status Engine::finish_compute(long step, EngineStepResult* result) {
   STRATA_RETURN_IF_ERROR(compute_->synchronize().with_context("compute stream"));
+  std::vector<float> losses = ops_->losses();
+  STRATA_RETURN_IF_ERROR(gather_losses(&losses));
   double loss_sum = 0.0;
-  for (float l : ops_->losses()) {
+  for (float l : losses) {
     if (!std::isfinite(l)) {
       return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " + std::to_string(l) +
                              "; lower --lr or enable --grad-clip");
@@ -269,7 +309,7 @@ Status Engine::finish_compute(long step, EngineStepResult* result) {
   }
   result->device_at_end = device_.stats();
   result->memory_at_end = host_.manager().stats();
-  result->loss = static_cast<float>(loss_sum / ops_->losses().size());
+  result->loss = static_cast<float>(loss_sum / losses.size());
   result->grad_norm = GlobalGradNorm(ops_->grad_sums());
   return Status::Ok();
 }

@@ -69,12 +69,14 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "memory/memory_manager.h"
+#include "parallel/comm.h"
 #include "scheduler/block_ops.h"
 #include "scheduler/block_state.h"
 #include "scheduler/boundary_store.h"
@@ -111,6 +113,10 @@ struct EngineOptions {
   // Learn the host tier's access plan from the second step and set it on the memory manager
   // (Note [Host access plan] in host_pages.h); false: the pool stays LRU steered by demote.
   bool host_access_plan = false;
+  // Data parallelism (Note [Data-parallel gradients] in data_parallel.h): the job's ranks
+  // (nullptr or one rank: none); `batch` is then this rank's rows and `global_batch` the step's.
+  parallel::Comm* comm = nullptr;
+  int global_batch = 0;
 };
 
 struct EngineStepResult {
@@ -163,7 +169,10 @@ class Engine {
   std::vector<int> find_hits(const Op& op, Status* status);
   Status fill_misses(size_t pos, const Op& op, long step, std::vector<int>& chosen);
   Result<std::shared_ptr<Event>> launch(const Op& op, const std::vector<int>& chosen, long step);
-  Status copy_grad_down(int block, const std::shared_ptr<Event>& after, long step);
+  Status copy_grad_down(int block, std::shared_ptr<Event> after, long step, bool final);
+  Result<std::shared_ptr<Event>> reduce_grad(int block, float* slot,
+                                             const std::shared_ptr<Event>& after);
+  Status gather_losses(std::vector<float>* losses);
   Status finish_compute(long step, EngineStepResult* result);
 
   // Handing blocks to the optimizer (engine_updates.cc).
@@ -185,6 +194,9 @@ class Engine {
   std::unique_ptr<BlockOps> ops_;
   SlotCache slots_;
   std::unique_ptr<Stream> compute_;
+  std::unique_ptr<Stream> comm_;  // data parallelism: the gradients' sums over the ranks
+  std::mutex comm_mu_;
+  Status comm_status_;  // the first failed sum (guarded by comm_mu_)
   std::unique_ptr<Transfers> transfers_;
   std::unique_ptr<OptimizerQueue> optimizer_;
 

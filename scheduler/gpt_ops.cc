@@ -5,6 +5,7 @@
 
 #include "core/util/check.h"
 #include "scheduler/activations.h"
+#include "scheduler/data_parallel.h"
 #include "scheduler/grad_norm.h"
 
 namespace strata::scheduler {
@@ -33,7 +34,7 @@ Result<std::unique_ptr<GptOps>> GptOps::Create(const GptOpsOptions& options) {
 Status GptOps::allocate() {
   const GptConfig& c = layout_.config;
   const int B = o_.micro_rows, T = o_.seq;
-  dloss_ = 1.0f / float(int64_t(o_.batch) * T);
+  dloss_ = 1.0f / float(int64_t(o_.global_batch > 0 ? o_.global_batch : o_.batch) * T);
   block_sums_.assign(layout_.num_blocks(), 0.0);
   losses_.assign(o_.batch / o_.micro_rows, 0.0f);
   arena_ = std::make_unique<tbb::task_arena>(o_.threads);
@@ -54,6 +55,11 @@ Status GptOps::allocate() {
   head_acts_ = carved.head;
   scratch_ = carved.scratch;
   dres_ = carved.dres;
+  if (data_parallel()) {
+    STRATA_ASSIGN_OR_RETURN(void* part, buffers_.alloc(o_.plan->embedding_part_bytes,
+                                                       "the embedding's gradient part"));
+    embedding_part_ = static_cast<float*>(part);
+  }
   if (o_.plan->order == MicroBatchOrder::kLayerMajor) {
     STRATA_CHECK(o_.plan->recompute_layers == c.n_layer) << "layer-major recomputes every block";
     boundaries_ =
@@ -152,8 +158,12 @@ void GptOps::run(const Op& op, const std::vector<float*>& slots) {
         }
       }
     }
+    if (op.kind == OpKind::kEmbedBwd && op.micro_batch == 0 && embedding_part_ != nullptr) {
+      std::memset(embedding_part_, 0, size_t(layout_.embedding().numel) * 4);
+    }
     compute(op, slots);
     for (int b : op.grads_final) {
+      if (data_parallel()) break;  // summed over the ranks first (reduce_grad)
       for (size_t i = 0; i < op.uses.size(); ++i) {
         if (op.uses[i].block == b && op.uses[i].role == SlotRole::kGrad) {
           block_sums_[b] = BlockGradSumOfSquares(layout_.blocks[b], slots[i]);
@@ -197,11 +207,32 @@ void GptOps::compute(const Op& op, const std::vector<float*>& p) {
       break;
     }
     case OpKind::kEmbedBwd:
-      // wte's first contribution is the head's (Note [Gradient contributions]).
-      EmbeddingBackward(k, layout_, p[0], dres_[op.micro_batch], x, B, T, scratch_,
-                        /*first_wpe=*/op.micro_batch == 0, /*first_wte=*/false);
+      // wte's first contribution is the head's (Note [Gradient contributions]); under data
+      // parallelism the embedding's contributions are made apart (Note [Data-parallel
+      // gradients]).
+      EmbeddingBackward(k, layout_, embedding_part_ != nullptr ? embedding_part_ : p[0],
+                        dres_[op.micro_batch], x, B, T, scratch_,
+                        /*first_wpe=*/op.micro_batch == 0,
+                        /*first_wte=*/embedding_part_ != nullptr && op.micro_batch == 0);
       break;
   }
+}
+
+Status GptOps::reduce_grad(int block, float* slot) {
+  if (!data_parallel()) return Status::Ok();
+  if (o_.skip_kernels) {
+    block_sums_[block] = 0.0;
+    return Status::Ok();
+  }
+  const BlockSpec& spec = layout_.blocks[block];
+  if (block == 0) {
+    STRATA_RETURN_IF_ERROR(ReduceEmbeddingGradient(*o_.comm, device_.kernels(), layout_, slot,
+                                                   embedding_part_, /*heads_summed=*/false));
+  } else {
+    STRATA_RETURN_IF_ERROR(o_.comm->all_reduce_sum(slot, slot, size_t(spec.numel)).wait());
+  }
+  block_sums_[block] = BlockGradSumOfSquares(spec, slot);
+  return Status::Ok();
 }
 
 }  // namespace strata::scheduler

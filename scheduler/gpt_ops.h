@@ -18,6 +18,7 @@
 #include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
+#include "parallel/comm.h"
 #include "scheduler/block_ops.h"
 #include "scheduler/boundary_store.h"
 #include "scheduler/device_buffers.h"
@@ -38,6 +39,10 @@ struct GptOpsOptions {
   // Layer-major: where the boundary store borrows its frames (Note [Boundaries in borrowed
   // frames] in boundary_store.h).
   FrameLender lender;
+  // Data parallelism: the job's ranks (nullptr or one rank: none) and the rows of a step over
+  // every rank (dloss = 1 / (global_batch * seq); 0: `batch`).
+  parallel::Comm* comm = nullptr;
+  int global_batch = 0;
 };
 
 class GptOps final : public BlockOps {
@@ -53,6 +58,7 @@ class GptOps final : public BlockOps {
   void run(const Op& op, const std::vector<float*>& slots) override;
   Status stage_in(const Op& op, Stream& stream) override;
   Status stage_out(const Op& op, Stream& stream) override;
+  Status reduce_grad(int block, float* slot) override;
   const std::vector<float>& losses() const override { return losses_; }
   const std::vector<double>& grad_sums() const override { return block_sums_; }
 
@@ -88,6 +94,9 @@ class GptOps final : public BlockOps {
   BackwardScratch scratch_{};
   std::vector<float*> dres_;  // per micro-batch (Note [Tied gradient order])
   std::unique_ptr<BoundaryStore> boundaries_;  // layer-major only
+  // Data parallelism: the embedding's own gradient contributions (Note [Data-parallel gradients]).
+  float* embedding_part_ = nullptr;
+  bool data_parallel() const { return o_.comm != nullptr && o_.comm->size() > 1; }
 
   // Written by ops, read after the step's compute completed.
   std::vector<double> block_sums_;

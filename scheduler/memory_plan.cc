@@ -77,9 +77,9 @@ uint64_t TokenBytes(const MemoryPlanInput& in) {
   return RoundUp(uint64_t(2) * in.batch * in.seq * 4);
 }
 
-// Device bytes besides the slots: activations and tokens.
+// Device bytes besides the slots: activations, tokens and (dp) the embedding's gradient part.
 uint64_t FixedDeviceBytes(const MemoryPlanInput& in, int recompute_layers) {
-  return ActivationBytes(in, recompute_layers) + TokenBytes(in);
+  return ActivationBytes(in, recompute_layers) + TokenBytes(in) + RoundUp(in.embedding_part_bytes);
 }
 
 // Every block's parameters and the gradients beside them, plus one prefetch slot and a second
@@ -145,13 +145,14 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   plan->layers = layout.config.n_layer;
   plan->slot_bytes = SlotBytesOf(layout).largest;
   plan->tokens_bytes = TokenBytes(in);
+  plan->embedding_part_bytes = RoundUp(in.embedding_part_bytes);
   const std::vector<uint64_t> min_slots = MinimalSlotSizes(layout);
   const uint64_t min_slot_bytes = TotalBytes(min_slots);
   const std::vector<uint64_t> useful = UsefulSlotSizes(layout, min_slots);
   plan->device_bytes = in.gpu_mem > 0 ? in.gpu_mem : FixedDeviceBytes(in, 0) + TotalBytes(useful);
   plan->recompute_layers = RecomputeLayers(in, plan->device_bytes, min_slot_bytes);
   plan->acts_bytes = ActivationBytes(in, plan->recompute_layers);
-  const uint64_t fixed = plan->acts_bytes + plan->tokens_bytes;
+  const uint64_t fixed = plan->acts_bytes + plan->tokens_bytes + plan->embedding_part_bytes;
   plan->min_device_bytes = fixed + min_slot_bytes;
   if (plan->device_bytes < plan->min_device_bytes) {
     return BelowMinimalWorkingSet(in, *plan, min_slots);

@@ -74,6 +74,9 @@ struct MemoryPlanInput {
   uint64_t param_pages = 0, grad_pages = 0, moment_pages = 0;  // moment = adam_m + adam_v
   std::string params_on = "auto", optimizer_on = "auto", recompute = "none";
   std::string micro_batch_order = "auto";  // auto | layer-major | micro-batch-major
+  // Data parallelism: device bytes of the embedding's own gradient part (Note [Data-parallel
+  // gradients] in data_parallel.h); 0 on one rank.
+  uint64_t embedding_part_bytes = 0;
   int micro_batches() const { return batch / micro_rows; }
 };
 
@@ -91,6 +94,7 @@ struct MemoryPlan {
   int slots = 0;                     // slot_sizes.size()
   uint64_t acts_bytes = 0;           // ActivationLayout::bytes() (activations.h), rounded to 4 KiB
   uint64_t tokens_bytes = 0;         // the step's inputs and targets (rounded to 4 KiB)
+  uint64_t embedding_part_bytes = 0;  // dp: MemoryPlanInput's, rounded to 4 KiB
   uint64_t device_bytes = 0;         // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
   uint64_t host_bytes = 0;        // the --host-mem budget in force (whole pages)

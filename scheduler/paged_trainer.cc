@@ -2,6 +2,7 @@
 
 #include <tbb/info.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <optional>
@@ -88,7 +89,8 @@ Status PagedTrainer::check_fits_machine() const {
   RamNeed need;
   if (o_.device == "sim") {
     need.device_bytes =
-        plan_.acts_bytes + plan_.tokens_bytes + scheduler::TotalBytes(plan_.slot_sizes);
+        plan_.acts_bytes + plan_.tokens_bytes + plan_.embedding_part_bytes +
+        scheduler::TotalBytes(plan_.slot_sizes);
   }
   need.host_bytes = plan_.host_bytes;
   const uint64_t model_bytes = uint64_t(layout_.total_numel) * 4;
@@ -107,8 +109,9 @@ Status PagedTrainer::make_plan() {
   scheduler::MemoryPlanInput in;
   in.layout = &layout_;
   in.micro_rows = micro_rows();
-  in.batch = o_.batch;
+  in.batch = rank_rows();
   in.seq = seq_;
+  in.embedding_part_bytes = ranks() > 1 ? uint64_t(layout_.embedding().numel) * 4 : 0;
   in.gpu_mem = o_.gpu_mem;
   in.host_mem = o_.host_mem;
   in.has_nvme = !o_.nvme_dirs.empty();
@@ -157,8 +160,10 @@ Status PagedTrainer::create_engine() {
   eo.device = device_.get();
   eo.timeline = &timeline_;
   eo.plan = plan_;
-  eo.batch = o_.batch;
+  eo.batch = rank_rows();
   eo.micro_rows = micro_rows();
+  eo.comm = o_.ranks;
+  eo.global_batch = o_.batch;
   eo.seq = seq_;
   eo.threads = threads_;
   eo.beta1 = o_.beta1;
@@ -227,20 +232,24 @@ Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::vector<int32_t> tokens(size_t(2) * o_.batch * seq_);
+  std::vector<int32_t> mine(size_t(2) * rank_rows() * seq_);  // this rank's rows of `tokens`
   // Counters at the end of the previous step's compute (EngineStepResult::device_at_end).
   DeviceStats d0 = device_->stats();
   memory::MemoryStats m0 = mm_->stats();
   for (long step = start_step_; step < o_.steps; ++step) {
     data_.batch(step, o_.batch, seq_, tokens.data(), tokens.data() + size_t(o_.batch) * seq_);
+    const size_t row0 = size_t(rank()) * rank_rows() * seq_, n = size_t(rank_rows()) * seq_;
+    std::copy_n(tokens.begin() + row0, n, mine.begin());
+    std::copy_n(tokens.begin() + size_t(o_.batch) * seq_ + row0, n, mine.begin() + n);
     const auto c0 = Clock::now();
     const int64_t t0 = timeline_.now_ns();
     scheduler::EngineStepResult r;
     std::function<Status()> on_grads;
-    if (step == 0 && !o_.export_grads_path.empty()) {
+    if (step == 0 && !o_.export_grads_path.empty() && rank() == 0) {
       on_grads = [&] { return export_role(Role::kGrad, o_.export_grads_path); };
     }
     STRATA_RETURN_IF_ERROR(
-        engine_->run_step(step, LearningRateAt(o_, step), tokens.data(), &r, on_grads));
+        engine_->run_step(step, LearningRateAt(o_, step), mine.data(), &r, on_grads));
     const int64_t t1 = timeline_.now_ns();
     const auto c1 = Clock::now();
     StepStats s = stats_of(step, r, d0, m0);
@@ -294,7 +303,7 @@ Status PagedTrainer::drain() {
 // After the last step: every update and checkpoint finished, then --export and --trace.
 Status PagedTrainer::finish() {
   STRATA_RETURN_IF_ERROR(drain());
-  if (!o_.export_path.empty()) {
+  if (!o_.export_path.empty() && rank() == 0) {  // every rank holds the same weights
     // With --delayed-update the master holds the last update (Note [Delayed update]).
     STRATA_RETURN_IF_ERROR(
         export_role(o_.delayed_update ? Role::kMaster : Role::kParam, o_.export_path));

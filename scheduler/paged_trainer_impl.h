@@ -23,6 +23,7 @@
 #include "scheduler/run_fingerprint.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
+#include "parallel/comm.h"
 #include "scheduler/trainer.h"
 
 namespace strata::internal {
@@ -58,7 +59,12 @@ class PagedTrainer final : public Trainer {
   Status run(const std::function<void(const StepStats&)>& on_step) override;
 
  private:
-  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch; }
+  // Data parallelism (Note [Data-parallel gradients]): this rank and the job's size; each rank
+  // runs rank_rows() of the step's --batch, one micro-batch unless --micro-batch says otherwise.
+  int rank() const { return o_.ranks != nullptr ? o_.ranks->rank() : 0; }
+  int ranks() const { return o_.ranks != nullptr ? o_.ranks->size() : 1; }
+  int rank_rows() const { return o_.batch / ranks(); }
+  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : rank_rows(); }
   // --host-eviction auto: Belady over the learned plan, except in layer-major order, where the
   // plan misjudged the moments and LRU moved fewer bytes and ran faster (docs/scheduler.md,
   // Limits: 80-layer scale run, 2026-11-25).

@@ -153,10 +153,10 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
             options.delayed_update || options.movement_only || !options.ckpt_dir.empty() ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
   }
-  if (paged && ranks > 1) {
+  if (paged && ranks > 1 && (options.ckpt_every > 0 || options.resume || options.delayed_update)) {
     return Status::NotSupported(
-        "data parallelism runs on the in-memory engine so far: the paged engine under --dp is "
-        "not built yet; drop the paging flags or give --engine memory");
+        "checkpoints, --resume and --delayed-update under --dp are not built yet: a checkpoint "
+        "must count only once every rank has committed it; drop them or run one rank");
   }
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));
   return CreateInMemoryTrainer(options, config, seq, std::move(*data));

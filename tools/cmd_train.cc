@@ -187,7 +187,7 @@ Status RunSteps(Trainer& trainer, const TrainOptions& o, StepLog* log, bool prin
 // planned or allocated yet), and --log-json is opened only after it was (a refused run, e.g.
 // one whose NVMe store another process holds, leaves an existing log alone).
 Status RunTrainOnRanks(TrainFlags& f, CommandContext& ctx, const TrainRanks& ranks) {
-  ApplyRankOutputs(f.o, ranks.comm.get(), ranks.rank, ranks.size);
+  STRATA_RETURN_IF_ERROR(ApplyRankOutputs(f.o, ranks.comm.get(), ranks.rank, ranks.size));
   STRATA_RETURN_IF_ERROR(CheckTrainOutputs(f.o, ranks.rank == 0 ? f.log_json : ""));
   f.o.stop_signal = InstallStopSignals();
   const TrainOptions& o = f.o;

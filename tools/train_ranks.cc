@@ -1,5 +1,8 @@
 #include "tools/train_ranks.h"
 
+#include <filesystem>
+#include <system_error>
+
 namespace strata::tools {
 
 Result<TrainRanks> OpenTrainRanks(const TrainOptions& o) {
@@ -36,9 +39,21 @@ std::string PathForRank(const std::string& path, int rank) {
   return has_ext ? path.substr(0, dot) + tag + path.substr(dot) : path + tag;
 }
 
-void ApplyRankOutputs(TrainOptions& o, parallel::Comm* comm, int rank, int size) {
+Status ApplyRankOutputs(TrainOptions& o, parallel::Comm* comm, int rank, int size) {
   o.ranks = comm;
-  if (size > 1 && !o.trace_path.empty()) o.trace_path = PathForRank(o.trace_path, rank);
+  if (size <= 1) return Status::Ok();
+  if (!o.trace_path.empty()) o.trace_path = PathForRank(o.trace_path, rank);
+  // Each rank's pages live in its own directory of every --nvme-dir, created when missing.
+  for (std::string& dir : o.nvme_dirs) {
+    dir += "/rank-" + std::to_string(rank);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return Status::IoError("--nvme-dir: cannot create " + dir + " for rank " +
+                             std::to_string(rank) + ": " + ec.message());
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace strata::tools

@@ -7,8 +7,9 @@
 //   nccl on a cuda device and mpi otherwise. --comm nccl without a CUDA build and a GPU is one
 //   line and exit 1.
 // - Outputs (a contract): rank 0 alone prints progress and writes --log-json, --export and
-//   --export-grads; --trace F becomes F with ".rank-<r>" before its extension on every rank of a
-//   job of several; the other ranks log warnings and errors only.
+//   --export-grads; --trace F becomes F with ".rank-<r>" before its extension and --nvme-dir D
+//   becomes D/rank-<r> on every rank of a job of several; the other ranks log warnings and
+//   errors only.
 // - A rank whose run fails prints its error and ends the whole job (Comm::abort), so that no
 //   rank waits on it until the collective timeout.
 #pragma once
@@ -36,8 +37,9 @@ Result<TrainRanks> OpenTrainRanks(const TrainOptions& o);
 // `path` with ".rank-<rank>" before its extension ("trace.json" -> "trace.rank-1.json").
 std::string PathForRank(const std::string& path, int rank);
 
-// Rank-specific outputs of `o` for rank `rank` of `size`: --trace per rank. Sets o.ranks to
+// Rank-specific paths of `o` for rank `rank` of `size`: --trace per rank, and each --nvme-dir D
+// becomes D/rank-<rank> (created when missing; IoError when it cannot be). Sets o.ranks to
 // `comm` (the trainer writes --export and --export-grads on rank 0 only).
-void ApplyRankOutputs(TrainOptions& o, parallel::Comm* comm, int rank, int size);
+Status ApplyRankOutputs(TrainOptions& o, parallel::Comm* comm, int rank, int size);
 
 }  // namespace strata::tools

@@ -6,9 +6,11 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -106,6 +108,48 @@ TEST_P(TrainDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, TrainDp, ::testing::Values(2, 4));
+
+// The paged engine under tight budgets, parameters and moments on NVMe (each rank its own
+// --nvme-dir D/rank-<r>), with and without clipping (updates after the norm, or during
+// backward): the bits of one paged rank with a micro-batch per rank.
+TEST(TrainDpPaged, ParamsAndOptimizerOnNvmeBitIdenticalToOneRank) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_paged");
+  const std::string& dir = scratch.path();
+  for (const char* clip : {"2.0", "0"}) {
+    const std::string tag = std::string("clip") + clip;
+    auto args = [&](const std::string& who) {
+      std::vector<std::string> a = TrainArgs(dir, who + tag);
+      *(std::find(a.begin(), a.end(), "--grad-clip") + 1) = clip;
+      a.insert(a.end(), {"--page-size", "64K", "--params-on", "nvme",
+                         "--optimizer-on", "nvme", "--host-mem", "512K", "--nvme-dir",
+                         dir + "/nvme-" + who + tag});
+      return a;
+    };
+    std::vector<std::string> one = args("one");
+    one.insert(one.end(), {"--micro-batch", "4"});
+    ASSERT_EQ(::mkdir((dir + "/nvme-one" + tag).c_str(), 0755), 0);
+    RunResult r1 = RunStrata(one, dir);
+    ASSERT_EQ(r1.exit_code, 0) << r1.err;
+    std::vector<std::string> dp = args("dp");
+    dp.insert(dp.end(), {"--dp", "2"});
+    RunResult r2 = RunMpi({dp}, 2, dir);
+    ASSERT_EQ(r2.exit_code, 0) << r2.err;
+    const size_t mean = r1.err.find("moved per step (mean)");
+    ASSERT_NE(mean, std::string::npos) << r1.err;
+    EXPECT_EQ(r1.err.find("nvme read 0 B", mean), std::string::npos) << "no NVMe traffic: "
+                                                                     << r1.err.substr(mean);
+    const Outcome a = Read(dir, "one" + tag), b = Read(dir, "dp" + tag);
+    ASSERT_EQ(a.losses.size(), 6u);
+    EXPECT_EQ(a.losses, b.losses) << "clip " << clip;
+    EXPECT_EQ(a.norms, b.norms) << "clip " << clip;
+    EXPECT_TRUE(a.weights == b.weights) << "clip " << clip << ": the exported weights differ";
+    for (const char* rank : {"/rank-0", "/rank-1"}) {
+      struct stat st{};
+      EXPECT_EQ(::stat((dir + "/nvme-dp" + tag + rank).c_str(), &st), 0) << rank;
+    }
+  }
+}
 
 TEST(TrainDpRefusals, RanksWithDifferentFlagsAreRefusedNamingTheFlag) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
