@@ -44,6 +44,14 @@ Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
                                  /*heads_summed=*/true);
 }
 
+std::string GridLine(const parallel::Comm& comm, int num_blocks, const std::string& per_tier,
+                     const std::string& order) {
+  return "grid: dp " + std::to_string(comm.size()) + " x tp 1 x pp 1 over " +
+         parallel::CommBackendName(comm.backend()) + " | blocks 0-" +
+         std::to_string(num_blocks - 1) + ": replicated (--shard none), split-ops 1 | per rank: " +
+         per_tier + " | " + order;
+}
+
 Result<std::vector<float>> GatherMicroBatchLosses(parallel::Comm& comm,
                                                   const std::vector<float>& mine) {
   std::vector<float> all(mine.size() * comm.size());

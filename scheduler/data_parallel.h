@@ -19,6 +19,7 @@
 // the ranks do, and the result equals one rank's to rounding only.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/device/kernel_table.h"
@@ -50,6 +51,12 @@ Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
 // return `emb_grads` holds the embedding's gradient, the same bits on every rank.
 Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
                                float* emb_grads, float* embedding_part, bool heads_summed);
+
+// The first line of a job of several ranks (docs/parallel.md): the grid, each block's decision
+// and what a rank holds per tier (`per_tier`, the engine's words), then the micro-batch order
+// line (`order`), which one rank prints first on its own.
+std::string GridLine(const parallel::Comm& comm, int num_blocks, const std::string& per_tier,
+                     const std::string& order);
 
 // Every micro-batch's loss, in micro-batch order, from each rank's own (in its order).
 Result<std::vector<float>> GatherMicroBatchLosses(parallel::Comm& comm,

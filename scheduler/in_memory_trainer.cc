@@ -140,7 +140,16 @@ class InMemoryTrainer final : public Trainer {
       }
     }
     // The run's first line, as the paged engine's (after any error, which comes first).
-    Logger("train")->info("micro-batch order: micro-batch-major (the in-memory engine)");
+    const std::string order = "micro-batch order: micro-batch-major (the in-memory engine)";
+    if (ranks() > 1) {
+      const std::string per_tier =
+          "every byte of state on the device, " + FormatBytes(uint64_t(P) * 16) +
+          " (params, gradients, moments)";
+      Logger("train")->info("{}",
+                            scheduler::GridLine(*o_.ranks, layout_.num_blocks(), per_tier, order));
+    } else {
+      Logger("train")->info("{}", order);
+    }
     return Status::Ok();
   }
 

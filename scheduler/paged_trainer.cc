@@ -21,6 +21,7 @@
 #include "scheduler/engine.h"
 #include "scheduler/machine_fit.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/data_parallel.h"
 #include "scheduler/paged_trainer_impl.h"
 #include "scheduler/slot_sizes.h"
 #include "scheduler/state_pages.h"
@@ -126,7 +127,21 @@ Status PagedTrainer::make_plan() {
   in.recompute = o_.recompute;
   in.micro_batch_order = o_.micro_batch_order;
   STRATA_ASSIGN_OR_RETURN(plan_, scheduler::MakeMemoryPlan(in));
-  Logger("train")->info("{}", plan_.order_to_string());  // the run's first line
+  // The run's first line: the micro-batch order, after the grid in a job of several ranks.
+  if (ranks() > 1) {
+    const uint64_t page = pages_->page_bytes();
+    const std::string per_tier =
+        "params " + FormatBytes(pages_->pages_of_role(Role::kParam) * page) + " on " +
+        memory::TierName(plan_.params) + ", gradients " +
+        FormatBytes(pages_->pages_of_role(Role::kGrad) * page) + " through the host, moments " +
+        FormatBytes((pages_->pages_of_role(Role::kAdamM) + pages_->pages_of_role(Role::kAdamV)) *
+                    page) +
+        " on " + memory::TierName(plan_.optimizer);
+    Logger("train")->info("{}", scheduler::GridLine(*o_.ranks, layout_.num_blocks(), per_tier,
+                                                    plan_.order_to_string()));
+  } else {
+    Logger("train")->info("{}", plan_.order_to_string());
+  }
   Logger("train")->info("paged engine: {} pages of {} ({} of state); {}", pages_->num_pages(),
                         FormatBytes(pages_->page_bytes()),
                         FormatBytes(pages_->plan().total_bytes()), plan_.to_string());

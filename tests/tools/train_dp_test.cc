@@ -98,6 +98,12 @@ TEST_P(TrainDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
   EXPECT_EQ(a.norms, b.norms);
   EXPECT_FALSE(a.weights.empty());
   EXPECT_TRUE(a.weights == b.weights) << "the exported weights differ";
+  // The first line: the grid, each block's decision and the state per rank, then the order.
+  const std::string first = rn.err.substr(0, rn.err.find('\n'));
+  EXPECT_NE(first.find("grid: dp " + std::to_string(n) + " x tp 1 x pp 1 over mpi"),
+            std::string::npos) << first;
+  EXPECT_NE(first.find("replicated (--shard none)"), std::string::npos) << first;
+  EXPECT_NE(first.find("micro-batch order"), std::string::npos) << first;
   // Rank 0 alone prints progress: one line per step, not one per rank.
   size_t lines = 0;
   for (size_t p = rn.err.find("step     1/6"); p != std::string::npos;
