@@ -1,5 +1,6 @@
 #include "scheduler/data_parallel.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/util/check.h"
@@ -50,6 +51,62 @@ std::string GridLine(const parallel::Comm& comm, int num_blocks, const std::stri
          parallel::CommBackendName(comm.backend()) + " | blocks 0-" +
          std::to_string(num_blocks - 1) + ": replicated (--shard none), split-ops 1 | per rank: " +
          per_tier + " | " + order;
+}
+
+namespace {
+
+// "rank 0: 6, 4; rank 1: 4, 2" from the gathered, -1-padded lists.
+std::string StepsOfRanks(const std::vector<int64_t>& all, size_t width) {
+  std::string text;
+  for (size_t r = 0; r < all.size() / width; ++r) {
+    text += (r > 0 ? "; rank " : "rank ") + std::to_string(r) + ":";
+    bool any = false;
+    for (size_t i = 0; i < width; ++i) {
+      if (all[r * width + i] < 0) continue;
+      text += (any ? ", " : " ") + std::to_string(all[r * width + i]);
+      any = true;
+    }
+    if (!any) text += " none";
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<long> AgreeOnResumeStep(parallel::Comm& comm, const std::vector<long>& mine,
+                               long requested) {
+  // Every rank's list, padded to the longest with -1, gathered everywhere.
+  int64_t width = int64_t(mine.size());
+  std::vector<int64_t> widths(comm.size());
+  STRATA_RETURN_IF_ERROR(comm.all_gather(&width, widths.data(), sizeof(int64_t)).wait());
+  const size_t w = size_t(std::max<int64_t>(1, *std::max_element(widths.begin(), widths.end())));
+  std::vector<int64_t> padded(w, -1), all(w * comm.size());
+  std::copy(mine.begin(), mine.end(), padded.begin());
+  STRATA_RETURN_IF_ERROR(comm.all_gather(padded.data(), all.data(), w * sizeof(int64_t)).wait());
+  auto listed_by_all = [&](int64_t step) {
+    for (int r = 0; r < comm.size(); ++r) {
+      const auto begin = all.begin() + r * w;
+      if (std::find(begin, begin + w, step) == begin + w) return false;
+    }
+    return true;
+  };
+  if (requested >= 0) {
+    if (listed_by_all(requested)) return requested;
+    return Status::FailedPrecondition("--resume-from " + std::to_string(requested) +
+                                      ": not every rank has that checkpoint (" +
+                                      StepsOfRanks(all, w) + ")");
+  }
+  int64_t best = -1;
+  for (int64_t step : all) {
+    if (step > best && listed_by_all(step)) best = step;
+  }
+  const bool any = std::any_of(all.begin(), all.end(), [](int64_t s) { return s >= 0; });
+  if (best < 0 && any) {
+    return Status::FailedPrecondition(
+        "--resume: no checkpoint step is listed by every rank (" + StepsOfRanks(all, w) +
+        "); a step counts only once every rank has committed it");
+  }
+  return long(best);
 }
 
 Result<std::vector<float>> GatherMicroBatchLosses(parallel::Comm& comm,

@@ -58,6 +58,21 @@ Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const
 std::string GridLine(const parallel::Comm& comm, int num_blocks, const std::string& per_tier,
                      const std::string& order);
 
+// Note [Checkpoints across ranks]
+// Each rank checkpoints its own state into its own --nvme-dir and --ckpt-dir (D/rank-<r>), on
+// its own optimizer queue. A step counts as checkpointed only once every rank has committed it:
+// --resume takes the newest step that every rank's record lists. The ranks stay within one
+// checkpoint of each other (each step's collectives hold them together, and a rank writes its
+// next checkpoint only after its previous one is durable), so with --keep-checkpoints >= 2 such
+// a step exists whenever any rank has more than one.
+//
+// The step to resume from, the same on every rank: `requested` (--resume-from; -1: the newest)
+// among the steps every rank lists (`mine`: this rank's). -1 when no rank lists any (a fresh
+// start); FailedPrecondition naming the ranks' steps when some do but none is common, or when
+// `requested` is not listed by every rank. Collective.
+Result<long> AgreeOnResumeStep(parallel::Comm& comm, const std::vector<long>& mine,
+                               long requested);
+
 // Every micro-batch's loss, in micro-batch order, from each rank's own (in its order).
 Result<std::vector<float>> GatherMicroBatchLosses(parallel::Comm& comm,
                                                   const std::vector<float>& mine);

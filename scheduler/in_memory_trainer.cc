@@ -139,18 +139,23 @@ class InMemoryTrainer final : public Trainer {
         InitBlockParams(layout_.blocks[b], o_.seed, block(params_, b));
       }
     }
-    // The run's first line, as the paged engine's (after any error, which comes first).
-    const std::string order = "micro-batch order: micro-batch-major (the in-memory engine)";
-    if (ranks() > 1) {
-      const std::string per_tier =
-          "every byte of state on the device, " + FormatBytes(uint64_t(P) * 16) +
-          " (params, gradients, moments)";
-      Logger("train")->info("{}",
-                            scheduler::GridLine(*o_.ranks, layout_.num_blocks(), per_tier, order));
-    } else {
-      Logger("train")->info("{}", order);
-    }
+    log_first_line();
     return Status::Ok();
+  }
+
+  // The run's first line, as the paged engine's (after any error, which comes first): the
+  // micro-batch order, after the grid in a job of several ranks.
+  void log_first_line() const {
+    const std::string order = "micro-batch order: micro-batch-major (the in-memory engine)";
+    if (ranks() == 1) {
+      Logger("train")->info("{}", order);
+      return;
+    }
+    const std::string per_tier = "every byte of state on the device, " +
+                                 FormatBytes(uint64_t(layout_.total_numel) * 16) +
+                                 " (params, gradients, moments)";
+    Logger("train")->info("{}",
+                          scheduler::GridLine(*o_.ranks, layout_.num_blocks(), per_tier, order));
   }
 
   const GptConfig& config() const override { return layout_.config; }

@@ -9,6 +9,7 @@
 #include "core/util/sizes.h"
 #include "memory/nvme_store.h"
 #include "scheduler/checkpoint_store.h"
+#include "scheduler/data_parallel.h"
 #include "scheduler/paged_trainer_impl.h"
 
 namespace strata::internal {
@@ -113,6 +114,14 @@ Status PagedTrainer::open_nvme(uint64_t state_bytes) {
       check_nvme_room(store->capacity_bytes(), state_bytes, "the NVMe store's capacity"));
   if (o_.resume) {
     scheduler::ResumeRequest req{o_.ckpt_dir, o_.nvme_dirs[0], o_.resume_from};
+    if (ranks() > 1) {  // Note [Checkpoints across ranks] in data_parallel.h
+      std::vector<long> steps;
+      if (found) {
+        for (const scheduler::CheckpointEntry& e : found->checkpoints) steps.push_back(e.step);
+      }
+      STRATA_ASSIGN_OR_RETURN(req.resume_from,
+                              scheduler::AgreeOnResumeStep(*o_.ranks, steps, o_.resume_from));
+    }
     STRATA_ASSIGN_OR_RETURN(scheduler::ResumePlan plan,
                             scheduler::PlanResume(*store, found, fresh_record(), req));
     record_ = std::move(plan.record);

@@ -153,10 +153,14 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
             options.delayed_update || options.movement_only || !options.ckpt_dir.empty() ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
   }
-  if (paged && ranks > 1 && (options.ckpt_every > 0 || options.resume || options.delayed_update)) {
-    return Status::NotSupported(
-        "checkpoints, --resume and --delayed-update under --dp are not built yet: a checkpoint "
-        "must count only once every rank has committed it; drop them or run one rank");
+  if (paged && ranks > 1 && options.delayed_update) {
+    return Status::NotSupported("--delayed-update under --dp is not built yet; drop it");
+  }
+  if (ranks > 1 && options.ckpt_every > 0 && options.keep_checkpoints < 2) {
+    return Status::InvalidArgument(
+        "--keep-checkpoints " + std::to_string(options.keep_checkpoints) + " under --dp " +
+        std::to_string(ranks) + ": a job needs at least 2, so that the ranks always share one "
+        "(Note [Checkpoints across ranks] in scheduler/data_parallel.h)");
   }
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));
   return CreateInMemoryTrainer(options, config, seq, std::move(*data));

@@ -43,16 +43,18 @@ Status ApplyRankOutputs(TrainOptions& o, parallel::Comm* comm, int rank, int siz
   o.ranks = comm;
   if (size <= 1) return Status::Ok();
   if (!o.trace_path.empty()) o.trace_path = PathForRank(o.trace_path, rank);
-  // Each rank's pages live in its own directory of every --nvme-dir, created when missing.
-  for (std::string& dir : o.nvme_dirs) {
+  // Each rank's pages and checkpoint records live in its own directory of every --nvme-dir and
+  // of --ckpt-dir, created when missing (Note [Checkpoints across ranks]).
+  auto own = [&](std::string& dir, const char* flag) -> Status {
     dir += "/rank-" + std::to_string(rank);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec) {
-      return Status::IoError("--nvme-dir: cannot create " + dir + " for rank " +
-                             std::to_string(rank) + ": " + ec.message());
-    }
-  }
+    if (!ec) return Status::Ok();
+    return Status::IoError(std::string(flag) + ": cannot create " + dir + " for rank " +
+                           std::to_string(rank) + ": " + ec.message());
+  };
+  for (std::string& dir : o.nvme_dirs) STRATA_RETURN_IF_ERROR(own(dir, "--nvme-dir"));
+  if (!o.ckpt_dir.empty()) STRATA_RETURN_IF_ERROR(own(o.ckpt_dir, "--ckpt-dir"));
   return Status::Ok();
 }
 

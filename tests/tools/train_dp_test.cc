@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -179,26 +180,32 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   return pids;
 }
 
-// SIGKILL one rank mid-run: the job ends with an error well within 60 s; none hangs.
-TEST(TrainDpFailure, AKilledRankEndsTheJob) {
-  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
-  ScratchDir scratch("train_dp_kill");
-  const std::string& dir = scratch.path();
-  const std::string log = dir + "/kill.jsonl";
+// Starts `mpirun -np 2 strata <args>` in the background, its output in `dir`/spawned.txt; -1
+// when it cannot be started.
+pid_t SpawnMpi(const std::vector<std::string>& args, const std::string& dir) {
   std::vector<std::string> argv_s = {kMpirun, "--allow-run-as-root", "--oversubscribe",
-                                     "--timeout", "100", "-np", "2", STRATA_BINARY, "train",
-                                     "--model", "tiny", "--batch", "8", "--seq", "32", "--steps",
-                                     "1000000", "--threads", "1", "--dp", "2", "--log-json", log};
+                                     "--timeout", "100", "-np", "2", STRATA_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
-  pid_t mpirun = -1;
-  ASSERT_EQ(posix_spawn(&mpirun, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-  ASSERT_TRUE(WaitForLines(log, 3, std::chrono::seconds(60))) << "the job never took 3 steps";
+  const std::string out = dir + "/spawned.txt";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
+
+// Kills one rank of the job `mpirun` and waits for the job: true when it ended with an error
+// within 60 s (it is killed and false otherwise).
+bool KillOneRankEndsTheJob(pid_t mpirun) {
   const std::vector<pid_t> ranks = ChildrenOf(mpirun);
-  ASSERT_EQ(ranks.size(), 2u);
+  if (ranks.size() != 2 || ::kill(ranks.back(), SIGKILL) != 0) return false;
   const auto killed_at = std::chrono::steady_clock::now();
-  ASSERT_EQ(::kill(ranks.back(), SIGKILL), 0);
   int status = 0;
   pid_t done = 0;
   while ((done = ::waitpid(mpirun, &status, WNOHANG)) == 0 &&
@@ -208,9 +215,57 @@ TEST(TrainDpFailure, AKilledRankEndsTheJob) {
   if (done == 0) {
     ::kill(mpirun, SIGKILL);
     ::waitpid(mpirun, &status, 0);
-    FAIL() << "the job still ran 60 s after one of its ranks was killed";
+    return false;
   }
-  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the job ended with success";
+  return !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// step -> loss text of a --log-json (a resumed run appends to it).
+std::map<long, std::string> LossesByStep(const std::string& path) {
+  std::map<long, std::string> out;
+  std::istringstream lines(ReadWholeFile(path));
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    out[j.at("step").get<long>()] = j.at("loss").dump();
+  }
+  return out;
+}
+
+// SIGKILL one rank mid-run: the job ends with an error within 60 s, none hangs, and --resume on
+// every rank (Note [Checkpoints across ranks]) gives the uninterrupted run's losses.
+TEST(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_kill");
+  const std::string& dir = scratch.path();
+  auto args = [&](const std::string& run) {
+    return std::vector<std::string>{
+        "train", "--model", "tiny", "--batch", "8", "--seq", "32", "--steps", "16", "--threads",
+        "1", "--lr", "1e-3", "--page-size", "64K", "--params-on", "nvme", "--optimizer-on",
+        "nvme", "--host-mem", "512K", "--ckpt-every", "1", "--dp", "2", "--nvme-dir",
+        dir + "/" + run + "-nvme", "--ckpt-dir", dir + "/" + run + "-ckpt", "--log-json",
+        dir + "/" + run + ".jsonl"};
+  };
+  RunResult whole = RunMpi({args("whole")}, 2, dir);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const pid_t mpirun = SpawnMpi(args("killed"), dir);
+  ASSERT_GT(mpirun, 0);
+  ASSERT_TRUE(WaitForLines(dir + "/killed.jsonl", 5, std::chrono::seconds(60)))
+      << "the job never took 5 steps";
+  ASSERT_TRUE(KillOneRankEndsTheJob(mpirun))
+      << "the job did not end with an error within 60 s of a rank's SIGKILL";
+  std::vector<std::string> resume = args("killed");
+  resume.push_back("--resume");
+  RunResult resumed = RunMpi({resume}, 2, dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  // It continued from a checkpoint, not from the start (which would give the same losses too).
+  EXPECT_NE(resumed.err.find("resuming after step"), std::string::npos) << resumed.err;
+  const auto expected = LossesByStep(dir + "/whole.jsonl");
+  const auto got = LossesByStep(dir + "/killed.jsonl");
+  ASSERT_EQ(expected.size(), 16u);
+  for (const auto& [step, loss] : expected) {
+    ASSERT_TRUE(got.count(step)) << "step " << step << " missing after the resume";
+    EXPECT_EQ(got.at(step), loss) << "step " << step;
+  }
 }
 
 TEST(TrainDpRefusals, DpWithoutMpirunSaysHowToLaunch) {
