@@ -1,16 +1,52 @@
 #include "scheduler/grad_norm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
-#include "core/kernels/adamw.h"
+#include "core/kernels/partition.h"
 
 namespace strata {
 
-double BlockGradSumOfSquares(const BlockSpec& block, const float* block_grads) {
-  double sum = 0.0;
-  for (const TensorSpec& t : block.tensors) {
-    sum += kernels::sum_of_squares(block_grads + t.offset, t.numel);
+namespace {
+
+// One chunk: eight double lanes, combined in a fixed order (vectorisable, deterministic).
+double ChunkSumOfSquares(const float* x, int64_t n) {
+  double lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) {
+      const double d = x[i + l];
+      lanes[l] += d * d;
+    }
   }
+  for (int l = 0; i < n; ++i, ++l) {
+    const double d = x[i];
+    lanes[l] += d * d;
+  }
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
+}  // namespace
+
+void ChunkSumsOfSquares(const float* x, int64_t n, double* out) {
+  const int64_t chunks = (n + kNormChunkFloats - 1) / kNormChunkFloats;
+  // Groups of 64 chunks per task: enough work to be worth a task, the same sums whatever runs.
+  constexpr long kChunksPerTask = 64;
+  kernels::detail::for_each_chunk(long(chunks), kChunksPerTask, [&](long c0, long c1) {
+    for (long c = c0; c < c1; ++c) {
+      const int64_t begin = c * kNormChunkFloats;
+      out[c] = ChunkSumOfSquares(x + begin, std::min(kNormChunkFloats, n - begin));
+    }
+  });
+}
+
+double BlockGradSumOfSquares(const BlockSpec& block, const float* block_grads) {
+  std::vector<double> partials((block.numel + kNormChunkFloats - 1) / kNormChunkFloats);
+  ChunkSumsOfSquares(block_grads, block.numel, partials.data());
+  double sum = 0.0;
+  for (double p : partials) sum += p;
   return sum;
 }
 
