@@ -270,6 +270,50 @@ def amplification_rows(j):
     return rows
 
 
+def parallel_rows(j):
+    """`strata bench parallel` (tools/bench_parallel.cc): the two figures of issue 14 that exist
+    without sharding; each that was measured (--no-dp / --no-collectives leave one out)."""
+    rows = []
+    if j.get("dp_scaling") is not None:
+        rounds = "; ".join(f"{a:.0f} vs {b:.0f} = {r:.3f}" for a, b, r in zip(
+            j["dp2_tokens_per_s_rounds"], j["dp1_tokens_per_s_rounds"], j["dp_scaling_rounds"]))
+        rows.append(ratio_row("dp_scaling", j["dp_scaling"], j.get("dp_scaling_target", 0.85),
+                              f"2 ranks of 1 thread {j['dp2_tokens_per_s']:.0f} tokens/s "
+                              f"(`{j['dp2_command']}`) vs 1 rank of 2 threads "
+                              f"{j['dp1_tokens_per_s']:.0f} tokens/s (`{j['dp1_command']}`) on "
+                              f"{j['cpu_cores']} cores; `{j['dp_model']}` batch {j['dp_batch']} x "
+                              f"seq {j['dp_seq']}, each run's median of {j['dp_steps']} steps "
+                              f"after {j['dp_warmup_steps']} warmup; the median of "
+                              f"{len(j['dp_scaling_rounds'])} rounds (2 ranks vs 1 rank tokens/s: "
+                              f"{rounds})"))
+    if j.get("collective_efficiency") is None:
+        return rows
+    target = j.get("collective_efficiency_target", 0.9)
+    size = lambda b: f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB"
+    sizes = j["collective_efficiency_sizes"]
+    span = f"{size(min(sizes))} to {size(max(sizes))}" if sizes else "every size"
+    rows.append(ratio_row("collective_efficiency", j["collective_efficiency"], target,
+                          f"Strata's Comm (MPI backend) vs raw MPI, bytes/s, 2 ranks: the weaker of "
+                          f"the all-gather's and the reduce-scatter's median ratios over buffers "
+                          f"of {span} per rank (both must meet the target), each op timed from an MPI_Barrier to the slowest rank's "
+                          f"completion, median of {j['collective_rounds']} rounds alternating "
+                          f"Strata and MPI (`{j['collectives_command']}`, MPI thread level "
+                          f"{j['mpi_thread_level']})"))
+    for op, raw, note in (("all_gather", "MPI_Allgather", ""),
+                          ("reduce_scatter", "MPI_Reduce_scatter_block (MPI_FLOAT, MPI_SUM)",
+                           "; Strata's is deterministic: an all-to-all, then a fold in rank order "
+                           "(Note [Deterministic reductions] in docs/parallel.md)")):
+        per_size = ", ".join(
+            f"{size(c['bytes'])} {c['strata_bytes_per_s'] / 2**20:.0f}/"
+            f"{c['mpi_bytes_per_s'] / 2**20:.0f} MiB/s = {c['ratio']:.3f}"
+            + ("" if c["outputs_equal"] else " (outputs DIFFER)")
+            for c in j["collectives"] if c["op"] == op)
+        rows.append(ratio_row(f"collective_efficiency_{op}", j[f"collective_efficiency_{op}"],
+                              target, f"Comm {op} vs {raw}, median over {span}; per size "
+                                      f"Strata/MPI: {per_size}{note}"))
+    return rows
+
+
 BENCHES = {
     "step": {
         "title": "Training step: Strata vs PyTorch, and vs sgemm peak (issue: foundation)",
@@ -341,6 +385,19 @@ BENCHES = {
                     "model trained in memory, in rounds.",
         "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR],
         "rows": offload_rows,
+    },
+    "parallel": {
+        "title": "Data parallelism: DP scaling and the Comm vs raw MPI (issue 14)",
+        "measures": "`strata bench parallel` (tools/bench_parallel.cc), which launches its ranks "
+                    "with mpirun itself: (1) all-gather and reduce-scatter through Strata's Comm "
+                    "(MPI backend) vs raw MPI_Allgather and MPI_Reduce_scatter_block of the same "
+                    "bytes in the same 2 processes, buffers of 1 to 64 MiB per rank; (2) "
+                    "`strata train` as 2 data-parallel ranks of 1 thread each vs 1 rank of 2 "
+                    "threads, the same model and global batch, tokens/s in rounds. Issue 14's "
+                    "figures that need sharded state (shard_cost, comm_overlap, osdp_vs_zero3) "
+                    "are not measured: sharding is not built yet.",
+        "cmd": ["build/tools/strata", "bench", "parallel", "--json"],
+        "rows": parallel_rows,
     },
 }
 

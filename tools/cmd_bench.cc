@@ -12,6 +12,8 @@ void AddBenchCommand(CLI::App& app, CommandContext& ctx) {
   AddBenchIoCommand(*bench, ctx);
   AddBenchPagesCommand(*bench, ctx);
   AddBenchOffloadCommand(*bench, ctx);
+  AddBenchParallelCommand(*bench, ctx);
+  AddBenchParallelWorkerCommand(*bench, ctx);
 }
 
 }  // namespace strata::tools

@@ -34,6 +34,9 @@ void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx);
 void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx);
 void AddBenchPagesCommand(CLI::App& bench, CommandContext& ctx);
 void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx);
+void AddBenchParallelCommand(CLI::App& bench, CommandContext& ctx);
+// The ranks `strata bench parallel` launches under mpirun (hidden from --help).
+void AddBenchParallelWorkerCommand(CLI::App& bench, CommandContext& ctx);
 
 // Exit code for a command's Status: 0, 2 for InvalidArgument, else 1.
 int ExitCodeFor(const Status& status);

@@ -22,6 +22,16 @@ namespace strata::testing {
 
 using ::strata::test_support::ScratchDir;
 
+// The mpirun that CMake found (tests/tools/tests.cmake defines STRATA_MPIEXEC); multi-rank tests
+// skip when there is none.
+#ifdef STRATA_MPIEXEC
+inline constexpr bool kHaveMpirun = true;
+inline constexpr const char* kMpirun = STRATA_MPIEXEC;
+#else
+inline constexpr bool kHaveMpirun = false;
+inline constexpr const char* kMpirun = "";
+#endif
+
 struct RunResult {
   int exit_code = -1;      // -1 when the process died from a signal
   std::string out;

@@ -21,14 +21,6 @@
 namespace strata::testing {
 namespace {
 
-#ifdef STRATA_MPIEXEC
-constexpr bool kHaveMpirun = true;
-constexpr const char* kMpirun = STRATA_MPIEXEC;
-#else
-constexpr bool kHaveMpirun = false;
-constexpr const char* kMpirun = "";
-#endif
-
 // Runs `ranks` copies of `strata args` under mpirun (each group of args one MPMD program when
 // `programs` has several).
 RunResult RunMpi(const std::vector<std::vector<std::string>>& programs, int ranks_each,

@@ -1,0 +1,140 @@
+// `strata bench parallel` in parts (internal to tools/; tools/bench_parallel.cc is the command,
+// what it measures and why):
+// - bench_parallel_child.cc: child processes with a deadline, finding mpirun and this binary;
+// - bench_parallel_collectives.cc: 1, launching the collectives worker under mpirun and
+//   turning its timings into rates and ratios;
+// - bench_parallel_worker.cc: the worker itself (`strata bench parallel-worker collectives`,
+//   hidden), which times the Comm and raw MPI side by side on every rank;
+// - bench_parallel_dp.cc: 2, `strata train` as 2 ranks of 1 thread vs 1 rank of 2 threads;
+// - bench_parallel_report.cc: the JSON object and the table.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+
+namespace strata::tools::parallel_bench {
+
+inline constexpr int kRanks = 2;  // both figures compare 2 ranks with 1 process
+inline constexpr double kCollectiveTarget = 0.9;
+inline constexpr double kDpScalingTarget = 0.85;
+// Sizes at or above this count towards collective_efficiency (smaller ones measure latency).
+inline constexpr uint64_t kEfficiencyMinBytes = 4 << 20;
+
+struct Flags {
+  bool json = false;
+  std::string mpirun;      // empty: `mpirun` on PATH
+  double timeout_s = 300;  // per child launch (mpirun --timeout, and our own deadline)
+  std::vector<std::string> sizes = {"1M", "4M", "16M", "64M"};  // per rank, the whole buffer
+  int collective_rounds = 9;
+  std::string model = "small";
+  int batch = 8;
+  int seq = 128;
+  int steps = 10;  // counted steps of each training run
+  int warmup_steps = 2;
+  int rounds = 3;  // rounds of (2 ranks, 1 rank)
+  bool collectives = true;
+  bool dp = true;
+};
+
+// --- Child processes (bench_parallel_child.cc) ---
+
+struct ChildResult {
+  int exit_code = -1;  // -1: killed by a signal or by the deadline
+  bool timed_out = false;
+  std::string out, err;  // the whole stdout, the last few KiB of stderr
+};
+
+// Runs argv[0] (a path) with `argv`, stdin from /dev/null, stdout and stderr to files
+// `dir`/`tag`.{out,err}, in this process's group (a Ctrl-C reaches it too). After `timeout_s` it
+// gets SIGTERM (mpirun passes that on to its ranks), then SIGKILL 5 s later. Errors: IoError and
+// the like from errno when it cannot start.
+Result<ChildResult> RunChild(const std::vector<std::string>& argv, const std::string& dir,
+                             const std::string& tag, double timeout_s);
+
+// The launcher: --mpirun if given (InvalidArgument when it is not an executable file), else
+// `mpirun` on PATH (NotSupported, saying what to install or pass, when there is none).
+Result<std::string> FindMpirun(const std::string& flag_value);
+// This process's binary (/proc/self/exe).
+Result<std::string> SelfExe();
+// `mpirun --allow-run-as-root --oversubscribe --timeout T -np N`, each child's prefix.
+std::vector<std::string> MpirunPrefix(const std::string& mpirun, double timeout_s, int ranks);
+// `argv` as a user would type it: this binary as `strata`, the launcher as `mpirun`, files in
+// `dir` by their names alone.
+std::string DisplayCommand(const std::vector<std::string>& argv, const std::string& self,
+                           const std::string& mpirun, const std::string& dir);
+// An error for a child that failed: `what` and its exit code or deadline, the tail of its
+// stderr, and what to try.
+Status ChildFailed(const std::string& what, const ChildResult& r, double timeout_s);
+
+// --- 1. Collectives (bench_parallel_collectives.cc) ---
+
+struct CollectiveSample {
+  std::string op;      // "all_gather" or "reduce_scatter"
+  uint64_t bytes = 0;  // the whole buffer on each rank (the gather's output, the scatter's input)
+  double strata_s = 0, mpi_s = 0;  // medians over the rounds, the slowest rank's time
+  double strata_bytes_per_s = 0, mpi_bytes_per_s = 0;
+  double ratio = 0;            // strata / mpi bytes per second
+  bool outputs_equal = false;  // Strata's output bits == MPI's on every rank
+};
+
+struct CollectivesResult {
+  std::vector<CollectiveSample> samples;   // size-major, all_gather then reduce_scatter
+  std::string thread_level;                // what MPI provided to the worker
+  std::vector<uint64_t> efficiency_sizes;  // the sizes the efficiencies are taken over
+  double efficiency = 0, all_gather = 0, reduce_scatter = 0;
+  std::string command;  // how to run the worker by hand
+};
+
+// Parses --sizes into bytes: InvalidArgument unless each is a positive multiple of
+// 4 * kRanks bytes and at most 1 GiB.
+Result<std::vector<uint64_t>> ParseSizes(const std::vector<std::string>& sizes);
+Result<CollectivesResult> MeasureCollectives(const Flags& f, const std::string& self,
+                                             const std::string& mpirun, const std::string& dir);
+
+// The worker's flags (`strata bench parallel-worker collectives`).
+struct WorkerFlags {
+  std::vector<std::string> sizes;
+  int rounds = 9;
+  double comm_timeout_s = 300;
+};
+// Times the Comm (MPI backend) and raw MPI on every rank; rank 0 prints one JSON line
+// (bench_parallel_worker.cc). NotSupported without MPI.
+Status RunCollectivesWorker(const WorkerFlags& f);
+// NotSupported, saying what to install, when this strata was built without MPI.
+Status CheckBuiltWithMpi();
+
+// --- 2. Data-parallel scaling (bench_parallel_dp.cc) ---
+
+struct DpRound {
+  double dp2_tokens_per_s = 0, dp1_tokens_per_s = 0;  // medians of the counted steps
+  double ratio() const { return dp2_tokens_per_s / dp1_tokens_per_s; }
+};
+
+struct DpResult {
+  std::vector<DpRound> rounds;
+  std::string dp2_command, dp1_command;
+  std::vector<double> ratios() const;
+  const DpRound& median() const;  // the round with the median ratio (the upper of an even count)
+};
+
+Result<DpResult> MeasureDpScaling(const Flags& f, const std::string& self,
+                                  const std::string& mpirun, const std::string& dir);
+
+// --- The report (bench_parallel_report.cc) ---
+
+// Fills `out` with what was measured (a part that was skipped is left out).
+void AddReport(const Flags& f, const CollectivesResult* coll, const DpResult* dp,
+               nlohmann::ordered_json& out);
+// The table, on `stream`.
+void PrintTable(const Flags& f, const CollectivesResult* coll, const DpResult* dp,
+                std::FILE* stream);
+
+// The median of `v` (the mean of the middle two of an even count); 0 for none.
+double Median(std::vector<double> v);
+
+}  // namespace strata::tools::parallel_bench
