@@ -1,14 +1,18 @@
 // The global gradient norm in one canonical order, shared by the in-memory trainer and the
 // Engine so that both clip with the same bits (Note [Canonical arithmetic] in trainer.h).
 //
-// Note [Norm in page order]
+// Note [Norm in chunk order]
 // A block's sum of squares is made of partial sums over fixed chunks of kNormChunkFloats floats
-// (4 KiB, the smallest page) from the block's start, each in double over eight lanes combined in
-// a fixed order, then added in chunk order; the blocks' sums are added in block order. A page
-// (a power of two >= 4 KiB, from the block's start) holds whole chunks, so a rank that holds only
-// some of a block's pages can make their chunks' partial sums, and every rank adding all of them
-// in chunk order gets the single-rank norm: it depends on neither the page size nor the
-// sharding. The block's padding between tensors is read too: gradients keep it zero.
+// (4 KiB) from the start of the block's contiguous layout, each in double over eight lanes
+// combined in a fixed order, then added in chunk order; the blocks' sums are added in block
+// order. It depends on neither the page size nor where pages live, and data parallelism with
+// replicated state computes it on identical summed gradients. Its padding between tensors is
+// read too: gradients keep it zero.
+// Not yet enough for sharded state: page k of a block does not start at k * page_bytes of the
+// layout (the page plan pads so that small tensors never straddle pages, Note [Page packing] in
+// memory/page_plan.h), so a rank holding some pages does not hold whole chunks. Sharding needs
+// either reductions whose owned ranges start on chunk boundaries or a sum whose bits do not
+// depend on the order (docs/parallel.md, the plan for sharded state).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +29,7 @@ inline constexpr int64_t kNormChunkFloats = 1024;
 void ChunkSumsOfSquares(const float* x, int64_t n, double* out);
 
 // Sum of squares of one block's gradient (block.numel floats, laid out as its BlockSpec says):
-// its chunks' partial sums added in order (Note [Norm in page order]).
+// its chunks' partial sums added in order (Note [Norm in chunk order]).
 double BlockGradSumOfSquares(const BlockSpec& block, const float* block_grads);
 
 // sqrt of the per-block sums added in block index order.

@@ -11,8 +11,7 @@
 // Note [Canonical arithmetic] (why both give the same bits)
 // - The global gradient norm is summed per block: partial sums (double) over fixed 4 KiB chunks
 //   of the block's contiguous gradient, added in chunk order, then over blocks in index order
-//   (Note [Norm in page order] in scheduler/grad_norm.h). It depends neither on the page size nor
-//   on which rank holds which pages.
+//   (Note [Norm in chunk order] in scheduler/grad_norm.h). It never depends on pages.
 // - AdamW is element-wise (its vector and scalar paths give the same bits), so running it per
 //   page, split at tensor boundaries, equals running it per tensor.
 // - Micro-batches add up into the block's gradients, micro-batch 0 first, each micro-batch's

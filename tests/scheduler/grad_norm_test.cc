@@ -1,6 +1,6 @@
-// Note [Norm in page order] in scheduler/grad_norm.h: a block's sum of squares is the ordered sum
-// of fixed 4 KiB chunks' partials, so pages of any size (whole chunks each), summed page by page
-// in page order, give its bits; and it is the sum of squares to double rounding.
+// Note [Norm in chunk order] in scheduler/grad_norm.h: a block's sum of squares is the ordered sum
+// of fixed 4 KiB chunks' partials, so ranges that start on chunk boundaries, each made apart and
+// summed in order, give its bits; and it is the sum of squares to double rounding.
 #include "scheduler/grad_norm.h"
 
 #include <gtest/gtest.h>
@@ -26,21 +26,21 @@ std::vector<float> Gradient(int64_t n, uint32_t seed) {
   return g;
 }
 
-TEST(GradNorm, PagesOfAnySizeSummedInPageOrderGiveTheBlockSum) {
-  const int64_t n = 5 * 16384 + 777;  // not a whole number of pages or chunks
+TEST(GradNorm, RangesOnChunkBoundariesSummedInOrderGiveTheBlockSum) {
+  const int64_t n = 5 * 16384 + 777;  // not a whole number of ranges or chunks
   const std::vector<float> g = Gradient(n, 3);
   const double block = BlockGradSumOfSquares(OddBlock(n), g.data());
-  for (int64_t page_floats : {1024, 4096, 16384}) {
+  for (int64_t range_floats : {1024, 4096, 16384}) {
     std::vector<double> partials;
-    for (int64_t p = 0; p < n; p += page_floats) {  // what each page's holder computes
-      const int64_t len = std::min(page_floats, n - p);
+    for (int64_t p = 0; p < n; p += range_floats) {  // what each range's holder computes
+      const int64_t len = std::min(range_floats, n - p);
       std::vector<double> mine((len + kNormChunkFloats - 1) / kNormChunkFloats);
       ChunkSumsOfSquares(g.data() + p, len, mine.data());
       partials.insert(partials.end(), mine.begin(), mine.end());
     }
     double sum = 0.0;
     for (double x : partials) sum += x;
-    EXPECT_EQ(sum, block) << "pages of " << page_floats << " floats";
+    EXPECT_EQ(sum, block) << "ranges of " << range_floats << " floats";
   }
   long double exact = 0;
   for (float x : g) exact += static_cast<long double>(x) * x;
