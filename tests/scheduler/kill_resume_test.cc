@@ -5,10 +5,8 @@
 // Kill points: STRATA_SCHED_KILLS (default 10); the stress label runs 100 for the checkpoint every
 // step and 200 for the checkpoint every two steps on two dirs. The delays come from a
 // seeded generator (STRATA_SCHED_KILL_SEED, default 1) so a failure can be replayed.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,9 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/spawn_process.h"
 #include "tests/scheduler/scheduler_test_util.h"
-
-extern char** environ;
 
 namespace strata::testing {
 namespace {
@@ -45,20 +42,11 @@ std::map<long, std::string> LossTexts(const std::string& path) {
 }
 
 pid_t Spawn(const std::vector<std::string>& args, const std::string& out_path) {
-  std::vector<std::string> argv_s = {STRATA_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  EXPECT_EQ(rc, 0) << "posix_spawn " << argv[0];
-  return rc == 0 ? pid : -1;
+  std::vector<std::string> argv = {STRATA_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pid_t pid = test_support::SpawnProcess(argv, out_path);
+  EXPECT_GT(pid, 0) << "posix_spawn " << STRATA_BINARY;
+  return pid;
 }
 
 // A kill loop's configuration: the checkpoint interval, the NVMe dirs, and flags that both the

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -16,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/spawn_process.h"
 #include "tests/tools/run_strata.h"
 
 namespace strata::testing {
@@ -175,21 +175,10 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
 // Starts `mpirun -np 2 strata <args>` in the background, its output in `dir`/spawned.txt; -1
 // when it cannot be started.
 pid_t SpawnMpi(const std::vector<std::string>& args, const std::string& dir) {
-  std::vector<std::string> argv_s = {kMpirun, "--allow-run-as-root", "--oversubscribe",
-                                     "--timeout", "100", "-np", "2", STRATA_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string out = dir + "/spawned.txt";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  return rc == 0 ? pid : -1;
+  std::vector<std::string> argv = {kMpirun, "--allow-run-as-root", "--oversubscribe",
+                                   "--timeout", "100", "-np", "2", STRATA_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return test_support::SpawnProcess(argv, dir + "/spawned.txt");
 }
 
 // Kills one rank of the job `mpirun` and waits for the job: true when it ended with an error
