@@ -1,0 +1,80 @@
+// The NCCL backend on a GPU: a job of one process (MPI starts as a singleton to carry the unique
+// id), its collectives on buffers of the cuda device. A job of several NCCL ranks needs a GPU per
+// rank. Without a GPU the test skips with the reason; GPU machines run it (docs/parallel.md).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/device/device.h"
+#include "parallel/comm.h"
+
+namespace strata::parallel {
+namespace {
+
+constexpr size_t kFloats = 1 << 16;
+
+// Device buffer <-> host vector through pinned host memory, on one stream.
+class DeviceFloats {
+ public:
+  DeviceFloats(Device& device, Stream& stream) : device_(device), stream_(stream) {
+    auto p = device_.alloc(kFloats * sizeof(float));
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    ptr_ = p.ok() ? static_cast<float*>(*p) : nullptr;
+  }
+  ~DeviceFloats() {
+    if (ptr_ != nullptr) device_.free(ptr_);
+  }
+  float* get() const { return ptr_; }
+  Status copy_in(std::vector<float>& host) {
+    STRATA_RETURN_IF_ERROR(device_.copy_async(ptr_, host.data(), kFloats * sizeof(float),
+                                              CopyKind::kHostToDevice, stream_));
+    return stream_.synchronize();
+  }
+  Status copy_out(std::vector<float>& host) {
+    STRATA_RETURN_IF_ERROR(device_.copy_async(host.data(), ptr_, kFloats * sizeof(float),
+                                              CopyKind::kDeviceToHost, stream_));
+    return stream_.synchronize();
+  }
+
+ private:
+  Device& device_;
+  Stream& stream_;
+  float* ptr_ = nullptr;
+};
+
+TEST(NcclCommGpu, OneRankCollectivesOnDeviceBuffers) {
+  if (CudaDeviceCount() == 0) {
+    GTEST_SKIP() << "no CUDA GPU: the NCCL backend runs on GPU machines (this build or machine "
+                    "has none)";
+  }
+  auto device = CreateCudaDevice(0, 64 << 20);
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
+  auto comm = CreateComm({.backend = CommBackend::kNccl, .timeout_s = 60});
+  ASSERT_TRUE(comm.ok()) << comm.status().to_string();
+  ASSERT_EQ((*comm)->size(), 1) << "run it without mpirun: one GPU, one rank";
+  std::unique_ptr<Stream> stream = (*device)->create_stream("nccl-test");
+  std::vector<float> in(kFloats), out(kFloats, -1.0f);
+  for (size_t i = 0; i < kFloats; ++i) in[i] = float(i) * 0.5f - 7.0f;
+  ASSERT_TRUE((*device)->register_host(in.data(), kFloats * sizeof(float)).ok());
+  ASSERT_TRUE((*device)->register_host(out.data(), kFloats * sizeof(float)).ok());
+  DeviceFloats a(**device, *stream), b(**device, *stream);
+  ASSERT_TRUE(a.copy_in(in).ok());
+  // The fold over one rank is its own contribution; a gather of one rank is a copy.
+  ASSERT_TRUE((*comm)->all_reduce_sum(a.get(), b.get(), kFloats).wait().ok());
+  ASSERT_TRUE(b.copy_out(out).ok());
+  EXPECT_EQ(0, std::memcmp(in.data(), out.data(), kFloats * sizeof(float)));
+  std::fill(out.begin(), out.end(), -1.0f);
+  ASSERT_TRUE(b.copy_in(out).ok());
+  ASSERT_TRUE((*comm)->all_gather(a.get(), b.get(), kFloats * sizeof(float)).wait().ok());
+  ASSERT_TRUE((*comm)->broadcast(b.get(), kFloats * sizeof(float), 0).wait().ok());
+  ASSERT_TRUE(b.copy_out(out).ok());
+  EXPECT_EQ(0, std::memcmp(in.data(), out.data(), kFloats * sizeof(float)));
+  EXPECT_TRUE((*comm)->barrier().ok());
+  ASSERT_TRUE((*device)->unregister_host(in.data()).ok());
+  ASSERT_TRUE((*device)->unregister_host(out.data()).ok());
+}
+
+}  // namespace
+}  // namespace strata::parallel
