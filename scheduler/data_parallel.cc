@@ -7,6 +7,9 @@
 
 namespace strata::scheduler {
 
+int RankOf(const TrainOptions& o) { return o.ranks != nullptr ? o.ranks->rank() : 0; }
+int RanksOf(const TrainOptions& o) { return o.ranks != nullptr ? o.ranks->size() : 1; }
+
 RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks) {
   STRATA_CHECK(ranks > 0 && micro_batches % ranks == 0 && rank >= 0 && rank < ranks)
       << micro_batches << " micro-batches over " << ranks << " ranks";

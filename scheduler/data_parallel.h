@@ -26,8 +26,13 @@
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
+#include "scheduler/trainer.h"
 
 namespace strata::scheduler {
+
+// This process's rank in the job of `o.ranks`, and the job's size: 0 of 1 without a Comm.
+int RankOf(const TrainOptions& o);
+int RanksOf(const TrainOptions& o);
 
 // The micro-batches of one rank: [first, first + count).
 struct RankMicroBatches {

@@ -196,8 +196,8 @@ class InMemoryTrainer final : public Trainer {
   // Rows per micro-batch: --micro-batch, else one micro-batch per rank.
   int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch / ranks(); }
 
-  int rank() const { return o_.ranks != nullptr ? o_.ranks->rank() : 0; }
-  int ranks() const { return o_.ranks != nullptr ? o_.ranks->size() : 1; }
+  int rank() const { return scheduler::RankOf(o_); }
+  int ranks() const { return scheduler::RanksOf(o_); }
   scheduler::RankMicroBatches my_micro_batches() const {
     return scheduler::RanksMicroBatches(o_.batch / micro_rows(), rank(), ranks());
   }

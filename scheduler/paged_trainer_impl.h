@@ -17,13 +17,14 @@
 #include "core/nn/gpt_layout.h"
 #include "memory/memory_manager.h"
 #include "memory/nvme_tier.h"
+#include "parallel/comm.h"
 #include "scheduler/checkpoint.h"
+#include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/run_fingerprint.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
-#include "parallel/comm.h"
 #include "scheduler/trainer.h"
 
 namespace strata::internal {
@@ -61,8 +62,8 @@ class PagedTrainer final : public Trainer {
  private:
   // Data parallelism (Note [Data-parallel gradients]): this rank and the job's size; each rank
   // runs rank_rows() of the step's --batch, one micro-batch unless --micro-batch says otherwise.
-  int rank() const { return o_.ranks != nullptr ? o_.ranks->rank() : 0; }
-  int ranks() const { return o_.ranks != nullptr ? o_.ranks->size() : 1; }
+  int rank() const { return scheduler::RankOf(o_); }
+  int ranks() const { return scheduler::RanksOf(o_); }
   int rank_rows() const { return o_.batch / ranks(); }
   int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : rank_rows(); }
   // --host-eviction auto: Belady over the learned plan, except in layer-major order, where the

@@ -9,6 +9,7 @@
 #include "core/device/create_device.h"
 #include "core/nn/gpt_weights.h"
 #include "parallel/comm.h"
+#include "scheduler/data_parallel.h"
 #include "scheduler/in_memory_trainer.h"
 #include "scheduler/option_ranges.h"
 #include "scheduler/paged_trainer.h"
@@ -72,16 +73,14 @@ Status ValidateOptions(const TrainOptions& o) {
   return Status::Ok();
 }
 
-// --dp, --shard and --comm against the job's ranks (docs/parallel.md).
+// --dp and --shard against the job's ranks (docs/parallel.md). --comm is the CLI's: it chooses
+// the Comm before there is a trainer (tools/train_ranks.h).
 Status ValidateParallelOptions(const TrainOptions& o) {
   auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
-  if (o.comm != "auto" && o.comm != "mpi" && o.comm != "nccl") {
-    return bad("--comm must be auto, mpi or nccl, got '" + o.comm + "'");
-  }
   if (o.shard != "none" && o.shard != "all" && o.shard != "auto") {
     return bad("--shard must be none, all or auto, got '" + o.shard + "'");
   }
-  const int ranks = o.ranks != nullptr ? o.ranks->size() : 1;
+  const int ranks = scheduler::RanksOf(o);
   if (o.dp < 0 || (o.dp > 0 && o.dp != ranks)) {
     return bad("--dp " + std::to_string(o.dp) + " needs " + std::to_string(o.dp) +
                " ranks and this job has " + std::to_string(ranks) + ": launch it with mpirun -np " +
@@ -120,7 +119,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
   STRATA_RETURN_IF_ERROR(ValidateOptions(given));
   STRATA_RETURN_IF_ERROR(ValidateParallelOptions(given));
   TrainOptions options = given;
-  const int ranks = options.ranks != nullptr ? options.ranks->size() : 1;
+  const int ranks = scheduler::RanksOf(options);
   options.dp = ranks;  // --dp 0: the world size
   // Before any data or planning work: a missing GPU is one line, not a failure halfway in.
   STRATA_RETURN_IF_ERROR(CheckDeviceChoice({.kind = options.device}));
