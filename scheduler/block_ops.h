@@ -20,8 +20,11 @@ namespace strata::scheduler {
 class BlockOps {
  public:
   virtual ~BlockOps() = default;
-  // Bytes of a block's parameters (= its gradient), in its contiguous layout.
+  // Bytes of a device slot of the block: its parameters (= its gradient) in its contiguous
+  // layout, gathered whole when sharded (Note [Shards] in shard_plan.h).
   virtual uint64_t block_bytes(int block) const = 0;
+  // Whether the block's state is sharded over the ranks: its slot is gathered after each load.
+  virtual bool sharded(int /*block*/) const { return false; }
   // The device buffer of the step's inputs and targets (batch*seq of each, int32) and its size.
   virtual int32_t* tokens() = 0;
   virtual uint64_t tokens_count() const = 0;
@@ -36,7 +39,12 @@ class BlockOps {
   // Data parallelism: sums block `block`'s final gradient, in the device slot `slot`, over the
   // ranks (Note [Data-parallel gradients] in data_parallel.h) and records its sum of squares.
   // The driver runs it on its comm stream after the op that finished the gradient.
+  // A sharded block's gradient is reduce-scattered: the slot then holds this rank's shard of the
+  // sum at its place, which is all that goes down.
   virtual Status reduce_grad(int /*block*/, float* /*slot*/) { return Status::Ok(); }
+  // Sharded blocks: fills the rest of the slot around this rank's uploaded shard (an in-place
+  // all-gather). The driver runs it on its comm stream after the load.
+  virtual Status gather_params(int /*block*/, float* /*slot*/) { return Status::Ok(); }
   // After the step's compute: each micro-batch's loss, and each block's gradient sum of squares.
   virtual const std::vector<float>& losses() const = 0;
   virtual const std::vector<double>& grad_sums() const = 0;

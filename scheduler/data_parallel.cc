@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/util/check.h"
+#include "scheduler/grad_norm.h"
 
 namespace strata::scheduler {
 
@@ -17,27 +18,57 @@ RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks) {
   return {rank * each, each};
 }
 
-Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
-                               float* emb_grads, float* embedding_part, bool heads_summed) {
+namespace {
+
+// The embedding's fold up to its last reduction: wte's heads summed over the ranks (unless they
+// are), then rank 0's own embedding contribution added to that sum (the add one rank would do
+// next). The other ranks' parts are sent as they are; wpe's fold starts with rank 0's part.
+Status StartEmbeddingFold(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
+                          float* emb_grads, float* embedding_part, bool heads_summed) {
   STRATA_CHECK(comm.size() > 1) << "one rank keeps its embedding contributions in place";
-  const BlockSpec& emb = layout.embedding();
-  const TensorSpec& wte = emb.tensors[kWte];
+  const TensorSpec& wte = layout.embedding().tensors[kWte];
   if (!heads_summed) {
     STRATA_RETURN_IF_ERROR(
         comm.all_reduce_sum(emb_grads + wte.offset, emb_grads + wte.offset, size_t(wte.numel))
             .wait());
   }
-  // wte continues the heads' fold with the embedding contributions, rank by rank: rank 0 adds
-  // its own to the heads' sum (the add one rank would do next), the others send theirs as they
-  // are. wpe's fold starts with rank 0's contribution itself.
   if (comm.rank() == 0) {
     k.residual_forward(embedding_part + wte.offset, emb_grads + wte.offset,
                        embedding_part + wte.offset, wte.numel);
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
+                               float* emb_grads, float* embedding_part, bool heads_summed) {
+  STRATA_RETURN_IF_ERROR(
+      StartEmbeddingFold(comm, k, layout, emb_grads, embedding_part, heads_summed));
+  const BlockSpec& emb = layout.embedding();
   STRATA_RETURN_IF_ERROR(
       comm.all_reduce_sum(embedding_part, embedding_part, size_t(emb.numel)).wait());
   std::memcpy(emb_grads, embedding_part, sizeof(float) * emb.numel);
   return Status::Ok();
+}
+
+Status ReduceShardedEmbeddingGradient(parallel::Comm& comm, const KernelTable& k,
+                                      const GptLayout& layout, float* emb_grads,
+                                      float* embedding_part, float* shard, int64_t shard_floats) {
+  STRATA_RETURN_IF_ERROR(StartEmbeddingFold(comm, k, layout, emb_grads, embedding_part,
+                                            /*heads_summed=*/false));
+  return comm.reduce_scatter_sum(embedding_part, shard, size_t(shard_floats)).wait();
+}
+
+Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const float* shard, int64_t owned,
+                                       int64_t shard_floats) {
+  STRATA_CHECK(shard_floats % kNormChunkFloats == 0 && owned >= 0 && owned <= shard_floats);
+  const size_t chunks = size_t(shard_floats / kNormChunkFloats);
+  std::vector<double> mine(chunks, 0.0), all(chunks * comm.size());
+  ChunkSumsOfSquares(shard, owned, mine.data());
+  STRATA_RETURN_IF_ERROR(
+      comm.all_gather(mine.data(), all.data(), chunks * sizeof(double)).wait());
+  return SumInChunkOrder(all);
 }
 
 Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
@@ -48,12 +79,11 @@ Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
                                  /*heads_summed=*/true);
 }
 
-std::string GridLine(const parallel::Comm& comm, int num_blocks, const std::string& per_tier,
-                     const std::string& order) {
+std::string GridLine(const parallel::Comm& comm, const ShardPlan& shards, const std::string& shard,
+                     const std::string& per_tier, const std::string& order) {
   return "grid: dp " + std::to_string(comm.size()) + " x tp 1 x pp 1 over " +
-         parallel::CommBackendName(comm.backend()) + " | blocks 0-" +
-         std::to_string(num_blocks - 1) + ": replicated (--shard none), split-ops 1 | per rank: " +
-         per_tier + " | " + order;
+         parallel::CommBackendName(comm.backend()) + " | blocks " + shards.describe() +
+         " (--shard " + shard + "), split-ops 1 | per rank: " + per_tier + " | " + order;
 }
 
 namespace {

@@ -26,6 +26,7 @@
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
+#include "scheduler/shard_plan.h"
 #include "scheduler/trainer.h"
 
 namespace strata::scheduler {
@@ -57,11 +58,27 @@ Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
 Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
                                float* emb_grads, float* embedding_part, bool heads_summed);
 
+// Sharded state (Note [Shards] in shard_plan.h): as ReduceEmbeddingGradient, but the last fold is
+// a reduce-scatter into `shard` (this rank's shard_floats floats of the gathered slot):
+// `embedding_part` holds ranks * shard_floats floats, zero beyond the block. Only `shard` holds the
+// result on return.
+Status ReduceShardedEmbeddingGradient(parallel::Comm& comm, const KernelTable& k,
+                                      const GptLayout& layout, float* emb_grads,
+                                      float* embedding_part, float* shard, int64_t shard_floats);
+
+// A sharded block's gradient sum of squares, the same bits on every rank and as one rank's
+// BlockGradSumOfSquares (Note [Shards]): this rank's `owned` floats of its shard (of
+// shard_floats, a multiple of the norm chunk) as chunk partials, gathered in rank order.
+// Collective.
+Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const float* shard, int64_t owned,
+                                       int64_t shard_floats);
+
 // The first line of a job of several ranks (docs/parallel.md): the grid, each block's decision
 // and what a rank holds per tier (`per_tier`, the engine's words), then the micro-batch order
 // line (`order`), which one rank prints first on its own.
-std::string GridLine(const parallel::Comm& comm, int num_blocks, const std::string& per_tier,
-                     const std::string& order);
+// `shard` is the --shard given.
+std::string GridLine(const parallel::Comm& comm, const ShardPlan& shards, const std::string& shard,
+                     const std::string& per_tier, const std::string& order);
 
 // Note [Checkpoints across ranks]
 // Each rank checkpoints its own state into its own --nvme-dir and --ckpt-dir (D/rank-<r>), on

@@ -61,7 +61,8 @@ Status Engine::setup() {
                                                 .skip_kernels = o_.skip_kernels,
                                                 .lender = host_frame_lender(),
                                                 .comm = o_.comm,
-                                                .global_batch = o_.global_batch}));
+                                                .global_batch = o_.global_batch,
+                                                .shards = o_.shards}));
   for (uint64_t bytes : o_.plan.slot_sizes) {
     STRATA_ASSIGN_OR_RETURN(void* s, buffers_.alloc(bytes, "a block slot"));
     slots_.add(static_cast<float*>(s), bytes);
@@ -223,6 +224,13 @@ Status Engine::fill_misses(size_t pos, const Op& op, long step, std::vector<int>
     STRATA_ASSIGN_OR_RETURN(
         s.ready, transfers_->load(s.ptr, u.block, param ? Role::kParam : Role::kGrad, s.last_use,
                                   param ? blocks_[u.block].update_done : kNoWait, step));
+    if (param && ops_->sharded(u.block)) {
+      STRATA_ASSIGN_OR_RETURN(s.ready, on_comm(u.block, "the parameters' all-gather",
+                                               [ops = ops_.get(), b = u.block, ptr = s.ptr] {
+                                                 return ops->gather_params(b, ptr);
+                                               },
+                                               s.ready));
+    }
     slots_.used(v, s.ready, op_seq_);
   }
   return Status::Ok();
@@ -262,22 +270,33 @@ Status Engine::copy_grad_down(int block, std::shared_ptr<Event> after, long step
   }
   Slot& s = slots_[idx];
   if (final && comm_ != nullptr) {
-    STRATA_ASSIGN_OR_RETURN(after, reduce_grad(block, s.ptr, after));
+    STRATA_ASSIGN_OR_RETURN(after, on_comm(block, "the gradient's sum",
+                                           [ops = ops_.get(), block, ptr = s.ptr] {
+                                             return ops->reduce_grad(block, ptr);
+                                           },
+                                           after));
   }
   STRATA_ASSIGN_OR_RETURN(bs.grad_ready, transfers_->copy_grad_down(s.ptr, block, after, step));
-  slots_.used(idx, bs.grad_ready.back(), op_seq_ + 1);  // completes after its kernel
+  // Completes after its kernel (and sum); a rank may own none of a small sharded block.
+  slots_.used(idx, bs.grad_ready.empty() ? after : bs.grad_ready.back(), op_seq_ + 1);
   s.grad_active = false;
   return Status::Ok();
 }
 
-Result<std::shared_ptr<Event>> Engine::reduce_grad(int block, float* slot,
-                                                   const std::shared_ptr<Event>& after) {
+Result<std::shared_ptr<Event>> Engine::on_comm(int block, const char* what,
+                                               std::function<Status()> collective,
+                                               const std::shared_ptr<Event>& after) {
+  STRATA_CHECK(comm_ != nullptr);
   comm_->wait(*after);
-  comm_->launch([this, block, slot] {
-    Status s = ops_->reduce_grad(block, slot);
+  comm_->launch([this, block, what, collective = std::move(collective)] {
+    {
+      std::lock_guard<std::mutex> lock(comm_mu_);
+      if (!comm_status_.ok()) return;  // a failed collective breaks the Comm: none follows
+    }
+    Status s = collective();
     std::lock_guard<std::mutex> lock(comm_mu_);
     if (!s.ok() && comm_status_.ok()) {
-      comm_status_ = s.with_context("the gradient of block " + std::to_string(block));
+      comm_status_ = s.with_context(std::string(what) + " of block " + std::to_string(block));
     }
   });
   return RecordOn(device_, *comm_);

@@ -83,6 +83,7 @@
 #include "scheduler/device_buffers.h"
 #include "scheduler/host_pages.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/shard_plan.h"
 #include "scheduler/optimizer_queue.h"
 #include "scheduler/slot_cache.h"
 #include "scheduler/state_pages.h"
@@ -117,6 +118,9 @@ struct EngineOptions {
   // (nullptr or one rank: none); `batch` is then this rank's rows and `global_batch` the step's.
   parallel::Comm* comm = nullptr;
   int global_batch = 0;
+  // Sharded blocks (Note [Shards] in shard_plan.h): `pages` hold only this rank's floats of them;
+  // a slot is gathered after each load and a final gradient reduce-scattered. nullptr: none.
+  const ShardPlan* shards = nullptr;
 };
 
 struct EngineStepResult {
@@ -170,8 +174,11 @@ class Engine {
   Status fill_misses(size_t pos, const Op& op, long step, std::vector<int>& chosen);
   Result<std::shared_ptr<Event>> launch(const Op& op, const std::vector<int>& chosen, long step);
   Status copy_grad_down(int block, std::shared_ptr<Event> after, long step, bool final);
-  Result<std::shared_ptr<Event>> reduce_grad(int block, float* slot,
-                                             const std::shared_ptr<Event>& after);
+  // A collective of `block` on the comm stream after `after`: its first error is kept for the
+  // step's end (comm_status_). Returns the Event of its completion.
+  Result<std::shared_ptr<Event>> on_comm(int block, const char* what,
+                                         std::function<Status()> collective,
+                                         const std::shared_ptr<Event>& after);
   Status gather_losses(std::vector<float>* losses);
   Status finish_compute(long step, EngineStepResult* result);
 

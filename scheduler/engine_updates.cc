@@ -24,7 +24,9 @@ void Engine::submit_update(UpdateJob job) {
     for (auto& p : *page_done) bs.update_done.push_back(p.get_future().share());
     // Eager refresh applies where the refreshed slot is next used before any other block needs
     // it: parameters on the device, or clipping (updates in forward order after backward).
-    if (o_.plan.params == Home::kDevice || program_.wait_for_norm) {
+    // A sharded block's slot is gathered anew at its next load instead (Note [Shards]).
+    const bool sharded = o_.shards != nullptr && o_.shards->sharded(job.block);
+    if ((o_.plan.params == Home::kDevice || program_.wait_for_norm) && !sharded) {
       job.refresh = slots_.mark_refresh(job.block, bs.param_version);
     }
   }

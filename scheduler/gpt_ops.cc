@@ -21,7 +21,11 @@ bool StartsGrad(const Op& op, size_t i) {
 }  // namespace
 
 GptOps::GptOps(const GptOpsOptions& o)
-    : o_(o), layout_(*o.layout), device_(*o.device), buffers_(*o.device) {}
+    : o_(o), layout_(*o.layout), device_(*o.device), buffers_(*o.device) {
+  for (int b = 0; b < layout_.num_blocks(); ++b) {
+    slot_floats_.push_back(o.shards ? o.shards->gathered_floats(b) : layout_.blocks[b].numel);
+  }
+}
 
 Result<std::unique_ptr<GptOps>> GptOps::Create(const GptOpsOptions& options) {
   STRATA_CHECK(options.layout && options.device && options.plan);
@@ -154,12 +158,13 @@ void GptOps::run(const Op& op, const std::vector<float*>& slots) {
     if (op.micro_batch == 0) {
       for (size_t i = 0; i < op.uses.size(); ++i) {
         if (StartsGrad(op, i)) {
-          std::memset(slots[i], 0, size_t(layout_.blocks[op.uses[i].block].numel) * 4);
+          // The whole slot: a sharded block's tail beyond its layout is reduce-scattered too.
+          std::memset(slots[i], 0, size_t(slot_floats_[op.uses[i].block]) * 4);
         }
       }
     }
     if (op.kind == OpKind::kEmbedBwd && op.micro_batch == 0 && embedding_part_ != nullptr) {
-      std::memset(embedding_part_, 0, size_t(layout_.embedding().numel) * 4);
+      std::memset(embedding_part_, 0, size_t(slot_floats_[0]) * 4);
     }
     compute(op, slots);
     for (int b : op.grads_final) {
@@ -225,14 +230,41 @@ Status GptOps::reduce_grad(int block, float* slot) {
     return Status::Ok();
   }
   const BlockSpec& spec = layout_.blocks[block];
+  parallel::Comm& comm = *o_.comm;
+  if (sharded(block)) {
+    const ShardPlan& shards = *o_.shards;
+    float* mine = slot + int64_t(comm.rank()) * shards.shard_floats(block);
+    if (block == 0) {
+      STRATA_RETURN_IF_ERROR(ReduceShardedEmbeddingGradient(comm, device_.kernels(), layout_, slot,
+                                                            embedding_part_, mine,
+                                                            shards.shard_floats(0)));
+    } else {
+      STRATA_RETURN_IF_ERROR(
+          comm.reduce_scatter_sum(slot, mine, size_t(shards.shard_floats(block))).wait());
+    }
+    const int64_t owned = shards.owned_end(block) - shards.owned_begin(block);
+    STRATA_ASSIGN_OR_RETURN(block_sums_[block],
+                            ShardedGradSumOfSquares(comm, mine, owned, shards.shard_floats(block)));
+    return Status::Ok();
+  }
   if (block == 0) {
-    STRATA_RETURN_IF_ERROR(ReduceEmbeddingGradient(*o_.comm, device_.kernels(), layout_, slot,
+    STRATA_RETURN_IF_ERROR(ReduceEmbeddingGradient(comm, device_.kernels(), layout_, slot,
                                                    embedding_part_, /*heads_summed=*/false));
   } else {
-    STRATA_RETURN_IF_ERROR(o_.comm->all_reduce_sum(slot, slot, size_t(spec.numel)).wait());
+    STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(slot, slot, size_t(spec.numel)).wait());
   }
   block_sums_[block] = BlockGradSumOfSquares(spec, slot);
   return Status::Ok();
+}
+
+// Each rank's shard is at its place in the slot (uploaded from its pages): the in-place all-gather
+// fills the others'.
+Status GptOps::gather_params(int block, float* slot) {
+  if (!sharded(block)) return Status::Ok();
+  const size_t shard_bytes = size_t(o_.shards->shard_floats(block)) * 4;
+  return o_.comm->all_gather(reinterpret_cast<char*>(slot) + o_.comm->rank() * shard_bytes, slot,
+                             shard_bytes)
+      .wait();
 }
 
 }  // namespace strata::scheduler

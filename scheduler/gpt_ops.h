@@ -23,6 +23,7 @@
 #include "scheduler/boundary_store.h"
 #include "scheduler/device_buffers.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/shard_plan.h"
 
 namespace strata::scheduler {
 
@@ -43,6 +44,8 @@ struct GptOpsOptions {
   // every rank (dloss = 1 / (global_batch * seq); 0: `batch`).
   parallel::Comm* comm = nullptr;
   int global_batch = 0;
+  // Which blocks are sharded over the ranks (nullptr: none).
+  const ShardPlan* shards = nullptr;
 };
 
 class GptOps final : public BlockOps {
@@ -50,15 +53,15 @@ class GptOps final : public BlockOps {
   // Allocates the tokens and the activations. ResourceExhausted when the device refuses.
   static Result<std::unique_ptr<GptOps>> Create(const GptOpsOptions& options);
 
-  uint64_t block_bytes(int block) const override {
-    return uint64_t(layout_.blocks[block].numel) * 4;
-  }
+  uint64_t block_bytes(int block) const override { return uint64_t(slot_floats_[block]) * 4; }
+  bool sharded(int block) const override { return o_.shards && o_.shards->sharded(block); }
   int32_t* tokens() override { return tokens_; }
   uint64_t tokens_count() const override { return uint64_t(2) * o_.batch * o_.seq; }
   void run(const Op& op, const std::vector<float*>& slots) override;
   Status stage_in(const Op& op, Stream& stream) override;
   Status stage_out(const Op& op, Stream& stream) override;
   Status reduce_grad(int block, float* slot) override;
+  Status gather_params(int block, float* slot) override;
   const std::vector<float>& losses() const override { return losses_; }
   const std::vector<double>& grad_sums() const override { return block_sums_; }
 
@@ -97,6 +100,7 @@ class GptOps final : public BlockOps {
   // Data parallelism: the embedding's own gradient contributions (Note [Data-parallel gradients]).
   float* embedding_part_ = nullptr;
   bool data_parallel() const { return o_.comm != nullptr && o_.comm->size() > 1; }
+  std::vector<int64_t> slot_floats_;  // per block: a slot's floats (gathered when sharded)
 
   // Written by ops, read after the step's compute completed.
   std::vector<double> block_sums_;

@@ -45,6 +45,10 @@ void ChunkSumsOfSquares(const float* x, int64_t n, double* out) {
 double BlockGradSumOfSquares(const BlockSpec& block, const float* block_grads) {
   std::vector<double> partials((block.numel + kNormChunkFloats - 1) / kNormChunkFloats);
   ChunkSumsOfSquares(block_grads, block.numel, partials.data());
+  return SumInChunkOrder(partials);
+}
+
+double SumInChunkOrder(std::span<const double> partials) {
   double sum = 0.0;
   for (double p : partials) sum += p;
   return sum;

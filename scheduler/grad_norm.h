@@ -8,11 +8,9 @@
 // order. It depends on neither the page size nor where pages live, and data parallelism with
 // replicated state computes it on identical summed gradients. Its padding between tensors is
 // read too: gradients keep it zero.
-// Not yet enough for sharded state: page k of a block does not start at k * page_bytes of the
-// layout (the page plan pads so that small tensors never straddle pages, Note [Page packing] in
-// memory/page_plan.h), so a rank holding some pages does not hold whole chunks. Sharding needs
-// either reductions whose owned ranges start on chunk boundaries or a sum whose bits do not
-// depend on the order (docs/parallel.md, the plan for sharded state).
+// Sharded state (Note [Shards] in shard_plan.h) keeps it: shards start on chunk boundaries, so a
+// rank's chunk partials are exactly one rank's, and gathered in rank order they are the block's
+// partials in chunk order (the last shards' padding chunks are zeros, added last: no change).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +29,9 @@ void ChunkSumsOfSquares(const float* x, int64_t n, double* out);
 // Sum of squares of one block's gradient (block.numel floats, laid out as its BlockSpec says):
 // its chunks' partial sums added in order (Note [Norm in chunk order]).
 double BlockGradSumOfSquares(const BlockSpec& block, const float* block_grads);
+
+// Partial sums added in order, from 0.0: the block's sum from its chunk partials.
+double SumInChunkOrder(std::span<const double> partials);
 
 // sqrt of the per-block sums added in block index order.
 double GlobalGradNorm(std::span<const double> block_sums);

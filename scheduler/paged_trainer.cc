@@ -46,7 +46,9 @@ Status PagedTrainer::setup() {
                                    o_.host_eviction + "'");
   }
   STRATA_RETURN_IF_ERROR(check_page_count(page));
-  STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page, o_.delayed_update));
+  STRATA_RETURN_IF_ERROR(make_shards());
+  STRATA_ASSIGN_OR_RETURN(StatePages sp,
+                          StatePages::Make(layout_, page, o_.delayed_update, &shards_));
   pages_ = std::make_unique<StatePages>(std::move(sp));
   STRATA_RETURN_IF_ERROR(make_plan());
   STRATA_RETURN_IF_ERROR(check_fits_machine());
@@ -84,6 +86,32 @@ Status PagedTrainer::check_page_count(uint64_t page) const {
       " pages one run may have; raise --page-size (e.g. 16M) or train a smaller model");
 }
 
+// Which blocks this rank holds a shard of (Note [Shards] in shard_plan.h), and what sharding
+// rules out.
+Status PagedTrainer::make_shards() {
+  const bool all = ranks() > 1 && o_.shard == "all";
+  shards_ = scheduler::ShardPlan::Make(layout_, rank(), ranks(),
+                                       std::vector<bool>(layout_.num_blocks(), all));
+  gathered_layout_ = scheduler::GatheredLayout(layout_, shards_);
+  if (!shards_.any_sharded()) return Status::Ok();
+  const int per_rank = rank_rows() / micro_rows();
+  const bool layer_major = o_.micro_batch_order == "layer-major" ||
+                           (o_.micro_batch_order == "auto" && o_.recompute != "none");
+  if (per_rank > 1 && !layer_major) {
+    return Status::InvalidArgument(
+        "--shard " + o_.shard + " with " + std::to_string(per_rank) +
+        " micro-batches per rank: only this rank's shard of a gradient has pages, so a gradient "
+        "goes down once per step, after every micro-batch ran through its block; give "
+        "--micro-batch-order layer-major --recompute all, or one micro-batch per rank "
+        "(--micro-batch 0)");
+  }
+  if (!o_.export_grads_path.empty()) {
+    return Status::NotSupported("--export-grads with --shard " + o_.shard +
+                                " is not built yet; use --shard none");
+  }
+  return Status::Ok();
+}
+
 // After the plan, before the device arena is mapped (scheduler/machine_fit.h): the sim device's
 // slots, activations and tokens, the host pool, and the whole-model staging buffers.
 Status PagedTrainer::check_fits_machine() const {
@@ -108,11 +136,11 @@ Status PagedTrainer::check_fits_machine() const {
 
 Status PagedTrainer::make_plan() {
   scheduler::MemoryPlanInput in;
-  in.layout = &layout_;
+  in.layout = &gathered_layout_;  // slots hold sharded blocks gathered
   in.micro_rows = micro_rows();
   in.batch = rank_rows();
   in.seq = seq_;
-  in.embedding_part_bytes = ranks() > 1 ? uint64_t(layout_.embedding().numel) * 4 : 0;
+  in.embedding_part_bytes = ranks() > 1 ? uint64_t(shards_.gathered_floats(0)) * 4 : 0;
   in.gpu_mem = o_.gpu_mem;
   in.host_mem = o_.host_mem;
   in.has_nvme = !o_.nvme_dirs.empty();
@@ -126,6 +154,7 @@ Status PagedTrainer::make_plan() {
   in.optimizer_on = o_.optimizer_on;
   in.recompute = o_.recompute;
   in.micro_batch_order = o_.micro_batch_order;
+  if (shards_.any_sharded() && rank_rows() > micro_rows()) in.micro_batch_order = "layer-major";
   STRATA_ASSIGN_OR_RETURN(plan_, scheduler::MakeMemoryPlan(in));
   // The run's first line: the micro-batch order, after the grid in a job of several ranks.
   if (ranks() > 1) {
@@ -137,7 +166,7 @@ Status PagedTrainer::make_plan() {
         FormatBytes((pages_->pages_of_role(Role::kAdamM) + pages_->pages_of_role(Role::kAdamV)) *
                     page) +
         " on " + memory::TierName(plan_.optimizer);
-    Logger("train")->info("{}", scheduler::GridLine(*o_.ranks, layout_.num_blocks(), per_tier,
+    Logger("train")->info("{}", scheduler::GridLine(*o_.ranks, shards_, o_.shard, per_tier,
                                                     plan_.order_to_string()));
   } else {
     Logger("train")->info("{}", plan_.order_to_string());
@@ -179,6 +208,7 @@ Status PagedTrainer::create_engine() {
   eo.micro_rows = micro_rows();
   eo.comm = o_.ranks;
   eo.global_batch = o_.batch;
+  eo.shards = &shards_;
   eo.seq = seq_;
   eo.threads = threads_;
   eo.beta1 = o_.beta1;
@@ -237,10 +267,26 @@ Status PagedTrainer::reset_moments() {
 Status PagedTrainer::export_role(Role role, const std::string& path) {
   std::vector<float> all(layout_.total_numel, 0.0f);
   for (int b = 0; b < layout_.num_blocks(); ++b) {
-    STRATA_RETURN_IF_ERROR(
-        scheduler::ReadBlockPages(*mm_, *pages_, b, role, all.data() + layout_.block_offset[b]));
+    STRATA_RETURN_IF_ERROR(gather_block(b, role, all.data() + layout_.block_offset[b]));
   }
+  if (rank() != 0) return Status::Ok();  // rank 0 alone writes (docs/parallel.md)
   return ExportGptSafetensors(path, layout_, all.data());
+}
+
+// A block's values of `role` into `values` (its layout's numel floats): read from this rank's
+// pages, then, when sharded, the other ranks' shards gathered (collective: every rank calls it).
+Status PagedTrainer::gather_block(int block, Role role, float* values) {
+  if (!shards_.sharded(block)) return scheduler::ReadBlockPages(*mm_, *pages_, block, role, values);
+  const int64_t shard = shards_.shard_floats(block);
+  std::vector<float> gathered(size_t(shards_.gathered_floats(block)), 0.0f);
+  STRATA_RETURN_IF_ERROR(scheduler::ReadBlockPages(*mm_, *pages_, block, role, gathered.data()));
+  STRATA_RETURN_IF_ERROR(o_.ranks
+                             ->all_gather(gathered.data() + rank() * shard, gathered.data(),
+                                          size_t(shard) * sizeof(float))
+                             .wait()
+                             .with_context("gathering block " + std::to_string(block)));
+  std::copy_n(gathered.begin(), layout_.blocks[block].numel, values);
+  return Status::Ok();
 }
 
 Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {
@@ -318,11 +364,13 @@ Status PagedTrainer::drain() {
 // After the last step: every update and checkpoint finished, then --export and --trace.
 Status PagedTrainer::finish() {
   STRATA_RETURN_IF_ERROR(drain());
-  if (!o_.export_path.empty() && rank() == 0) {  // every rank holds the same weights
+  // Every rank takes part when some block is sharded (its shards are gathered); otherwise every
+  // rank holds the same weights and rank 0 alone reads them.
+  if (!o_.export_path.empty() && (rank() == 0 || shards_.any_sharded())) {
     // With --delayed-update the master holds the last update (Note [Delayed update]).
     STRATA_RETURN_IF_ERROR(
         export_role(o_.delayed_update ? Role::kMaster : Role::kParam, o_.export_path));
-    Logger("train")->info("wrote weights to {}", o_.export_path);
+    if (rank() == 0) Logger("train")->info("wrote weights to {}", o_.export_path);
   }
   if (!o_.trace_path.empty()) {
     STRATA_RETURN_IF_ERROR(timeline_.write_chrome_trace(o_.trace_path));

@@ -95,8 +95,13 @@ Status PagedTrainer::check_nvme_room(uint64_t have, uint64_t state_bytes, const 
 Status PagedTrainer::open_nvme(uint64_t state_bytes) {
   std::optional<scheduler::CheckpointRecord> found;
   if (!o_.ckpt_dir.empty()) {  // only checkpoints need the fingerprint (it reads --data, --init)
-    STRATA_ASSIGN_OR_RETURN(fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config, seq_,
-                                                                        pages_->page_bytes()));
+    // A rank's pages are its shards: resuming needs the same cut (Note [Shards]).
+    const std::string shard = shards_.any_sharded() ? "dp " + std::to_string(ranks()) + ", blocks " +
+                                                          shards_.describe()
+                                                    : "none";
+    STRATA_ASSIGN_OR_RETURN(fingerprint_,
+                            scheduler::MakeRunFingerprint(o_, layout_.config, seq_,
+                                                          pages_->page_bytes(), shard));
     STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
   }
   STRATA_RETURN_IF_ERROR(check_checkpoint_flags(found));

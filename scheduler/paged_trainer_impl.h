@@ -95,12 +95,16 @@ class PagedTrainer final : public Trainer {
   Status write_checkpoint(long steps_done);
   std::vector<memory::PageId> durable_pages() const;
   Status export_role(Role role, const std::string& path);
+  Status gather_block(int block, Role role, float* values);
+  Status make_shards();
 
   TrainOptions o_;
   GptLayout layout_;
   int seq_;
   TokenDataset data_;
   int threads_ = 1;
+  scheduler::ShardPlan shards_;  // what this rank owns (Note [Shards] in shard_plan.h)
+  GptLayout gathered_layout_;     // the layout as the device slots see it
   std::unique_ptr<StatePages> pages_;
   MemoryPlan plan_;
   std::unique_ptr<Device> device_;

@@ -31,7 +31,13 @@ constexpr std::pair<const char*, std::string RunFingerprint::*> kFields[] = {
     {"--seq", &RunFingerprint::seq},
     {"--page-size", &RunFingerprint::page_size},
     {"--delayed-update", &RunFingerprint::delayed_update},
+    {"--shard", &RunFingerprint::shard},
 };
+
+// Fields added after the first records: a record without one held its default.
+bool IsDefaultOfLaterField(const std::string& flag, const std::string& value) {
+  return flag == "--shard" && value == "none";
+}
 
 constexpr const char* kMayChange =
     "flags that may change on resume: --steps, budgets, threads, outputs";
@@ -72,7 +78,9 @@ Result<std::string> FileIdentity(const std::string& path, const char* flag) {
 
 std::map<std::string, std::string> RunFingerprint::to_map() const {
   std::map<std::string, std::string> out;
-  for (const auto& [flag, field] : kFields) out[flag] = this->*field;
+  for (const auto& [flag, field] : kFields) {
+    if (!IsDefaultOfLaterField(flag, this->*field)) out[flag] = this->*field;
+  }
   return out;
 }
 
@@ -82,8 +90,9 @@ std::string RunFingerprint::summary() const {
 }
 
 Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
-                                          uint64_t page_bytes) {
+                                          uint64_t page_bytes, const std::string& shard) {
   RunFingerprint f;
+  f.shard = shard;
   f.model = config.to_string();
   if (o.data == "builtin") {
     f.data = "builtin";
@@ -127,6 +136,7 @@ Status CheckSameRun(const RunFingerprint& now, const std::map<std::string, std::
     const std::string& value = now.*field;
     auto it = recorded.find(flag);
     if (it != recorded.end() && it->second == value) continue;
+    if (it == recorded.end() && IsDefaultOfLaterField(flag, value)) continue;
     const std::string was = it == recorded.end() ? "(not recorded)" : it->second;
     return Status::InvalidArgument(std::string("--resume: ") + flag + " " + value +
                                    " differs from the checkpoint's " + was + " (" + kMayChange +

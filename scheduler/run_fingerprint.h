@@ -38,6 +38,10 @@ struct RunFingerprint {
   std::string seq;             // --seq
   std::string page_size;       // --page-size (bytes)
   std::string delayed_update;  // --delayed-update ("on" or "off")
+  // --shard: "none" when every rank holds every block whole, else the ranks and each block's
+  // decision (a rank's pages are its shards). Left out of to_map when "none", so records from
+  // before sharding still match.
+  std::string shard = "none";
 
   // flag -> value, the form kept in checkpoint.json.
   std::map<std::string, std::string> to_map() const;
@@ -45,10 +49,11 @@ struct RunFingerprint {
   std::string summary() const;
 };
 
-// The fingerprint of a run of `o` with the resolved model, seq and page size. Reads --data and
-// --init to hash them (IoError naming the file when it cannot).
+// The fingerprint of a run of `o` with the resolved model, seq, page size and sharding (`shard`,
+// as RunFingerprint::shard). Reads --data and --init to hash them (IoError naming the file when
+// it cannot).
 Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
-                                          uint64_t page_bytes);
+                                          uint64_t page_bytes, const std::string& shard = "none");
 
 // A short name for a fingerprint (to_map's form): 16 hex digits of XXH3-64 over its fields.
 std::string FingerprintDigest(const std::map<std::string, std::string>& fields);

@@ -1,8 +1,9 @@
 #include "scheduler/state_pages.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <iterator>
-#include <map>
 #include <utility>
 
 #include "memory/page_plan_gpt.h"
@@ -12,8 +13,46 @@ namespace strata::scheduler {
 using memory::PageId;
 using memory::Role;
 
+namespace {
+
+// One page-plan entry: the floats [begin, begin + numel) of tensor `tensor` of its block.
+struct OwnedPiece {
+  int tensor = 0;
+  int64_t begin = 0;
+};
+
+// The tensors' pieces inside [first, last) of each block's layout, for every role: whole tensors
+// keep their names (so an unsharded plan is GptTensorEntries'), cut ones are "name[a:b]".
+std::vector<memory::TensorEntry> OwnedEntries(const GptLayout& layout, const std::vector<Role>& roles,
+                                              const ShardPlan* shards,
+                                              std::vector<OwnedPiece>* owned) {
+  std::vector<memory::TensorEntry> entries;
+  for (int b = 0; b < layout.num_blocks(); ++b) {
+    const int64_t first = shards ? shards->owned_begin(b) : 0;
+    const int64_t last = shards ? shards->owned_end(b) : layout.blocks[b].numel;
+    for (Role role : roles) {
+      const std::vector<TensorSpec>& tensors = layout.blocks[b].tensors;
+      for (size_t t = 0; t < tensors.size(); ++t) {
+        const int64_t lo = std::max(first, tensors[t].offset);
+        const int64_t hi = std::min(last, tensors[t].offset + tensors[t].numel);
+        if (lo >= hi) continue;
+        std::string name = tensors[t].name;
+        if (hi - lo != tensors[t].numel) {
+          name += "[" + std::to_string(lo - tensors[t].offset) + ":" +
+                  std::to_string(hi - tensors[t].offset) + "]";
+        }
+        entries.push_back(memory::TensorEntry{b, role, std::move(name), hi - lo});
+        owned->push_back(OwnedPiece{int(t), lo - tensors[t].offset});
+      }
+    }
+  }
+  return entries;
+}
+
+}  // namespace
+
 Result<StatePages> StatePages::Make(const GptLayout& layout, uint64_t page_bytes,
-                                    bool with_master) {
+                                    bool with_master, const ShardPlan* shards) {
   StatePages sp;
   memory::PagePlanOptions opt;
   opt.page_bytes = page_bytes;
@@ -21,16 +60,14 @@ Result<StatePages> StatePages::Make(const GptLayout& layout, uint64_t page_bytes
   std::vector<Role> roles(std::begin(memory::kGptTrainingRoles),
                           std::end(memory::kGptTrainingRoles));
   if (with_master) roles.push_back(Role::kMaster);
-  std::vector<memory::TensorEntry> entries = memory::GptTensorEntries(layout, roles);
+  std::vector<OwnedPiece> owned;
+  std::vector<memory::TensorEntry> entries = OwnedEntries(layout, roles, shards, &owned);
   STRATA_ASSIGN_OR_RETURN(sp.plan_, memory::MakePagePlan(entries, opt));
   sp.groups_.resize(size_t(layout.num_blocks()) * memory::kNumRoles);
-  // Entries come block by block, role by role, tensors in BlockSpec order.
-  std::map<std::pair<int, Role>, int> next_tensor;
   for (size_t i = 0; i < sp.plan_.tensors.size(); ++i) {
     const memory::TensorEntry& e = sp.plan_.tensors[i];
-    const int t = next_tensor[{e.block, e.role}]++;
-    const TensorSpec& spec = layout.blocks[e.block].tensors[t];
-    STRATA_CHECK(spec.name == e.name) << e.name << " vs " << spec.name;
+    const TensorSpec& spec = layout.blocks[e.block].tensors[owned[i].tensor];
+    const uint64_t at = uint64_t(spec.offset + owned[i].begin) * 4;  // in the block's layout
     Group& g = sp.groups_[sp.index(e.block, e.role)];
     for (const memory::TensorSpan& s : sp.plan_.spans_of(i)) {
       if (g.pages.empty() || g.pages.back() != s.page) {
@@ -38,9 +75,8 @@ Result<StatePages> StatePages::Make(const GptLayout& layout, uint64_t page_bytes
         g.pages.push_back(s.page);
         g.pieces.emplace_back();
       }
-      g.pieces.back().push_back(Piece{s.page, s.page_offset_bytes,
-                                      uint64_t(spec.offset) * 4 + s.tensor_offset_bytes, s.bytes,
-                                      t});
+      g.pieces.back().push_back(
+          Piece{s.page, s.page_offset_bytes, at + s.tensor_offset_bytes, s.bytes, owned[i].tensor});
     }
   }
   // The engine relies on every role of a block having the same pieces at the same page index.

@@ -11,6 +11,10 @@
 // therefore copy each piece to its own offset (a transformer block has 12 tensors: at most a few
 // dozen copies per block).
 //
+// Sharded blocks (Note [Shards] in shard_plan.h): only this rank's floats of the block are paged;
+// their pieces keep their offsets in the whole block's layout, so they load into and come down
+// from a gathered slot at their own place.
+//
 // Immutable after Make; share freely between threads.
 #pragma once
 
@@ -21,6 +25,7 @@
 #include "core/util/status.h"
 #include "memory/memory_manager.h"
 #include "memory/page_plan.h"
+#include "scheduler/shard_plan.h"
 
 namespace strata::scheduler {
 
@@ -35,8 +40,9 @@ struct Piece {
 class StatePages {
  public:
   // Roles param, grad, adam_m, adam_v, and master when `with_master` (--delayed-update).
+  // `shards`: what this rank owns (nullptr: every block whole).
   static Result<StatePages> Make(const GptLayout& layout, uint64_t page_bytes,
-                                 bool with_master = false);
+                                 bool with_master = false, const ShardPlan* shards = nullptr);
 
   const memory::PagePlan& plan() const { return plan_; }
   uint64_t page_bytes() const { return plan_.options.page_bytes; }

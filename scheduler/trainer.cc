@@ -95,9 +95,13 @@ Status ValidateParallelOptions(const TrainOptions& o) {
                " ranks: give a --batch that is a multiple of " + std::to_string(ranks) +
                (o.micro_batch > 0 ? " micro-batches" : "") + " (each rank runs whole micro-batches)");
   }
-  if (ranks > 1 && o.shard != "none") {
-    return Status::NotSupported("--shard " + o.shard +
-                                ": sharded model state is not built yet; use --shard none");
+  if (ranks > 1 && o.shard != "none" && o.engine == "memory") {
+    return bad("--shard " + o.shard + " shards the model state through the page manager: drop "
+               "--engine memory (or give --shard none)");
+  }
+  if (ranks > 1 && o.shard == "auto") {
+    return Status::NotSupported("--shard auto (OSDP's per-block choice) is not built yet; use "
+                                "--shard all or --shard none");
   }
   return Status::Ok();
 }
@@ -150,6 +154,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
   if (options.engine == "auto") {
     paged = options.paging_flag_given || !options.nvme_dirs.empty() || options.resume ||
             options.delayed_update || options.movement_only || !options.ckpt_dir.empty() ||
+            (ranks > 1 && options.shard != "none") ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
   }
   if (paged && ranks > 1 && options.delayed_update) {

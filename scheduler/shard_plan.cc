@@ -1,0 +1,75 @@
+#include "scheduler/shard_plan.h"
+
+#include <algorithm>
+
+#include "core/util/check.h"
+#include "scheduler/grad_norm.h"
+
+namespace strata::scheduler {
+
+ShardPlan ShardPlan::Make(const GptLayout& layout, int rank, int ranks,
+                          std::vector<bool> sharded) {
+  STRATA_CHECK(ranks >= 1 && rank >= 0 && rank < ranks);
+  STRATA_CHECK_EQ(int(sharded.size()), layout.num_blocks());
+  ShardPlan p;
+  p.rank_ = rank;
+  p.ranks_ = ranks;
+  p.sharded_ = std::move(sharded);
+  for (int b = 0; b < layout.num_blocks(); ++b) {
+    const int64_t n = layout.blocks[b].numel;
+    if (ranks == 1) p.sharded_[b] = false;
+    const int64_t each = (n + ranks - 1) / ranks;
+    p.numel_.push_back(n);
+    p.shard_.push_back(p.sharded_[b] ? (each + kNormChunkFloats - 1) / kNormChunkFloats *
+                                           kNormChunkFloats
+                                     : n);
+  }
+  return p;
+}
+
+ShardPlan ShardPlan::Replicated(const GptLayout& layout, int rank, int ranks) {
+  return Make(layout, rank, ranks, std::vector<bool>(layout.num_blocks(), false));
+}
+
+bool ShardPlan::any_sharded() const {
+  return std::find(sharded_.begin(), sharded_.end(), true) != sharded_.end();
+}
+
+int64_t ShardPlan::gathered_floats(int block) const {
+  return sharded_[block] ? shard_[block] * ranks_ : numel_[block];
+}
+
+int64_t ShardPlan::owned_begin(int block) const {
+  return sharded_[block] ? std::min(numel_[block], rank_ * shard_[block]) : 0;
+}
+
+int64_t ShardPlan::owned_end(int block) const {
+  return sharded_[block] ? std::min(numel_[block], (rank_ + 1) * shard_[block]) : numel_[block];
+}
+
+std::string ShardPlan::describe() const {
+  std::string out;
+  for (size_t b = 0; b < sharded_.size();) {
+    size_t e = b;
+    while (e + 1 < sharded_.size() && sharded_[e + 1] == sharded_[b]) ++e;
+    if (!out.empty()) out += ", ";
+    out += (e == b ? std::to_string(b) : std::to_string(b) + "-" + std::to_string(e)) + ": " +
+           (sharded_[b] ? "sharded" : "replicated");
+    b = e + 1;
+  }
+  return out;
+}
+
+GptLayout GatheredLayout(const GptLayout& layout, const ShardPlan& shards) {
+  GptLayout g = layout;
+  int64_t offset = 0;
+  for (int b = 0; b < g.num_blocks(); ++b) {
+    g.blocks[b].numel = shards.gathered_floats(b);
+    g.block_offset[b] = offset;
+    offset += g.blocks[b].numel;
+  }
+  g.total_numel = offset;
+  return g;
+}
+
+}  // namespace strata::scheduler
