@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/common/spawn_process.h"
@@ -68,11 +69,12 @@ Outcome Read(const std::string& dir, const std::string& tag) {
   return o;
 }
 
-class TrainDp : public ::testing::TestWithParam<int> {};
+// (ranks, --shard): replicated state, or every block sharded through the page manager.
+class TrainDp : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
 
 TEST_P(TrainDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
-  const int n = GetParam();
+  const auto [n, shard] = GetParam();
   ScratchDir scratch("train_dp");
   const std::string& dir = scratch.path();
   std::vector<std::string> one = TrainArgs(dir, "one");
@@ -80,7 +82,7 @@ TEST_P(TrainDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
   RunResult r1 = RunStrata(one, dir);
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
   std::vector<std::string> dp = TrainArgs(dir, "dp");
-  dp.insert(dp.end(), {"--dp", std::to_string(n)});
+  dp.insert(dp.end(), {"--dp", std::to_string(n), "--shard", shard});
   RunResult rn = RunMpi({dp}, n, dir);
   ASSERT_EQ(rn.exit_code, 0) << rn.err;
   const Outcome a = Read(dir, "one"), b = Read(dir, "dp");
@@ -95,7 +97,9 @@ TEST_P(TrainDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
   const std::string first = rn.err.substr(0, rn.err.find('\n'));
   EXPECT_NE(first.find("grid: dp " + std::to_string(n) + " x tp 1 x pp 1 over mpi"),
             std::string::npos) << first;
-  EXPECT_NE(first.find("replicated (--shard none)"), std::string::npos) << first;
+  const std::string decision = shard == "none" ? "blocks 0-3: replicated (--shard none)"
+                                               : "blocks 0-3: sharded (--shard all)";
+  EXPECT_NE(first.find(decision), std::string::npos) << first;
   EXPECT_NE(first.find("micro-batch order"), std::string::npos) << first;
   // Rank 0 alone prints progress: one line per step, not one per rank.
   size_t lines = 0;
@@ -106,13 +110,18 @@ TEST_P(TrainDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
   EXPECT_EQ(lines, 1u) << rn.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, TrainDp, ::testing::Values(2, 4));
+INSTANTIATE_TEST_SUITE_P(RanksAndShard, TrainDp,
+                         ::testing::Combine(::testing::Values(2, 4),
+                                            ::testing::Values("none", "all")));
 
 // The paged engine under tight budgets, parameters and moments on NVMe (each rank its own
 // --nvme-dir D/rank-<r>), with and without clipping (updates after the norm, or during
-// backward): the bits of one paged rank with a micro-batch per rank.
-TEST(TrainDpPaged, ParamsAndOptimizerOnNvmeBitIdenticalToOneRank) {
+// backward), state replicated or sharded: the bits of one paged rank with a micro-batch per rank.
+class TrainDpPaged : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TrainDpPaged, ParamsAndOptimizerOnNvmeBitIdenticalToOneRank) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  const std::string shard = GetParam();
   ScratchDir scratch("train_dp_paged");
   const std::string& dir = scratch.path();
   for (const char* clip : {"2.0", "0"}) {
@@ -131,7 +140,7 @@ TEST(TrainDpPaged, ParamsAndOptimizerOnNvmeBitIdenticalToOneRank) {
     RunResult r1 = RunStrata(one, dir);
     ASSERT_EQ(r1.exit_code, 0) << r1.err;
     std::vector<std::string> dp = args("dp");
-    dp.insert(dp.end(), {"--dp", "2"});
+    dp.insert(dp.end(), {"--dp", "2", "--shard", shard});
     RunResult r2 = RunMpi({dp}, 2, dir);
     ASSERT_EQ(r2.exit_code, 0) << r2.err;
     const size_t mean = r1.err.find("moved per step (mean)");
@@ -148,6 +157,105 @@ TEST(TrainDpPaged, ParamsAndOptimizerOnNvmeBitIdenticalToOneRank) {
       EXPECT_EQ(::stat((dir + "/nvme-dp" + tag + rank).c_str(), &st), 0) << rank;
     }
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shard, TrainDpPaged, ::testing::Values("none", "all"));
+
+// Several micro-batches per rank: every rank folds its own micro-batches first, so the run is
+// not one rank's bits (Note [Data-parallel gradients]), but sharding changes nothing: layer-major
+// with --shard all gives the bits of the same job with replicated state.
+TEST(TrainDpSharded, LayerMajorWithMicroBatchesPerRankMatchesReplicatedState) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_layer_major");
+  const std::string& dir = scratch.path();
+  for (const char* shard : {"none", "all"}) {
+    std::vector<std::string> a = TrainArgs(dir, shard);
+    a.insert(a.end(), {"--engine", "paged", "--micro-batch", "2", "--micro-batch-order",
+                       "layer-major", "--recompute", "all", "--dp", "2", "--shard", shard});
+    RunResult r = RunMpi({a}, 2, dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("layer-major"), std::string::npos) << r.err;
+  }
+  const Outcome a = Read(dir, "none"), b = Read(dir, "all");
+  ASSERT_EQ(a.losses.size(), 6u);
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_EQ(a.norms, b.norms);
+  EXPECT_TRUE(a.weights == b.weights) << "the exported weights differ";
+}
+
+// The last step's peak bytes of a tier, from a --log-json.
+uint64_t PeakBytes(const std::string& path, const char* tier) {
+  std::istringstream lines(ReadWholeFile(path));
+  uint64_t peak = 0;
+  for (std::string line; std::getline(lines, line);) {
+    peak = nlohmann::json::parse(line).at("peak_bytes").at(tier).get<uint64_t>();
+  }
+  return peak;
+}
+
+// --shard all: a rank's peak state bytes on the host (everything there) and on NVMe (parameters
+// and moments there, a small pool) are at most 1/dp of one rank's plus one page per block and kind
+// of state (a block's parameters, gradient and two moments are each paged on their own, Note [Page
+// packing], so each may round up by a page). On NVMe a page being rewritten holds a second slot
+// until its write commits, and how many are in flight at the peak depends on timing: at most one
+// per frame of the host pool, which the NVMe bound allows on top.
+TEST(TrainDpSharded, EachRankHoldsItsShareOfTheStateOnHostAndNvme) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_memory");
+  const std::string& dir = scratch.path();
+  const uint64_t page = 16 * 1024, blocks = 4, kinds = 4;
+  const std::vector<std::string> base = {"train", "--model", "tiny", "--n-embd", "64", "--batch",
+                                         "4", "--seq", "32", "--steps", "2", "--threads", "1",
+                                         "--page-size", "16K", "--engine", "paged"};
+  struct Tier {
+    const char* name;
+    std::vector<std::string> flags;
+  };
+  const uint64_t pool = 256 * 1024;
+  const Tier tiers[] = {{"host", {}},
+                        {"nvme", {"--params-on", "nvme", "--optimizer-on", "nvme", "--host-mem",
+                                  "256K"}}};
+  for (const Tier& t : tiers) {
+    auto args = [&](const std::string& who) {
+      std::vector<std::string> a = base;
+      a.insert(a.end(), t.flags.begin(), t.flags.end());
+      a.insert(a.end(), {"--log-json", dir + "/" + who + t.name + ".jsonl"});
+      if (std::string(t.name) == "nvme") a.insert(a.end(), {"--nvme-dir", dir + "/" + who + "-nvme"});
+      return a;
+    };
+    std::vector<std::string> one = args("one");
+    one.insert(one.end(), {"--micro-batch", "2"});
+    if (std::string(t.name) == "nvme") ASSERT_EQ(::mkdir((dir + "/one-nvme").c_str(), 0755), 0);
+    RunResult r1 = RunStrata(one, dir);
+    ASSERT_EQ(r1.exit_code, 0) << r1.err;
+    std::vector<std::string> dp = args("dp");
+    dp.insert(dp.end(), {"--dp", "2", "--shard", "all"});
+    RunResult r2 = RunMpi({dp}, 2, dir);
+    ASSERT_EQ(r2.exit_code, 0) << r2.err;
+    const uint64_t single = PeakBytes(dir + "/one" + t.name + ".jsonl", t.name);
+    const uint64_t rank = PeakBytes(dir + "/dp" + t.name + ".jsonl", t.name);
+    ASSERT_GT(single, 64 * page) << t.name << ": the state should span many pages";
+    const uint64_t in_flight = std::string(t.name) == "nvme" ? pool : 0;
+    EXPECT_LE(rank, single / 2 + blocks * kinds * page + in_flight)
+        << t.name << ": one rank " << single << " bytes, a rank of dp2 " << rank;
+  }
+}
+
+TEST(TrainDpRefusals, ShardingWhatItCannotRunIsRefusedSayingWhatToDo) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_shard_refusals");
+  const std::vector<std::string> base = {"train", "--model", "tiny", "--steps", "1", "--seq",
+                                         "32", "--batch", "8", "--dp", "2", "--shard", "all"};
+  std::vector<std::string> micro = base, memory = base;
+  micro.insert(micro.end(), {"--micro-batch", "2"});
+  memory.insert(memory.end(), {"--engine", "memory"});
+  RunResult r = RunMpi({micro}, 2, scratch.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--micro-batch-order layer-major --recompute all"), std::string::npos)
+      << r.err;
+  r = RunMpi({memory}, 2, scratch.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("drop --engine memory"), std::string::npos) << r.err;
 }
 
 TEST(TrainDpRefusals, RanksWithDifferentFlagsAreRefusedNamingTheFlag) {
@@ -214,15 +322,19 @@ std::map<long, std::string> LossesByStep(const std::string& path) {
 
 // SIGKILL one rank mid-run: the job ends with an error within 60 s, none hangs, and --resume on
 // every rank (Note [Checkpoints across ranks]) gives the uninterrupted run's losses.
-TEST(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
+class TrainDpFailure : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  const std::string shard = GetParam();
   ScratchDir scratch("train_dp_kill");
   const std::string& dir = scratch.path();
   auto args = [&](const std::string& run) {
     return std::vector<std::string>{
         "train", "--model", "tiny", "--batch", "8", "--seq", "32", "--steps", "16", "--threads",
         "1", "--lr", "1e-3", "--page-size", "64K", "--params-on", "nvme", "--optimizer-on",
-        "nvme", "--host-mem", "512K", "--ckpt-every", "1", "--dp", "2", "--nvme-dir",
+        "nvme", "--host-mem", "512K", "--ckpt-every", "1", "--dp", "2", "--shard", shard,
+        "--nvme-dir",
         dir + "/" + run + "-nvme", "--ckpt-dir", dir + "/" + run + "-ckpt", "--log-json",
         dir + "/" + run + ".jsonl"};
   };
@@ -248,6 +360,8 @@ TEST(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
     EXPECT_EQ(got.at(step), loss) << "step " << step;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Shard, TrainDpFailure, ::testing::Values("none", "all"));
 
 TEST(TrainDpRefusals, DpWithoutMpirunSaysHowToLaunch) {
   ScratchDir scratch("train_dp_alone");
