@@ -225,11 +225,11 @@ Status Engine::fill_misses(size_t pos, const Op& op, long step, std::vector<int>
         s.ready, transfers_->load(s.ptr, u.block, param ? Role::kParam : Role::kGrad, s.last_use,
                                   param ? blocks_[u.block].update_done : kNoWait, step));
     if (param && ops_->sharded(u.block)) {
-      STRATA_ASSIGN_OR_RETURN(s.ready, on_comm(u.block, "the parameters' all-gather",
+      STRATA_ASSIGN_OR_RETURN(s.ready, on_comm(u.block, "all-gather of the parameters of block",
                                                [ops = ops_.get(), b = u.block, ptr = s.ptr] {
                                                  return ops->gather_params(b, ptr);
                                                },
-                                               s.ready));
+                                               s.ready, step));
     }
     slots_.used(v, s.ready, op_seq_);
   }
@@ -270,11 +270,11 @@ Status Engine::copy_grad_down(int block, std::shared_ptr<Event> after, long step
   }
   Slot& s = slots_[idx];
   if (final && comm_ != nullptr) {
-    STRATA_ASSIGN_OR_RETURN(after, on_comm(block, "the gradient's sum",
+    STRATA_ASSIGN_OR_RETURN(after, on_comm(block, "sum of the gradient of block",
                                            [ops = ops_.get(), block, ptr = s.ptr] {
                                              return ops->reduce_grad(block, ptr);
                                            },
-                                           after));
+                                           after, step));
   }
   STRATA_ASSIGN_OR_RETURN(bs.grad_ready, transfers_->copy_grad_down(s.ptr, block, after, step));
   // Completes after its kernel (and sum); a rank may own none of a small sharded block.
@@ -285,19 +285,20 @@ Status Engine::copy_grad_down(int block, std::shared_ptr<Event> after, long step
 
 Result<std::shared_ptr<Event>> Engine::on_comm(int block, const char* what,
                                                std::function<Status()> collective,
-                                               const std::shared_ptr<Event>& after) {
+                                               const std::shared_ptr<Event>& after, long step) {
   STRATA_CHECK(comm_ != nullptr);
   comm_->wait(*after);
-  comm_->launch([this, block, what, collective = std::move(collective)] {
-    {
+  const std::string label = std::string(what) + " " + std::to_string(block);
+  EnqueueTimed(timeline_, *comm_, Queue::kComm, label, 0, step, [&] {
+    comm_->launch([this, label, collective = std::move(collective)] {
+      {
+        std::lock_guard<std::mutex> lock(comm_mu_);
+        if (!comm_status_.ok()) return;  // a failed collective breaks the Comm: none follows
+      }
+      Status s = collective();
       std::lock_guard<std::mutex> lock(comm_mu_);
-      if (!comm_status_.ok()) return;  // a failed collective breaks the Comm: none follows
-    }
-    Status s = collective();
-    std::lock_guard<std::mutex> lock(comm_mu_);
-    if (!s.ok() && comm_status_.ok()) {
-      comm_status_ = s.with_context(std::string(what) + " of block " + std::to_string(block));
-    }
+      if (!s.ok() && comm_status_.ok()) comm_status_ = s.with_context(label);
+    });
   });
   return RecordOn(device_, *comm_);
 }

@@ -178,7 +178,7 @@ class Engine {
   // step's end (comm_status_). Returns the Event of its completion.
   Result<std::shared_ptr<Event>> on_comm(int block, const char* what,
                                          std::function<Status()> collective,
-                                         const std::shared_ptr<Event>& after);
+                                         const std::shared_ptr<Event>& after, long step);
   Status gather_losses(std::vector<float>* losses);
   Status finish_compute(long step, EngineStepResult* result);
 

@@ -225,10 +225,7 @@ void GptOps::compute(const Op& op, const std::vector<float*>& p) {
 
 Status GptOps::reduce_grad(int block, float* slot) {
   if (!data_parallel()) return Status::Ok();
-  if (o_.skip_kernels) {
-    block_sums_[block] = 0.0;
-    return Status::Ok();
-  }
+  // --movement-only still runs the collectives (they are movement), on whatever the slot holds.
   const BlockSpec& spec = layout_.blocks[block];
   parallel::Comm& comm = *o_.comm;
   if (sharded(block)) {
@@ -245,6 +242,7 @@ Status GptOps::reduce_grad(int block, float* slot) {
     const int64_t owned = shards.owned_end(block) - shards.owned_begin(block);
     STRATA_ASSIGN_OR_RETURN(block_sums_[block],
                             ShardedGradSumOfSquares(comm, mine, owned, shards.shard_floats(block)));
+    if (o_.skip_kernels) block_sums_[block] = 0.0;
     return Status::Ok();
   }
   if (block == 0) {
@@ -253,7 +251,7 @@ Status GptOps::reduce_grad(int block, float* slot) {
   } else {
     STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(slot, slot, size_t(spec.numel)).wait());
   }
-  block_sums_[block] = BlockGradSumOfSquares(spec, slot);
+  block_sums_[block] = o_.skip_kernels ? 0.0 : BlockGradSumOfSquares(spec, slot);
   return Status::Ok();
 }
 

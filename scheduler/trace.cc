@@ -49,6 +49,8 @@ const char* QueueName(Queue queue) {
       return "d2h (embedding gradient)";
     case Queue::kRefresh:
       return "h2d (refresh after update)";
+    case Queue::kComm:
+      return "comm (collectives over the ranks)";
   }
   return "?";
 }

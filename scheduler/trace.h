@@ -29,8 +29,9 @@ enum class Queue : uint8_t {
   kOptimizer,
   kD2HFirst,  // the embedding's gradient, ahead of the others (Note [Gradient order])
   kRefresh,   // parameter uploads right after their update (Note [Eager refresh] in engine.h)
+  kComm,      // data parallelism: collectives over the ranks (all-gathers, gradient sums)
 };
-inline constexpr int kNumQueues = 8;
+inline constexpr int kNumQueues = 9;
 const char* QueueName(Queue queue);
 
 struct Slice {
