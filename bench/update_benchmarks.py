@@ -271,8 +271,9 @@ def amplification_rows(j):
 
 
 def parallel_rows(j):
-    """`strata bench parallel` (tools/bench_parallel.cc): the two figures of issue 14 that exist
-    without sharding; each that was measured (--no-dp / --no-collectives leave one out)."""
+    """`strata bench parallel` (tools/bench_parallel.cc): issue 14's dp_scaling,
+    collective_efficiency, shard_cost and comm_overlap; each that was measured (--no-dp,
+    --no-collectives, --no-shard-cost and --no-comm-overlap leave one out)."""
     rows = []
     if j.get("dp_scaling") is not None:
         rounds = "; ".join(f"{a:.0f} vs {b:.0f} = {r:.3f}" for a, b, r in zip(
@@ -287,7 +288,7 @@ def parallel_rows(j):
                               f"{len(j['dp_scaling_rounds'])} rounds (2 ranks vs 1 rank tokens/s: "
                               f"{rounds})"))
     if j.get("collective_efficiency") is None:
-        return rows
+        return rows + shard_rows(j)
     target = j.get("collective_efficiency_target", 0.9)
     size = lambda b: f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB"
     sizes = j["collective_efficiency_sizes"]
@@ -311,6 +312,54 @@ def parallel_rows(j):
         rows.append(ratio_row(f"collective_efficiency_{op}", j[f"collective_efficiency_{op}"],
                               target, f"Comm {op} vs {raw}, median over {span}; per size "
                                       f"Strata/MPI: {per_size}{note}"))
+    return rows + shard_rows(j)
+
+
+def shard_rows(j):
+    """bench parallel's 3 (shard_cost) and 4 (comm_overlap), when the result has them (Notes
+    [Shard cost] and [Comm overlap] in tools/bench_parallel.cc)."""
+    rows = []
+    if j.get("shard_model") is None:
+        return rows
+    config = (f"`{j['shard_model']}` batch {j['shard_batch']} x seq {j['shard_seq']}, 2 ranks of 1 "
+              f"thread, paged engine, --gpu-mem {j['shard_gpu_mem'] / 2**20:.0f} MiB and "
+              f"--host-mem {j['shard_host_mem'] / 2**20:.0f} MiB per rank in every run, on "
+              f"{j['cpu_cores']} cores; each run's median of {j['shard_steps']} steps after "
+              f"{j['shard_warmup_steps']} warmup")
+    if j.get("shard_cost") is not None:
+        rounds = "; ".join(
+            f"{a:.0f} vs {b:.0f} = {r:.3f} ({first} first)" for a, b, r, first in zip(
+                j["shard_all_tokens_per_s_rounds"], j["shard_none_tokens_per_s_rounds"],
+                j["shard_cost_rounds"], j["shard_first_rounds"]))
+        rows.append(ratio_row("shard_cost", j["shard_cost"], j.get("shard_cost_target", 0.9),
+                              f"--shard all (ZeRO-3) {j['shard_all_tokens_per_s']:.0f} tokens/s "
+                              f"(`{j['shard_all_command']}`) vs --shard none (replicated) "
+                              f"{j['shard_none_tokens_per_s']:.0f} tokens/s "
+                              f"(`{j['shard_none_command']}`); {config}; the round with the "
+                              f"median ratio of {len(j['shard_cost_rounds'])}, alternating which "
+                              f"goes first (all vs none tokens/s: {rounds})"))
+    if j.get("comm_overlap") is not None:
+        v, t = j["comm_overlap"], j.get("comm_overlap_target", 1.15)
+        rounds = "; ".join(
+            f"{s:.3f} / max({c:.3f}, {m:.3f}) = {f:.3f}" for s, c, m, f in zip(
+                j["comm_overlap_step_s_rounds"], j["comm_overlap_compute_only_s_rounds"],
+                j["comm_overlap_comm_only_s_rounds"], j["comm_overlap_rounds"]))
+        rows.append({"metric": "comm_overlap", "value": v, "target": f"<= {t}", "met": v <= t,
+                     "what": f"the --shard all step {j['comm_overlap_step_s']:.3f} s "
+                             f"(`{j['comm_overlap_step_command']}`) vs max(compute-only "
+                             f"{j['comm_overlap_compute_only_s']:.3f} s, comm-only "
+                             f"{j['comm_overlap_comm_only_s']:.3f} s); comm-only = the same run "
+                             f"with --movement-only: every all-gather, gradient reduce-scatter, "
+                             f"copy and host AdamW of the step, no kernels "
+                             f"(`{j['comm_overlap_comm_only_command']}`); compute-only = the "
+                             f"kernels alone with no collectives: the compute queue's busy time "
+                             f"per step in the traces of 2 single-rank runs of the per-rank batch "
+                             f"started at once, the slower one's "
+                             f"(`{j['comm_overlap_compute_only_command']}`, twice; Note [Comm "
+                             f"overlap] in tools/bench_parallel.cc); {config}; the round with "
+                             f"the median factor of {len(j['comm_overlap_rounds'])}, each running "
+                             f"the three in a rotated order (step / max(compute-only, comm-only) "
+                             f"s: {rounds})"})
     return rows
 
 
@@ -387,15 +436,22 @@ BENCHES = {
         "rows": offload_rows,
     },
     "parallel": {
-        "title": "Data parallelism: DP scaling and the Comm vs raw MPI (issue 14)",
+        "title": "Data parallelism: DP scaling, the Comm vs raw MPI, shard cost and comm overlap "
+                 "(issue 14)",
         "measures": "`strata bench parallel` (tools/bench_parallel.cc), which launches its ranks "
                     "with mpirun itself: (1) all-gather and reduce-scatter through Strata's Comm "
                     "(MPI backend) vs raw MPI_Allgather and MPI_Reduce_scatter_block of the same "
                     "bytes in the same 2 processes, buffers of 1 to 64 MiB per rank; (2) "
                     "`strata train` as 2 data-parallel ranks of 1 thread each vs 1 rank of 2 "
-                    "threads, the same model and global batch, tokens/s in rounds. Issue 14's "
-                    "figures that need sharded state (shard_cost, comm_overlap, osdp_vs_zero3) "
-                    "are not measured: sharding is not built yet.",
+                    "threads, the same model and global batch, tokens/s in rounds; (3) "
+                    "`strata train --dp 2 --shard all` (ZeRO-3) vs `--shard none` (replicated), "
+                    "both on the paged engine with the same budgets, tokens/s in rounds "
+                    "alternating which goes first; (4) the `--shard all` step time vs "
+                    "max(compute-only, comm-only), all three measured in each round: comm-only "
+                    "is the same run with --movement-only (every collective and copy, no "
+                    "kernels), compute-only the compute queue's busy time per step of 2 "
+                    "single-rank runs of the per-rank batch at once (no collectives). Issue 14's "
+                    "osdp_vs_zero3 (--shard auto vs all) is not measured here.",
         "cmd": ["build/tools/strata", "bench", "parallel", "--json"],
         "rows": parallel_rows,
     },

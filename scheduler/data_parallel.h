@@ -76,17 +76,20 @@ Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const float* shard,
 // The first line of a job of several ranks (docs/parallel.md): the grid, each block's decision
 // and what a rank holds per tier (`per_tier`, the engine's words), then the micro-batch order
 // line (`order`), which one rank prints first on its own.
-// `shard` is the --shard given.
-std::string GridLine(const parallel::Comm& comm, const ShardPlan& shards, const std::string& shard,
+// `choice` says how the decisions were made ("--shard all", or --shard auto's prediction).
+std::string GridLine(const parallel::Comm& comm, const ShardPlan& shards, const std::string& choice,
                      const std::string& per_tier, const std::string& order);
 
 // Note [Checkpoints across ranks]
 // Each rank checkpoints its own state into its own --nvme-dir and --ckpt-dir (D/rank-<r>), on
 // its own optimizer queue. A step counts as checkpointed only once every rank has committed it:
 // --resume takes the newest step that every rank's record lists. The ranks stay within one
-// checkpoint of each other (each step's collectives hold them together, and a rank writes its
-// next checkpoint only after its previous one is durable), so with --keep-checkpoints >= 2 such
-// a step exists whenever any rank has more than one.
+// checkpoint of each other: before a rank starts checkpoint k it waits until its checkpoint k-1
+// is durable, and then for every other rank to have done the same (a barrier). So when any rank
+// has made k durable (and dropped k-2, with --keep-checkpoints 2), every rank has k-1, and with
+// --keep-checkpoints >= 2 a common step exists whenever any rank has more than one. (Without the
+// barrier the steps' collectives alone let a rank with a slow disk fall two checkpoints behind:
+// seen as "rank 0: 5, 4; rank 1: 3, 2".)
 //
 // The step to resume from, the same on every rank: `requested` (--resume-from; -1: the newest)
 // among the steps every rank lists (`mine`: this rank's). -1 when no rank lists any (a fresh

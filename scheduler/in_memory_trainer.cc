@@ -155,7 +155,7 @@ class InMemoryTrainer final : public Trainer {
                                  FormatBytes(uint64_t(layout_.total_numel) * 16) +
                                  " (params, gradients, moments)";
     Logger("train")->info("{}",
-                          scheduler::GridLine(*o_.ranks, scheduler::ShardPlan::Replicated(layout_), o_.shard,
+                          scheduler::GridLine(*o_.ranks, scheduler::ShardPlan::Replicated(layout_), "--shard " + o_.shard,
                                               per_tier, order));
   }
 

@@ -86,32 +86,6 @@ Status PagedTrainer::check_page_count(uint64_t page) const {
       " pages one run may have; raise --page-size (e.g. 16M) or train a smaller model");
 }
 
-// Which blocks this rank holds a shard of (Note [Shards] in shard_plan.h), and what sharding
-// rules out.
-Status PagedTrainer::make_shards() {
-  const bool all = ranks() > 1 && o_.shard == "all";
-  shards_ = scheduler::ShardPlan::Make(layout_, rank(), ranks(),
-                                       std::vector<bool>(layout_.num_blocks(), all));
-  gathered_layout_ = scheduler::GatheredLayout(layout_, shards_);
-  if (!shards_.any_sharded()) return Status::Ok();
-  const int per_rank = rank_rows() / micro_rows();
-  const bool layer_major = o_.micro_batch_order == "layer-major" ||
-                           (o_.micro_batch_order == "auto" && o_.recompute != "none");
-  if (per_rank > 1 && !layer_major) {
-    return Status::InvalidArgument(
-        "--shard " + o_.shard + " with " + std::to_string(per_rank) +
-        " micro-batches per rank: only this rank's shard of a gradient has pages, so a gradient "
-        "goes down once per step, after every micro-batch ran through its block; give "
-        "--micro-batch-order layer-major --recompute all, or one micro-batch per rank "
-        "(--micro-batch 0)");
-  }
-  if (!o_.export_grads_path.empty()) {
-    return Status::NotSupported("--export-grads with --shard " + o_.shard +
-                                " is not built yet; use --shard none");
-  }
-  return Status::Ok();
-}
-
 // After the plan, before the device arena is mapped (scheduler/machine_fit.h): the sim device's
 // slots, activations and tokens, the host pool, and the whole-model staging buffers.
 Status PagedTrainer::check_fits_machine() const {
@@ -166,7 +140,8 @@ Status PagedTrainer::make_plan() {
         FormatBytes((pages_->pages_of_role(Role::kAdamM) + pages_->pages_of_role(Role::kAdamV)) *
                     page) +
         " on " + memory::TierName(plan_.optimizer);
-    Logger("train")->info("{}", scheduler::GridLine(*o_.ranks, shards_, o_.shard, per_tier,
+    const std::string choice = shard_choice_.empty() ? "--shard " + o_.shard : shard_choice_;
+    Logger("train")->info("{}", scheduler::GridLine(*o_.ranks, shards_, choice, per_tier,
                                                     plan_.order_to_string()));
   } else {
     Logger("train")->info("{}", plan_.order_to_string());
@@ -271,22 +246,6 @@ Status PagedTrainer::export_role(Role role, const std::string& path) {
   }
   if (rank() != 0) return Status::Ok();  // rank 0 alone writes (docs/parallel.md)
   return ExportGptSafetensors(path, layout_, all.data());
-}
-
-// A block's values of `role` into `values` (its layout's numel floats): read from this rank's
-// pages, then, when sharded, the other ranks' shards gathered (collective: every rank calls it).
-Status PagedTrainer::gather_block(int block, Role role, float* values) {
-  if (!shards_.sharded(block)) return scheduler::ReadBlockPages(*mm_, *pages_, block, role, values);
-  const int64_t shard = shards_.shard_floats(block);
-  std::vector<float> gathered(size_t(shards_.gathered_floats(block)), 0.0f);
-  STRATA_RETURN_IF_ERROR(scheduler::ReadBlockPages(*mm_, *pages_, block, role, gathered.data()));
-  STRATA_RETURN_IF_ERROR(o_.ranks
-                             ->all_gather(gathered.data() + rank() * shard, gathered.data(),
-                                          size_t(shard) * sizeof(float))
-                             .wait()
-                             .with_context("gathering block " + std::to_string(block)));
-  std::copy_n(gathered.begin(), layout_.blocks[block].numel, values);
-  return Status::Ok();
 }
 
 Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {

@@ -144,6 +144,9 @@ Status PagedTrainer::open_nvme(uint64_t state_bytes) {
 
 Status PagedTrainer::checkpoint(long steps_done) {
   if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
+  // Every rank's previous checkpoint is durable before any rank starts its next (Note
+  // [Checkpoints across ranks] in data_parallel.h).
+  if (ranks() > 1) STRATA_RETURN_IF_ERROR(o_.ranks->barrier().with_context("checkpoint barrier"));
   pending_checkpoint_ = engine_->enqueue_after_updates([this, steps_done] {
     return write_checkpoint(steps_done)
         .with_context("checkpoint after step " + std::to_string(steps_done));

@@ -97,6 +97,7 @@ class PagedTrainer final : public Trainer {
   Status export_role(Role role, const std::string& path);
   Status gather_block(int block, Role role, float* values);
   Status make_shards();
+  Result<std::vector<bool>> choose_shards();
 
   TrainOptions o_;
   GptLayout layout_;
@@ -105,6 +106,7 @@ class PagedTrainer final : public Trainer {
   int threads_ = 1;
   scheduler::ShardPlan shards_;  // what this rank owns (Note [Shards] in shard_plan.h)
   GptLayout gathered_layout_;     // the layout as the device slots see it
+  std::string shard_choice_;      // --shard auto: how the choice was made (the first line)
   std::unique_ptr<StatePages> pages_;
   MemoryPlan plan_;
   std::unique_ptr<Device> device_;

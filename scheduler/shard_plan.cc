@@ -1,6 +1,7 @@
 #include "scheduler/shard_plan.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "core/util/check.h"
 #include "scheduler/grad_norm.h"
@@ -56,6 +57,43 @@ std::string ShardPlan::describe() const {
     out += (e == b ? std::to_string(b) : std::to_string(b) + "-" + std::to_string(e)) + ": " +
            (sharded_[b] ? "sharded" : "replicated");
     b = e + 1;
+  }
+  return out;
+}
+
+Result<std::vector<bool>> ParseShardDecisions(const std::string& text, int num_blocks) {
+  std::vector<int> decided(size_t(num_blocks), -1);
+  auto bad = [&] {
+    return Status::InvalidArgument("cannot read the blocks' sharding from '" + text + "'");
+  };
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(", ", at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    at = end + 2;
+    const size_t colon = item.find(": ");
+    if (colon == std::string::npos) return bad();
+    const std::string range = item.substr(0, colon), what = item.substr(colon + 2);
+    if (what != "sharded" && what != "replicated") return bad();
+    int first = 0, last = 0;
+    const size_t dash = range.find('-');
+    try {
+      first = std::stoi(range.substr(0, dash));
+      last = dash == std::string::npos ? first : std::stoi(range.substr(dash + 1));
+    } catch (const std::exception&) {
+      return bad();
+    }
+    if (first < 0 || last < first || last >= num_blocks) return bad();
+    for (int b = first; b <= last; ++b) {
+      if (decided[b] >= 0) return bad();
+      decided[b] = what == "sharded" ? 1 : 0;
+    }
+  }
+  std::vector<bool> out;
+  for (int d : decided) {
+    if (d < 0) return bad();
+    out.push_back(d == 1);
   }
   return out;
 }

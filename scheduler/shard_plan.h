@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/nn/gpt_layout.h"
+#include "core/util/status.h"
 
 namespace strata::scheduler {
 
@@ -52,6 +53,10 @@ class ShardPlan {
   std::vector<bool> sharded_;
   std::vector<int64_t> numel_, shard_;
 };
+
+// The decisions of ShardPlan::describe()'s text ("0-3: sharded, 4: replicated"), one per block;
+// InvalidArgument when the text does not say exactly one decision for each of `num_blocks`.
+Result<std::vector<bool>> ParseShardDecisions(const std::string& text, int num_blocks);
 
 // The layout as device slots see it: each sharded block's numel is its gathered floats. For
 // slot sizing (memory_plan.h) only; its tensors are the model's.

@@ -108,6 +108,12 @@ uint64_t StatePages::pages_of_role(Role role) const {
   return n;
 }
 
+uint64_t StatePages::block_state_bytes(int block) const {
+  uint64_t pages = 0;
+  for (int r = 0; r < memory::kNumRoles; ++r) pages += groups_[index(block, Role(r))].pages.size();
+  return pages * page_bytes();
+}
+
 Status WriteBlockPages(memory::MemoryManager& mm, const StatePages& sp, int block, Role role,
                        const float* values) {
   const auto& pages = sp.pages(block, role);

@@ -55,6 +55,8 @@ class StatePages {
     return groups_[index(block, role)].pieces[k];
   }
   uint64_t pages_of_role(memory::Role role) const;
+  // Bytes of every page of one block, all roles.
+  uint64_t block_state_bytes(int block) const;
 
  private:
   struct Group {

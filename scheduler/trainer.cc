@@ -99,10 +99,6 @@ Status ValidateParallelOptions(const TrainOptions& o) {
     return bad("--shard " + o.shard + " shards the model state through the page manager: drop "
                "--engine memory (or give --shard none)");
   }
-  if (ranks > 1 && o.shard == "auto") {
-    return Status::NotSupported("--shard auto (OSDP's per-block choice) is not built yet; use "
-                                "--shard all or --shard none");
-  }
   return Status::Ok();
 }
 

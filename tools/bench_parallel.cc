@@ -8,8 +8,12 @@
 //    the same processes, 2 ranks (tools/bench_parallel_worker.cc). Target >= 0.9.
 // 2. dp_scaling (Note [Data-parallel scaling]): `strata train` as 2 ranks of 1 thread vs 1 rank
 //    of 2 threads, the same model and global batch, tokens/s. Target >= 0.85.
-// Issue 14's later figures (shard_cost, comm_overlap, osdp_vs_zero3) need sharded state, which
-// does not exist yet; they are not reported.
+// 3. shard_cost (Note [Shard cost]): `strata train --dp 2 --shard all` (ZeRO-3) vs `--shard
+//    none` (replicated), 2 ranks of 1 thread, both on the paged engine with the same budgets, the
+//    same model and global batch, tokens/s (tools/bench_parallel_shard.cc). Target >= 0.9.
+// 4. comm_overlap (Note [Comm overlap]): the `--shard all` run's step time vs max(compute-only,
+//    comm-only), all three measured in the same round. Target <= 1.15.
+// Issue 14's last figure, osdp_vs_zero3 (--shard auto vs all), is not reported here.
 //
 // Note [Collective efficiency]
 // A size is the whole buffer on each rank: the all-gather's output and the reduce-scatter's input
@@ -36,6 +40,50 @@
 // 8 x seq 128) makes compute dominate: a step takes ~0.4 s against ~40 MiB of gradients. Each
 // run's tokens/s is the median of its steps after --warmup-steps; rounds alternate which run goes
 // first, and dp_scaling is the round with the median ratio (the upper one of an even count).
+//
+// Note [Shard cost]
+// The same data-parallel run twice, only --shard differing: `mpirun -np 2 strata train --dp 2
+// --threads 1 --engine paged --gpu-mem G --host-mem H --shard all` vs the same with `--shard
+// none`, the model, global batch, seq and steps of measurement 2. Both use the paged engine
+// because --shard all runs only on it (so the engine is not what is compared), and both get
+// the same explicit per-rank budgets (--gpu-mem, --host-mem; default 256M and 512M, which hold
+// all of `small`'s device working set and host state either way), because each run's default
+// budget is what that run needs, and those differ. shard_cost = tokens/s with --shard all /
+// with --shard none: what ZeRO-3 costs against replication here, i.e. an all-gather of each
+// block's parameters after every load (forward and backward) and a reduce-scatter of the final
+// gradients instead of an all-reduce, against half the AdamW work and half the host<->device
+// traffic per rank. Each run's tokens/s is the median of its --log-json steps after
+// --warmup-steps (tokens_per_s counts the global batch); --shard-rounds rounds alternate which
+// run goes first; shard_cost is the round with the median ratio (the upper one of an even
+// count), and every round is reported.
+//
+// Note [Comm overlap]
+// comm_overlap = step / max(compute-only, comm-only): how far the sharded step is from hiding
+// its communication entirely (1.0: the longer side alone). All three are median times per step
+// over the steps after --warmup-steps, with 3's model, batch, budgets and 1 thread per rank:
+// - step: `mpirun -np 2 strata train --dp 2 --shard all ...` (3's sharded run), rank 0's step
+//   time (its --log-json tokens_per_s is the step's global B x T tokens / its step time, so the
+//   step time is B x T / tokens_per_s);
+// - comm-only: the same run with --movement-only: every all-gather and gradient reduce-scatter,
+//   every h2d/d2h copy and page fetch, and the host AdamW of the rank's shard; no kernels;
+// - compute-only: the kernels alone, with no Comm at all: kRanks single-rank `strata train`
+//   processes started at once (no mpirun), each of the per-rank batch B / 2 with the same
+//   engine, budgets and thread count, --trace; a process's time per step is its trace's compute
+//   queue busy time in that step (the sum of its kernels' durations; steps count from 0 there),
+//   and compute-only is the slower process's median.
+// Why that compute-only: (a) the kernels, not those runs' step times, because a step also holds
+// page copies and AdamW (of the whole model in a single-rank run), which comm-only already
+// counts: kernels | everything else splits the step in two, and max of the two is the least a
+// perfectly overlapped step can take. (b) Not the sharded run's own compute queue: on this CPU
+// machine its kernels share the cores with the collectives (MPI's copies, the reduce-scatter's
+// fold), so their busy time would include the slowdown the collectives cause, which is a cost
+// of imperfect overlap that the figure should show, not absorb. (c) Two processes at once, not
+// one: the sharded ranks compute side by side on the 2 cores, sharing caches and memory
+// bandwidth; one process alone would have the machine to itself and time faster kernels than
+// any rank of the job can run even with free collectives, which would overstate the factor.
+// The two start together and run the same steps; the warmup steps absorb their start skew.
+// --overlap-rounds rounds rotate which of the three launches goes first; comm_overlap is the
+// round with the median factor (the upper one of an even count), and every round is reported.
 #include "tools/bench_parallel.h"
 
 #include <filesystem>
@@ -43,6 +91,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/util/sizes.h"
 #include "parallel/comm.h"
 #include "tools/bench_dir.h"
 #include "tools/command.h"
@@ -55,7 +104,9 @@ using parallel_bench::Flags;
 Status CheckFlags(const Flags& f) {
   for (const auto& [flag, value] :
        {std::pair{"--rounds", f.rounds}, std::pair{"--collective-rounds", f.collective_rounds},
-        std::pair{"--steps", f.steps}, std::pair{"--seq", f.seq}}) {
+        std::pair{"--steps", f.steps}, std::pair{"--seq", f.seq},
+        std::pair{"--shard-rounds", f.shard_rounds},
+        std::pair{"--overlap-rounds", f.overlap_rounds}}) {
     if (value <= 0) {
       return Status::InvalidArgument(std::string(flag) + " must be positive, got " +
                                      std::to_string(value));
@@ -71,8 +122,15 @@ Status CheckFlags(const Flags& f) {
     return Status::InvalidArgument("--timeout must be at least 1 second, got " +
                                    std::to_string(f.timeout_s));
   }
-  if (!f.collectives && !f.dp) {
-    return Status::InvalidArgument("--no-collectives and --no-dp leave nothing to measure");
+  for (const auto& [flag, value] :
+       {std::pair{"--gpu-mem", &f.gpu_mem}, std::pair{"--host-mem", &f.host_mem}}) {
+    STRATA_ASSIGN_OR_RETURN(const uint64_t bytes, ParseBytes(*value, flag));
+    if (bytes == 0) return Status::InvalidArgument(std::string(flag) + " must be positive");
+  }
+  if (!f.collectives && !f.dp && !f.shard_cost && !f.comm_overlap) {
+    return Status::InvalidArgument(
+        "--no-collectives, --no-dp, --no-shard-cost and --no-comm-overlap leave nothing to "
+        "measure");
   }
   if (parallel::DetectLaunch().under_mpi) {
     return Status::InvalidArgument(
@@ -92,18 +150,32 @@ Status RunBenchParallel(const Flags& f) {
                           BenchDir::Create(ec ? "/tmp" : tmp.string(), "parallel", "TMPDIR"));
   std::optional<parallel_bench::CollectivesResult> coll;
   std::optional<parallel_bench::DpResult> dp;
+  std::optional<parallel_bench::ShardResult> shard;
+  std::optional<parallel_bench::OverlapResult> overlap;
   if (f.collectives) {
     STRATA_ASSIGN_OR_RETURN(coll, parallel_bench::MeasureCollectives(f, self, mpirun, dir->path()));
   }
   if (f.dp) {
     STRATA_ASSIGN_OR_RETURN(dp, parallel_bench::MeasureDpScaling(f, self, mpirun, dir->path()));
   }
+  if (f.shard_cost) {
+    STRATA_ASSIGN_OR_RETURN(shard, parallel_bench::MeasureShardCost(f, self, mpirun, dir->path()));
+  }
+  if (f.comm_overlap) {
+    STRATA_ASSIGN_OR_RETURN(overlap,
+                            parallel_bench::MeasureCommOverlap(f, self, mpirun, dir->path()));
+  }
   const auto* c = coll ? &*coll : nullptr;
   const auto* d = dp ? &*dp : nullptr;
-  parallel_bench::PrintTable(f, c, d, f.json ? stderr : stdout);
+  const auto* sc = shard ? &*shard : nullptr;
+  const auto* ov = overlap ? &*overlap : nullptr;
+  std::FILE* table = f.json ? stderr : stdout;
+  parallel_bench::PrintTable(f, c, d, table);
+  parallel_bench::PrintShardTable(f, sc, ov, table);
   if (f.json) {
     nlohmann::ordered_json out;  // doubles print with round-trip precision
     parallel_bench::AddReport(f, c, d, out);
+    parallel_bench::AddShardReport(f, sc, ov, out);
     std::printf("%s\n", out.dump().c_str());
     std::fflush(stdout);
   }
@@ -122,17 +194,31 @@ void AddFlags(CLI::App* cmd, Flags& f) {
   cmd->add_option("--collective-rounds", f.collective_rounds,
                   "1: rounds of (Strata, MPI) per op and size; the medians are compared")
       ->capture_default_str();
-  cmd->add_option("--model", f.model, "2: model preset")->capture_default_str();
-  cmd->add_option("--batch", f.batch, "2: global rows per step")->capture_default_str();
-  cmd->add_option("--seq", f.seq, "2: tokens per row")->capture_default_str();
-  cmd->add_option("--steps", f.steps, "2: counted steps per run")->capture_default_str();
-  cmd->add_option("--warmup-steps", f.warmup_steps, "2: uncounted steps first")
+  cmd->add_option("--model", f.model, "2-4: model preset")->capture_default_str();
+  cmd->add_option("--batch", f.batch, "2-4: global rows per step")->capture_default_str();
+  cmd->add_option("--seq", f.seq, "2-4: tokens per row")->capture_default_str();
+  cmd->add_option("--steps", f.steps, "2-4: counted steps per run")->capture_default_str();
+  cmd->add_option("--warmup-steps", f.warmup_steps, "2-4: uncounted steps first")
       ->capture_default_str();
   cmd->add_option("--rounds", f.rounds,
                   "2: rounds of (2 ranks, 1 rank); the round with the median ratio is reported")
       ->capture_default_str();
+  cmd->add_option("--gpu-mem", f.gpu_mem, "3-4: device budget of every paged run, per rank")
+      ->capture_default_str();
+  cmd->add_option("--host-mem", f.host_mem, "3-4: host pool budget of every paged run, per rank")
+      ->capture_default_str();
+  cmd->add_option("--shard-rounds", f.shard_rounds,
+                  "3: rounds of (--shard all, --shard none); the round with the median ratio is "
+                  "reported")
+      ->capture_default_str();
+  cmd->add_option("--overlap-rounds", f.overlap_rounds,
+                  "4: rounds of (sharded step, comm-only, compute-only); the round with the "
+                  "median factor is reported")
+      ->capture_default_str();
   cmd->add_flag("!--no-collectives", f.collectives, "Skip measurement 1");
   cmd->add_flag("!--no-dp", f.dp, "Skip measurement 2");
+  cmd->add_flag("!--no-shard-cost", f.shard_cost, "Skip measurement 3");
+  cmd->add_flag("!--no-comm-overlap", f.comm_overlap, "Skip measurement 4");
 }
 
 }  // namespace
@@ -142,7 +228,8 @@ void AddBenchParallelCommand(CLI::App& bench, CommandContext& ctx) {
   CLI::App* cmd = bench.add_subcommand(
       "parallel",
       "Data parallelism: Comm all-gather/reduce-scatter vs raw MPI; 2 ranks x 1 thread vs 1 "
-      "rank x 2 threads tokens/s (launches mpirun itself; see tools/bench_parallel.cc)");
+      "rank x 2 threads tokens/s; --shard all vs none tokens/s; the sharded step vs max(compute, "
+      "comm) (launches mpirun itself; see tools/bench_parallel.cc)");
   AddFlags(cmd, *f);
   cmd->callback([f, &ctx] { ctx.status = RunBenchParallel(*f); });
 }

@@ -6,7 +6,10 @@
 // - bench_parallel_worker.cc: the worker itself (`strata bench parallel-worker collectives`,
 //   hidden), which times the Comm and raw MPI side by side on every rank;
 // - bench_parallel_dp.cc: 2, `strata train` as 2 ranks of 1 thread vs 1 rank of 2 threads;
-// - bench_parallel_report.cc: the JSON object and the table.
+// - bench_parallel_report.cc: the JSON object and the table of 1 and 2;
+// - bench_parallel_shard.cc: 3, `--shard all` vs `--shard none`, and 4, a sharded step vs its
+//   communication-only and compute-only parts;
+// - bench_parallel_shard_report.cc: the JSON fields and the table of 3 and 4.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +22,11 @@
 
 namespace strata::tools::parallel_bench {
 
-inline constexpr int kRanks = 2;  // both figures compare 2 ranks with 1 process
+inline constexpr int kRanks = 2;  // every figure runs 2 ranks
 inline constexpr double kCollectiveTarget = 0.9;
 inline constexpr double kDpScalingTarget = 0.85;
+inline constexpr double kShardCostTarget = 0.9;     // --shard all / --shard none tokens/s, at least
+inline constexpr double kCommOverlapTarget = 1.15;  // step / max(compute, comm), at most
 // Sizes at or above this count towards collective_efficiency (smaller ones measure latency).
 inline constexpr uint64_t kEfficiencyMinBytes = 4 << 20;
 
@@ -37,8 +42,14 @@ struct Flags {
   int steps = 10;  // counted steps of each training run
   int warmup_steps = 2;
   int rounds = 3;  // rounds of (2 ranks, 1 rank)
+  // 3 and 4 (model, batch, seq and steps are 2's): the budgets of every paged run, each rank's.
+  std::string gpu_mem = "256M", host_mem = "512M";
+  int shard_rounds = 3;    // rounds of (--shard all, --shard none)
+  int overlap_rounds = 3;  // rounds of (sharded step, comm-only, compute-only)
   bool collectives = true;
   bool dp = true;
+  bool shard_cost = true;
+  bool comm_overlap = true;
 };
 
 // --- Child processes (bench_parallel_child.cc) ---
@@ -125,7 +136,51 @@ struct DpResult {
 Result<DpResult> MeasureDpScaling(const Flags& f, const std::string& self,
                                   const std::string& mpirun, const std::string& dir);
 
-// --- The report (bench_parallel_report.cc) ---
+// --- 3. Shard cost and 4. comm overlap (bench_parallel_shard.cc) ---
+
+struct ShardRound {
+  double all_tokens_per_s = 0, none_tokens_per_s = 0;  // medians of the counted steps
+  bool all_first = true;                               // which of the two ran first
+  double ratio() const { return all_tokens_per_s / none_tokens_per_s; }
+};
+
+struct ShardResult {
+  std::vector<ShardRound> rounds;
+  std::string all_command, none_command;
+  std::vector<double> ratios() const;
+  const ShardRound& median() const;  // the round with the median ratio (the upper of an even count)
+};
+
+Result<ShardResult> MeasureShardCost(const Flags& f, const std::string& self,
+                                     const std::string& mpirun, const std::string& dir);
+
+struct OverlapRound {
+  double step_s = 0;       // the sharded run's median step
+  double comm_only_s = 0;  // the same run with --movement-only
+  // Per process of the pair, the median compute-queue busy time per step; compute_only_s is
+  // the larger (Note [Comm overlap]).
+  double compute_only_process_s[kRanks] = {};
+  double compute_only_s = 0;
+  std::string order;      // the launches in the order they ran, e.g. "step,comm-only,compute-only"
+  double factor() const;  // step / max(compute-only, comm-only)
+};
+
+struct OverlapResult {
+  std::vector<OverlapRound> rounds;
+  std::string step_command, comm_only_command, compute_only_command;  // the last: each process
+  std::vector<double> factors() const;
+  const OverlapRound& median() const;  // the round with the median factor (the upper of even)
+};
+
+Result<OverlapResult> MeasureCommOverlap(const Flags& f, const std::string& self,
+                                         const std::string& mpirun, const std::string& dir);
+
+// The median busy time per step (seconds) of the compute queue in a Chrome trace that
+// `strata train --trace` wrote, over the steps numbered >= `first_step` (the trace counts steps
+// from 0); Internal when the file holds no such step.
+Result<double> MedianComputeBusyS(const std::string& trace_path, int first_step);
+
+// --- The report (bench_parallel_report.cc, bench_parallel_shard_report.cc) ---
 
 // Fills `out` with what was measured (a part that was skipped is left out).
 void AddReport(const Flags& f, const CollectivesResult* coll, const DpResult* dp,
@@ -133,6 +188,13 @@ void AddReport(const Flags& f, const CollectivesResult* coll, const DpResult* dp
 // The table, on `stream`.
 void PrintTable(const Flags& f, const CollectivesResult* coll, const DpResult* dp,
                 std::FILE* stream);
+
+// 3 and 4's part of the JSON object and of the table (after AddReport's and PrintTable's); a
+// part that was skipped (nullptr) is left out.
+void AddShardReport(const Flags& f, const ShardResult* shard, const OverlapResult* overlap,
+                    nlohmann::ordered_json& out);
+void PrintShardTable(const Flags& f, const ShardResult* shard, const OverlapResult* overlap,
+                     std::FILE* stream);
 
 // The median of `v` (the mean of the middle two of an even count); 0 for none.
 double Median(std::vector<double> v);

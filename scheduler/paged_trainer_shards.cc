@@ -1,0 +1,122 @@
+// PagedTrainer's sharded state (Note [Shards] in shard_plan.h): which blocks this rank holds a
+// shard of (--shard all, or --shard auto's search: Note [OSDP's choice] in shard_search.h), and
+// gathering a block's shards (--export).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/device/kernel_table.h"
+#include "core/util/machine_memory.h"
+#include "core/util/sizes.h"
+#include "scheduler/paged_trainer_impl.h"
+#include "scheduler/shard_measure.h"
+#include "scheduler/shard_search.h"
+
+namespace strata::internal {
+
+// Which blocks this rank holds a shard of (Note [Shards] in shard_plan.h), and what sharding
+// rules out.
+Status PagedTrainer::make_shards() {
+  std::vector<bool> sharded(layout_.num_blocks(), ranks() > 1 && o_.shard == "all");
+  if (ranks() > 1 && o_.shard == "auto") {
+    STRATA_ASSIGN_OR_RETURN(sharded, choose_shards());
+  }
+  shards_ = scheduler::ShardPlan::Make(layout_, rank(), ranks(), std::move(sharded));
+  gathered_layout_ = scheduler::GatheredLayout(layout_, shards_);
+  if (!shards_.any_sharded()) return Status::Ok();
+  const int per_rank = rank_rows() / micro_rows();
+  const bool layer_major = o_.micro_batch_order == "layer-major" ||
+                           (o_.micro_batch_order == "auto" && o_.recompute != "none");
+  if (per_rank > 1 && !layer_major) {
+    return Status::InvalidArgument(
+        "--shard " + o_.shard + " with " + std::to_string(per_rank) +
+        " micro-batches per rank: only this rank's shard of a gradient has pages, so a gradient "
+        "goes down once per step, after every micro-batch ran through its block; give "
+        "--micro-batch-order layer-major --recompute all, or one micro-batch per rank "
+        "(--micro-batch 0)");
+  }
+  if (!o_.export_grads_path.empty()) {
+    return Status::NotSupported("--export-grads with --shard " + o_.shard +
+                                " is not built yet; use --shard none");
+  }
+  return Status::Ok();
+}
+
+// --shard auto (Note [OSDP's choice] in shard_search.h): measured rates and compute, searched on
+// every rank, rank 0's choice broadcast (measurements differ by noise). A resumed run keeps its
+// checkpoint's choice: its pages are cut that way.
+Result<std::vector<bool>> PagedTrainer::choose_shards() {
+  const int n = layout_.num_blocks();
+  std::vector<bool> sharded;
+  if (o_.resume && !o_.ckpt_dir.empty()) {
+    STRATA_ASSIGN_OR_RETURN(auto found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
+    auto it = found ? found->fingerprint.find("--shard") : decltype(found->fingerprint.end()){};
+    if (found && it != found->fingerprint.end() && it->second.find(", blocks ") != std::string::npos) {
+      STRATA_ASSIGN_OR_RETURN(sharded, scheduler::ParseShardDecisions(
+                                           it->second.substr(it->second.find(", blocks ") + 9), n));
+      shard_choice_ = "--shard auto: the checkpoint's choice";
+    }
+  }
+  if (sharded.empty()) {
+    const uint64_t page = o_.page_bytes > 0 ? o_.page_bytes : memory::kDefaultPageBytes;
+    const scheduler::ShardPlan all =
+        scheduler::ShardPlan::Make(layout_, rank(), ranks(), std::vector<bool>(n, true));
+    const scheduler::ShardPlan none = scheduler::ShardPlan::Replicated(layout_, rank(), ranks());
+    STRATA_ASSIGN_OR_RETURN(const StatePages shard_pages, StatePages::Make(layout_, page, false, &all));
+    STRATA_ASSIGN_OR_RETURN(const StatePages whole_pages, StatePages::Make(layout_, page, false, &none));
+    scheduler::ShardSearchSetting setting{.layout = &layout_,
+                                          .all_sharded = &all,
+                                          .micro_batches = rank_rows() / micro_rows()};
+    uint64_t largest = 0;
+    for (int b = 0; b < n; ++b) {
+      largest = std::max<uint64_t>(largest, all.gathered_floats(b) * 4);
+      setting.replicated_bytes.push_back(whole_pages.block_state_bytes(b));
+      setting.sharded_bytes.push_back(shard_pages.block_state_bytes(b));
+    }
+    // The choice must fit every rank: a block's shards may take different pages on each.
+    std::vector<uint64_t> every(size_t(n) * ranks());
+    STRATA_RETURN_IF_ERROR(o_.ranks
+                               ->all_gather(setting.sharded_bytes.data(), every.data(),
+                                            size_t(n) * sizeof(uint64_t))
+                               .wait());
+    for (size_t i = 0; i < every.size(); ++i) {
+      setting.sharded_bytes[i % n] = std::max(setting.sharded_bytes[i % n], every[i]);
+    }
+    STRATA_ASSIGN_OR_RETURN(setting.rates,
+                            scheduler::MeasureCollectiveRates(*o_.ranks,
+                                                              std::min<uint64_t>(largest, 16 * kMiB)));
+    setting.forward = scheduler::MeasureBlockForwards(CpuKernelTable(), layout_.config,
+                                                      micro_rows() * seq_, threads_);
+    // The rank's budget for its state: --host-mem (less the pool's working pages when pages may
+    // pass through it from NVMe); without it, an even share of what this machine has available.
+    const uint64_t working = o_.nvme_dirs.empty() ? 0 : scheduler::kHostWorkingPages * page;
+    const uint64_t capacity = o_.host_mem > 0 ? o_.host_mem - std::min(o_.host_mem, working)
+                                              : ReadMachineMemory().available_bytes / ranks();
+    const scheduler::ShardSearchResult r =
+        scheduler::SearchShards(scheduler::ShardSearchInputs(setting), capacity);
+    sharded = r.sharded;
+    shard_choice_ = "--shard auto: " + r.to_string() + ", state " + FormatBytes(r.state_bytes) +
+                    " per rank of a budget of " + FormatBytes(capacity);
+  }
+  std::vector<uint8_t> flags(sharded.begin(), sharded.end());
+  STRATA_RETURN_IF_ERROR(o_.ranks->broadcast(flags.data(), flags.size(), 0).wait());
+  return std::vector<bool>(flags.begin(), flags.end());
+}
+
+// A block's values of `role` into `values` (its layout's numel floats): read from this rank's
+// pages, then, when sharded, the other ranks' shards gathered (collective: every rank calls it).
+Status PagedTrainer::gather_block(int block, Role role, float* values) {
+  if (!shards_.sharded(block)) return scheduler::ReadBlockPages(*mm_, *pages_, block, role, values);
+  const int64_t shard = shards_.shard_floats(block);
+  std::vector<float> gathered(size_t(shards_.gathered_floats(block)), 0.0f);
+  STRATA_RETURN_IF_ERROR(scheduler::ReadBlockPages(*mm_, *pages_, block, role, gathered.data()));
+  STRATA_RETURN_IF_ERROR(o_.ranks
+                             ->all_gather(gathered.data() + rank() * shard, gathered.data(),
+                                          size_t(shard) * sizeof(float))
+                             .wait()
+                             .with_context("gathering block " + std::to_string(block)));
+  std::copy_n(gathered.begin(), layout_.blocks[block].numel, values);
+  return Status::Ok();
+}
+
+}  // namespace strata::internal

@@ -1,0 +1,55 @@
+// The inputs of --shard auto's search (shard_search.h, Note [OSDP's choice]), measured at start-up
+// on this machine: the collectives' rates over the job's Comm, and each block's compute from the
+// kernels of its shapes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/device/kernel_table.h"
+#include "core/nn/gpt_layout.h"
+#include "core/util/status.h"
+#include "parallel/comm.h"
+#include "scheduler/shard_plan.h"
+#include "scheduler/shard_search.h"
+
+namespace strata::scheduler {
+
+// Bytes per second of each collective, as the whole buffer on a rank over the time the slowest
+// rank took: the all-gather's output, the reduce-scatter's input, the all-reduce's buffer.
+struct CollectiveRates {
+  double all_gather = 0, reduce_scatter = 0, all_reduce = 0;
+};
+
+// Times each collective on a buffer of `bytes` (rounded to whole floats per rank): one warm-up
+// and the median of three, the slowest rank's. Collective: every rank calls it; the same result
+// on every rank. Errors: the Comm's.
+Result<CollectiveRates> MeasureCollectiveRates(parallel::Comm& comm, uint64_t bytes);
+
+// Seconds of one forward of a transformer block and of the tied head's logits on `rows` rows of
+// the model's width (a micro-batch's tokens), timed on the CPU kernels in a TBB arena of
+// `threads`: their linears, which are nearly all of the work. One run after a warm-up.
+struct BlockForwardTimes {
+  double transformer = 0, logits = 0;
+};
+BlockForwardTimes MeasureBlockForwards(const KernelTable& k, const GptConfig& config, int rows,
+                                       int threads);
+
+struct ShardSearchSetting {
+  const GptLayout* layout = nullptr;
+  const ShardPlan* all_sharded = nullptr;  // every block sharded: the shard sizes
+  // Per block, the rank's state bytes (its pages, every role) replicated and sharded.
+  std::vector<uint64_t> replicated_bytes, sharded_bytes;
+  int micro_batches = 1;      // per rank per step
+  BlockForwardTimes forward;  // per micro-batch
+  CollectiveRates rates;
+};
+
+// One ShardSearchBlock per block (Note [OSDP's choice]): compute = forward + backward (twice the
+// forward) per micro-batch, the head's logits counted with the embedding whose wte they use; a
+// sharded block's parameters are gathered twice per micro-batch (forward, backward), a bound:
+// layer-major and cached slots gather less.
+std::vector<ShardSearchBlock> ShardSearchInputs(const ShardSearchSetting& s);
+
+}  // namespace strata::scheduler
