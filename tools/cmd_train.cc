@@ -345,8 +345,10 @@ void AddParallelOptions(CLI::App* cmd, TrainFlags* flags) {
                   "device, else mpi; without mpirun: one rank, no MPI)")
       ->capture_default_str();
   cmd->add_option("--shard", o.shard,
-                  "Model state across data-parallel ranks: none (replicated; all and auto, "
-                  "ZeRO-3 and OSDP, are not built yet)")
+                  "Model state across data-parallel ranks: none (replicated), all (ZeRO-3: every "
+                  "block sharded through the page manager) or auto (OSDP: each block sharded or "
+                  "replicated, chosen to minimise the predicted step time under the rank's "
+                  "budget)")
       ->capture_default_str();
   cmd->add_option("--comm-timeout", o.comm_timeout_s,
                   "Seconds a collective may take before the run fails (a dead or hung rank)")
