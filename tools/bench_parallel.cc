@@ -61,9 +61,9 @@
 // comm_overlap = step / max(compute-only, comm-only): how far the sharded step is from hiding
 // its communication entirely (1.0: the longer side alone). All three are median times per step
 // over the steps after --warmup-steps, with 3's model, batch, budgets and 1 thread per rank:
-// - step: `mpirun -np 2 strata train --dp 2 --shard all ...` (3's sharded run), rank 0's step
-//   time (its --log-json tokens_per_s is the step's global B x T tokens / its step time, so the
-//   step time is B x T / tokens_per_s);
+// - step: `mpirun -np 2 strata train --dp 2 --shard all ...` (3's sharded command, launched
+//   anew in each round), rank 0's step time (its --log-json tokens_per_s is the step's global
+//   B x T tokens / its step time, so the step time is B x T / tokens_per_s);
 // - comm-only: the same run with --movement-only: every all-gather and gradient reduce-scatter,
 //   every h2d/d2h copy and page fetch, and the host AdamW of the rank's shard; no kernels;
 // - compute-only: the kernels alone, with no Comm at all: kRanks single-rank `strata train`

@@ -2,6 +2,7 @@
 // with every field and sane values; usage errors exit 2 before anything is launched.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,26 +20,44 @@ void ExpectPositive(const nlohmann::json& j, const char* field) {
 TEST(BenchParallel, TinyRunReportsEveryField) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
   ScratchDir scratch("bench_parallel");
-  const RunResult r =
-      RunStrata({"bench",     "parallel", "--json",  "--mpirun", kMpirun,
-                 "--timeout", "60",       "--sizes", "64K,256K", "--collective-rounds",
-                 "3",         "--model",  "tiny",    "--batch",  "4",
-                 "--seq",     "32",       "--steps", "2",        "--warmup-steps",
-                 "1",         "--rounds", "1"},
-                scratch.path());
+  std::vector<std::string> args = {
+      "bench",     "parallel", "--json",  "--mpirun", kMpirun,
+      "--timeout", "60",       "--sizes", "64K,256K", "--collective-rounds",
+      "3",         "--model",  "tiny",    "--batch",  "4",
+      "--seq",     "32",       "--steps", "2",        "--warmup-steps",
+      "1",         "--rounds", "1"};
+  args.insert(args.end(), {"--shard-rounds", "1", "--overlap-rounds", "1"});  // 3 and 4
+  const RunResult r = RunStrata(args, scratch.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_FALSE(r.out.empty()) << r.err;
   EXPECT_EQ(r.out.front(), '{') << r.out;
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line on stdout: " << r.out;
-  EXPECT_NE(r.err.find("collective_efficiency"), std::string::npos) << "the table: " << r.err;
+  for (const char* figure : {"collective_efficiency", "dp_scaling", "shard_cost", "comm_overlap"}) {
+    EXPECT_NE(r.err.find(figure), std::string::npos) << figure << " in the table: " << r.err;
+  }
   const nlohmann::json j = nlohmann::json::parse(r.out);
   for (const char* field :
        {"dp_scaling", "dp2_tokens_per_s", "dp1_tokens_per_s", "collective_efficiency",
-        "collective_efficiency_all_gather", "collective_efficiency_reduce_scatter", "cpu_cores"}) {
+        "collective_efficiency_all_gather", "collective_efficiency_reduce_scatter", "cpu_cores",
+        "shard_cost", "shard_all_tokens_per_s", "shard_none_tokens_per_s", "shard_gpu_mem",
+        "shard_host_mem", "comm_overlap", "comm_overlap_step_s", "comm_overlap_comm_only_s",
+        "comm_overlap_compute_only_s"}) {
     ExpectPositive(j, field);
   }
-  ASSERT_TRUE(j["dp_scaling_rounds"].is_array());
-  EXPECT_EQ(j["dp_scaling_rounds"].size(), 1u);
+  for (const char* rounds :
+       {"dp_scaling_rounds", "shard_cost_rounds", "shard_all_tokens_per_s_rounds",
+        "shard_none_tokens_per_s_rounds", "shard_first_rounds", "comm_overlap_rounds",
+        "comm_overlap_step_s_rounds", "comm_overlap_comm_only_s_rounds",
+        "comm_overlap_compute_only_s_rounds", "comm_overlap_compute_only_process_s_rounds",
+        "comm_overlap_order_rounds"}) {
+    ASSERT_TRUE(j.contains(rounds) && j[rounds].is_array()) << rounds << " in " << r.out;
+    EXPECT_EQ(j[rounds].size(), 1u) << rounds;
+  }
+  EXPECT_EQ(j["comm_overlap_compute_only_process_s_rounds"][0].size(), 2u) << "two processes";
+  EXPECT_DOUBLE_EQ(j["comm_overlap"].get<double>(),
+                   j["comm_overlap_step_s"].get<double>() /
+                       std::max(j["comm_overlap_compute_only_s"].get<double>(),
+                                j["comm_overlap_comm_only_s"].get<double>()));
   ASSERT_TRUE(j["collectives"].is_array());
   ASSERT_EQ(j["collectives"].size(), 4u) << "2 sizes x 2 ops";
   for (const nlohmann::json& c : j["collectives"]) {
@@ -48,26 +67,46 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
     EXPECT_TRUE(c["op"] == "all_gather" || c["op"] == "reduce_scatter") << c.dump();
     EXPECT_TRUE(c["outputs_equal"].get<bool>()) << c.dump();
   }
-  for (const char* field : {"date", "dp2_command", "dp1_command", "collectives_command"}) {
+  for (const char* field :
+       {"date", "dp2_command", "dp1_command", "collectives_command", "shard_all_command",
+        "shard_none_command", "comm_overlap_step_command", "comm_overlap_comm_only_command",
+        "comm_overlap_compute_only_command"}) {
     ASSERT_TRUE(j.contains(field) && j[field].is_string()) << field << " in " << r.out;
   }
   EXPECT_NE(j["dp2_command"].get<std::string>().find("mpirun"), std::string::npos);
   EXPECT_NE(j["dp2_command"].get<std::string>().find("--dp 2"), std::string::npos);
-  for (const char* absent : {"shard_cost", "comm_overlap", "osdp_vs_zero3"}) {
-    EXPECT_FALSE(j.contains(absent)) << absent << ": needs sharding, which does not exist yet";
-  }
+  const auto has = [&](const char* field, const char* part) {
+    EXPECT_NE(j[field].get<std::string>().find(part), std::string::npos) << field << ": " << part;
+  };
+  has("shard_all_command", "--shard all");
+  has("shard_all_command", "--engine paged");
+  has("shard_none_command", "--shard none");
+  has("shard_none_command", "--engine paged");
+  has("comm_overlap_step_command", "--shard all");
+  has("comm_overlap_comm_only_command", "--movement-only");
+  has("comm_overlap_compute_only_command", "--batch 2");  // the per-rank batch
+  has("comm_overlap_compute_only_command", "--trace");
+  EXPECT_EQ(j["comm_overlap_compute_only_command"].get<std::string>().find("mpirun"),
+            std::string::npos)
+      << "compute-only runs without collectives";
+  EXPECT_FALSE(j.contains("osdp_vs_zero3")) << "--shard auto is not measured here";
 }
 
 TEST(BenchParallel, BadFlagsAreUsageErrors) {
   ScratchDir scratch("bench_parallel_bad");
   const std::string dir = scratch.path();
-  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--rounds", "0"},
-                                              {"--collective-rounds", "0"},
-                                              {"--steps", "0"},
-                                              {"--batch", "3"},
-                                              {"--sizes", "1001"},
-                                              {"--sizes", "12X"},
-                                              {"--no-collectives", "--no-dp"}}) {
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--rounds", "0"},
+        {"--collective-rounds", "0"},
+        {"--steps", "0"},
+        {"--batch", "3"},
+        {"--sizes", "1001"},
+        {"--sizes", "12X"},
+        {"--shard-rounds", "0"},
+        {"--overlap-rounds", "0"},
+        {"--gpu-mem", "12X"},
+        {"--host-mem", "0"},
+        {"--no-collectives", "--no-dp", "--no-shard-cost", "--no-comm-overlap"}}) {
     std::vector<std::string> args = {"bench", "parallel", "--json"};
     args.insert(args.end(), bad.begin(), bad.end());
     const RunResult r = RunStrata(args, dir);
