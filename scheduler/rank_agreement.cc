@@ -23,6 +23,7 @@ Result<std::map<std::string, std::string>> RankSharedFlags(const TrainOptions& o
   flags["--micro-batch-order"] = o.micro_batch_order;
   flags["--dp"] = std::to_string(o.dp);
   flags["--shard"] = o.shard;
+  flags["--split-ops"] = o.split_ops;
   flags["--comm"] = o.comm;
   flags["--device"] = o.device;
   return flags;

@@ -1,6 +1,7 @@
 #include "scheduler/trainer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -94,6 +95,17 @@ Status ValidateParallelOptions(const TrainOptions& o) {
                "of " + std::to_string(micro_rows) + " rows over " + std::to_string(ranks) +
                " ranks: give a --batch that is a multiple of " + std::to_string(ranks) +
                (o.micro_batch > 0 ? " micro-batches" : "") + " (each rank runs whole micro-batches)");
+  }
+  if (o.split_ops != "1" && o.split_ops != "auto") {
+    int k = 0;
+    const auto [end, ec] =
+        std::from_chars(o.split_ops.data(), o.split_ops.data() + o.split_ops.size(), k);
+    if (ec != std::errc() || end != o.split_ops.data() + o.split_ops.size() || k < 1) {
+      return bad("--split-ops must be a positive number or auto, got '" + o.split_ops + "'");
+    }
+    return Status::NotSupported("--split-ops " + o.split_ops +
+                                ": operator splitting is not built yet; every block runs whole "
+                                "(--split-ops 1, which auto is today)");
   }
   if (ranks > 1 && o.shard != "none" && o.engine == "memory") {
     return bad("--shard " + o.shard + " shards the model state through the page manager: drop "

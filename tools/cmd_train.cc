@@ -350,6 +350,10 @@ void AddParallelOptions(CLI::App* cmd, TrainFlags* flags) {
                   "replicated, chosen to minimise the predicted step time under the rank's "
                   "budget)")
       ->capture_default_str();
+  cmd->add_option("--split-ops", o.split_ops,
+                  "Operator splitting of sharded blocks: K (gather and compute their largest "
+                  "linears in K slices) or auto; only 1 is built yet")
+      ->capture_default_str();
   cmd->add_option("--comm-timeout", o.comm_timeout_s,
                   "Seconds a collective may take before the run fails (a dead or hung rank)")
       ->capture_default_str();

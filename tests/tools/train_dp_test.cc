@@ -367,6 +367,18 @@ TEST_P(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Shard, TrainDpFailure, ::testing::Values("none", "all", "auto"));
 
+// Operator splitting is not built: a factor above 1 is refused, not ignored.
+TEST(TrainDpRefusals, SplitOpsAboveOneIsRefusedAsNotBuilt) {
+  ScratchDir scratch("train_split_ops");
+  RunResult r = RunStrata({"train", "--model", "tiny", "--steps", "1", "--split-ops", "2"},
+                          scratch.path());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("--split-ops 2: operator splitting is not built yet"), std::string::npos)
+      << r.err;
+  r = RunStrata({"train", "--model", "tiny", "--steps", "1", "--split-ops", "0"}, scratch.path());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 TEST(TrainDpRefusals, DpWithoutMpirunSaysHowToLaunch) {
   ScratchDir scratch("train_dp_alone");
   RunResult r = RunStrata({"train", "--model", "tiny", "--steps", "1", "--dp", "2"},
