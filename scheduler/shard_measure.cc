@@ -60,23 +60,29 @@ Result<CollectiveRates> MeasureCollectiveRates(parallel::Comm& comm, uint64_t by
 
 BlockForwardTimes MeasureBlockForwards(const KernelTable& k, const GptConfig& c, int rows,
                                        int threads) {
-  const int C = c.n_embd, V = c.vocab_size;
-  std::vector<float> in(size_t(rows) * 4 * C, 0.01f), out(size_t(rows) * std::max(4 * C, V));
-  std::vector<float> w(size_t(C) * std::max(4 * C, V), 0.01f), bias(size_t(std::max(4 * C, V)));
+  // GEMM time grows linearly with the rows and the output columns once they fill the kernel's
+  // tiles: time at most kRows rows and kLogits columns of the logits, and scale, so that a large
+  // micro-batch or vocabulary costs no large buffers at start-up.
+  constexpr int kRows = 512, kLogits = 8192;
+  const int n = std::min(rows, kRows), C = c.n_embd, V = std::min(c.vocab_size, kLogits);
+  const double scale_rows = double(rows) / n, scale_vocab = double(c.vocab_size) / V;
+  const size_t widest = size_t(std::max(4 * C, V));
+  std::vector<float> in(size_t(n) * 4 * C, 0.01f), out(size_t(n) * widest);
+  std::vector<float> w(std::max(size_t(4) * C * C, size_t(C) * V), 0.01f), bias(widest, 0.0f);
   tbb::task_arena arena(std::max(1, threads));
   BlockForwardTimes t;
   auto transformer = [&] {
-    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), rows, C, 3 * C);
-    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), rows, C, C);
-    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), rows, C, 4 * C);
-    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), rows, 4 * C, C);
+    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), n, C, 3 * C);
+    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), n, C, C);
+    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), n, C, 4 * C);
+    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), n, 4 * C, C);
   };
-  auto logits = [&] { k.linear_forward(out.data(), in.data(), w.data(), nullptr, rows, C, V); };
+  auto logits = [&] { k.linear_forward(out.data(), in.data(), w.data(), nullptr, n, C, V); };
   arena.execute([&] {
     transformer();
-    t.transformer = Seconds(transformer);
+    t.transformer = Seconds(transformer) * scale_rows;
     logits();
-    t.logits = Seconds(logits);
+    t.logits = Seconds(logits) * scale_rows * scale_vocab;
   });
   return t;
 }
