@@ -98,6 +98,8 @@ class PagedTrainer final : public Trainer {
   Status gather_block(int block, Role role, float* values);
   Status make_shards();
   Result<std::vector<bool>> choose_shards();
+  Result<std::vector<bool>> checkpointed_shards();
+  Result<std::vector<bool>> search_shards();
 
   TrainOptions o_;
   GptLayout layout_;

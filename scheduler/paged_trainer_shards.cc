@@ -3,6 +3,7 @@
 // gathering a block's shards (--export).
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/device/kernel_table.h"
@@ -42,65 +43,76 @@ Status PagedTrainer::make_shards() {
   return Status::Ok();
 }
 
-// --shard auto (Note [OSDP's choice] in shard_search.h): measured rates and compute, searched on
-// every rank, rank 0's choice broadcast (measurements differ by noise). A resumed run keeps its
-// checkpoint's choice: its pages are cut that way.
+// --shard auto (Note [OSDP's choice] in shard_search.h): a resumed run keeps its checkpoint's
+// choice (its pages are cut that way); otherwise every rank searches and rank 0's choice is
+// broadcast (the measurements differ by noise).
 Result<std::vector<bool>> PagedTrainer::choose_shards() {
-  const int n = layout_.num_blocks();
-  std::vector<bool> sharded;
-  if (o_.resume && !o_.ckpt_dir.empty()) {
-    STRATA_ASSIGN_OR_RETURN(auto found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
-    auto it = found ? found->fingerprint.find("--shard") : decltype(found->fingerprint.end()){};
-    if (found && it != found->fingerprint.end() && it->second.find(", blocks ") != std::string::npos) {
-      STRATA_ASSIGN_OR_RETURN(sharded, scheduler::ParseShardDecisions(
-                                           it->second.substr(it->second.find(", blocks ") + 9), n));
-      shard_choice_ = "--shard auto: the checkpoint's choice";
-    }
-  }
+  STRATA_ASSIGN_OR_RETURN(std::vector<bool> sharded, checkpointed_shards());
   if (sharded.empty()) {
-    const uint64_t page = o_.page_bytes > 0 ? o_.page_bytes : memory::kDefaultPageBytes;
-    const scheduler::ShardPlan all =
-        scheduler::ShardPlan::Make(layout_, rank(), ranks(), std::vector<bool>(n, true));
-    const scheduler::ShardPlan none = scheduler::ShardPlan::Replicated(layout_, rank(), ranks());
-    STRATA_ASSIGN_OR_RETURN(const StatePages shard_pages, StatePages::Make(layout_, page, false, &all));
-    STRATA_ASSIGN_OR_RETURN(const StatePages whole_pages, StatePages::Make(layout_, page, false, &none));
-    scheduler::ShardSearchSetting setting{.layout = &layout_,
-                                          .all_sharded = &all,
-                                          .micro_batches = rank_rows() / micro_rows()};
-    uint64_t largest = 0;
-    for (int b = 0; b < n; ++b) {
-      largest = std::max<uint64_t>(largest, all.gathered_floats(b) * 4);
-      setting.replicated_bytes.push_back(whole_pages.block_state_bytes(b));
-      setting.sharded_bytes.push_back(shard_pages.block_state_bytes(b));
-    }
-    // The choice must fit every rank: a block's shards may take different pages on each.
-    std::vector<uint64_t> every(size_t(n) * ranks());
-    STRATA_RETURN_IF_ERROR(o_.ranks
-                               ->all_gather(setting.sharded_bytes.data(), every.data(),
-                                            size_t(n) * sizeof(uint64_t))
-                               .wait());
-    for (size_t i = 0; i < every.size(); ++i) {
-      setting.sharded_bytes[i % n] = std::max(setting.sharded_bytes[i % n], every[i]);
-    }
-    STRATA_ASSIGN_OR_RETURN(setting.rates,
-                            scheduler::MeasureCollectiveRates(*o_.ranks,
-                                                              std::min<uint64_t>(largest, 16 * kMiB)));
-    setting.forward = scheduler::MeasureBlockForwards(CpuKernelTable(), layout_.config,
-                                                      micro_rows() * seq_, threads_);
-    // The rank's budget for its state: --host-mem (less the pool's working pages when pages may
-    // pass through it from NVMe); without it, an even share of what this machine has available.
-    const uint64_t working = o_.nvme_dirs.empty() ? 0 : scheduler::kHostWorkingPages * page;
-    const uint64_t capacity = o_.host_mem > 0 ? o_.host_mem - std::min(o_.host_mem, working)
-                                              : ReadMachineMemory().available_bytes / ranks();
-    const scheduler::ShardSearchResult r =
-        scheduler::SearchShards(scheduler::ShardSearchInputs(setting), capacity);
-    sharded = r.sharded;
-    shard_choice_ = "--shard auto: " + r.to_string() + ", state " + FormatBytes(r.state_bytes) +
-                    " per rank of a budget of " + FormatBytes(capacity);
+    STRATA_ASSIGN_OR_RETURN(sharded, search_shards());
   }
   std::vector<uint8_t> flags(sharded.begin(), sharded.end());
   STRATA_RETURN_IF_ERROR(o_.ranks->broadcast(flags.data(), flags.size(), 0).wait());
   return std::vector<bool>(flags.begin(), flags.end());
+}
+
+// The decisions the checkpoint's fingerprint records ("dp 2, blocks 0-3: sharded"), or none.
+Result<std::vector<bool>> PagedTrainer::checkpointed_shards() {
+  if (!o_.resume || o_.ckpt_dir.empty()) return std::vector<bool>{};
+  STRATA_ASSIGN_OR_RETURN(const auto found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
+  if (!found) return std::vector<bool>{};
+  const auto it = found->fingerprint.find("--shard");
+  constexpr std::string_view kBlocks = ", blocks ";
+  if (it == found->fingerprint.end() || it->second.find(kBlocks) == std::string::npos) {
+    return std::vector<bool>{};
+  }
+  shard_choice_ = "--shard auto: the checkpoint's choice";
+  return scheduler::ParseShardDecisions(
+      it->second.substr(it->second.find(kBlocks) + kBlocks.size()), layout_.num_blocks());
+}
+
+// The search's inputs measured here, every block's state bytes from the page plans themselves
+// (a sharded block's the largest over the ranks: the choice must fit every rank).
+Result<std::vector<bool>> PagedTrainer::search_shards() {
+  const int n = layout_.num_blocks();
+  const uint64_t page = o_.page_bytes > 0 ? o_.page_bytes : memory::kDefaultPageBytes;
+  const scheduler::ShardPlan all =
+      scheduler::ShardPlan::Make(layout_, rank(), ranks(), std::vector<bool>(n, true));
+  const scheduler::ShardPlan none = scheduler::ShardPlan::Replicated(layout_, rank(), ranks());
+  STRATA_ASSIGN_OR_RETURN(const StatePages sharded_pages, StatePages::Make(layout_, page, false, &all));
+  STRATA_ASSIGN_OR_RETURN(const StatePages whole_pages, StatePages::Make(layout_, page, false, &none));
+  scheduler::ShardSearchSetting setting{.layout = &layout_,
+                                        .all_sharded = &all,
+                                        .micro_batches = rank_rows() / micro_rows()};
+  uint64_t largest = 0;
+  for (int b = 0; b < n; ++b) {
+    largest = std::max<uint64_t>(largest, all.gathered_floats(b) * 4);
+    setting.replicated_bytes.push_back(whole_pages.block_state_bytes(b));
+    setting.sharded_bytes.push_back(sharded_pages.block_state_bytes(b));
+  }
+  std::vector<uint64_t> every(size_t(n) * ranks());
+  STRATA_RETURN_IF_ERROR(o_.ranks
+                             ->all_gather(setting.sharded_bytes.data(), every.data(),
+                                          size_t(n) * sizeof(uint64_t))
+                             .wait());
+  for (size_t i = 0; i < every.size(); ++i) {
+    setting.sharded_bytes[i % n] = std::max(setting.sharded_bytes[i % n], every[i]);
+  }
+  STRATA_ASSIGN_OR_RETURN(setting.rates,
+                          scheduler::MeasureCollectiveRates(*o_.ranks,
+                                                            std::min<uint64_t>(largest, 16 * kMiB)));
+  setting.forward = scheduler::MeasureBlockForwards(CpuKernelTable(), layout_.config,
+                                                    micro_rows() * seq_, threads_);
+  // The rank's budget for its state: --host-mem (less the pool's working pages when pages may
+  // pass through it from NVMe); without it, an even share of what this machine has available.
+  const uint64_t working = o_.nvme_dirs.empty() ? 0 : scheduler::kHostWorkingPages * page;
+  const uint64_t capacity = o_.host_mem > 0 ? o_.host_mem - std::min(o_.host_mem, working)
+                                            : ReadMachineMemory().available_bytes / ranks();
+  const scheduler::ShardSearchResult r =
+      scheduler::SearchShards(scheduler::ShardSearchInputs(setting), capacity);
+  shard_choice_ = "--shard auto: " + r.to_string() + ", state " + FormatBytes(r.state_bytes) +
+                  " per rank of a budget of " + FormatBytes(capacity);
+  return r.sharded;
 }
 
 // A block's values of `role` into `values` (its layout's numel floats): read from this rank's
