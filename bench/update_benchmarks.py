@@ -272,8 +272,8 @@ def amplification_rows(j):
 
 def parallel_rows(j):
     """`strata bench parallel` (tools/bench_parallel.cc): issue 14's dp_scaling,
-    collective_efficiency, shard_cost and comm_overlap; each that was measured (--no-dp,
-    --no-collectives, --no-shard-cost and --no-comm-overlap leave one out)."""
+    collective_efficiency, shard_cost, comm_overlap and osdp_vs_zero3; each that was measured
+    (--no-dp, --no-collectives, --no-shard-cost, --no-comm-overlap and --no-osdp leave one out)."""
     rows = []
     if j.get("dp_scaling") is not None:
         rounds = "; ".join(f"{a:.0f} vs {b:.0f} = {r:.3f}" for a, b, r in zip(
@@ -288,7 +288,7 @@ def parallel_rows(j):
                               f"{len(j['dp_scaling_rounds'])} rounds (2 ranks vs 1 rank tokens/s: "
                               f"{rounds})"))
     if j.get("collective_efficiency") is None:
-        return rows + shard_rows(j)
+        return rows + shard_rows(j) + osdp_rows(j)
     target = j.get("collective_efficiency_target", 0.9)
     size = lambda b: f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB"
     sizes = j["collective_efficiency_sizes"]
@@ -312,7 +312,7 @@ def parallel_rows(j):
         rows.append(ratio_row(f"collective_efficiency_{op}", j[f"collective_efficiency_{op}"],
                               target, f"Comm {op} vs {raw}, median over {span}; per size "
                                       f"Strata/MPI: {per_size}{note}"))
-    return rows + shard_rows(j)
+    return rows + shard_rows(j) + osdp_rows(j)
 
 
 def shard_rows(j):
@@ -361,6 +361,40 @@ def shard_rows(j):
                              f"the three in a rotated order (step / max(compute-only, comm-only) "
                              f"s: {rounds})"})
     return rows
+
+
+def osdp_rows(j):
+    """bench parallel's 5 (osdp_vs_zero3), when the result has it (Note [OSDP vs ZeRO-3] in
+    tools/bench_parallel.cc). Reported, no target."""
+    if j.get("osdp_vs_zero3") is None:
+        return []
+    ms = lambda s: f"{s * 1e3:.4g} ms"
+    size = lambda b: f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB"
+    rounds = "; ".join(
+        f"{ms(al)} / {ms(au)} = {r:.3f}, predicted {ms(pal)} / {ms(pau)} = {pr:.3f} ({first} "
+        f"first; blocks {d})" for al, au, r, pal, pau, pr, first, d in zip(
+            j["osdp_all_step_s_rounds"], j["osdp_auto_step_s_rounds"], j["osdp_vs_zero3_rounds"],
+            j["osdp_predicted_all_sharded_step_s_rounds"],
+            j["osdp_predicted_auto_step_s_rounds"], j["osdp_predicted_ratio_rounds"],
+            j["osdp_first_rounds"], j["osdp_decision_rounds"]))
+    return [{"metric": "osdp_vs_zero3", "value": j["osdp_vs_zero3"], "target": "report",
+             "met": True,
+             "what": f"measured step time of --shard all (ZeRO-3) {ms(j['osdp_all_step_s'])} "
+                     f"(`{j['osdp_all_command']}`) / --shard auto (OSDP) "
+                     f"{ms(j['osdp_auto_step_s'])} (`{j['osdp_auto_command']}`), > 1: auto is "
+                     f"faster; auto chose blocks {j['osdp_decision']} and predicted "
+                     f"{ms(j['osdp_predicted_auto_step_s'])} for its choice vs "
+                     f"{ms(j['osdp_predicted_all_sharded_step_s'])} with every block sharded "
+                     f"(predicted ratio {j['osdp_predicted_ratio']:.3f}; {j['osdp_choice']}); "
+                     f"`{j['osdp_model']}` batch {j['osdp_batch']} x seq {j['osdp_seq']}, 2 ranks "
+                     f"of 1 thread, paged engine, --gpu-mem {size(j['osdp_gpu_mem'])}, --host-mem "
+                     f"{size(j['osdp_host_mem'])} and --page-size {size(j['osdp_page_size'])} "
+                     f"per rank in both runs (a budget where "
+                     f"replicating some blocks fits but not all), on {j['cpu_cores']} cores; each "
+                     f"run's median of {j['osdp_steps']} steps after {j['osdp_warmup_steps']} "
+                     f"warmup; the round with the median ratio of "
+                     f"{len(j['osdp_vs_zero3_rounds'])}, alternating which goes first (all / "
+                     f"auto step: {rounds}; Note [OSDP vs ZeRO-3] in tools/bench_parallel.cc)"}]
 
 
 BENCHES = {
@@ -436,8 +470,8 @@ BENCHES = {
         "rows": offload_rows,
     },
     "parallel": {
-        "title": "Data parallelism: DP scaling, the Comm vs raw MPI, shard cost and comm overlap "
-                 "(issue 14)",
+        "title": "Data parallelism: DP scaling, the Comm vs raw MPI, shard cost, comm overlap "
+                 "and OSDP vs ZeRO-3 (issue 14)",
         "measures": "`strata bench parallel` (tools/bench_parallel.cc), which launches its ranks "
                     "with mpirun itself: (1) all-gather and reduce-scatter through Strata's Comm "
                     "(MPI backend) vs raw MPI_Allgather and MPI_Reduce_scatter_block of the same "
@@ -450,8 +484,12 @@ BENCHES = {
                     "max(compute-only, comm-only), all three measured in each round: comm-only "
                     "is the same run with --movement-only (every collective and copy, no "
                     "kernels), compute-only the compute queue's busy time per step of 2 "
-                    "single-rank runs of the per-rank batch at once (no collectives). Issue 14's "
-                    "osdp_vs_zero3 (--shard auto vs all) is not measured here.",
+                    "single-rank runs of the per-rank batch at once (no collectives); (5) "
+                    "`strata train --dp 2 --shard auto` (OSDP's per-block choice) vs `--shard "
+                    "all` with the same budgets, on a host budget where replicating some blocks "
+                    "fits but not all: measured step time all / auto in rounds alternating which "
+                    "goes first, beside the step times the auto run predicted for its choice and "
+                    "for every block sharded (reported, no target).",
         "cmd": ["build/tools/strata", "bench", "parallel", "--json"],
         "rows": parallel_rows,
     },

@@ -49,12 +49,8 @@ Result<CollectiveRates> MeasureCollectiveRates(parallel::Comm& comm, uint64_t by
   STRATA_ASSIGN_OR_RETURN(double rs, TimeCollective(comm, [&] {
                             return comm.reduce_scatter_sum(buf.data(), mine, each).wait();
                           }));
-  STRATA_ASSIGN_OR_RETURN(double ar, TimeCollective(comm, [&] {
-                            return comm.all_reduce_sum(buf.data(), buf.data(), n).wait();
-                          }));
   r.all_gather = whole / ag;
   r.reduce_scatter = whole / rs;
-  r.all_reduce = whole / ar;
   return r;
 }
 
@@ -99,10 +95,10 @@ std::vector<ShardSearchBlock> ShardSearchInputs(const ShardSearchSetting& s) {
     const double bytes = double(shards.gathered_floats(b)) * 4;
     x.replicated_bytes = s.replicated_bytes[b];
     x.sharded_bytes = s.sharded_bytes[b];
-    x.replicated_comm_s = bytes / s.rates.all_reduce;
+    x.replicated_comm_s = s.rates.all_reduce_s(bytes);
     x.sharded_comm_s = gathers * bytes / s.rates.all_gather + bytes / s.rates.reduce_scatter;
     if (b == 0) {  // the embedding: its heads' wte part is all-reduced first either way
-      const double wte = double(layout.embedding().tensors[kWte].numel) * 4 / s.rates.all_reduce;
+      const double wte = s.rates.all_reduce_s(double(layout.embedding().tensors[kWte].numel) * 4);
       x.replicated_comm_s += wte;
       x.sharded_comm_s += wte;
       x.compute_s = per_step * s.forward.logits;

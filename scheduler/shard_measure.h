@@ -17,9 +17,13 @@
 namespace strata::scheduler {
 
 // Bytes per second of each collective, as the whole buffer on a rank over the time the slowest
-// rank took: the all-gather's output, the reduce-scatter's input, the all-reduce's buffer.
+// rank took: the all-gather's output, the reduce-scatter's input. The Comm's all-reduce is a
+// reduce-scatter then an all-gather (Note [Deterministic reductions] in docs/parallel.md), so its
+// time is theirs added, not measured apart (a third measurement would only add its noise, and
+// noise once made replication look dearer than sharding).
 struct CollectiveRates {
-  double all_gather = 0, reduce_scatter = 0, all_reduce = 0;
+  double all_gather = 0, reduce_scatter = 0;
+  double all_reduce_s(double bytes) const { return bytes / reduce_scatter + bytes / all_gather; }
 };
 
 // Times each collective on a buffer of `bytes` (rounded to whole floats per rank): one warm-up

@@ -11,8 +11,8 @@
 //     gradient (the embedding's also all-reduces the heads' wte part); its state / ranks.
 // Collectives run on their own stream beside compute, so a block's predicted time is
 // max(c_b, its collectives); the step's is the sum over blocks. Replicating never costs more
-// communication than sharding (one all-reduce moves what a reduce-scatter and an all-gather do),
-// so the search starts from every block sharded and replicates the set of blocks that saves the
+// communication than sharding (the all-reduce is a reduce-scatter and an all-gather), so the
+// search starts from every block sharded and replicates the set of blocks that saves the
 // most predicted time while the rank's state still fits `capacity_bytes` (an exact 0/1 knapsack
 // over the blocks' extra bytes; ties go to the set that saves more communication, which
 // shares the machine's links and cores with everything else). When even every block sharded

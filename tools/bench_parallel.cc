@@ -13,7 +13,10 @@
 //    same model and global batch, tokens/s (tools/bench_parallel_shard.cc). Target >= 0.9.
 // 4. comm_overlap (Note [Comm overlap]): the `--shard all` run's step time vs max(compute-only,
 //    comm-only), all three measured in the same round. Target <= 1.15.
-// Issue 14's last figure, osdp_vs_zero3 (--shard auto vs all), is not reported here.
+// 5. osdp_vs_zero3 (Note [OSDP vs ZeRO-3]): `strata train --dp 2 --shard auto` (OSDP's per-block
+//    choice) vs `--shard all` (ZeRO-3) with the same budgets, on a host budget where replicating
+//    some blocks fits: measured step time all / auto, beside what the auto run predicted
+//    (tools/bench_parallel_osdp.cc). Reported, no target.
 //
 // Note [Collective efficiency]
 // A size is the whole buffer on each rank: the all-gather's output and the reduce-scatter's input
@@ -84,6 +87,31 @@
 // The two start together and run the same steps; the warmup steps absorb their start skew.
 // --overlap-rounds rounds rotate which of the three launches goes first; comm_overlap is the
 // round with the median factor (the upper one of an even count), and every round is reported.
+//
+// Note [OSDP vs ZeRO-3]
+// Does OSDP's choice (Note [OSDP's choice] in scheduler/shard_search.h) pay, and did it predict
+// what it gets? The same data-parallel run twice, only --shard differing: `mpirun -np 2 strata
+// train --dp 2 --threads 1 --engine paged --gpu-mem G --host-mem H --page-size P --shard auto`
+// vs the same with `--shard all`, 3's model, global batch, seq, steps and --gpu-mem, both logging
+// at info level (the auto run's first line is an info line). The host budget H (--osdp-host-mem,
+// default 160M, with P = --osdp-page-size 1M) is one where replicating some blocks fits but not
+// all: for `small` a rank's state is 104 MiB with every block sharded and 200 MiB replicated
+// (without --nvme-dir every page must fit H), so auto has a real choice while all is ZeRO-3 in
+// the same budget. Measured: each run's median step time over its --log-json steps after
+// --warmup-steps (B x T / tokens_per_s, as comm_overlap's step), and osdp_vs_zero3 = all's step
+// / auto's step (> 1: auto is faster). Predicted: parsed from the auto run's first line (rank 0's
+// `grid: ... | blocks DECISION (--shard auto: predicted step A ms (every block sharded B ms, every
+// block replicated C ms), state S per rank of a budget of H)`), which auto measured at its own
+// start-up (collective rates, block compute) in that run; osdp_predicted_ratio = B / A, the
+// figure osdp_vs_zero3 would be if the model were right. The prediction is printed to 4
+// significant digits, so a predicted ratio within ~1e-3 of 1 reads as 1. The all run's step is
+// measured, not predicted (it makes no prediction). --osdp-rounds rounds alternate which run goes
+// first; osdp_vs_zero3 is the round with the median ratio (the upper one of an even count), with
+// that round's prediction and decision; every round's times, predictions and decisions are
+// reported (auto chooses anew in each run, from its own measurements). Where compute hides
+// every block's collectives either way (as with `small` on 2 CPU cores), the three predicted
+// steps tie and the search's tie-break on measured communication decides, so the decision may
+// differ between rounds, and may be every block sharded, i.e. the same run as all.
 #include "tools/bench_parallel.h"
 
 #include <filesystem>
@@ -106,7 +134,8 @@ Status CheckFlags(const Flags& f) {
        {std::pair{"--rounds", f.rounds}, std::pair{"--collective-rounds", f.collective_rounds},
         std::pair{"--steps", f.steps}, std::pair{"--seq", f.seq},
         std::pair{"--shard-rounds", f.shard_rounds},
-        std::pair{"--overlap-rounds", f.overlap_rounds}}) {
+        std::pair{"--overlap-rounds", f.overlap_rounds},
+        std::pair{"--osdp-rounds", f.osdp_rounds}}) {
     if (value <= 0) {
       return Status::InvalidArgument(std::string(flag) + " must be positive, got " +
                                      std::to_string(value));
@@ -123,14 +152,16 @@ Status CheckFlags(const Flags& f) {
                                    std::to_string(f.timeout_s));
   }
   for (const auto& [flag, value] :
-       {std::pair{"--gpu-mem", &f.gpu_mem}, std::pair{"--host-mem", &f.host_mem}}) {
+       {std::pair{"--gpu-mem", &f.gpu_mem}, std::pair{"--host-mem", &f.host_mem},
+        std::pair{"--osdp-host-mem", &f.osdp_host_mem},
+        std::pair{"--osdp-page-size", &f.osdp_page_size}}) {
     STRATA_ASSIGN_OR_RETURN(const uint64_t bytes, ParseBytes(*value, flag));
     if (bytes == 0) return Status::InvalidArgument(std::string(flag) + " must be positive");
   }
-  if (!f.collectives && !f.dp && !f.shard_cost && !f.comm_overlap) {
+  if (!f.collectives && !f.dp && !f.shard_cost && !f.comm_overlap && !f.osdp) {
     return Status::InvalidArgument(
-        "--no-collectives, --no-dp, --no-shard-cost and --no-comm-overlap leave nothing to "
-        "measure");
+        "--no-collectives, --no-dp, --no-shard-cost, --no-comm-overlap and --no-osdp leave "
+        "nothing to measure");
   }
   if (parallel::DetectLaunch().under_mpi) {
     return Status::InvalidArgument(
@@ -152,6 +183,7 @@ Status RunBenchParallel(const Flags& f) {
   std::optional<parallel_bench::DpResult> dp;
   std::optional<parallel_bench::ShardResult> shard;
   std::optional<parallel_bench::OverlapResult> overlap;
+  std::optional<parallel_bench::OsdpResult> osdp;
   if (f.collectives) {
     STRATA_ASSIGN_OR_RETURN(coll, parallel_bench::MeasureCollectives(f, self, mpirun, dir->path()));
   }
@@ -165,17 +197,23 @@ Status RunBenchParallel(const Flags& f) {
     STRATA_ASSIGN_OR_RETURN(overlap,
                             parallel_bench::MeasureCommOverlap(f, self, mpirun, dir->path()));
   }
+  if (f.osdp) {
+    STRATA_ASSIGN_OR_RETURN(osdp, parallel_bench::MeasureOsdp(f, self, mpirun, dir->path()));
+  }
   const auto* c = coll ? &*coll : nullptr;
   const auto* d = dp ? &*dp : nullptr;
   const auto* sc = shard ? &*shard : nullptr;
   const auto* ov = overlap ? &*overlap : nullptr;
+  const auto* os = osdp ? &*osdp : nullptr;
   std::FILE* table = f.json ? stderr : stdout;
   parallel_bench::PrintTable(f, c, d, table);
   parallel_bench::PrintShardTable(f, sc, ov, table);
+  parallel_bench::PrintOsdpTable(f, os, table);
   if (f.json) {
     nlohmann::ordered_json out;  // doubles print with round-trip precision
     parallel_bench::AddReport(f, c, d, out);
     parallel_bench::AddShardReport(f, sc, ov, out);
+    parallel_bench::AddOsdpReport(f, os, out);
     std::printf("%s\n", out.dump().c_str());
     std::fflush(stdout);
   }
@@ -194,16 +232,16 @@ void AddFlags(CLI::App* cmd, Flags& f) {
   cmd->add_option("--collective-rounds", f.collective_rounds,
                   "1: rounds of (Strata, MPI) per op and size; the medians are compared")
       ->capture_default_str();
-  cmd->add_option("--model", f.model, "2-4: model preset")->capture_default_str();
-  cmd->add_option("--batch", f.batch, "2-4: global rows per step")->capture_default_str();
-  cmd->add_option("--seq", f.seq, "2-4: tokens per row")->capture_default_str();
-  cmd->add_option("--steps", f.steps, "2-4: counted steps per run")->capture_default_str();
-  cmd->add_option("--warmup-steps", f.warmup_steps, "2-4: uncounted steps first")
+  cmd->add_option("--model", f.model, "2-5: model preset")->capture_default_str();
+  cmd->add_option("--batch", f.batch, "2-5: global rows per step")->capture_default_str();
+  cmd->add_option("--seq", f.seq, "2-5: tokens per row")->capture_default_str();
+  cmd->add_option("--steps", f.steps, "2-5: counted steps per run")->capture_default_str();
+  cmd->add_option("--warmup-steps", f.warmup_steps, "2-5: uncounted steps first")
       ->capture_default_str();
   cmd->add_option("--rounds", f.rounds,
                   "2: rounds of (2 ranks, 1 rank); the round with the median ratio is reported")
       ->capture_default_str();
-  cmd->add_option("--gpu-mem", f.gpu_mem, "3-4: device budget of every paged run, per rank")
+  cmd->add_option("--gpu-mem", f.gpu_mem, "3-5: device budget of every paged run, per rank")
       ->capture_default_str();
   cmd->add_option("--host-mem", f.host_mem, "3-4: host pool budget of every paged run, per rank")
       ->capture_default_str();
@@ -215,10 +253,21 @@ void AddFlags(CLI::App* cmd, Flags& f) {
                   "4: rounds of (sharded step, comm-only, compute-only); the round with the "
                   "median factor is reported")
       ->capture_default_str();
+  cmd->add_option("--osdp-rounds", f.osdp_rounds,
+                  "5: rounds of (--shard auto, --shard all); the round with the median ratio is "
+                  "reported")
+      ->capture_default_str();
+  cmd->add_option("--osdp-host-mem", f.osdp_host_mem,
+                  "5: host pool budget of both runs, per rank: one where replicating some "
+                  "blocks fits but not all")
+      ->capture_default_str();
+  cmd->add_option("--osdp-page-size", f.osdp_page_size, "5: page size of both runs")
+      ->capture_default_str();
   cmd->add_flag("!--no-collectives", f.collectives, "Skip measurement 1");
   cmd->add_flag("!--no-dp", f.dp, "Skip measurement 2");
   cmd->add_flag("!--no-shard-cost", f.shard_cost, "Skip measurement 3");
   cmd->add_flag("!--no-comm-overlap", f.comm_overlap, "Skip measurement 4");
+  cmd->add_flag("!--no-osdp", f.osdp, "Skip measurement 5");
 }
 
 }  // namespace
@@ -229,7 +278,8 @@ void AddBenchParallelCommand(CLI::App& bench, CommandContext& ctx) {
       "parallel",
       "Data parallelism: Comm all-gather/reduce-scatter vs raw MPI; 2 ranks x 1 thread vs 1 "
       "rank x 2 threads tokens/s; --shard all vs none tokens/s; the sharded step vs max(compute, "
-      "comm) (launches mpirun itself; see tools/bench_parallel.cc)");
+      "comm); --shard auto vs all step time, predicted and measured (launches mpirun itself; see "
+      "tools/bench_parallel.cc)");
   AddFlags(cmd, *f);
   cmd->callback([f, &ctx] { ctx.status = RunBenchParallel(*f); });
 }

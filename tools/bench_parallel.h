@@ -9,7 +9,9 @@
 // - bench_parallel_report.cc: the JSON object and the table of 1 and 2;
 // - bench_parallel_shard.cc: 3, `--shard all` vs `--shard none`, and 4, a sharded step vs its
 //   communication-only and compute-only parts;
-// - bench_parallel_shard_report.cc: the JSON fields and the table of 3 and 4.
+// - bench_parallel_shard_report.cc: the JSON fields and the table of 3 and 4;
+// - bench_parallel_osdp.cc: 5, `--shard auto` (OSDP) vs `--shard all` (ZeRO-3), predicted and
+//   measured, with its JSON fields and table.
 #pragma once
 
 #include <cstdint>
@@ -46,10 +48,15 @@ struct Flags {
   std::string gpu_mem = "256M", host_mem = "512M";
   int shard_rounds = 3;    // rounds of (--shard all, --shard none)
   int overlap_rounds = 3;  // rounds of (sharded step, comm-only, compute-only)
+  // 5 (model, batch, seq, steps and --gpu-mem are 3's): a host budget, each rank's, that holds
+  // every block sharded but not every block replicated (`small` at 1M pages: 104 and 200 MiB).
+  std::string osdp_host_mem = "160M", osdp_page_size = "1M";
+  int osdp_rounds = 3;  // rounds of (--shard auto, --shard all)
   bool collectives = true;
   bool dp = true;
   bool shard_cost = true;
   bool comm_overlap = true;
+  bool osdp = true;
 };
 
 // --- Child processes (bench_parallel_child.cc) ---
@@ -175,10 +182,64 @@ struct OverlapResult {
 Result<OverlapResult> MeasureCommOverlap(const Flags& f, const std::string& self,
                                          const std::string& mpirun, const std::string& dir);
 
+// One `strata train` launch of 3, 4 and 5 (tools/bench_parallel_shard.cc).
+struct Launch {
+  std::vector<std::string> argv;
+  std::string out_file;  // its --log-json (a compute-only process: its --trace)
+  std::string tag, display;
+};
+
+// kRanks data-parallel ranks of the global batch under mpirun on the paged engine with 3's
+// budgets, one thread each, --shard `shard`, --log-level warn, rank 0 logging each step to
+// `log_json`.
+std::vector<std::string> DpArgs(const Flags& f, const std::string& self, const std::string& mpirun,
+                                const std::string& shard, const std::string& log_json);
+// Runs `run` (its old log removed first, so that only this run's steps count) and returns its
+// median step time (seconds) over the steps after --warmup-steps: each step's B x T tokens / its
+// --log-json tokens_per_s.
+Result<double> MedianStepS(const Flags& f, const Launch& run, const std::string& dir);
+
 // The median busy time per step (seconds) of the compute queue in a Chrome trace that
 // `strata train --trace` wrote, over the steps numbered >= `first_step` (the trace counts steps
 // from 0); Internal when the file holds no such step.
 Result<double> MedianComputeBusyS(const std::string& trace_path, int first_step);
+
+// --- 5. OSDP vs ZeRO-3 (bench_parallel_osdp.cc) ---
+
+// What the --shard auto run's first line says (Note [OSDP vs ZeRO-3]).
+struct OsdpChoice {
+  std::string decision;  // each block's, e.g. "0-3: replicated, 4-6: sharded, 7: replicated"
+  std::string text;      // the whole "--shard auto: predicted step ... of a budget of ..."
+  double predicted_auto_s = 0, predicted_all_sharded_s = 0, predicted_all_replicated_s = 0;
+};
+
+// Parses the line `grid: dp ... | blocks DECISION (--shard auto: predicted step A ms (every
+// block sharded B ms, every block replicated C ms), ...), split-ops ...` out of a run's stderr;
+// Internal, quoting what it found, when there is no such line.
+Result<OsdpChoice> ParseOsdpChoice(const std::string& stderr_text);
+
+struct OsdpRound {
+  double auto_step_s = 0, all_step_s = 0;  // measured: medians of the counted steps
+  bool auto_first = true;                  // which of the two ran first
+  OsdpChoice choice;                       // what this round's auto run chose and predicted
+  double ratio() const { return all_step_s / auto_step_s; }  // > 1: auto is faster
+  double predicted_ratio() const {
+    return choice.predicted_all_sharded_s / choice.predicted_auto_s;
+  }
+};
+
+struct OsdpResult {
+  std::vector<OsdpRound> rounds;
+  std::string auto_command, all_command;
+  std::vector<double> ratios() const;
+  const OsdpRound& median() const;  // the round with the median ratio (the upper of an even count)
+};
+
+Result<OsdpResult> MeasureOsdp(const Flags& f, const std::string& self, const std::string& mpirun,
+                               const std::string& dir);
+// 5's JSON fields and table (after 3 and 4's); nothing when `osdp` is nullptr.
+void AddOsdpReport(const Flags& f, const OsdpResult* osdp, nlohmann::ordered_json& out);
+void PrintOsdpTable(const Flags& f, const OsdpResult* osdp, std::FILE* stream);
 
 // --- The report (bench_parallel_report.cc, bench_parallel_shard_report.cc) ---
 

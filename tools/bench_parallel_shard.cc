@@ -4,6 +4,7 @@
 //    with the same budgets, tokens/s, in rounds alternating which goes first;
 // 4. comm_overlap: the sharded run's step vs max(its --movement-only run's step, the compute
 //    queue's busy time of two single-rank runs of the per-rank batch at once), in rounds.
+// DpArgs and MedianStepS serve 5 (tools/bench_parallel_osdp.cc) too.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -33,17 +34,6 @@ std::vector<std::string> PagedTrainArgs(const Flags& f, const std::string& self,
           "--log-level", "warn"};
 }
 
-// kRanks data-parallel ranks of the global batch under mpirun, --shard `shard`, rank 0 logging
-// each step to `log_json`.
-std::vector<std::string> DpArgs(const Flags& f, const std::string& self, const std::string& mpirun,
-                                const std::string& shard, const std::string& log_json) {
-  std::vector<std::string> argv = MpirunPrefix(mpirun, f.timeout_s, kRanks);
-  for (const std::string& a : PagedTrainArgs(f, self, f.batch)) argv.push_back(a);
-  argv.insert(argv.end(),
-              {"--dp", std::to_string(kRanks), "--shard", shard, "--log-json", log_json});
-  return argv;
-}
-
 // The per-step field `field` of the steps after `warmup` in a --log-json file (one step a line).
 Result<std::vector<double>> StepField(const std::string& path, int warmup, const char* field) {
   std::ifstream in(path);
@@ -60,12 +50,6 @@ Result<std::vector<double>> StepField(const std::string& path, int warmup, const
   return v;
 }
 
-struct Launch {
-  std::vector<std::string> argv;
-  std::string out_file;  // its --log-json (a compute-only process: its --trace)
-  std::string tag, display;
-};
-
 // Runs `run` (its old log removed first, so that only this run's steps count) and returns the
 // median tokens/s of its steps after the warmup (tokens_per_s counts the global batch).
 Result<double> MedianTokensPerS(const Flags& f, const Launch& run, const std::string& dir) {
@@ -76,21 +60,6 @@ Result<double> MedianTokensPerS(const Flags& f, const Launch& run, const std::st
   if (child.exit_code != 0) return ChildFailed(run.display, child, f.timeout_s);
   STRATA_ASSIGN_OR_RETURN(const std::vector<double> tps,
                           StepField(run.out_file, f.warmup_steps, "tokens_per_s"));
-  return Median(tps);
-}
-
-// The median step time: tokens_per_s is the step's B x T tokens / its step time, so the step
-// time is B x T / tokens_per_s (of each step, then the median).
-Result<double> MedianStepS(const Flags& f, const Launch& run, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::remove(run.out_file, ec);
-  STRATA_ASSIGN_OR_RETURN(const ChildResult child,
-                          RunChild(run.argv, dir, run.tag, f.timeout_s + 30));
-  if (child.exit_code != 0) return ChildFailed(run.display, child, f.timeout_s);
-  STRATA_ASSIGN_OR_RETURN(std::vector<double> tps,
-                          StepField(run.out_file, f.warmup_steps, "tokens_per_s"));
-  const double tokens = double(f.batch) * f.seq;
-  for (double& x : tps) x = x > 0 ? tokens / x : 0;
   return Median(tps);
 }
 
@@ -127,6 +96,30 @@ Result<std::vector<double>> ComputeOnlyPair(const Flags& f, const std::vector<La
 }
 
 }  // namespace
+
+std::vector<std::string> DpArgs(const Flags& f, const std::string& self, const std::string& mpirun,
+                                const std::string& shard, const std::string& log_json) {
+  std::vector<std::string> argv = MpirunPrefix(mpirun, f.timeout_s, kRanks);
+  for (const std::string& a : PagedTrainArgs(f, self, f.batch)) argv.push_back(a);
+  argv.insert(argv.end(),
+              {"--dp", std::to_string(kRanks), "--shard", shard, "--log-json", log_json});
+  return argv;
+}
+
+// tokens_per_s is the step's B x T tokens / its step time, so the step time is B x T /
+// tokens_per_s (of each step, then the median).
+Result<double> MedianStepS(const Flags& f, const Launch& run, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::remove(run.out_file, ec);
+  STRATA_ASSIGN_OR_RETURN(const ChildResult child,
+                          RunChild(run.argv, dir, run.tag, f.timeout_s + 30));
+  if (child.exit_code != 0) return ChildFailed(run.display, child, f.timeout_s);
+  STRATA_ASSIGN_OR_RETURN(std::vector<double> tps,
+                          StepField(run.out_file, f.warmup_steps, "tokens_per_s"));
+  const double tokens = double(f.batch) * f.seq;
+  for (double& x : tps) x = x > 0 ? tokens / x : 0;
+  return Median(tps);
+}
 
 std::vector<double> ShardResult::ratios() const {
   std::vector<double> v;

@@ -27,12 +27,17 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
       "--seq",     "32",       "--steps", "2",        "--warmup-steps",
       "1",         "--rounds", "1"};
   args.insert(args.end(), {"--shard-rounds", "1", "--overlap-rounds", "1"});  // 3 and 4
+  // 5: tiny's state per rank is 640 KiB with its 16K pages when blocks 0 and 3 are replicated
+  // (tests/tools/train_dp_test.cc), so auto has a choice to make.
+  args.insert(args.end(),
+              {"--osdp-rounds", "1", "--osdp-host-mem", "640K", "--osdp-page-size", "16K"});
   const RunResult r = RunStrata(args, scratch.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_FALSE(r.out.empty()) << r.err;
   EXPECT_EQ(r.out.front(), '{') << r.out;
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line on stdout: " << r.out;
-  for (const char* figure : {"collective_efficiency", "dp_scaling", "shard_cost", "comm_overlap"}) {
+  for (const char* figure :
+       {"collective_efficiency", "dp_scaling", "shard_cost", "comm_overlap", "osdp_vs_zero3"}) {
     EXPECT_NE(r.err.find(figure), std::string::npos) << figure << " in the table: " << r.err;
   }
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -41,7 +46,10 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
         "collective_efficiency_all_gather", "collective_efficiency_reduce_scatter", "cpu_cores",
         "shard_cost", "shard_all_tokens_per_s", "shard_none_tokens_per_s", "shard_gpu_mem",
         "shard_host_mem", "comm_overlap", "comm_overlap_step_s", "comm_overlap_comm_only_s",
-        "comm_overlap_compute_only_s"}) {
+        "comm_overlap_compute_only_s", "osdp_vs_zero3", "osdp_auto_step_s", "osdp_all_step_s",
+        "osdp_predicted_auto_step_s", "osdp_predicted_all_sharded_step_s",
+        "osdp_predicted_all_replicated_step_s", "osdp_predicted_ratio", "osdp_gpu_mem",
+        "osdp_host_mem", "osdp_page_size"}) {
     ExpectPositive(j, field);
   }
   for (const char* rounds :
@@ -49,7 +57,10 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
         "shard_none_tokens_per_s_rounds", "shard_first_rounds", "comm_overlap_rounds",
         "comm_overlap_step_s_rounds", "comm_overlap_comm_only_s_rounds",
         "comm_overlap_compute_only_s_rounds", "comm_overlap_compute_only_process_s_rounds",
-        "comm_overlap_order_rounds"}) {
+        "comm_overlap_order_rounds", "osdp_vs_zero3_rounds", "osdp_auto_step_s_rounds",
+        "osdp_all_step_s_rounds", "osdp_predicted_auto_step_s_rounds",
+        "osdp_predicted_all_sharded_step_s_rounds", "osdp_predicted_ratio_rounds",
+        "osdp_first_rounds", "osdp_decision_rounds"}) {
     ASSERT_TRUE(j.contains(rounds) && j[rounds].is_array()) << rounds << " in " << r.out;
     EXPECT_EQ(j[rounds].size(), 1u) << rounds;
   }
@@ -58,6 +69,14 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
                    j["comm_overlap_step_s"].get<double>() /
                        std::max(j["comm_overlap_compute_only_s"].get<double>(),
                                 j["comm_overlap_comm_only_s"].get<double>()));
+  EXPECT_DOUBLE_EQ(j["osdp_vs_zero3"].get<double>(),
+                   j["osdp_all_step_s"].get<double>() / j["osdp_auto_step_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["osdp_predicted_ratio"].get<double>(),
+                   j["osdp_predicted_all_sharded_step_s"].get<double>() /
+                       j["osdp_predicted_auto_step_s"].get<double>());
+  EXPECT_EQ(j["osdp_first_rounds"][0], "auto");
+  EXPECT_EQ(j["osdp_host_mem"].get<uint64_t>(), 640u << 10);
+  EXPECT_EQ(j["osdp_page_size"].get<uint64_t>(), 16u << 10);
   ASSERT_TRUE(j["collectives"].is_array());
   ASSERT_EQ(j["collectives"].size(), 4u) << "2 sizes x 2 ops";
   for (const nlohmann::json& c : j["collectives"]) {
@@ -70,7 +89,8 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
   for (const char* field :
        {"date", "dp2_command", "dp1_command", "collectives_command", "shard_all_command",
         "shard_none_command", "comm_overlap_step_command", "comm_overlap_comm_only_command",
-        "comm_overlap_compute_only_command"}) {
+        "comm_overlap_compute_only_command", "osdp_auto_command", "osdp_all_command",
+        "osdp_decision", "osdp_choice"}) {
     ASSERT_TRUE(j.contains(field) && j[field].is_string()) << field << " in " << r.out;
   }
   EXPECT_NE(j["dp2_command"].get<std::string>().find("mpirun"), std::string::npos);
@@ -89,7 +109,23 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
   EXPECT_EQ(j["comm_overlap_compute_only_command"].get<std::string>().find("mpirun"),
             std::string::npos)
       << "compute-only runs without collectives";
-  EXPECT_FALSE(j.contains("osdp_vs_zero3")) << "--shard auto is not measured here";
+  has("osdp_auto_command", "--shard auto");
+  has("osdp_auto_command", "--host-mem 640K");
+  has("osdp_auto_command", "--page-size 16K");
+  has("osdp_auto_command", "--log-level info");  // its first line, the choice, is an info line
+  has("osdp_all_command", "--shard all");
+  has("osdp_all_command", "--host-mem 640K");
+  has("osdp_all_command", "--page-size 16K");
+  // The decision names each of tiny's 4 blocks; the choice holds the prediction.
+  const std::string decision = j["osdp_decision"].get<std::string>();
+  EXPECT_NE(decision.find("0"), std::string::npos) << decision;
+  EXPECT_NE(decision.find("3: "), std::string::npos) << decision;
+  EXPECT_TRUE(decision.find("replicated") != std::string::npos ||
+              decision.find("sharded") != std::string::npos)
+      << decision;
+  EXPECT_EQ(j["osdp_decision_rounds"][0], decision);
+  has("osdp_choice", "--shard auto: predicted step");
+  has("osdp_choice", "every block sharded");
 }
 
 TEST(BenchParallel, BadFlagsAreUsageErrors) {
@@ -104,9 +140,12 @@ TEST(BenchParallel, BadFlagsAreUsageErrors) {
         {"--sizes", "12X"},
         {"--shard-rounds", "0"},
         {"--overlap-rounds", "0"},
+        {"--osdp-rounds", "0"},
+        {"--osdp-host-mem", "0"},
+        {"--osdp-page-size", "12X"},
         {"--gpu-mem", "12X"},
         {"--host-mem", "0"},
-        {"--no-collectives", "--no-dp", "--no-shard-cost", "--no-comm-overlap"}}) {
+        {"--no-collectives", "--no-dp", "--no-shard-cost", "--no-comm-overlap", "--no-osdp"}}) {
     std::vector<std::string> args = {"bench", "parallel", "--json"};
     args.insert(args.end(), bad.begin(), bad.end());
     const RunResult r = RunStrata(args, dir);
