@@ -51,15 +51,19 @@ Result<std::vector<double>> StepField(const std::string& path, int warmup, const
 }
 
 // Runs `run` (its old log removed first, so that only this run's steps count) and returns the
-// median tokens/s of its steps after the warmup (tokens_per_s counts the global batch).
-Result<double> MedianTokensPerS(const Flags& f, const Launch& run, const std::string& dir) {
+// tokens/s of its steps after the warmup (tokens_per_s counts the global batch).
+Result<std::vector<double>> RunTokensPerS(const Flags& f, const Launch& run,
+                                          const std::string& dir) {
   std::error_code ec;
   std::filesystem::remove(run.out_file, ec);
   STRATA_ASSIGN_OR_RETURN(const ChildResult child,
                           RunChild(run.argv, dir, run.tag, f.timeout_s + 30));
   if (child.exit_code != 0) return ChildFailed(run.display, child, f.timeout_s);
-  STRATA_ASSIGN_OR_RETURN(const std::vector<double> tps,
-                          StepField(run.out_file, f.warmup_steps, "tokens_per_s"));
+  return StepField(run.out_file, f.warmup_steps, "tokens_per_s");
+}
+
+Result<double> MedianTokensPerS(const Flags& f, const Launch& run, const std::string& dir) {
+  STRATA_ASSIGN_OR_RETURN(const std::vector<double> tps, RunTokensPerS(f, run, dir));
   return Median(tps);
 }
 
@@ -109,13 +113,7 @@ std::vector<std::string> DpArgs(const Flags& f, const std::string& self, const s
 // tokens_per_s is the step's B x T tokens / its step time, so the step time is B x T /
 // tokens_per_s (of each step, then the median).
 Result<double> MedianStepS(const Flags& f, const Launch& run, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::remove(run.out_file, ec);
-  STRATA_ASSIGN_OR_RETURN(const ChildResult child,
-                          RunChild(run.argv, dir, run.tag, f.timeout_s + 30));
-  if (child.exit_code != 0) return ChildFailed(run.display, child, f.timeout_s);
-  STRATA_ASSIGN_OR_RETURN(std::vector<double> tps,
-                          StepField(run.out_file, f.warmup_steps, "tokens_per_s"));
+  STRATA_ASSIGN_OR_RETURN(std::vector<double> tps, RunTokensPerS(f, run, dir));
   const double tokens = double(f.batch) * f.seq;
   for (double& x : tps) x = x > 0 ? tokens / x : 0;
   return Median(tps);
