@@ -81,9 +81,10 @@ Result<std::vector<bool>> PagedTrainer::search_shards() {
   const scheduler::ShardPlan none = scheduler::ShardPlan::Replicated(layout_, rank(), ranks());
   STRATA_ASSIGN_OR_RETURN(const StatePages sharded_pages, StatePages::Make(layout_, page, false, &all));
   STRATA_ASSIGN_OR_RETURN(const StatePages whole_pages, StatePages::Make(layout_, page, false, &none));
-  scheduler::ShardSearchSetting setting{.layout = &layout_,
-                                        .all_sharded = &all,
-                                        .micro_batches = rank_rows() / micro_rows()};
+  scheduler::ShardSearchSetting setting;
+  setting.layout = &layout_;
+  setting.all_sharded = &all;
+  setting.micro_batches = rank_rows() / micro_rows();
   uint64_t largest = 0;
   for (int b = 0; b < n; ++b) {
     largest = std::max<uint64_t>(largest, all.gathered_floats(b) * 4);

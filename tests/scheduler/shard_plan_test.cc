@@ -41,7 +41,9 @@ TEST(ShardPlan, RanksOwnChunkAlignedDisjointRangesCoveringEachShardedBlock) {
       }
     }
     for (int b = 0; b < layout.num_blocks(); ++b) {
-      if (b != 1) EXPECT_EQ(covered[b], layout.blocks[b].numel) << ranks << " ranks, block " << b;
+      if (b != 1) {
+        EXPECT_EQ(covered[b], layout.blocks[b].numel) << ranks << " ranks, block " << b;
+      }
     }
   }
 }

@@ -229,7 +229,9 @@ TEST(TrainDpSharded, EachRankHoldsItsShareOfTheStateOnHostAndNvme) {
     };
     std::vector<std::string> one = args("one");
     one.insert(one.end(), {"--micro-batch", "2"});
-    if (std::string(t.name) == "nvme") ASSERT_EQ(::mkdir((dir + "/one-nvme").c_str(), 0755), 0);
+    if (std::string(t.name) == "nvme") {
+      ASSERT_EQ(::mkdir((dir + "/one-nvme").c_str(), 0755), 0);
+    }
     RunResult r1 = RunStrata(one, dir);
     ASSERT_EQ(r1.exit_code, 0) << r1.err;
     std::vector<std::string> dp = args("dp");
