@@ -226,6 +226,7 @@ Status Engine::fill_misses(size_t pos, const Op& op, long step, std::vector<int>
                                   param ? blocks_[u.block].update_done : kNoWait, step));
     if (param && ops_->sharded(u.block)) {
       STRATA_ASSIGN_OR_RETURN(s.ready, on_comm(u.block, "all-gather of the parameters of block",
+                                               bytes(i),
                                                [ops = ops_.get(), b = u.block, ptr = s.ptr] {
                                                  return ops->gather_params(b, ptr);
                                                },
@@ -271,6 +272,7 @@ Status Engine::copy_grad_down(int block, std::shared_ptr<Event> after, long step
   Slot& s = slots_[idx];
   if (final && comm_ != nullptr) {
     STRATA_ASSIGN_OR_RETURN(after, on_comm(block, "sum of the gradient of block",
+                                           ops_->block_bytes(block),
                                            [ops = ops_.get(), block, ptr = s.ptr] {
                                              return ops->reduce_grad(block, ptr);
                                            },
@@ -283,13 +285,13 @@ Status Engine::copy_grad_down(int block, std::shared_ptr<Event> after, long step
   return Status::Ok();
 }
 
-Result<std::shared_ptr<Event>> Engine::on_comm(int block, const char* what,
+Result<std::shared_ptr<Event>> Engine::on_comm(int block, const char* what, uint64_t bytes,
                                                std::function<Status()> collective,
                                                const std::shared_ptr<Event>& after, long step) {
   STRATA_CHECK(comm_ != nullptr);
   comm_->wait(*after);
   const std::string label = std::string(what) + " " + std::to_string(block);
-  EnqueueTimed(timeline_, *comm_, Queue::kComm, label, 0, step, [&] {
+  EnqueueTimed(timeline_, *comm_, Queue::kComm, label, bytes, step, [&] {
     comm_->launch([this, label, collective = std::move(collective)] {
       {
         std::lock_guard<std::mutex> lock(comm_mu_);

@@ -174,9 +174,10 @@ class Engine {
   Status fill_misses(size_t pos, const Op& op, long step, std::vector<int>& chosen);
   Result<std::shared_ptr<Event>> launch(const Op& op, const std::vector<int>& chosen, long step);
   Status copy_grad_down(int block, std::shared_ptr<Event> after, long step, bool final);
-  // A collective of `block` on the comm stream after `after`: its first error is kept for the
-  // step's end (comm_status_). Returns the Event of its completion.
-  Result<std::shared_ptr<Event>> on_comm(int block, const char* what,
+  // A collective of `block` over `bytes` of its slot on the comm stream after `after` (a
+  // timeline slice): its first error is kept for the step's end (comm_status_). Returns the
+  // Event of its completion.
+  Result<std::shared_ptr<Event>> on_comm(int block, const char* what, uint64_t bytes,
                                          std::function<Status()> collective,
                                          const std::shared_ptr<Event>& after, long step);
   Status gather_losses(std::vector<float>* losses);

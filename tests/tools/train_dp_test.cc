@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "scheduler/trace.h"
 #include "tests/common/spawn_process.h"
 #include "tests/tools/run_strata.h"
 
@@ -244,6 +245,46 @@ TEST(TrainDpSharded, EachRankHoldsItsShareOfTheStateOnHostAndNvme) {
     const uint64_t in_flight = std::string(t.name) == "nvme" ? pool : 0;
     EXPECT_LE(rank, single / 2 + blocks * kinds * page + in_flight)
         << t.name << ": one rank " << single << " bytes, a rank of dp2 " << rank;
+  }
+}
+
+// The step program's collectives are real ops on each rank's comm queue (Queue::kComm in the
+// trace): every step reduces each block's final gradient once; with --shard all each load of a
+// block's parameters is followed by an all-gather of its whole (gathered) slot, and with
+// --shard none nothing is gathered.
+TEST(TrainDpSharded, EachRanksTraceHoldsTheStepsCollectives) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_trace");
+  const std::string& dir = scratch.path();
+  const int blocks = 4, steps = 3;
+  for (const std::string shard : {"none", "all"}) {
+    RunResult r = RunMpi({{"train", "--model", "tiny", "--batch", "8", "--seq", "32", "--steps",
+                           std::to_string(steps), "--threads", "1", "--engine", "paged", "--dp",
+                           "2", "--shard", shard, "--trace", dir + "/" + shard + ".json"}},
+                         2, dir);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* rank : {".rank-0", ".rank-1"}) {
+      const std::string path = dir + "/" + shard + rank + ".json";
+      const auto trace = nlohmann::json::parse(ReadWholeFile(path), nullptr, false);
+      ASSERT_FALSE(trace.is_discarded()) << path;
+      std::map<long, int> sums, gathers;
+      for (const auto& e : trace.at("traceEvents")) {
+        if (e.value("ph", "") != "X" || e.value("tid", -1) != int(scheduler::Queue::kComm)) continue;
+        const std::string name = e.at("name");
+        const long step = e.at("args").at("step");
+        EXPECT_GT(e.at("args").at("bytes").get<uint64_t>(), 0u) << name;
+        if (name.rfind("sum of the gradient of block", 0) == 0) ++sums[step];
+        if (name.rfind("all-gather of the parameters of block", 0) == 0) ++gathers[step];
+      }
+      for (long step = 0; step < steps; ++step) {
+        EXPECT_EQ(sums[step], blocks) << path << " step " << step;
+        if (shard == "all") {
+          EXPECT_GE(gathers[step], blocks) << path << " step " << step;
+        } else {
+          EXPECT_EQ(gathers[step], 0) << path << " step " << step;
+        }
+      }
+    }
   }
 }
 
