@@ -25,8 +25,8 @@ void Engine::submit_update(UpdateJob job) {
     // Eager refresh applies where the refreshed slot is next used before any other block needs
     // it: parameters on the device, or clipping (updates in forward order after backward).
     // A sharded block's slot is gathered anew at its next load instead (Note [Shards]).
-    const bool sharded = o_.shards != nullptr && o_.shards->sharded(job.block);
-    if ((o_.plan.params == Home::kDevice || program_.wait_for_norm) && !sharded) {
+    if ((o_.plan.params == Home::kDevice || program_.wait_for_norm) &&
+        !ops_->sharded(job.block)) {
       job.refresh = slots_.mark_refresh(job.block, bs.param_version);
     }
   }

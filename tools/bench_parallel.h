@@ -260,4 +260,11 @@ void PrintShardTable(const Flags& f, const ShardResult* shard, const OverlapResu
 // The median of `v` (the mean of the middle two of an even count); 0 for none.
 double Median(std::vector<double> v);
 
+// A size flag's bytes (the flags were checked before anything ran; 0 if one does not parse).
+uint64_t FlagBytes(const std::string& text);
+// The configuration every run of a sharded figure shares, as `<prefix>_model`, `_batch`, `_seq`,
+// `_steps`, `_warmup_steps`, `_gpu_mem` and `_host_mem` (`host_mem`, the figure's budget).
+void AddRunConfig(const std::string& prefix, const Flags& f, const std::string& host_mem,
+                  nlohmann::ordered_json& out);
+
 }  // namespace strata::tools::parallel_bench

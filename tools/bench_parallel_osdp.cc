@@ -39,11 +39,6 @@ Launch OsdpLaunch(const Flags& f, const std::string& self, const std::string& mp
   return run;
 }
 
-uint64_t Bytes(const std::string& text) {
-  const Result<uint64_t> b = ParseBytes(text, "--osdp-host-mem");  // checked with the flags
-  return b.ok() ? b.value() : 0;
-}
-
 }  // namespace
 
 Result<OsdpChoice> ParseOsdpChoice(const std::string& stderr_text) {
@@ -162,15 +157,8 @@ void AddOsdpReport(const Flags& f, const OsdpResult* osdp, nlohmann::ordered_jso
   out["osdp_decision_rounds"] = decision;
   out["osdp_auto_command"] = osdp->auto_command;
   out["osdp_all_command"] = osdp->all_command;
-  // The configuration of both runs.
-  out["osdp_model"] = f.model;
-  out["osdp_batch"] = f.batch;
-  out["osdp_seq"] = f.seq;
-  out["osdp_steps"] = f.steps;
-  out["osdp_warmup_steps"] = f.warmup_steps;
-  out["osdp_gpu_mem"] = Bytes(f.gpu_mem);
-  out["osdp_host_mem"] = Bytes(f.osdp_host_mem);
-  out["osdp_page_size"] = Bytes(f.osdp_page_size);
+  AddRunConfig("osdp", f, f.osdp_host_mem, out);  // both runs
+  out["osdp_page_size"] = FlagBytes(f.osdp_page_size);
 }
 
 void PrintOsdpTable(const Flags& f, const OsdpResult* osdp, std::FILE* out) {

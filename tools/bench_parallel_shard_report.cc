@@ -6,12 +6,24 @@
 #include "tools/bench_parallel.h"
 
 namespace strata::tools::parallel_bench {
-namespace {
 
-uint64_t Bytes(const std::string& text) {
-  const Result<uint64_t> b = ParseBytes(text, "--gpu-mem");  // checked with the flags
+uint64_t FlagBytes(const std::string& text) {
+  const Result<uint64_t> b = ParseBytes(text, "a size flag");
   return b.ok() ? b.value() : 0;
 }
+
+void AddRunConfig(const std::string& prefix, const Flags& f, const std::string& host_mem,
+                  nlohmann::ordered_json& out) {
+  out[prefix + "_model"] = f.model;
+  out[prefix + "_batch"] = f.batch;
+  out[prefix + "_seq"] = f.seq;
+  out[prefix + "_steps"] = f.steps;
+  out[prefix + "_warmup_steps"] = f.warmup_steps;
+  out[prefix + "_gpu_mem"] = FlagBytes(f.gpu_mem);
+  out[prefix + "_host_mem"] = FlagBytes(host_mem);
+}
+
+namespace {
 
 void AddShard(const ShardResult& s, nlohmann::ordered_json& out) {
   out["shard_cost"] = s.median().ratio();
@@ -112,14 +124,7 @@ void AddShardReport(const Flags& f, const ShardResult* shard, const OverlapResul
   if (shard == nullptr && overlap == nullptr) return;
   if (shard != nullptr) AddShard(*shard, out);
   if (overlap != nullptr) AddOverlap(*overlap, out);
-  // The configuration of every run of 3 and 4.
-  out["shard_model"] = f.model;
-  out["shard_batch"] = f.batch;
-  out["shard_seq"] = f.seq;
-  out["shard_steps"] = f.steps;
-  out["shard_warmup_steps"] = f.warmup_steps;
-  out["shard_gpu_mem"] = Bytes(f.gpu_mem);
-  out["shard_host_mem"] = Bytes(f.host_mem);
+  AddRunConfig("shard", f, f.host_mem, out);  // every run of 3 and 4
 }
 
 void PrintShardTable(const Flags& f, const ShardResult* shard, const OverlapResult* overlap,
