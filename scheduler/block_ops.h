@@ -23,8 +23,16 @@ class BlockOps {
   // Bytes of a device slot of the block: its parameters (= its gradient) in its contiguous
   // layout, gathered whole when sharded (Note [Shards] in shard_plan.h).
   virtual uint64_t block_bytes(int block) const = 0;
+  // Bytes of a device slot holding the block's `role`: a split block's parameters take less than
+  // its gradient (Note [Split operators] in split_plan.h).
+  virtual uint64_t slot_bytes(int block, SlotRole /*role*/) const { return block_bytes(block); }
   // Whether the block's state is sharded over the ranks: its slot is gathered after each load.
   virtual bool sharded(int /*block*/) const { return false; }
+  // The step whose ops run next (for the timeline of what the ops move themselves).
+  virtual void set_step(long /*step*/) {}
+  // The first failure of what the ops moved themselves (a split block's slice gathers) since the
+  // last call; OK when none. The driver calls it once the step's compute has completed.
+  virtual Status take_error() { return Status::Ok(); }
   // The device buffer of the step's inputs and targets (batch*seq of each, int32) and its size.
   virtual int32_t* tokens() = 0;
   virtual uint64_t tokens_count() const = 0;

@@ -80,10 +80,11 @@ Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
 }
 
 std::string GridLine(const parallel::Comm& comm, const ShardPlan& shards, const std::string& choice,
-                     const std::string& per_tier, const std::string& order) {
+                     const std::string& split, const std::string& per_tier,
+                     const std::string& order) {
   return "grid: dp " + std::to_string(comm.size()) + " x tp 1 x pp 1 over " +
          parallel::CommBackendName(comm.backend()) + " | blocks " + shards.describe() + " (" +
-         choice + "), split-ops 1 | per rank: " + per_tier + " | " + order;
+         choice + "), split-ops " + split + " | per rank: " + per_tier + " | " + order;
 }
 
 namespace {

@@ -76,9 +76,11 @@ Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const float* shard,
 // The first line of a job of several ranks (docs/parallel.md): the grid, each block's decision
 // and what a rank holds per tier (`per_tier`, the engine's words), then the micro-batch order
 // line (`order`), which one rank prints first on its own.
-// `choice` says how the decisions were made ("--shard all", or --shard auto's prediction).
+// `choice` says how the decisions were made ("--shard all", or --shard auto's prediction),
+// `split` the split factors (SplitPlan::describe: "1", "2 for blocks 1-4").
 std::string GridLine(const parallel::Comm& comm, const ShardPlan& shards, const std::string& choice,
-                     const std::string& per_tier, const std::string& order);
+                     const std::string& split, const std::string& per_tier,
+                     const std::string& order);
 
 // Note [Checkpoints across ranks]
 // Each rank checkpoints its own state into its own --nvme-dir and --ckpt-dir (D/rank-<r>), on

@@ -62,14 +62,17 @@ Status Engine::setup() {
                                                 .lender = host_frame_lender(),
                                                 .comm = o_.comm,
                                                 .global_batch = o_.global_batch,
-                                                .shards = o_.shards}));
+                                                .shards = o_.shards,
+                                                .split = o_.split,
+                                                .slice_comm = o_.slice_comm,
+                                                .timeline = &timeline_}));
   for (uint64_t bytes : o_.plan.slot_sizes) {
     STRATA_ASSIGN_OR_RETURN(void* s, buffers_.alloc(bytes, "a block slot"));
     slots_.add(static_cast<float*>(s), bytes);
   }
   compute_ = device_.create_stream("compute");
   if (o_.comm != nullptr && o_.comm->size() > 1) comm_ = device_.create_stream("comm");
-  transfers_ = std::make_unique<Transfers>(sp_, host_, device_, timeline_);
+  transfers_ = std::make_unique<Transfers>(sp_, host_, device_, timeline_, o_.split);
   optimizer_ = std::make_unique<OptimizerQueue>(
       *o_.layout, sp_, host_, *transfers_, device_, timeline_,
       AdamWSettings{o_.beta1, o_.beta2, o_.eps, o_.weight_decay, o_.delayed_update, o_.threads});
@@ -110,6 +113,7 @@ Status Engine::run_step(long step, float lr, const int32_t* tokens, EngineStepRe
   STRATA_RETURN_IF_ERROR(optimizer_->take_finished_errors());
   learn_host_plan(step);
   STRATA_RETURN_IF_ERROR(copy_tokens_in(tokens));
+  ops_->set_step(step);
   for (BlockState& b : blocks_) b.updated_this_step = false;
   for (size_t pos = 0; pos < program_.ops.size(); ++pos) {
     const Op& op = program_.ops[pos];
@@ -199,7 +203,7 @@ Status Engine::fill_misses(size_t pos, const Op& op, long step, std::vector<int>
   for (size_t i = 0; i < op.uses.size(); ++i) {
     (chosen[i] >= 0 ? taken.push_back(chosen[i]) : misses.push_back(i));
   }
-  auto bytes = [&](size_t i) { return ops_->block_bytes(op.uses[i].block); };
+  auto bytes = [&](size_t i) { return ops_->slot_bytes(op.uses[i].block, op.uses[i].role); };
   std::stable_sort(misses.begin(), misses.end(),
                    [&](size_t a, size_t b) { return bytes(a) > bytes(b); });
   for (size_t i : misses) {
@@ -319,6 +323,7 @@ Status Engine::gather_losses(std::vector<float>* losses) {
 
 Status Engine::finish_compute(long step, EngineStepResult* result) {
   STRATA_RETURN_IF_ERROR(compute_->synchronize().with_context("compute stream"));
+  STRATA_RETURN_IF_ERROR(ops_->take_error());
   std::vector<float> losses = ops_->losses();
   STRATA_RETURN_IF_ERROR(gather_losses(&losses));
   double loss_sum = 0.0;

@@ -86,6 +86,7 @@
 #include "scheduler/shard_plan.h"
 #include "scheduler/optimizer_queue.h"
 #include "scheduler/slot_cache.h"
+#include "scheduler/split_plan.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/step_program.h"
 #include "scheduler/trace.h"
@@ -121,6 +122,10 @@ struct EngineOptions {
   // Sharded blocks (Note [Shards] in shard_plan.h): `pages` hold only this rank's floats of them;
   // a slot is gathered after each load and a final gradient reduce-scattered. nullptr: none.
   const ShardPlan* shards = nullptr;
+  // Split blocks (Note [Split operators] in split_plan.h) and the Comm their slices are gathered
+  // on; nullptr: none.
+  const SplitPlan* split = nullptr;
+  parallel::Comm* slice_comm = nullptr;
 };
 
 struct EngineStepResult {

@@ -64,6 +64,16 @@ Status GptOps::allocate() {
                                                        "the embedding's gradient part"));
     embedding_part_ = static_cast<float*>(part);
   }
+  if (o_.split != nullptr && o_.split->any_split()) {
+    STRATA_CHECK(o_.slice_comm != nullptr) << "split blocks need the slice Comm";
+    const uint64_t bytes = uint64_t(o_.split->slice_buffer_floats()) * 4;
+    STRATA_CHECK(2 * bytes <= o_.plan->slice_bytes);
+    STRATA_ASSIGN_OR_RETURN(void* a, buffers_.alloc(bytes, "a slice buffer of split blocks"));
+    STRATA_ASSIGN_OR_RETURN(void* b, buffers_.alloc(bytes, "a slice buffer of split blocks"));
+    slices_ = std::make_unique<SliceGather>(
+        device_, *o_.slice_comm, *o_.split,
+        std::make_pair(static_cast<float*>(a), static_cast<float*>(b)), o_.timeline);
+  }
   if (o_.plan->order == MicroBatchOrder::kLayerMajor) {
     STRATA_CHECK(o_.plan->recompute_layers == c.n_layer) << "layer-major recomputes every block";
     boundaries_ =
@@ -138,10 +148,22 @@ const TransformerActs& GptOps::acts_for(int layer) {
   return work_acts_;
 }
 
+uint64_t GptOps::slot_bytes(int block, SlotRole role) const {
+  if (role == SlotRole::kParam && split(block)) {
+    return uint64_t(o_.split->param_slot_floats(block)) * 4;
+  }
+  return block_bytes(block);
+}
+
+Status GptOps::take_error() { return slices_ ? slices_->take_error() : Status::Ok(); }
+
 void GptOps::check_resident(const Op& op, const std::vector<float*>& slots) const {
   for (size_t i = 0; i < slots.size(); ++i) {
-    const int64_t floats = layout_.blocks[op.uses[i].block].numel;
-    STRATA_CHECK(device_.is_device_memory(slots[i], size_t(floats) * 4))
+    const SlotUse& u = op.uses[i];
+    const uint64_t bytes = u.role == SlotRole::kParam && split(u.block)
+                               ? slot_bytes(u.block, u.role)
+                               : uint64_t(layout_.blocks[u.block].numel) * 4;
+    STRATA_CHECK(device_.is_device_memory(slots[i], size_t(bytes)))
         << op.label() << ": slot " << i << " is not device memory";
   }
   STRATA_CHECK(device_.is_device_memory(emb_out_, 4) && device_.is_device_memory(tokens_, 4));
@@ -193,8 +215,10 @@ void GptOps::compute(const Op& op, const std::vector<float*>& p) {
       EmbeddingForward(k, layout_, p[0], x, B, T, emb_out_);
       break;
     case OpKind::kBlockFwd:
-      TransformerForward(k, layout_, op.block - 1, p[0], block_input(op.block - 1), B, T,
-                         acts_for(op.block - 1));
+      TransformerForward(k, layout_, op.block - 1,
+                         split(op.block) ? split_weights(op, p[0])
+                                         : WholeTransformerWeights(layout_, op.block - 1, p[0]),
+                         block_input(op.block - 1), B, T, acts_for(op.block - 1));
       break;
     case OpKind::kHeadFwd:
       losses_[op.micro_batch] =
@@ -206,8 +230,10 @@ void GptOps::compute(const Op& op, const std::vector<float*>& p) {
       break;
     case OpKind::kBlockBwd: {
       const int l = op.block - 1;
-      if (recomputed(l)) TransformerForward(k, layout_, l, p[0], block_input(l), B, T, acts_for(l));
-      TransformerBackward(k, layout_, l, p[0], p[1], block_input(l), B, T, acts_for(l), scratch_,
+      const TransformerWeights w = split(op.block) ? split_weights(op, p[0])
+                                                   : WholeTransformerWeights(layout_, l, p[0]);
+      if (recomputed(l)) TransformerForward(k, layout_, l, w, block_input(l), B, T, acts_for(l));
+      TransformerBackward(k, layout_, l, w, p[1], block_input(l), B, T, acts_for(l), scratch_,
                           dres_[op.micro_batch], /*first=*/op.micro_batch == 0);
       break;
     }
@@ -255,10 +281,51 @@ Status GptOps::reduce_grad(int block, float* slot) {
   return Status::Ok();
 }
 
+// Note [Split operators]: the rest of the block, not the MLP weights (the op gathers those slice
+// by slice), its owners' pieces broadcast in rank order.
+Status GptOps::gather_split_params(int block, float* slot) {
+  std::vector<parallel::CommWork> works;
+  for (int r = 0; r < o_.comm->size(); ++r) {
+    const auto [begin, end] = o_.split->rest_range(block, r);
+    if (begin < end) works.push_back(o_.comm->broadcast(slot + begin, size_t(end - begin) * 4, r));
+  }
+  for (const parallel::CommWork& w : works) STRATA_RETURN_IF_ERROR(w.wait());
+  return Status::Ok();
+}
+
+TransformerWeights GptOps::split_weights(const Op& op, const float* slot) {
+  const int b = op.block, slices = o_.split->factor(b);
+  const BlockSpec& spec = layout_.blocks[b];
+  TransformerWeights w;
+  for (int t = 0; t < kTransformerTensors; ++t) {
+    if (t == kFcW || t == kFcProjW) continue;  // kSplitTensors: given slice by slice
+    w.tensor[t] = slot + o_.split->param_slot_offset(b, t, spec.tensors[t].offset);
+  }
+  // The order the kernels ask (gpt_blocks.h): forward c_fc then c_proj, backward the reverse.
+  std::vector<std::pair<int, int>> order;
+  auto add = [&](int tensor) {
+    for (int s = 0; s < slices; ++s) order.emplace_back(tensor, s);
+  };
+  if (op.kind == OpKind::kBlockFwd || recomputed(b - 1)) {
+    add(kFcW);
+    add(kFcProjW);
+  }
+  if (op.kind == OpKind::kBlockBwd) {
+    add(kFcProjW);
+    add(kFcW);
+  }
+  w.slices = slices;
+  SliceGather* gather = slices_.get();
+  gather->begin(b, slot, std::move(order), step_);
+  w.slice = [gather](int tensor, int s) { return gather->next(tensor, s); };
+  return w;
+}
+
 // Each rank's shard is at its place in the slot (uploaded from its pages): the in-place all-gather
 // fills the others'.
 Status GptOps::gather_params(int block, float* slot) {
   if (!sharded(block)) return Status::Ok();
+  if (split(block)) return gather_split_params(block, slot);
   const size_t shard_bytes = size_t(o_.shards->shard_floats(block)) * 4;
   return o_.comm->all_gather(reinterpret_cast<char*>(slot) + o_.comm->rank() * shard_bytes, slot,
                              shard_bytes)

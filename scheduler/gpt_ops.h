@@ -24,6 +24,9 @@
 #include "scheduler/device_buffers.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/shard_plan.h"
+#include "scheduler/slice_gather.h"
+#include "scheduler/split_plan.h"
+#include "scheduler/trace.h"
 
 namespace strata::scheduler {
 
@@ -46,6 +49,11 @@ struct GptOpsOptions {
   int global_batch = 0;
   // Which blocks are sharded over the ranks (nullptr: none).
   const ShardPlan* shards = nullptr;
+  // Which sharded blocks are split (Note [Split operators] in split_plan.h; nullptr: none), the
+  // Comm their slices are gathered on (the job's second one) and the timeline those go to.
+  const SplitPlan* split = nullptr;
+  parallel::Comm* slice_comm = nullptr;
+  Timeline* timeline = nullptr;
 };
 
 class GptOps final : public BlockOps {
@@ -54,7 +62,10 @@ class GptOps final : public BlockOps {
   static Result<std::unique_ptr<GptOps>> Create(const GptOpsOptions& options);
 
   uint64_t block_bytes(int block) const override { return uint64_t(slot_floats_[block]) * 4; }
+  uint64_t slot_bytes(int block, SlotRole role) const override;
   bool sharded(int block) const override { return o_.shards && o_.shards->sharded(block); }
+  void set_step(long step) override { step_ = step; }
+  Status take_error() override;
   int32_t* tokens() override { return tokens_; }
   uint64_t tokens_count() const override { return uint64_t(2) * o_.batch * o_.seq; }
   void run(const Op& op, const std::vector<float*>& slots) override;
@@ -73,6 +84,11 @@ class GptOps final : public BlockOps {
   bool recomputed(int layer) const { return layer < o_.plan->recompute_layers; }
   const float* block_input(int layer) const;
   const TransformerActs& acts_for(int layer);
+  bool split(int block) const { return o_.split != nullptr && o_.split->split(block); }
+  // A split block's weights in its parameter slot, its MLP weights slice by slice (`order`: the
+  // slices the op will ask for, begun on the slice gatherer).
+  TransformerWeights split_weights(const Op& op, const float* slot);
+  Status gather_split_params(int block, float* slot);
   // Layer-major: boundary j of `op`'s micro-batch into the device (then gives back its frame when
   // that was its last read), or out to the store.
   Status load_boundary(const Op& op, int boundary, Stream& stream);
@@ -101,6 +117,8 @@ class GptOps final : public BlockOps {
   float* embedding_part_ = nullptr;
   bool data_parallel() const { return o_.comm != nullptr && o_.comm->size() > 1; }
   std::vector<int64_t> slot_floats_;  // per block: a slot's floats (gathered when sharded)
+  std::unique_ptr<SliceGather> slices_;  // split blocks only
+  long step_ = 0;
 
   // Written by ops, read after the step's compute completed.
   std::vector<double> block_sums_;

@@ -155,8 +155,8 @@ class InMemoryTrainer final : public Trainer {
                                  FormatBytes(uint64_t(layout_.total_numel) * 16) +
                                  " (params, gradients, moments)";
     Logger("train")->info("{}",
-                          scheduler::GridLine(*o_.ranks, scheduler::ShardPlan::Replicated(layout_), "--shard " + o_.shard,
-                                              per_tier, order));
+                          scheduler::GridLine(*o_.ranks, scheduler::ShardPlan::Replicated(layout_),
+                                              "--shard " + o_.shard, "1", per_tier, order));
   }
 
   const GptConfig& config() const override { return layout_.config; }

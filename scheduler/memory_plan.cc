@@ -77,20 +77,25 @@ uint64_t TokenBytes(const MemoryPlanInput& in) {
   return RoundUp(uint64_t(2) * in.batch * in.seq * 4);
 }
 
-// Device bytes besides the slots: activations, tokens and (dp) the embedding's gradient part.
+// Device bytes besides the slots: activations, tokens, (dp) the embedding's gradient part and
+// (split blocks) the slice buffers.
 uint64_t FixedDeviceBytes(const MemoryPlanInput& in, int recompute_layers) {
-  return ActivationBytes(in, recompute_layers) + TokenBytes(in) + RoundUp(in.embedding_part_bytes);
+  return ActivationBytes(in, recompute_layers) + TokenBytes(in) +
+         RoundUp(in.embedding_part_bytes) + RoundUp(in.slice_bytes);
+}
+
+const GptLayout& ParamLayout(const MemoryPlanInput& in) {
+  return in.param_layout != nullptr ? *in.param_layout : *in.layout;
 }
 
 // Every block's parameters and the gradients beside them, plus one prefetch slot and a second
 // gradient slot (a block's backward then need not wait for the previous block's gradient to
 // finish its copy down): more slots than that are never used.
-std::vector<uint64_t> UsefulSlotSizes(const GptLayout& layout, const std::vector<uint64_t>& min) {
-  std::vector<uint64_t> useful = CoverBoth(min, AllResidentSlotSizes(layout));
-  const BlockSlotBytes bytes = SlotBytesOf(layout);
-  const uint64_t spare = bytes.transformer > 0 ? bytes.transformer : bytes.largest;
-  useful.push_back(spare);
-  useful.push_back(spare);
+std::vector<uint64_t> UsefulSlotSizes(const MemoryPlanInput& in, const std::vector<uint64_t>& min) {
+  std::vector<uint64_t> useful = CoverBoth(min, AllResidentSlotSizes(ParamLayout(in), *in.layout));
+  const BlockSlotBytes params = SlotBytesOf(ParamLayout(in)), grads = SlotBytesOf(*in.layout);
+  useful.push_back(params.transformer > 0 ? params.transformer : params.largest);
+  useful.push_back(grads.transformer > 0 ? grads.transformer : grads.largest);
   return useful;
 }
 
@@ -146,20 +151,23 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   plan->slot_bytes = SlotBytesOf(layout).largest;
   plan->tokens_bytes = TokenBytes(in);
   plan->embedding_part_bytes = RoundUp(in.embedding_part_bytes);
-  const std::vector<uint64_t> min_slots = MinimalSlotSizes(layout);
+  plan->slice_bytes = RoundUp(in.slice_bytes);
+  const std::vector<uint64_t> min_slots = MinimalSlotSizes(ParamLayout(in), layout);
   const uint64_t min_slot_bytes = TotalBytes(min_slots);
-  const std::vector<uint64_t> useful = UsefulSlotSizes(layout, min_slots);
+  const std::vector<uint64_t> useful = UsefulSlotSizes(in, min_slots);
   plan->device_bytes = in.gpu_mem > 0 ? in.gpu_mem : FixedDeviceBytes(in, 0) + TotalBytes(useful);
   plan->recompute_layers = RecomputeLayers(in, plan->device_bytes, min_slot_bytes);
   plan->acts_bytes = ActivationBytes(in, plan->recompute_layers);
-  const uint64_t fixed = plan->acts_bytes + plan->tokens_bytes + plan->embedding_part_bytes;
+  const uint64_t fixed =
+      plan->acts_bytes + plan->tokens_bytes + plan->embedding_part_bytes + plan->slice_bytes;
   plan->min_device_bytes = fixed + min_slot_bytes;
   if (plan->device_bytes < plan->min_device_bytes) {
     return BelowMinimalWorkingSet(in, *plan, min_slots);
   }
   plan->slot_sizes = ChooseSlots(min_slots, useful, plan->device_bytes - fixed);
   plan->slots = static_cast<int>(plan->slot_sizes.size());
-  const std::vector<uint64_t> resident = CoverBoth(min_slots, AllResidentSlotSizes(layout));
+  const std::vector<uint64_t> resident =
+      CoverBoth(min_slots, AllResidentSlotSizes(ParamLayout(in), layout));
   const bool all_resident = CoverBoth(plan->slot_sizes, resident) == plan->slot_sizes;
   // auto fills the fastest tier first: parameters stay on the device when every block fits.
   if (*params_on == "auto" && all_resident) *params_on = "device";
@@ -377,7 +385,8 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
 Result<uint64_t> MinimalDeviceBytes(const MemoryPlanInput& in) {
   STRATA_RETURN_IF_ERROR(CheckRecompute(in.recompute));
   const int recompute_layers = in.recompute == "none" ? 0 : in.layout->config.n_layer;
-  return FixedDeviceBytes(in, recompute_layers) + TotalBytes(MinimalSlotSizes(*in.layout));
+  return FixedDeviceBytes(in, recompute_layers) +
+         TotalBytes(MinimalSlotSizes(ParamLayout(in), *in.layout));
 }
 
 }  // namespace strata::scheduler

@@ -77,6 +77,10 @@ struct MemoryPlanInput {
   // Data parallelism: device bytes of the embedding's own gradient part (Note [Data-parallel
   // gradients] in data_parallel.h); 0 on one rank.
   uint64_t embedding_part_bytes = 0;
+  // Split blocks (Note [Split operators] in split_plan.h): the layout as parameter slots see it
+  // (nullptr: `layout`) and the device bytes of the two slice buffers.
+  const GptLayout* param_layout = nullptr;
+  uint64_t slice_bytes = 0;
   int micro_batches() const { return batch / micro_rows; }
 };
 
@@ -95,6 +99,7 @@ struct MemoryPlan {
   uint64_t acts_bytes = 0;           // ActivationLayout::bytes() (activations.h), rounded to 4 KiB
   uint64_t tokens_bytes = 0;         // the step's inputs and targets (rounded to 4 KiB)
   uint64_t embedding_part_bytes = 0;  // dp: MemoryPlanInput's, rounded to 4 KiB
+  uint64_t slice_bytes = 0;          // split blocks: MemoryPlanInput's, rounded to 4 KiB
   uint64_t device_bytes = 0;         // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
   uint64_t host_bytes = 0;        // the --host-mem budget in force (whole pages)

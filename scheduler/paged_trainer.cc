@@ -92,7 +92,7 @@ Status PagedTrainer::check_fits_machine() const {
   RamNeed need;
   if (o_.device == "sim") {
     need.device_bytes =
-        plan_.acts_bytes + plan_.tokens_bytes + plan_.embedding_part_bytes +
+        plan_.acts_bytes + plan_.tokens_bytes + plan_.embedding_part_bytes + plan_.slice_bytes +
         scheduler::TotalBytes(plan_.slot_sizes);
   }
   need.host_bytes = plan_.host_bytes;
@@ -129,7 +129,7 @@ Status PagedTrainer::make_plan() {
   in.recompute = o_.recompute;
   in.micro_batch_order = o_.micro_batch_order;
   if (shards_.any_sharded() && rank_rows() > micro_rows()) in.micro_batch_order = "layer-major";
-  STRATA_ASSIGN_OR_RETURN(plan_, scheduler::MakeMemoryPlan(in));
+  STRATA_ASSIGN_OR_RETURN(plan_, plan_split(in));
   // The run's first line: the micro-batch order, after the grid in a job of several ranks.
   if (ranks() > 1) {
     const uint64_t page = pages_->page_bytes();
@@ -141,8 +141,8 @@ Status PagedTrainer::make_plan() {
                     page) +
         " on " + memory::TierName(plan_.optimizer);
     const std::string choice = shard_choice_.empty() ? "--shard " + o_.shard : shard_choice_;
-    Logger("train")->info("{}", scheduler::GridLine(*o_.ranks, shards_, choice, per_tier,
-                                                    plan_.order_to_string()));
+    Logger("train")->info("{}", scheduler::GridLine(*o_.ranks, shards_, choice, split_choice_,
+                                                    per_tier, plan_.order_to_string()));
   } else {
     Logger("train")->info("{}", plan_.order_to_string());
   }
@@ -184,6 +184,12 @@ Status PagedTrainer::create_engine() {
   eo.comm = o_.ranks;
   eo.global_batch = o_.batch;
   eo.shards = &shards_;
+  if (split_.any_split()) {  // the slices' own Comm (slice_gather.h)
+    STRATA_ASSIGN_OR_RETURN(slice_comm_, parallel::CreateComm({.backend = o_.ranks->backend(),
+                                                               .timeout_s = o_.comm_timeout_s}));
+    eo.split = &split_;
+    eo.slice_comm = slice_comm_.get();
+  }
   eo.seq = seq_;
   eo.threads = threads_;
   eo.beta1 = o_.beta1;

@@ -23,6 +23,7 @@
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/run_fingerprint.h"
+#include "scheduler/split_plan.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
 #include "scheduler/trainer.h"
@@ -100,6 +101,7 @@ class PagedTrainer final : public Trainer {
   Result<std::vector<bool>> choose_shards();
   Result<std::vector<bool>> checkpointed_shards();
   Result<std::vector<bool>> search_shards();
+  Result<MemoryPlan> plan_split(scheduler::MemoryPlanInput in);
 
   TrainOptions o_;
   GptLayout layout_;
@@ -109,6 +111,10 @@ class PagedTrainer final : public Trainer {
   scheduler::ShardPlan shards_;  // what this rank owns (Note [Shards] in shard_plan.h)
   GptLayout gathered_layout_;     // the layout as the device slots see it
   std::string shard_choice_;      // --shard auto: how the choice was made (the first line)
+  scheduler::SplitPlan split_;    // --split-ops (Note [Split operators] in split_plan.h)
+  GptLayout param_layout_;        // the layout as parameter slots see it
+  std::string split_choice_ = "1";  // the split factors and, for auto, why (the first line)
+  std::unique_ptr<parallel::Comm> slice_comm_;  // split blocks' slice gathers; outlives engine_
   std::unique_ptr<StatePages> pages_;
   MemoryPlan plan_;
   std::unique_ptr<Device> device_;

@@ -116,6 +116,52 @@ Result<std::vector<bool>> PagedTrainer::search_shards() {
   return r.sharded;
 }
 
+// --split-ops (Note [Split operators] in split_plan.h): K splits every sharded transformer block;
+// auto keeps blocks whole when the memory plan fits --gpu-mem so, else takes the smallest K with
+// which it fits (splitting costs only the slices' gathers, but it costs them every op). A rank's
+// split slot holds its own pieces of the MLP weights, so the ranks' plans differ: auto takes the
+// K that fits on every rank (their collectives must match).
+Result<MemoryPlan> PagedTrainer::plan_split(scheduler::MemoryPlanInput in) {
+  bool splittable = false;
+  for (int b = 1; b + 1 < layout_.num_blocks(); ++b) splittable |= shards_.sharded(b);
+  const bool automatic = o_.split_ops == "auto" && splittable;
+  std::vector<int> factors = {1};
+  if (automatic) factors = {1, 2, 4};
+  if (o_.split_ops != "auto") factors = {std::stoi(o_.split_ops)};  // checked: 1, 2 or 4
+  for (int k : factors) {
+    STRATA_ASSIGN_OR_RETURN(split_, scheduler::SplitPlan::Make(
+                                        layout_, shards_, scheduler::SplitFactors(k, shards_, layout_)));
+    param_layout_ = scheduler::ParamSlotLayout(gathered_layout_, split_);
+    in.param_layout = &param_layout_;
+    in.slice_bytes = uint64_t(2) * split_.slice_buffer_floats() * 4;
+    Result<MemoryPlan> plan = scheduler::MakeMemoryPlan(in);
+    const bool last = k == factors.back();
+    if (!plan.ok() && plan.status().code() != StatusCode::kResourceExhausted) return plan;
+    if (automatic) {
+      uint8_t fits = plan.ok() ? 1 : 0;
+      std::vector<uint8_t> all(static_cast<size_t>(ranks()));
+      STRATA_RETURN_IF_ERROR(o_.ranks->all_gather(&fits, all.data(), 1).wait());
+      const bool everywhere = std::find(all.begin(), all.end(), 0) == all.end();
+      if (!everywhere && !last) continue;
+      if (!everywhere && plan.ok()) {
+        return Status::ResourceExhausted("--split-ops auto: --gpu-mem " +
+                                         FormatBytes(o_.gpu_mem) +
+                                         " is too small for another rank even with " +
+                                         std::to_string(k) + " slices; raise --gpu-mem");
+      }
+    } else if (!plan.ok() && !last) {
+      continue;
+    }
+    split_choice_ = split_.describe();
+    if (automatic) {
+      split_choice_ += k == 1 ? " (auto: whole blocks fit --gpu-mem)"
+                              : " (auto: the fewest slices with which --gpu-mem fits)";
+    }
+    return plan;
+  }
+  return Status::Internal("no --split-ops factor was tried");  // the last one returns
+}
+
 // A block's values of `role` into `values` (its layout's numel floats): read from this rank's
 // pages, then, when sharded, the other ranks' shards gathered (collective: every rank calls it).
 Status PagedTrainer::gather_block(int block, Role role, float* values) {

@@ -40,20 +40,28 @@ std::vector<uint64_t> CoverBoth(std::vector<uint64_t> a, std::vector<uint64_t> b
   return a;
 }
 
-std::vector<uint64_t> MinimalSlotSizes(const GptLayout& layout) {
-  const BlockSlotBytes b = SlotBytesOf(layout);
-  std::vector<uint64_t> need = {b.head, b.embedding, b.head, b.embedding};  // head backward
-  if (b.transformer > 0) {
-    need = CoverBoth(need, {b.transformer, b.transformer, b.embedding});  // block backward
+std::vector<uint64_t> MinimalSlotSizes(const GptLayout& params, const GptLayout& grads) {
+  const BlockSlotBytes p = SlotBytesOf(params), g = SlotBytesOf(grads);
+  std::vector<uint64_t> need = {p.head, p.embedding, g.head, g.embedding};  // head backward
+  if (g.transformer > 0) {
+    // Block backward: G_emb stays where head backward put it, which may be the largest slot.
+    // With whole blocks the prefetch slot (P_l = G_l) leaves room for G_l and P_l beside it; a
+    // split block's P_l is smaller, so a second slot must hold G_l however G_emb sits.
+    const uint64_t beside_emb =
+        p.transformer < g.transformer ? std::max(g.transformer, g.embedding) : g.embedding;
+    need = CoverBoth(need, {p.transformer, g.transformer, beside_emb});
   }
-  need.push_back(b.transformer > 0 ? b.transformer : b.largest);  // prefetch
+  need.push_back(p.transformer > 0 ? p.transformer : p.largest);  // prefetch
   return Sorted(std::move(need));
 }
 
-std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& layout) {
-  const BlockSlotBytes b = SlotBytesOf(layout);
+std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& param_layout,
+                                           const GptLayout& grad_layout) {
+  const BlockSlotBytes b = SlotBytesOf(grad_layout);
   std::vector<uint64_t> params;
-  for (const BlockSpec& spec : layout.blocks) params.push_back(RoundUp(uint64_t(spec.numel) * 4));
+  for (const BlockSpec& spec : param_layout.blocks) {
+    params.push_back(RoundUp(uint64_t(spec.numel) * 4));
+  }
   // Gradients held beside them: head backward G_head + G_emb; block backward G_emb + G_l.
   std::vector<uint64_t> grads = {b.head, b.embedding};
   if (b.transformer > 0) grads = CoverBoth(grads, {b.embedding, b.transformer});

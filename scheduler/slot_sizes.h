@@ -26,10 +26,19 @@ struct BlockSlotBytes {
 };
 BlockSlotBytes SlotBytesOf(const GptLayout& layout);
 
+// The lists below take the layout as parameter slots see it and as gradient slots do: they differ
+// for split blocks, whose parameter slot holds less (Note [Split operators] in split_plan.h).
 // The smallest slot list with which every op of the step can run (plus one prefetch slot).
-std::vector<uint64_t> MinimalSlotSizes(const GptLayout& layout);
+std::vector<uint64_t> MinimalSlotSizes(const GptLayout& params, const GptLayout& grads);
 // Every block's parameters resident at once, and the gradients backward needs beside them.
-std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& layout);
+std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& params, const GptLayout& grads);
+// The same with one layout for both.
+inline std::vector<uint64_t> MinimalSlotSizes(const GptLayout& layout) {
+  return MinimalSlotSizes(layout, layout);
+}
+inline std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& layout) {
+  return AllResidentSlotSizes(layout, layout);
+}
 // A list that covers both: element i is the larger of the two lists' i-th sizes.
 std::vector<uint64_t> CoverBoth(std::vector<uint64_t> a, std::vector<uint64_t> b);
 

@@ -1,13 +1,13 @@
 #include "scheduler/trainer.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <optional>
 
 #include "core/data/builtin_corpus.h"
 #include "core/data/token_dataset.h"
 #include "core/device/create_device.h"
+#include "core/kernels/linear.h"
 #include "core/nn/gpt_weights.h"
 #include "parallel/comm.h"
 #include "scheduler/data_parallel.h"
@@ -96,16 +96,16 @@ Status ValidateParallelOptions(const TrainOptions& o) {
                " ranks: give a --batch that is a multiple of " + std::to_string(ranks) +
                (o.micro_batch > 0 ? " micro-batches" : "") + " (each rank runs whole micro-batches)");
   }
-  if (o.split_ops != "1" && o.split_ops != "auto") {
-    int k = 0;
-    const auto [end, ec] =
-        std::from_chars(o.split_ops.data(), o.split_ops.data() + o.split_ops.size(), k);
-    if (ec != std::errc() || end != o.split_ops.data() + o.split_ops.size() || k < 1) {
-      return bad("--split-ops must be a positive number or auto, got '" + o.split_ops + "'");
-    }
-    return Status::NotSupported("--split-ops " + o.split_ops +
-                                ": operator splitting is not built yet; every block runs whole "
-                                "(--split-ops 1, which auto is today)");
+  // --split-ops (Note [Split operators] in scheduler/split_plan.h): a slice is whole forward
+  // chunks of a linear's rows (Note [Linear forward in row chunks] in core/kernels/linear.h).
+  if (o.split_ops != "1" && o.split_ops != "2" && o.split_ops != "4" && o.split_ops != "auto") {
+    return bad("--split-ops must be 1, 2, 4 (a linear's " + std::to_string(kernels::kLinearChunks) +
+               " forward row chunks cut into whole slices) or auto, got '" + o.split_ops + "'");
+  }
+  if ((o.split_ops == "2" || o.split_ops == "4") && (ranks == 1 || o.shard == "none")) {
+    return bad("--split-ops " + o.split_ops + " splits sharded blocks, and this run shards none (" +
+               (ranks == 1 ? std::string("one rank") : "--shard none") +
+               "): launch --dp 2 or more with --shard all or auto, or give --split-ops 1");
   }
   if (ranks > 1 && o.shard != "none" && o.engine == "memory") {
     return bad("--shard " + o.shard + " shards the model state through the page manager: drop "

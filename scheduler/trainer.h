@@ -122,8 +122,8 @@ struct TrainOptions {
   int dp = 0;                   // --dp: data-parallel ranks; 0 = the world size (tp = pp = 1)
   std::string comm = "auto";    // --comm: mpi | nccl | auto (nccl on a cuda device, else mpi)
   std::string shard = "none";   // --shard: none (replicated state) | all | auto
-  // --split-ops K | auto: operator splitting of sharded blocks. Only 1 is built (auto = 1);
-  // K > 1 is refused with NotSupported (docs/parallel.md).
+  // --split-ops 1 | 2 | 4 | auto: operator splitting of sharded blocks (Note [Split operators]
+  // in scheduler/split_plan.h); auto splits only when the whole blocks do not fit --gpu-mem.
   std::string split_ops = "1";
   double comm_timeout_s = 300;  // --comm-timeout: a collective that takes longer fails the run
   // The job's ranks (parallel/comm.h). Borrowed: must outlive the Trainer. nullptr: one rank.

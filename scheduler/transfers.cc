@@ -40,8 +40,9 @@ std::string PageLabel(const char* what, int block, size_t k) {
 
 }  // namespace
 
-Transfers::Transfers(const StatePages& pages, HostPages& host, Device& device, Timeline& timeline)
-    : sp_(pages), host_(host), device_(device), timeline_(timeline) {
+Transfers::Transfers(const StatePages& pages, HostPages& host, Device& device, Timeline& timeline,
+                     const SplitPlan* split)
+    : sp_(pages), split_(split), host_(host), device_(device), timeline_(timeline) {
   h2d_ = device_.create_stream("h2d");
   d2h_ = device_.create_stream("d2h");
   d2h_first_ = device_.create_stream("d2h first");
@@ -51,6 +52,11 @@ Transfers::~Transfers() {
   h2d_.reset();
   d2h_.reset();
   d2h_first_.reset();
+}
+
+uint64_t Transfers::slot_offset(int block, Role role, const Piece& p) const {
+  if (role != Role::kParam || split_ == nullptr || !split_->split(block)) return p.block_offset;
+  return uint64_t(split_->param_slot_offset(block, p.tensor, int64_t(p.block_offset / 4))) * 4;
 }
 
 Status Transfers::upload_page(PageRef ref, int block, Role role, size_t k, float* dst,
@@ -64,7 +70,8 @@ Status Transfers::upload_page(PageRef ref, int block, Role role, size_t k, float
                  char* to = reinterpret_cast<char*>(dst);
                  for (const Piece& p : pieces) {
                    if (!st.ok()) break;
-                   st = device_.copy_async(to + p.block_offset, src + p.page_offset, p.bytes,
+                   st = device_.copy_async(to + slot_offset(block, role, p),
+                                           src + p.page_offset, p.bytes,
                                            CopyKind::kHostToDevice, stream);
                  }
                  stream.launch([held] { held->release(); });  // the pin ends once copies ran

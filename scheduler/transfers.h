@@ -21,6 +21,7 @@
 #include "core/device/device.h"
 #include "core/util/status.h"
 #include "scheduler/host_pages.h"
+#include "scheduler/split_plan.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
 
@@ -35,7 +36,10 @@ void EnqueueTimed(Timeline& timeline, Stream& stream, Queue queue, std::string n
 
 class Transfers {
  public:
-  Transfers(const StatePages& pages, HostPages& host, Device& device, Timeline& timeline);
+  // `split`: where a split block's parameter pieces go in its slot (Note [Split operators] in
+  // split_plan.h); nullptr: every piece at its block offset.
+  Transfers(const StatePages& pages, HostPages& host, Device& device, Timeline& timeline,
+            const SplitPlan* split = nullptr);
   ~Transfers();  // runs what is queued (page releases) first
 
   Stream& h2d() { return *h2d_; }
@@ -61,7 +65,11 @@ class Transfers {
   Status synchronize_d2h();
 
  private:
+  // Byte offset in a slot of (block, role)'s piece `p`.
+  uint64_t slot_offset(int block, memory::Role role, const Piece& p) const;
+
   const StatePages& sp_;
+  const SplitPlan* split_;
   HostPages& host_;
   Device& device_;
   Timeline& timeline_;

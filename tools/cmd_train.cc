@@ -351,8 +351,9 @@ void AddParallelOptions(CLI::App* cmd, TrainFlags* flags) {
                   "budget)")
       ->capture_default_str();
   cmd->add_option("--split-ops", o.split_ops,
-                  "Operator splitting of sharded blocks: K (gather and compute their largest "
-                  "linears in K slices) or auto; only 1 is built yet")
+                  "Operator splitting of sharded blocks: 1, 2 or 4 (gather and compute their MLP "
+                  "weights in that many slices, so only a slice is live on the device) or auto "
+                  "(split only when whole blocks do not fit --gpu-mem)")
       ->capture_default_str();
   cmd->add_option("--comm-timeout", o.comm_timeout_s,
                   "Seconds a collective may take before the run fails (a dead or hung rank)")

@@ -37,6 +37,15 @@ struct KernelTable {
                          int N, int C, int OC) = nullptr;
   void (*linear_backward)(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, int N, int C, int OC) = nullptr;
+  // The same linear by weight-row ranges (Note [Linear forward in row chunks] in linear.h):
+  // linear_forward must equal linear_forward_rows(..., 0, C) bit for bit, and the forward's
+  // chunks add in the fixed order that note gives, in every backend.
+  void (*linear_forward_rows)(float* out, const float* inp, const float* weight_rows,
+                              const float* bias, int N, int C, int OC, int r0,
+                              int r1) = nullptr;
+  void (*linear_backward_rows)(float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                               const float* inp, const float* weight_rows, int N, int C, int OC,
+                               int r0, int r1) = nullptr;
 
   // LayerNorm over the last dimension (core/kernels/layernorm.h).
   void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* inp,

@@ -1,8 +1,11 @@
 #include "core/kernels/linear.h"
 
+#include <algorithm>
+
 #include "core/kernels/gemm_tiles.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/partition.h"
+#include "core/util/check.h"
 
 namespace strata::kernels {
 namespace {
@@ -24,35 +27,94 @@ void fill_bias(void* ctx, float* C, int ldc, int m0, int m1, int n0, int n1) {
   }
 }
 
-}  // namespace
+bool IsChunkBegin(int C, int r) {
+  for (int c = 0; c <= kLinearChunks; ++c) {
+    if (LinearChunkBegin(C, c) == r) return true;
+  }
+  return false;
+}
 
-void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
-                    int C, int OC) {
+// The chunk that starts at row 0: out = bias + inp[:, 0:rows] @ weight[0:rows, :] (rows may be
+// 0: out = bias, or zeros without bias).
+void FirstChunk(float* out, const float* inp, const float* weight, const float* bias, int N,
+                int C, int OC, int rows) {
   if (bias == nullptr) {
-    sgemm(false, false, N, OC, C, 1.0f, inp, C, weight, OC, 0.0f, out, OC);
+    sgemm(false, false, N, OC, rows, 1.0f, inp, C, weight, OC, 0.0f, out, OC);
     return;
   }
   BiasFill ctx{bias};
-  detail::sgemm_tiled(false, false, N, OC, C, 1.0f, inp, C, weight, OC, 1.0f, out, OC, &fill_bias,
-                      &ctx);
+  detail::sgemm_tiled(false, false, N, OC, rows, 1.0f, inp, C, weight, OC, 1.0f, out, OC,
+                      &fill_bias, &ctx);
 }
 
-void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int C, int OC) {
-  if (dinp != nullptr) {
-    // dinp (N, C) += dout (N, OC) @ weight^T, weight stored (C, OC).
-    sgemm(false, true, N, C, OC, 1.0f, dout, OC, weight, OC, 1.0f, dinp, C);
+}  // namespace
+
+int LinearChunkBegin(int C, int c) {
+  if (c <= 0) return 0;
+  if (c >= kLinearChunks) return C;
+  return static_cast<int>(static_cast<long>(C) * c / kLinearChunks / 16 * 16);
+}
+
+void linear_forward_rows(float* out, const float* inp, const float* weight_rows,
+                         const float* bias, int N, int C, int OC, int r0, int r1) {
+  STRATA_CHECK(0 <= r0 && r0 <= r1 && r1 <= C && IsChunkBegin(C, r0) && IsChunkBegin(C, r1))
+      << "linear_forward_rows: rows [" << r0 << ", " << r1 << ") of C = " << C
+      << " are not chunk boundaries (Note [Linear forward in row chunks])";
+  if (C == 0) {  // no chunk holds a row: only the bias (or zeros)
+    FirstChunk(out, inp, weight_rows, bias, N, C, OC, 0);
+    return;
   }
-  // dweight (C, OC) += inp^T @ dout, inp stored (N, C).
-  sgemm(true, false, C, OC, N, 1.0f, inp, C, dout, OC, 1.0f, dweight, OC);
+  for (int c = 0; c < kLinearChunks; ++c) {
+    const int a = LinearChunkBegin(C, c), b = LinearChunkBegin(C, c + 1);
+    if (a == b || a < r0 || b > r1) continue;
+    const float* w = weight_rows + static_cast<long>(a - r0) * OC;
+    if (a == 0) {
+      FirstChunk(out, inp, w, bias, N, C, OC, b);
+    } else {
+      sgemm(false, false, N, OC, b - a, 1.0f, inp + a, C, w, OC, 1.0f, out, OC);
+    }
+  }
+}
+
+void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                          const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
+                          int r1) {
+  STRATA_CHECK(0 <= r0 && r0 <= r1 && r1 <= C)
+      << "linear_backward_rows: rows [" << r0 << ", " << r1 << ") of C = " << C;
+  // Chunk by chunk (Note [Linear forward in row chunks]): the part of [r0, r1) inside each chunk
+  // is one dinp GEMM and one dweight GEMM, so slices on chunk boundaries issue exactly the GEMMs
+  // of the whole backward.
+  for (int c = 0; c < kLinearChunks; ++c) {
+    const int a = std::max(r0, LinearChunkBegin(C, c));
+    const int b = std::min(r1, LinearChunkBegin(C, c + 1));
+    if (a >= b) continue;
+    const float* w = weight_rows + static_cast<long>(a - r0) * OC;
+    if (dinp != nullptr) {
+      // dinp[:, a:b] (N, b-a) += dout (N, OC) @ W[a:b, :]^T, W stored (C, OC).
+      sgemm(false, true, N, b - a, OC, 1.0f, dout, OC, w, OC, 1.0f, dinp + a, C);
+    }
+    // dweight[a:b, :] (b-a, OC) += inp[:, a:b]^T @ dout, inp stored (N, C).
+    sgemm(true, false, b - a, OC, N, 1.0f, inp + a, C, dout, OC, 1.0f,
+          dweight_rows + static_cast<long>(a - r0) * OC, OC);
+  }
   if (dbias != nullptr) {
-    detail::reduce_rows(dbias, OC, N, kBiasRowsPerChunk, [&](long r0, long r1, float* partial) {
-      for (long r = r0; r < r1; ++r) {
+    detail::reduce_rows(dbias, OC, N, kBiasRowsPerChunk, [&](long n0, long n1, float* partial) {
+      for (long r = n0; r < n1; ++r) {
         const float* row = dout + r * OC;
         for (int o = 0; o < OC; ++o) partial[o] += row[o];
       }
     });
   }
+}
+
+void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                    int C, int OC) {
+  linear_forward_rows(out, inp, weight, bias, N, C, OC, 0, C);
+}
+
+void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int C, int OC) {
+  linear_backward_rows(dinp, dweight, dbias, dout, inp, weight, N, C, OC, 0, C);
 }
 
 }  // namespace strata::kernels

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/kernels/linear.h"
+
 namespace strata {
 namespace {
 
@@ -168,48 +170,96 @@ void EmbeddingBackward(const KernelTable& k, const GptLayout& layout, float* gra
   }
 }
 
+TransformerWeights WholeTransformerWeights(const GptLayout& layout, int layer,
+                                           const float* params) {
+  TransformerWeights w;
+  const auto& t = layout.transformer(layer).tensors;
+  for (int i = 0; i < kTransformerTensors; ++i) w.tensor[i] = params + t[i].offset;
+  return w;
+}
+
+std::pair<int, int> LinearSliceRows(int rows, int slices, int s) {
+  const int chunks = kernels::kLinearChunks / slices;
+  return {kernels::LinearChunkBegin(rows, s * chunks),
+          kernels::LinearChunkBegin(rows, (s + 1) * chunks)};
+}
+
 void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
                         const float* params, const float* x, int B, int T,
                         const TransformerActs& a) {
-  const auto& t = layout.transformer(layer).tensors;
-  const GptConfig& c = layout.config;
-  const int N = B * T, C = c.n_embd;
-  auto p = [&](int i) { return params + t[i].offset; };
-  k.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p(kLn1W), p(kLn1B), N, C);
-  k.linear_forward(a.qkv, a.ln1, p(kQkvW), p(kQkvB), N, C, 3 * C);
-  k.attention_forward(a.atty, a.att, a.qkv, B, T, C, c.n_head);
-  k.linear_forward(a.res2, a.atty, p(kAttProjW), p(kAttProjB), N, C, C);
-  k.residual_forward(a.res2, a.res2, x, int64_t(N) * C);
-  k.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, p(kLn2W), p(kLn2B), N, C);
-  k.linear_forward(a.fch, a.ln2, p(kFcW), p(kFcB), N, C, 4 * C);
-  k.gelu_forward(a.fch_gelu, a.fch, int64_t(N) * 4 * C);
-  k.linear_forward(a.out, a.fch_gelu, p(kFcProjW), p(kFcProjB), N, 4 * C, C);
-  k.residual_forward(a.out, a.out, a.res2, int64_t(N) * C);
+  TransformerForward(k, layout, layer, WholeTransformerWeights(layout, layer, params), x, B, T, a);
 }
 
 void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
                          const float* params, float* grads, const float* x, int B, int T,
                          const TransformerActs& a, const BackwardScratch& s, float* dres,
                          bool first) {
+  TransformerBackward(k, layout, layer, WholeTransformerWeights(layout, layer, params), grads, x, B,
+                      T, a, s, dres, first);
+}
+
+void TransformerForward(const KernelTable& k, const GptLayout& layout, int /*layer*/,
+                        const TransformerWeights& w, const float* x, int B, int T,
+                        const TransformerActs& a) {
+  const GptConfig& c = layout.config;
+  const int N = B * T, C = c.n_embd;
+  auto p = [&](int i) { return w.tensor[i]; };
+  // A split weight's forward, slice by slice: the same chunks in the same order as whole.
+  auto linear = [&](float* out, const float* inp, int wi, int bi, int in_c, int out_c) {
+    if (w.tensor[wi] != nullptr) {
+      k.linear_forward(out, inp, p(wi), p(bi), N, in_c, out_c);
+      return;
+    }
+    for (int s = 0; s < w.slices; ++s) {
+      const auto [r0, r1] = LinearSliceRows(in_c, w.slices, s);
+      k.linear_forward_rows(out, inp, w.slice(wi, s), p(bi), N, in_c, out_c, r0, r1);
+    }
+  };
+  k.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p(kLn1W), p(kLn1B), N, C);
+  linear(a.qkv, a.ln1, kQkvW, kQkvB, C, 3 * C);
+  k.attention_forward(a.atty, a.att, a.qkv, B, T, C, c.n_head);
+  linear(a.res2, a.atty, kAttProjW, kAttProjB, C, C);
+  k.residual_forward(a.res2, a.res2, x, int64_t(N) * C);
+  k.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, p(kLn2W), p(kLn2B), N, C);
+  linear(a.fch, a.ln2, kFcW, kFcB, C, 4 * C);
+  k.gelu_forward(a.fch_gelu, a.fch, int64_t(N) * 4 * C);
+  linear(a.out, a.fch_gelu, kFcProjW, kFcProjB, 4 * C, C);
+  k.residual_forward(a.out, a.out, a.res2, int64_t(N) * C);
+}
+
+void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
+                         const TransformerWeights& w, float* grads, const float* x, int B, int T,
+                         const TransformerActs& a, const BackwardScratch& s, float* dres,
+                         bool first) {
   const auto& t = layout.transformer(layer).tensors;
   const GptConfig& c = layout.config;
   const int N = B * T, C = c.n_embd;
   const int64_t NC = int64_t(N) * C;
-  auto p = [&](int i) { return params + t[i].offset; };
+  auto p = [&](int i) { return w.tensor[i]; };
   auto g = [&](int i) { return grads + t[i].offset; };
   // Each call below makes one contribution to a weight and its bias (Note [Gradient
   // contributions]); the input gradients (dinp) are the step's activations, not summed over it.
-  auto linear = [&](float* dinp, int w, int b, const float* dout, const float* inp, int in_c,
+  // A split weight's slices each make their rows of it (and of dinp's columns): the whole bits.
+  auto linear = [&](float* dinp, int wi, int bi, const float* dout, const float* inp, int in_c,
                     int out_c) {
-    Contribute<2>(k, first, s.dparam, {{{g(w), int64_t(in_c) * out_c}, {g(b), out_c}}},
+    Contribute<2>(k, first, s.dparam, {{{g(wi), int64_t(in_c) * out_c}, {g(bi), out_c}}},
                   [&](auto& d) {
-                    k.linear_backward(dinp, d[0], d[1], dout, inp, p(w), N, in_c, out_c);
+                    if (w.tensor[wi] != nullptr) {
+                      k.linear_backward(dinp, d[0], d[1], dout, inp, p(wi), N, in_c, out_c);
+                      return;
+                    }
+                    for (int sl = 0; sl < w.slices; ++sl) {
+                      const auto [r0, r1] = LinearSliceRows(in_c, w.slices, sl);
+                      k.linear_backward_rows(dinp, d[0] + int64_t(r0) * out_c,
+                                             sl == 0 ? d[1] : nullptr, dout, inp, w.slice(wi, sl),
+                                             N, in_c, out_c, r0, r1);
+                    }
                   });
   };
-  auto layernorm = [&](int w, int b, const float* dout, const float* inp, const float* mean,
+  auto layernorm = [&](int wi, int bi, const float* dout, const float* inp, const float* mean,
                        const float* rstd) {
-    Contribute<2>(k, first, s.dparam, {{{g(w), C}, {g(b), C}}}, [&](auto& d) {
-      k.layernorm_backward(dres, d[0], d[1], dout, inp, p(w), mean, rstd, N, C);
+    Contribute<2>(k, first, s.dparam, {{{g(wi), C}, {g(bi), C}}}, [&](auto& d) {
+      k.layernorm_backward(dres, d[0], d[1], dout, inp, p(wi), mean, rstd, N, C);
     });
   };
   // dres holds d(out); the residual adds pass it through unchanged, so every branch's input

@@ -9,7 +9,10 @@
 // device, device-resident for the duration of the call.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <utility>
 
 #include "core/device/kernel_table.h"
 #include "core/nn/gpt_layout.h"
@@ -101,6 +104,33 @@ void TransformerBackward(const KernelTable& k, const GptLayout& layout, int laye
                          const float* params, float* grads, const float* x, int B, int T,
                          const TransformerActs& acts, const BackwardScratch& scratch, float* dres,
                          bool first);
+
+// A transformer block's parameters as one pointer per tensor (TransformerTensor order), for a
+// block whose parameters are not one contiguous layout: a split block (Note [Split operators] in
+// scheduler/split_plan.h). With `slices` > 1 the weights of mlp.c_fc and mlp.c_proj are not given
+// (nullptr): `slice(tensor, s)` returns rows LinearSliceRows(rows, slices, s) of that weight, and
+// is called once per slice in the order the kernels use them (forward: c_fc's slices in order,
+// then c_proj's; backward: c_proj's, then c_fc's). The results are the bits of the whole block's.
+inline constexpr int kTransformerTensors = kFcProjB + 1;
+struct TransformerWeights {
+  std::array<const float*, kTransformerTensors> tensor{};
+  int slices = 1;
+  std::function<const float*(int tensor, int slice)> slice;
+};
+// The weights of a block's contiguous parameters (no slices).
+TransformerWeights WholeTransformerWeights(const GptLayout& layout, int layer,
+                                           const float* params);
+// Rows [r0, r1) of slice s of a linear weight of `rows` rows cut in `slices` slices of whole
+// forward chunks (Note [Linear forward in row chunks] in core/kernels/linear.h); slices divides
+// kernels::kLinearChunks.
+std::pair<int, int> LinearSliceRows(int rows, int slices, int s);
+void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
+                        const TransformerWeights& weights, const float* x, int B, int T,
+                        const TransformerActs& acts);
+void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
+                         const TransformerWeights& weights, float* grads, const float* x, int B,
+                         int T, const TransformerActs& acts, const BackwardScratch& scratch,
+                         float* dres, bool first);
 
 // Returns the mean cross-entropy of the batch. `wte` is the tied embedding (from block 0).
 float HeadForward(const KernelTable& k, const GptLayout& layout, const float* params,

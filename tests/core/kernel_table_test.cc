@@ -41,6 +41,8 @@ TEST(KernelTable, SimDeviceTableIsTheCpuKernels) {
   EXPECT_EQ(k.sgemm, &kernels::sgemm);
   EXPECT_EQ(k.linear_forward, &kernels::linear_forward);
   EXPECT_EQ(k.linear_backward, &kernels::linear_backward);
+  EXPECT_EQ(k.linear_forward_rows, &kernels::linear_forward_rows);
+  EXPECT_EQ(k.linear_backward_rows, &kernels::linear_backward_rows);
   EXPECT_EQ(k.layernorm_forward, &kernels::layernorm_forward);
   EXPECT_EQ(k.layernorm_backward, &kernels::layernorm_backward);
   EXPECT_EQ(k.gelu_forward, &kernels::gelu_forward);
@@ -63,7 +65,11 @@ TEST(KernelTable, MissingNamesTheNullEntriesInOrder) {
   EXPECT_FALSE(k.complete());
   EXPECT_EQ(k.missing(), "gelu_backward, adamw_update");
   const std::string all = KernelTable{}.missing();
-  EXPECT_EQ(all.rfind("sgemm, linear_forward, ", 0), 0u) << all;
+  EXPECT_EQ(all.rfind("sgemm, linear_forward, linear_backward, linear_forward_rows, "
+                     "linear_backward_rows, layernorm_forward, ",
+                     0),
+            0u)
+      << all;
   EXPECT_NE(all.find("crossentropy_backward, adamw_update"), std::string::npos) << all;
 }
 

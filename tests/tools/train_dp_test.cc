@@ -410,16 +410,104 @@ TEST_P(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Shard, TrainDpFailure, ::testing::Values("none", "all", "auto"));
 
-// Operator splitting is not built: a factor above 1 is refused, not ignored.
-TEST(TrainDpRefusals, SplitOpsAboveOneIsRefusedAsNotBuilt) {
+// --split-ops: a factor other than 1, 2, 4 or auto is a usage error, and so is splitting a run
+// that shards nothing (there is nothing to split): refused, not ignored.
+TEST(TrainDpRefusals, SplitOpsNeedsADivisorOfTheChunksAndShardedBlocks) {
   ScratchDir scratch("train_split_ops");
+  for (const char* bad : {"0", "3", "8", "two"}) {
+    RunResult r = RunStrata({"train", "--model", "tiny", "--steps", "1", "--split-ops", bad},
+                            scratch.path());
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--split-ops must be 1, 2, 4"), std::string::npos) << r.err;
+  }
   RunResult r = RunStrata({"train", "--model", "tiny", "--steps", "1", "--split-ops", "2"},
                           scratch.path());
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("--split-ops 2: operator splitting is not built yet"), std::string::npos)
-      << r.err;
-  r = RunStrata({"train", "--model", "tiny", "--steps", "1", "--split-ops", "0"}, scratch.path());
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--split-ops 2 splits sharded blocks, and this run shards none (one rank)"),
+            std::string::npos)
+      << r.err;
+}
+
+// The minimal device working set a run states when --gpu-mem is below it ("... is below the
+// 1.23 MiB (1290240 bytes) that the minimal device working set needs").
+uint64_t MinimalDeviceBytes(const std::string& err) {
+  const size_t at = err.find(" bytes) that the minimal device working set");
+  if (at == std::string::npos) return 0;
+  const size_t open = err.rfind('(', at);
+  return std::stoull(err.substr(open + 1, at - open - 1));
+}
+
+// --split-ops K (Note [Split operators] in scheduler/split_plan.h): dp2 with every block sharded,
+// the transformer blocks' MLP weights gathered and computed in K slices. The losses, norms and
+// exported weights are --split-ops 1's bits, and the device peak is lower. auto keeps blocks whole
+// when they fit --gpu-mem and splits them when only split ones do.
+TEST(TrainDpSplit, SlicesKeepTheBitsAndLowerTheDevicePeak) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_split");
+  const std::string& dir = scratch.path();
+  auto args = [&](const std::string& tag, const std::string& k) {
+    std::vector<std::string> a = TrainArgs(dir, tag);
+    a.insert(a.end(), {"--dp", "2", "--shard", "all", "--engine", "paged", "--split-ops", k});
+    return a;
+  };
+  RunResult whole = RunMpi({args("whole", "1")}, 2, dir);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const Outcome a = Read(dir, "whole");
+  const uint64_t whole_peak = PeakBytes(dir + "/whole.jsonl", "device");
+  for (const char* k : {"2", "4"}) {
+    RunResult split = RunMpi({args(std::string("split") + k, k)}, 2, dir);
+    ASSERT_EQ(split.exit_code, 0) << split.err;
+    const std::string first = split.err.substr(0, split.err.find('\n'));
+    EXPECT_NE(first.find(std::string("split-ops ") + k + " for blocks 1-2"), std::string::npos)
+        << first;
+    const Outcome b = Read(dir, std::string("split") + k);
+    ASSERT_EQ(b.losses.size(), 6u);
+    EXPECT_EQ(a.losses, b.losses) << "--split-ops " << k;
+    EXPECT_EQ(a.norms, b.norms) << "--split-ops " << k;
+    EXPECT_TRUE(a.weights == b.weights) << "--split-ops " << k << ": the exported weights differ";
+    const uint64_t peak = PeakBytes(dir + "/split" + k + ".jsonl", "device");
+    EXPECT_LT(peak, whole_peak) << "--split-ops " << k << ": device peak " << peak
+                                << " bytes, whole blocks " << whole_peak;
+  }
+  // auto: whole blocks when they fit.
+  RunResult fits = RunMpi({args("auto_fits", "auto")}, 2, dir);
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_NE(fits.err.find("split-ops 1 (auto: whole blocks fit --gpu-mem)"), std::string::npos)
+      << fits.err.substr(0, fits.err.find('\n'));
+}
+
+// --split-ops auto under a --gpu-mem below whole blocks' minimal working set (which the refusal
+// states) splits them, on every rank alike, with whole blocks' bits. 4 ranks: each owns little of
+// the MLP weights (a rank's split slot holds its own pieces of them), so splitting lowers every
+// rank's minimal working set (Note [Split operators]).
+TEST(TrainDpSplit, AutoSplitsWhenWholeBlocksDoNotFitTheDevice) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_dp_split_auto");
+  const std::string& dir = scratch.path();
+  auto args = [&](const std::string& tag, const std::string& k, const std::string& gpu_mem) {
+    std::vector<std::string> a = TrainArgs(dir, tag);
+    a.insert(a.end(), {"--dp", "4", "--shard", "all", "--engine", "paged", "--split-ops", k,
+                       "--recompute", "all"});
+    if (!gpu_mem.empty()) a.insert(a.end(), {"--gpu-mem", gpu_mem});
+    return a;
+  };
+  RunResult whole = RunMpi({args("whole", "1", "")}, 4, dir);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  RunResult refused = RunMpi({args("refused", "1", "1K")}, 4, dir);
+  ASSERT_NE(refused.exit_code, 0);
+  const uint64_t whole_min = MinimalDeviceBytes(refused.err);
+  ASSERT_GT(whole_min, 0u) << refused.err;
+  RunResult split = RunMpi({args("split", "auto", std::to_string(whole_min - 1))}, 4, dir);
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  const std::string first = split.err.substr(0, split.err.find('\n'));
+  EXPECT_NE(first.find("for blocks 1-2 (auto: the fewest slices with which --gpu-mem fits)"),
+            std::string::npos)
+      << first;
+  const Outcome a = Read(dir, "whole"), b = Read(dir, "split");
+  ASSERT_EQ(b.losses.size(), 6u);
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_EQ(a.norms, b.norms);
+  EXPECT_TRUE(a.weights == b.weights) << "the exported weights differ";
 }
 
 TEST(TrainDpRefusals, DpWithoutMpirunSaysHowToLaunch) {
