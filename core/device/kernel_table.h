@@ -37,9 +37,10 @@ struct KernelTable {
                          int N, int C, int OC) = nullptr;
   void (*linear_backward)(float* dinp, float* dweight, float* dbias, const float* dout,
                           const float* inp, const float* weight, int N, int C, int OC) = nullptr;
-  // The same linear by weight-row ranges (Note [Linear forward in row chunks] in linear.h):
-  // linear_forward must equal linear_forward_rows(..., 0, C) bit for bit, and the forward's
-  // chunks add in the fixed order that note gives, in every backend.
+  // The same linear by ranges of weight rows (Note [Linear forward in row chunks] in linear.h),
+  // part of every backend's contract: the forward adds the fixed row chunks in order,
+  // linear_forward / linear_backward are the *_rows entries over [0, C) bit for bit, and row
+  // slices on chunk boundaries give the whole linear's bits.
   void (*linear_forward_rows)(float* out, const float* inp, const float* weight_rows,
                               const float* bias, int N, int C, int OC, int r0,
                               int r1) = nullptr;

@@ -15,6 +15,8 @@
 // for OpenBLAS's own 2-thread driver and 133-136 for one thread.
 #pragma once
 
+#include <vector>
+
 namespace strata::kernels::detail {
 
 // One single-threaded OpenBLAS sgemm, row-major (see kernels::sgemm for the arguments). Safe to
@@ -42,5 +44,21 @@ using TilePrologue = void (*)(void* ctx, float* C, int ldc, int m0, int m1, int 
 void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                  int lda, const float* B, int ldb, float beta, float* C, int ldc,
                  TilePrologue prologue, void* prologue_ctx);
+
+// Tile boundaries along one side of C: 0 = b[0] <= b[1] <= ... <= b.back() = the side's length.
+using TileBounds = std::vector<int>;
+// The boundaries of gemm_tile_grid(M, N, K) along the rows and along the columns of C.
+TileBounds grid_m_bounds(int M, int N, int K);
+TileBounds grid_n_bounds(int M, int N, int K);
+
+// sgemm_tiled on explicit tiles: one single-threaded sgemm per non-empty tile [m_bounds[i],
+// m_bounds[i + 1]) x [n_bounds[j], n_bounds[j + 1]) of C, run as TBB tasks of the caller's arena
+// (in order here in a one-thread arena). A tile's bits depend only on its operands, so the tiles
+// that two calls share come out the same (linear_backward_rows uses this to compute a range of
+// weight rows as exactly the whole backward's tiles over that range).
+void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
+                    const TileBounds& n_bounds, int K, float alpha, const float* A, int lda,
+                    const float* B, int ldb, float beta, float* C, int ldc,
+                    TilePrologue prologue = nullptr, void* prologue_ctx = nullptr);
 
 }  // namespace strata::kernels::detail

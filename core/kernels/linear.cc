@@ -47,6 +47,23 @@ void FirstChunk(float* out, const float* inp, const float* weight, const float* 
                       &fill_bias, &ctx);
 }
 
+// The backward's tile boundaries along the weight rows for the rows [r0, r1), relative to r0:
+// `whole` (the boundaries of the whole linear's GEMM) and the chunk boundaries, those inside the
+// range, plus its ends. A range on chunk boundaries gets exactly the whole's tiles inside it.
+detail::TileBounds SliceBounds(const detail::TileBounds& whole, int C, int r0, int r1) {
+  detail::TileBounds b = whole;
+  for (int c = 0; c <= kLinearChunks; ++c) b.push_back(LinearChunkBegin(C, c));
+  b.push_back(r0);
+  b.push_back(r1);
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  detail::TileBounds slice;
+  for (int x : b) {
+    if (x >= r0 && x <= r1) slice.push_back(x - r0);
+  }
+  return slice;
+}
+
 }  // namespace
 
 int LinearChunkBegin(int C, int c) {
@@ -81,22 +98,18 @@ void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const 
                           int r1) {
   STRATA_CHECK(0 <= r0 && r0 <= r1 && r1 <= C)
       << "linear_backward_rows: rows [" << r0 << ", " << r1 << ") of C = " << C;
-  // Chunk by chunk (Note [Linear forward in row chunks]): the part of [r0, r1) inside each chunk
-  // is one dinp GEMM and one dweight GEMM, so slices on chunk boundaries issue exactly the GEMMs
-  // of the whole backward.
-  for (int c = 0; c < kLinearChunks; ++c) {
-    const int a = std::max(r0, LinearChunkBegin(C, c));
-    const int b = std::min(r1, LinearChunkBegin(C, c + 1));
-    if (a >= b) continue;
-    const float* w = weight_rows + static_cast<long>(a - r0) * OC;
-    if (dinp != nullptr) {
-      // dinp[:, a:b] (N, b-a) += dout (N, OC) @ W[a:b, :]^T, W stored (C, OC).
-      sgemm(false, true, N, b - a, OC, 1.0f, dout, OC, w, OC, 1.0f, dinp + a, C);
-    }
-    // dweight[a:b, :] (b-a, OC) += inp[:, a:b]^T @ dout, inp stored (N, C).
-    sgemm(true, false, b - a, OC, N, 1.0f, inp + a, C, dout, OC, 1.0f,
-          dweight_rows + static_cast<long>(a - r0) * OC, OC);
+  // Tiles along the weight rows: the whole GEMM's, cut at the chunk boundaries (Note [Linear
+  // forward in row chunks]); the slice [r0, r1) runs those inside it.
+  if (dinp != nullptr) {
+    // dinp[:, r0:r1] (N, r1-r0) += dout (N, OC) @ weight_rows^T, weight_rows stored (r1-r0, OC).
+    detail::sgemm_on_tiles(false, true, detail::grid_m_bounds(N, C, OC),
+                           SliceBounds(detail::grid_n_bounds(N, C, OC), C, r0, r1), OC, 1.0f,
+                           dout, OC, weight_rows, OC, 1.0f, dinp + r0, C);
   }
+  // dweight_rows (r1-r0, OC) += inp[:, r0:r1]^T @ dout, inp stored (N, C).
+  detail::sgemm_on_tiles(true, false, SliceBounds(detail::grid_m_bounds(C, OC, N), C, r0, r1),
+                         detail::grid_n_bounds(C, OC, N), N, 1.0f, inp + r0, C, dout, OC, 1.0f,
+                         dweight_rows, OC);
   if (dbias != nullptr) {
     detail::reduce_rows(dbias, OC, N, kBiasRowsPerChunk, [&](long n0, long n1, float* partial) {
       for (long r = n0; r < n1; ++r) {

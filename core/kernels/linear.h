@@ -3,22 +3,36 @@
 //
 // Note [Linear forward in row chunks]
 // `--split-ops K` (docs/parallel.md) gathers a linear's weight W (C, OC) in K contiguous slices
-// of rows (input features) and computes each slice apart. The backward of a row slice gives the
-// whole linear's bits as it is: every element keeps its whole reduction (dweight[rows] =
-// inp[:, rows]^T @ dout sums over N, dinp[:, rows] = dout @ W[rows]^T sums over OC). The
-// forward sums over C, which the slices cut, so the canonical forward of EVERY linear, split or
-// not, is a fixed sequence of row chunks added in order:
-//   out = bias + inp[:, c0] @ W[c0, :];  out += inp[:, c1] @ W[c1, :];  ...  (chunks c0 < c1 <..)
+// of rows (input features) and computes each slice apart; a split run must give the unsplit
+// run's bits. The forward sums over C, which the slices cut, so the canonical forward of EVERY
+// linear, split or not, is a fixed sequence of row chunks added in order:
+//   out = bias + inp[:, c0] @ W[c0, :];  out += inp[:, c1] @ W[c1, :];  ...  (c0, c1, ... in order)
 // The chunks are kLinearChunks ranges of rows fixed by C alone (LinearChunkBegin: boundaries
-// multiples of 16 rows, the last ending at C); the first non-empty chunk is one GEMM with the
-// bias written into each tile first (beta = 1; without bias beta = 0), each later chunk one GEMM
-// with beta = 1. A split run computes slice k as the chunks it holds, in the same order, so it
-// issues exactly the unsplit run's GEMMs and gets its bits. Supported split factors divide
-// kLinearChunks (K in {1, 2, 4}: slice k is chunks [k*4/K, (k+1)*4/K)).
-// This order is part of every backend's contract (core/device/kernel_table.h): a backend's
-// linear_forward must be its linear_forward_rows(..., 0, C), and its chunks must add in order.
-// Cost of the chunks against one GEMM (linear_forward, 2 threads, N 1024, median of 21 runs,
-// 2026-11-26, machine: 2 cores): see COST_LINE.
+// multiples of 16 rows, the last chunk ending at C; small C leaves leading chunks empty). The
+// first non-empty chunk is one GEMM with the bias written into each tile first (beta = 1; without
+// bias beta = 0), each later chunk one GEMM with beta = 1. A split run computes slice k as the
+// chunks it holds, in the same order, so it issues exactly the unsplit run's GEMMs. Supported
+// split factors divide kLinearChunks (K in {1, 2, 4}: slice k is chunks [k*4/K, (k+1)*4/K)); the
+// bias goes to every slice that begins at row 0 (a leading empty slice does nothing).
+// The backward's elements keep their whole reductions under a row slice (dweight[rows] =
+// inp[:, rows]^T @ dout sums over N, dinp[:, rows] = dout @ W[rows]^T over OC), but that is not
+// enough for equal bits: an element's result depends on the shape of the GEMM call it is in
+// (OpenBLAS picks micro-kernels, edge paths and a small-matrix path by shape). Measured 2026-11-26
+// (OpenBLAS 0.3.21, one GEMM per product, row slices on chunk boundaries): with the Cooperlake
+// kernels it selects on this machine, dinp differed at N 64, C 48, OC 80 (28 of 3072 elements for
+// K = 2, 92 for K = 4), and dinp or dweight at many small shapes (C, OC <= 512); with
+// OPENBLAS_CORETYPE=Haswell (the kernels Note [Deterministic GEMM] was measured with) even
+// N 1024, C 768, OC 3072 differed (dinp 19903 of 786432 elements, dweight 78429 of 2359296,
+// K = 4). So the backward's GEMMs are cut too: their tiles along the weight rows are the whole
+// GEMM's tiles (gemm_tile_grid) further cut at the chunk boundaries, and a slice runs exactly the
+// tiles inside it; a tile's bits depend only on its operands, whatever the BLAS kernel.
+// This is part of every backend's contract (core/device/kernel_table.h): linear_forward is
+// linear_forward_rows(..., 0, C) and linear_backward is linear_backward_rows(..., 0, C), bit for
+// bit, and a slice on chunk boundaries gives the whole's bits of every element it writes.
+// Cost against one GEMM per product (2 threads, N 1024, GPT-2 small (C, OC) = (768, 2304),
+// (768, 768), (768, 3072), (3072, 768), medians of 31 paired runs, 4 runs, 2026-11-26, machine:
+// 2 cores): forward 0.99, 1.00, 1.00, 1.00 (each within 0.02); backward (dinp + dweight) 1.03,
+// 1.01, 1.03, 1.00. (Four separate GEMMs per chunk in the backward cost 1.06-1.11.)
 namespace strata::kernels {
 
 constexpr int kLinearChunks = 4;
@@ -46,9 +60,10 @@ void linear_backward(float* dinp, float* dweight, float* dbias, const float* dou
 // W[a:b, :] (beta = 1). bias is only read when r0 == 0. (C == 0: out = bias, or zeros.)
 void linear_forward_rows(float* out, const float* inp, const float* weight_rows,
                          const float* bias, int N, int C, int OC, int r0, int r1);
-// Backward of weight rows [r0, r1) (any r0 < r1): dinp[:, r0:r1] += dout @ weight_rows^T (dinp is
-// the whole (N, C), may be nullptr), dweight_rows (r1-r0, OC) += inp[:, r0:r1]^T @ dout, dbias +=
-// column sums of dout (may be nullptr; the same fixed-partition reduction as linear_backward).
+// Backward of weight rows [r0, r1) (any 0 <= r0 <= r1 <= C): dinp[:, r0:r1] += dout @
+// weight_rows^T (dinp is the whole (N, C), may be nullptr), dweight_rows (r1-r0, OC) +=
+// inp[:, r0:r1]^T @ dout, dbias += column sums of dout (may be nullptr; the same fixed-partition
+// reduction as linear_backward). On chunk boundaries, the whole backward's bits for those rows.
 void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const float* dout,
                           const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
                           int r1);

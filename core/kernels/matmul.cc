@@ -84,16 +84,33 @@ TileGrid gemm_tile_grid(int M, int N, int K) {
   return grid;
 }
 
-void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                 int lda, const float* B, int ldb, float beta, float* C, int ldc,
-                 TilePrologue prologue, void* prologue_ctx) {
-  if (M <= 0 || N <= 0) return;
+TileBounds grid_m_bounds(int M, int N, int K) {
   const TileGrid grid = gemm_tile_grid(M, N, K);
+  TileBounds b(grid.tiles_m + 1);
+  for (int i = 0; i <= grid.tiles_m; ++i) b[i] = grid.m_begin(M, i);
+  return b;
+}
+
+TileBounds grid_n_bounds(int M, int N, int K) {
+  const TileGrid grid = gemm_tile_grid(M, N, K);
+  TileBounds b(grid.tiles_n + 1);
+  for (int j = 0; j <= grid.tiles_n; ++j) b[j] = grid.n_begin(N, j);
+  return b;
+}
+
+void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
+                    const TileBounds& n_bounds, int K, float alpha, const float* A, int lda,
+                    const float* B, int ldb, float beta, float* C, int ldc,
+                    TilePrologue prologue, void* prologue_ctx) {
+  const int tiles_m = static_cast<int>(m_bounds.size()) - 1;
+  const int tiles_n = static_cast<int>(n_bounds.size()) - 1;
+  if (tiles_m <= 0 || tiles_n <= 0) return;
   auto run_tile = [&](int t) {
-    const int i = t / grid.tiles_n;
-    const int j = t % grid.tiles_n;
-    const int m0 = grid.m_begin(M, i), m1 = grid.m_begin(M, i + 1);
-    const int n0 = grid.n_begin(N, j), n1 = grid.n_begin(N, j + 1);
+    const int i = t / tiles_n;
+    const int j = t % tiles_n;
+    const int m0 = m_bounds[i], m1 = m_bounds[i + 1];
+    const int n0 = n_bounds[j], n1 = n_bounds[j + 1];
+    if (m0 >= m1 || n0 >= n1) return;
     if (prologue != nullptr) prologue(prologue_ctx, C, ldc, m0, m1, n0, n1);
     // Rows of op(A) are rows of A, or columns when A is stored transposed; same for op(B).
     const float* a = trans_a ? A + m0 : A + static_cast<long>(m0) * lda;
@@ -101,7 +118,7 @@ void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, c
     sgemm_one_thread(trans_a, trans_b, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
                      C + static_cast<long>(m0) * ldc + n0, ldc);
   };
-  const int tiles = grid.tiles_m * grid.tiles_n;
+  const int tiles = tiles_m * tiles_n;
   // The caller's arena bounds the threads: in a one-thread arena the tiles run in order here.
   if (tiles == 1 || tbb::this_task_arena::max_concurrency() <= 1) {
     for (int t = 0; t < tiles; ++t) run_tile(t);
@@ -113,6 +130,14 @@ void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, c
         for (int t = r.begin(); t < r.end(); ++t) run_tile(t);
       },
       tbb::simple_partitioner());
+}
+
+void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                 int lda, const float* B, int ldb, float beta, float* C, int ldc,
+                 TilePrologue prologue, void* prologue_ctx) {
+  if (M <= 0 || N <= 0) return;
+  sgemm_on_tiles(trans_a, trans_b, grid_m_bounds(M, N, K), grid_n_bounds(M, N, K), K, alpha, A,
+                 lda, B, ldb, beta, C, ldc, prologue, prologue_ctx);
 }
 
 }  // namespace detail

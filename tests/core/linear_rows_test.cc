@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/kernels/linear.h"
@@ -163,6 +164,36 @@ TEST(LinearRowsTest, ChunkedForwardMatchesDoubleReference) {
       testing::expect_near_all(out, ForwardRef(k, with_bias), 1e-5, 1e-5,
                                Describe(s, 1, 1) + (with_bias ? " with bias" : " without bias"));
     }
+  }
+}
+
+// The backward of any row range, on chunk boundaries or not, adds that range's share: its
+// columns of dinp and rows of dweight match the whole backward's within float rounding.
+TEST(LinearRowsTest, BackwardOfAnyRowRangeAddsItsShare) {
+  const Shape s{70, 200, 72};
+  const Case k(s, 3);
+  const Result whole = Whole(k);
+  for (const auto& [r0, r1] : {std::pair{5, 37}, std::pair{0, 200}, std::pair{100, 101}}) {
+    Result part{{}, k.dinp0, k.dweight0, k.dbias0};
+    linear_backward_rows(part.dinp.data(), part.dweight.data() + static_cast<size_t>(r0) * s.OC,
+                         nullptr, k.dout.data(), k.inp.data(),
+                         k.weight.data() + static_cast<size_t>(r0) * s.OC, s.N, s.C, s.OC, r0, r1);
+    for (int n = 0; n < s.N; ++n) {
+      for (int c = 0; c < s.C; ++c) {
+        const size_t i = static_cast<size_t>(n) * s.C + c;
+        const float want = c >= r0 && c < r1 ? whole.dinp[i] : k.dinp0[i];
+        ASSERT_NEAR(part.dinp[i], want, 1e-5 * (1 + std::abs(want))) << r0 << "," << r1 << " " << i;
+      }
+    }
+    for (int c = 0; c < s.C; ++c) {
+      for (int o = 0; o < s.OC; ++o) {
+        const size_t i = static_cast<size_t>(c) * s.OC + o;
+        const float want = c >= r0 && c < r1 ? whole.dweight[i] : k.dweight0[i];
+        ASSERT_NEAR(part.dweight[i], want, 1e-5 * (1 + std::abs(want)))
+            << r0 << "," << r1 << " " << i;
+      }
+    }
+    EXPECT_EQ(part.dbias, k.dbias0);  // dbias nullptr: untouched
   }
 }
 

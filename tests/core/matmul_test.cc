@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "core/kernels/gemm_tiles.h"
@@ -90,6 +91,34 @@ TEST(SgemmTest, TileGridCoversTheMatrix) {
     for (int i = 0; i < g.tiles_m; ++i) EXPECT_GE(g.m_begin(c.M, i + 1) - g.m_begin(c.M, i), 48);
     for (int j = 0; j < g.tiles_n; ++j) EXPECT_GE(g.n_begin(c.N, j + 1) - g.n_begin(c.N, j), 48);
   }
+}
+
+// sgemm on its own grid's tiles is sgemm, bit for bit; on a finer grid (the grid cut again, as
+// linear_backward_rows cuts it at the chunk boundaries) it is the same product, and the tiles
+// that two grids share come out the same.
+TEST(SgemmTest, ExplicitTilesGiveTheTilesBits) {
+  const int M = 300, N = 270, K = 200;
+  const auto A = testing::random_vector(M * K, 1), B = testing::random_vector(K * N, 2);
+  const auto C0 = testing::random_vector(M * N, 3);
+  auto want = C0, same_grid = C0, finer = C0;
+  sgemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 1.0f, want.data(), N);
+  detail::sgemm_on_tiles(false, false, detail::grid_m_bounds(M, N, K),
+                         detail::grid_n_bounds(M, N, K), K, 1.0f, A.data(), K, B.data(), N, 1.0f,
+                         same_grid.data(), N);
+  EXPECT_TRUE(testing::bitwise_equal(same_grid, want));
+  // Rows cut at 48 and 64 as well; columns [0, 32) and [32, 270).
+  detail::TileBounds m_bounds = detail::grid_m_bounds(M, N, K);
+  m_bounds.insert(m_bounds.begin() + 1, {48, 64});
+  detail::sgemm_on_tiles(false, false, m_bounds, {0, 32, N}, K, 1.0f, A.data(), K, B.data(), N,
+                         1.0f, finer.data(), N);
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(finer[i], want[i], 1e-4 * (1.0 + std::abs(want[i]))) << i;
+  }
+  // An empty list of tiles does nothing.
+  auto untouched = C0;
+  detail::sgemm_on_tiles(false, false, {0}, {0, N}, K, 1.0f, A.data(), K, B.data(), N, 1.0f,
+                         untouched.data(), N);
+  EXPECT_TRUE(testing::bitwise_equal(untouched, C0));
 }
 
 }  // namespace
