@@ -121,6 +121,14 @@ class Comm {
   // completed; fails like an op after timeout_s.
   [[nodiscard]] virtual Status barrier() = 0;
 
+  // A new Comm over the ranks that give the same `color` (>= 0), ranked by `key`, ties by rank:
+  // one tensor-, data- or pipeline-parallel group of the grid (parallel/grid.h). Collective: every
+  // rank calls it, in its stream order, after the ops issued before it have completed; it fails
+  // like an op after timeout_s. The new Comm has its own queue, communicator and timeout, and may
+  // outlive this one. kInvalidArgument for a negative color; kNotSupported where the backend
+  // cannot (NCCL, for now).
+  virtual Result<std::unique_ptr<Comm>> split(int color, int key) = 0;
+
   // Ends this process and, for MPI and NCCL, every rank of the job (MPI_Abort) with exit code
   // `code`: for a rank that failed, so that its peers do not wait for it until their timeouts.
   // Callable from any thread, at any time, even while ops are in flight.

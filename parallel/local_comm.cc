@@ -17,6 +17,12 @@ CommWork Copy(const void* send, void* recv, size_t bytes) {
 
 class LocalComm final : public Comm {
  public:
+  Result<std::unique_ptr<Comm>> split(int color, int /*key*/) override {
+    if (color < 0) {
+      return Status::InvalidArgument("split: color must be >= 0, got " + std::to_string(color));
+    }
+    return std::unique_ptr<Comm>(new LocalComm());
+  }
   int rank() const override { return 0; }
   int size() const override { return 1; }
   CommBackend backend() const override { return CommBackend::kLocal; }

@@ -53,6 +53,14 @@ class MpiComm final : public Comm {
         .wait();
   }
 
+  // Takes `comm` (a split's result) as this Comm's communicator, on the comm thread.
+  Status adopt(MPI_Comm comm) {
+    return enqueue({.name = "adopt a split communicator"},
+                   [this, comm](MpiOpContext&) { return use(comm); })
+        .wait();
+  }
+
+  Result<std::unique_ptr<Comm>> split(int color, int key) override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   CommBackend backend() const override { return CommBackend::kMpi; }
@@ -116,6 +124,7 @@ class MpiComm final : public Comm {
   void run();
   void execute(Op& op);
   Status duplicate_world(MpiOpContext& ctx);
+  Status use(MPI_Comm comm);
   void close();
 
   const std::shared_ptr<MpiLifetime> lifetime_;  // first: MPI outlives the thread and comm_
@@ -202,9 +211,32 @@ Status MpiComm::duplicate_world(MpiOpContext& ctx) {
     static_cast<void>(target.release());  // deliberate, see above
     return done;
   }
-  comm_ = *target;
+  return use(*target);
+}
+
+Status MpiComm::use(MPI_Comm comm) {
+  comm_ = comm;
+  STRATA_RETURN_IF_ERROR(MpiStatus(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank"));
+  STRATA_RETURN_IF_ERROR(MpiStatus(MPI_Comm_size(comm_, &size_), "MPI_Comm_size"));
   // Errors come back as codes (MpiStatus) instead of killing the job from inside MPI.
   return MpiStatus(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+}
+
+// MPI_Comm_split blocks and has no non-blocking form: a barrier with this Comm's timeout goes
+// first, so a rank that never splits fails the others' barrier instead of hanging their split.
+Result<std::unique_ptr<Comm>> MpiComm::split(int color, int key) {
+  if (color < 0) {
+    return Status::InvalidArgument("split: color must be >= 0, got " + std::to_string(color));
+  }
+  auto sub = std::make_shared<MPI_Comm>(MPI_COMM_NULL);
+  STRATA_RETURN_IF_ERROR(
+      enqueue({.name = "split (MPI_Comm_split)"}, [sub, color, key](MpiOpContext& ctx) {
+        STRATA_RETURN_IF_ERROR(MpiBarrier(ctx));
+        return MpiStatus(MPI_Comm_split(ctx.comm(), color, key, sub.get()), "MPI_Comm_split");
+      }).wait());
+  auto child = std::make_unique<MpiComm>(lifetime_, timeout_s_);
+  STRATA_RETURN_IF_ERROR(child->adopt(*sub));
+  return std::unique_ptr<Comm>(std::move(child));
 }
 
 // MPI_Comm_free only marks the communicator: pending (abandoned) requests keep it alive inside

@@ -25,6 +25,11 @@ class NcclComm final : public Comm {
   NcclComm(std::unique_ptr<Comm> bootstrap, std::shared_ptr<NcclChannel> channel)
       : bootstrap_(std::move(bootstrap)), channel_(std::move(channel)) {}
 
+  // ncclCommSplit would do it; not wired until a tensor- or pipeline-parallel run needs NCCL
+  // groups (docs/parallel.md).
+  Result<std::unique_ptr<Comm>> split(int /*color*/, int /*key*/) override {
+    return Status::NotSupported("split of an NCCL comm is not built yet; use --comm mpi");
+  }
   int rank() const override { return channel_->rank(); }
   int size() const override { return channel_->size(); }
   CommBackend backend() const override { return CommBackend::kNccl; }

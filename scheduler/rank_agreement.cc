@@ -22,6 +22,10 @@ Result<std::map<std::string, std::string>> RankSharedFlags(const TrainOptions& o
   flags["--recompute"] = o.recompute;
   flags["--micro-batch-order"] = o.micro_batch_order;
   flags["--dp"] = std::to_string(o.dp);
+  flags["--tp"] = std::to_string(o.tp);
+  flags["--pp"] = std::to_string(o.pp);
+  flags["--schedule"] = o.schedule;
+  flags["--pp-partition"] = o.pp_partition;
   flags["--shard"] = o.shard;
   flags["--split-ops"] = o.split_ops;
   flags["--comm"] = o.comm;

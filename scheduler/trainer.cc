@@ -1,6 +1,7 @@
 #include "scheduler/trainer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -10,6 +11,7 @@
 #include "core/kernels/linear.h"
 #include "core/nn/gpt_weights.h"
 #include "parallel/comm.h"
+#include "parallel/grid.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/in_memory_trainer.h"
 #include "scheduler/option_ranges.h"
@@ -82,18 +84,23 @@ Status ValidateParallelOptions(const TrainOptions& o) {
     return bad("--shard must be none, all or auto, got '" + o.shard + "'");
   }
   const int ranks = scheduler::RanksOf(o);
-  if (o.dp < 0 || (o.dp > 0 && o.dp != ranks)) {
+  if (o.tp == 1 && o.pp == 1 && (o.dp < 0 || (o.dp > 0 && o.dp != ranks))) {
     return bad("--dp " + std::to_string(o.dp) + " needs " + std::to_string(o.dp) +
                " ranks and this job has " + std::to_string(ranks) + ": launch it with mpirun -np " +
                std::to_string(std::max(o.dp, 1)) + " strata train --dp " + std::to_string(o.dp) +
                " ..., or give --dp " + std::to_string(ranks));
   }
-  // --micro-batch 0: one micro-batch per rank (Note [Data-parallel gradients]).
-  const int micro_rows = o.micro_batch > 0 ? o.micro_batch : o.batch / ranks;
-  if (o.batch % ranks != 0 || (o.batch / micro_rows) % ranks != 0) {
+  STRATA_ASSIGN_OR_RETURN(const parallel::Grid grid, parallel::Grid::Make(ranks, o.dp, o.tp, o.pp));
+  if (o.schedule != "gpipe" && o.schedule != "1f1b") {
+    return bad("--schedule must be gpipe or 1f1b, got '" + o.schedule + "'");
+  }
+  // --micro-batch 0: one micro-batch per data-parallel rank (Note [Data-parallel gradients]).
+  const int dp = grid.dp();
+  const int micro_rows = o.micro_batch > 0 ? o.micro_batch : o.batch / dp;
+  if (o.batch % dp != 0 || micro_rows == 0 || (o.batch / micro_rows) % dp != 0) {
     return bad("--batch " + std::to_string(o.batch) + " does not split into whole micro-batches " +
-               "of " + std::to_string(micro_rows) + " rows over " + std::to_string(ranks) +
-               " ranks: give a --batch that is a multiple of " + std::to_string(ranks) +
+               "of " + std::to_string(micro_rows) + " rows over " + std::to_string(dp) +
+               " data-parallel ranks: give a --batch that is a multiple of " + std::to_string(dp) +
                (o.micro_batch > 0 ? " micro-batches" : "") + " (each rank runs whole micro-batches)");
   }
   // --split-ops (Note [Split operators] in scheduler/split_plan.h): a slice is whole forward
@@ -102,14 +109,71 @@ Status ValidateParallelOptions(const TrainOptions& o) {
     return bad("--split-ops must be 1, 2, 4 (a linear's " + std::to_string(kernels::kLinearChunks) +
                " forward row chunks cut into whole slices) or auto, got '" + o.split_ops + "'");
   }
-  if ((o.split_ops == "2" || o.split_ops == "4") && (ranks == 1 || o.shard == "none")) {
+  if ((o.split_ops == "2" || o.split_ops == "4") && (dp == 1 || o.shard == "none")) {
     return bad("--split-ops " + o.split_ops + " splits sharded blocks, and this run shards none (" +
-               (ranks == 1 ? std::string("one rank") : "--shard none") +
+               (dp == 1 ? std::string("one rank") : "--shard none") +
                "): launch --dp 2 or more with --shard all or auto, or give --split-ops 1");
   }
-  if (ranks > 1 && o.shard != "none" && o.engine == "memory") {
+  if (dp > 1 && o.shard != "none" && o.engine == "memory") {
     return bad("--shard " + o.shard + " shards the model state through the page manager: drop "
                "--engine memory (or give --shard none)");
+  }
+  return Status::Ok();
+}
+
+// --pp-partition N0,N1,...: P positive block counts that add up to the model's blocks.
+Status ValidatePartition(const std::string& text, int pp, int layers) {
+  if (text == "uniform" || text == "auto") return Status::Ok();
+  std::vector<int> counts;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    int n = 0;
+    const auto [last, ec] = std::from_chars(text.data() + at, text.data() + end, n);
+    if (ec != std::errc() || last != text.data() + end || n < 1) counts.clear(), at = text.size();
+    else counts.push_back(n);
+    at = end + 1;
+  }
+  int sum = 0;
+  for (int n : counts) sum += n;
+  if (int(counts.size()) != pp || sum != layers) {
+    return Status::InvalidArgument(
+        "--pp-partition must be uniform, auto or " + std::to_string(pp) +
+        " positive block counts (one per stage of --pp " + std::to_string(pp) + ") adding up to " +
+        "the model's " + std::to_string(layers) + " blocks, got '" + text + "'");
+  }
+  return Status::Ok();
+}
+
+// --tp and --pp against the model (parallel/grid.h): a tensor-parallel rank takes whole attention
+// heads and an equal part of the vocabulary (padded to a multiple of kVocabPadding, as
+// Megatron-LM pads it), a pipeline stage at least one block. Then what is not built yet.
+Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
+  constexpr int kVocabPadding = 128;
+  const std::string tp = std::to_string(o.tp), pp = std::to_string(o.pp);
+  if (c.n_head % o.tp != 0) {
+    return Status::InvalidArgument("--tp " + tp + " does not divide the model's " +
+                                   std::to_string(c.n_head) +
+                                   " attention heads: give a --tp that divides them");
+  }
+  const int padded = (c.vocab_size + kVocabPadding - 1) / kVocabPadding * kVocabPadding;
+  if (padded % o.tp != 0) {
+    return Status::InvalidArgument("--tp " + tp + " does not divide the vocabulary of " +
+                                   std::to_string(c.vocab_size) + " tokens padded to " +
+                                   std::to_string(padded) + ": give a --tp that divides " +
+                                   std::to_string(padded));
+  }
+  if (o.pp > c.n_layer) {
+    return Status::InvalidArgument("--pp " + pp + " asks for more pipeline stages than the " +
+                                   "model's " + std::to_string(c.n_layer) +
+                                   " blocks: give --pp " + std::to_string(c.n_layer) +
+                                   " or fewer");
+  }
+  STRATA_RETURN_IF_ERROR(ValidatePartition(o.pp_partition, o.pp, c.n_layer));
+  if (o.tp > 1 || o.pp > 1) {
+    return Status::NotSupported(
+        "--tp " + tp + " --pp " + pp + ": tensor and pipeline parallelism are not built yet " +
+        "(the grid and its checks are); run --tp 1 --pp 1, with --dp for the ranks");
   }
   return Status::Ok();
 }
@@ -132,10 +196,11 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
   STRATA_RETURN_IF_ERROR(ValidateParallelOptions(given));
   TrainOptions options = given;
   const int ranks = scheduler::RanksOf(options);
-  options.dp = ranks;  // --dp 0: the world size
+  options.dp = ranks / (options.tp * options.pp);  // --dp 0: the ranks left by --tp and --pp
   // Before any data or planning work: a missing GPU is one line, not a failure halfway in.
   STRATA_RETURN_IF_ERROR(CheckDeviceChoice({.kind = options.device}));
   STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveModelConfig(options));
+  STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, config));
   const int seq = options.seq > 0 ? options.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {
     return Status::InvalidArgument(

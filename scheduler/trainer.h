@@ -119,7 +119,13 @@ struct TrainOptions {
 
   // Data parallelism (docs/parallel.md). The ranks come from the launcher (mpirun); the CLI
   // makes the Comm and checks --dp against the world size.
-  int dp = 0;                   // --dp: data-parallel ranks; 0 = the world size (tp = pp = 1)
+  int dp = 0;                   // --dp: data-parallel ranks; 0 = the world size / (tp * pp)
+  // Tensor and pipeline parallelism (the 3D grid, parallel/grid.h). The grid and its refusals
+  // are built; a run with --tp or --pp above 1 is refused as not built yet (docs/parallel.md).
+  int tp = 1;                           // --tp: tensor-parallel ranks per block
+  int pp = 1;                           // --pp: pipeline stages
+  std::string schedule = "1f1b";        // --schedule: gpipe | 1f1b
+  std::string pp_partition = "uniform";  // --pp-partition: uniform | auto | N0,N1,...
   std::string comm = "auto";    // --comm: mpi | nccl | auto (nccl on a cuda device, else mpi)
   std::string shard = "none";   // --shard: none (replicated state) | all | auto
   // --split-ops 1 | 2 | 4 | auto: operator splitting of sharded blocks (Note [Split operators]

@@ -338,7 +338,21 @@ void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
 void AddParallelOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
   cmd->add_option("--dp", o.dp,
-                  "Data-parallel ranks (launch with mpirun -np N); 0 = the number of ranks")
+                  "Data-parallel ranks (launch with mpirun -np N); 0 = the ranks / (tp * pp)")
+      ->capture_default_str();
+  cmd->add_option("--tp", o.tp,
+                  "Tensor-parallel ranks per block (ranks are tp innermost, then dp, then pp); "
+                  "the grid is checked, training with --tp above 1 is not built yet")
+      ->capture_default_str();
+  cmd->add_option("--pp", o.pp,
+                  "Pipeline stages; the grid is checked, training with --pp above 1 is not built "
+                  "yet")
+      ->capture_default_str();
+  cmd->add_option("--schedule", o.schedule, "Pipeline schedule: gpipe or 1f1b")
+      ->capture_default_str();
+  cmd->add_option("--pp-partition", o.pp_partition,
+                  "Blocks per pipeline stage: uniform, auto (balanced by measured block times) "
+                  "or N0,N1,... (one count per stage)")
       ->capture_default_str();
   cmd->add_option("--comm", o.comm,
                   "Collectives: mpi (host buffers), nccl (GPU buffers) or auto (nccl on a cuda "

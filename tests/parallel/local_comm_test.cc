@@ -78,3 +78,18 @@ TEST(LocalCommDeathTest, AbortEndsTheProcessWithTheCode) {
 
 }  // namespace
 }  // namespace strata::parallel
+
+namespace strata::parallel {
+namespace {
+
+TEST(LocalComm, SplitIsAnotherRankZeroOfOne) {
+  std::unique_ptr<Comm> comm = CreateLocalComm();
+  auto sub = comm->split(3, 7);
+  ASSERT_TRUE(sub.ok()) << sub.status().to_string();
+  EXPECT_EQ((*sub)->rank(), 0);
+  EXPECT_EQ((*sub)->size(), 1);
+  EXPECT_EQ(comm->split(-1, 0).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace strata::parallel

@@ -510,6 +510,51 @@ TEST(TrainDpSplit, AutoSplitsWhenWholeBlocksDoNotFitTheDevice) {
   EXPECT_TRUE(a.weights == b.weights) << "the exported weights differ";
 }
 
+// The 3D grid (parallel/grid.h): a grid that does not fit the job or the model is a usage error
+// naming the flag; a grid that fits is refused as not built yet, not run as something else.
+TEST(TrainGridRefusals, BadGridsNameTheFlagAndTensorOrPipelineParallelismIsNotBuilt) {
+  ScratchDir scratch("train_grid");
+  const std::string& dir = scratch.path();
+  const std::vector<std::string> base = {"train", "--model", "tiny", "--steps", "1",
+                                         "--batch", "4"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  RunResult alone = RunStrata(with({"--tp", "2"}), dir);
+  EXPECT_EQ(alone.exit_code, 2) << alone.err;
+  EXPECT_NE(alone.err.find("--tp 2 x --pp 1 = 2 does not divide the job's 1 ranks"),
+            std::string::npos)
+      << alone.err;
+  RunResult schedule = RunStrata(with({"--schedule", "zigzag"}), dir);
+  EXPECT_EQ(schedule.exit_code, 2) << schedule.err;
+  EXPECT_NE(schedule.err.find("--schedule must be gpipe or 1f1b"), std::string::npos);
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  struct Case {
+    int ranks;
+    std::vector<std::string> flags;
+    int exit_code;
+    std::string says;
+  };
+  const Case cases[] = {
+      {2, {"--dp", "2", "--tp", "2"}, 2, "--dp 2 x --tp 2 x --pp 1 = 4 ranks, and this job has 2"},
+      {3, {"--tp", "3"}, 2, "--tp 3 does not divide the model's 2 attention heads"},
+      {3, {"--pp", "3"}, 2,
+       "--pp 3 asks for more pipeline stages than the model's 2 blocks"},
+      {2, {"--pp", "2", "--pp-partition", "1,2"}, 2,
+       "--pp-partition must be uniform, auto or 2 positive block counts"},
+      {2, {"--tp", "2"}, 1, "tensor and pipeline parallelism are not built yet"},
+      {2, {"--pp", "2", "--pp-partition", "1,1", "--schedule", "gpipe"}, 1,
+       "tensor and pipeline parallelism are not built yet"},
+  };
+  for (const Case& c : cases) {
+    RunResult r = RunMpi({with(c.flags)}, c.ranks, dir);
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.says << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+}
+
 TEST(TrainDpRefusals, DpWithoutMpirunSaysHowToLaunch) {
   ScratchDir scratch("train_dp_alone");
   RunResult r = RunStrata({"train", "--model", "tiny", "--steps", "1", "--dp", "2"},
