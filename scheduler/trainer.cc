@@ -1,7 +1,6 @@
 #include "scheduler/trainer.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -12,6 +11,7 @@
 #include "core/nn/gpt_weights.h"
 #include "parallel/comm.h"
 #include "parallel/grid.h"
+#include "scheduler/pipeline_plan.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/in_memory_trainer.h"
 #include "scheduler/option_ranges.h"
@@ -91,9 +91,7 @@ Status ValidateParallelOptions(const TrainOptions& o) {
                " ..., or give --dp " + std::to_string(ranks));
   }
   STRATA_ASSIGN_OR_RETURN(const parallel::Grid grid, parallel::Grid::Make(ranks, o.dp, o.tp, o.pp));
-  if (o.schedule != "gpipe" && o.schedule != "1f1b") {
-    return bad("--schedule must be gpipe or 1f1b, got '" + o.schedule + "'");
-  }
+  STRATA_RETURN_IF_ERROR(scheduler::ParsePipeSchedule(o.schedule).status());
   // --micro-batch 0: one micro-batch per data-parallel rank (Note [Data-parallel gradients]).
   const int dp = grid.dp();
   const int micro_rows = o.micro_batch > 0 ? o.micro_batch : o.batch / dp;
@@ -121,30 +119,6 @@ Status ValidateParallelOptions(const TrainOptions& o) {
   return Status::Ok();
 }
 
-// --pp-partition N0,N1,...: P positive block counts that add up to the model's blocks.
-Status ValidatePartition(const std::string& text, int pp, int layers) {
-  if (text == "uniform" || text == "auto") return Status::Ok();
-  std::vector<int> counts;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t end = std::min(text.find(',', at), text.size());
-    int n = 0;
-    const auto [last, ec] = std::from_chars(text.data() + at, text.data() + end, n);
-    if (ec != std::errc() || last != text.data() + end || n < 1) counts.clear(), at = text.size();
-    else counts.push_back(n);
-    at = end + 1;
-  }
-  int sum = 0;
-  for (int n : counts) sum += n;
-  if (int(counts.size()) != pp || sum != layers) {
-    return Status::InvalidArgument(
-        "--pp-partition must be uniform, auto or " + std::to_string(pp) +
-        " positive block counts (one per stage of --pp " + std::to_string(pp) + ") adding up to " +
-        "the model's " + std::to_string(layers) + " blocks, got '" + text + "'");
-  }
-  return Status::Ok();
-}
-
 // --tp and --pp against the model (parallel/grid.h): a tensor-parallel rank takes whole attention
 // heads and an equal part of the vocabulary (padded to a multiple of kVocabPadding, as
 // Megatron-LM pads it), a pipeline stage at least one block. Then what is not built yet.
@@ -163,13 +137,12 @@ Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
                                    std::to_string(padded) + ": give a --tp that divides " +
                                    std::to_string(padded));
   }
-  if (o.pp > c.n_layer) {
-    return Status::InvalidArgument("--pp " + pp + " asks for more pipeline stages than the " +
-                                   "model's " + std::to_string(c.n_layer) +
-                                   " blocks: give --pp " + std::to_string(c.n_layer) +
-                                   " or fewer");
-  }
-  STRATA_RETURN_IF_ERROR(ValidatePartition(o.pp_partition, o.pp, c.n_layer));
+  // The partition's text and the stage count (scheduler/pipeline_plan.h); auto's costs are
+  // measured when the stages are built, any will do to check the text.
+  STRATA_RETURN_IF_ERROR(scheduler::PartitionStages(o.pp_partition, o.pp, c.n_layer,
+                                                    {.blocks = std::vector<double>(
+                                                         size_t(std::max(c.n_layer, 0)), 1.0)})
+                             .status());
   if (o.tp > 1 || o.pp > 1) {
     return Status::NotSupported(
         "--tp " + tp + " --pp " + pp + ": tensor and pipeline parallelism are not built yet " +
