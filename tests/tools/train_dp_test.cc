@@ -121,12 +121,14 @@ INSTANTIATE_TEST_SUITE_P(RanksAndShard, TrainDp,
 
 // The paged engine under tight budgets, parameters and moments on NVMe (each rank its own
 // --nvme-dir D/rank-<r>), with and without clipping (updates after the norm, or during
-// backward), state replicated or sharded: the bits of one paged rank with a micro-batch per rank.
+// backward), state replicated or sharded (all-split2: sharded with --split-ops 2): the bits of one
+// paged rank with a micro-batch per rank.
 class TrainDpPaged : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TrainDpPaged, ParamsAndOptimizerOnNvmeBitIdenticalToOneRank) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
-  const std::string shard = GetParam();
+  const bool split = GetParam() == "all-split2";
+  const std::string shard = split ? "all" : GetParam();
   ScratchDir scratch("train_dp_paged");
   const std::string& dir = scratch.path();
   for (const char* clip : {"2.0", "0"}) {
@@ -145,7 +147,7 @@ TEST_P(TrainDpPaged, ParamsAndOptimizerOnNvmeBitIdenticalToOneRank) {
     RunResult r1 = RunStrata(one, dir);
     ASSERT_EQ(r1.exit_code, 0) << r1.err;
     std::vector<std::string> dp = args("dp");
-    dp.insert(dp.end(), {"--dp", "2", "--shard", shard});
+    dp.insert(dp.end(), {"--dp", "2", "--shard", shard, "--split-ops", split ? "2" : "1"});
     RunResult r2 = RunMpi({dp}, 2, dir);
     ASSERT_EQ(r2.exit_code, 0) << r2.err;
     const size_t mean = r1.err.find("moved per step (mean)");
@@ -164,7 +166,8 @@ TEST_P(TrainDpPaged, ParamsAndOptimizerOnNvmeBitIdenticalToOneRank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shard, TrainDpPaged, ::testing::Values("none", "all", "auto"));
+INSTANTIATE_TEST_SUITE_P(Shard, TrainDpPaged,
+                         ::testing::Values("none", "all", "auto", "all-split2"));
 
 // Several micro-batches per rank: every rank folds its own micro-batches first, so the run is
 // not one rank's bits (Note [Data-parallel gradients]), but sharding changes nothing: layer-major
@@ -373,27 +376,30 @@ class TrainDpFailure : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
-  const std::string shard = GetParam();
+  // all-split: sharded; the uninterrupted run whole, the killed run in 2 slices and its resume
+  // in 4 (Note [Split operators]: splitting changes neither ownership nor bits).
+  const bool split = GetParam() == "all-split";
+  const std::string shard = split ? "all" : GetParam();
   ScratchDir scratch("train_dp_kill");
   const std::string& dir = scratch.path();
-  auto args = [&](const std::string& run) {
+  auto args = [&](const std::string& run, const char* split_ops = "1") {
     return std::vector<std::string>{
         "train", "--model", "tiny", "--batch", "8", "--seq", "32", "--steps", "16", "--threads",
         "1", "--lr", "1e-3", "--page-size", "64K", "--params-on", "nvme", "--optimizer-on",
         "nvme", "--host-mem", "512K", "--ckpt-every", "1", "--dp", "2", "--shard", shard,
         "--nvme-dir",
         dir + "/" + run + "-nvme", "--ckpt-dir", dir + "/" + run + "-ckpt", "--log-json",
-        dir + "/" + run + ".jsonl"};
+        dir + "/" + run + ".jsonl", "--split-ops", split_ops};
   };
   RunResult whole = RunMpi({args("whole")}, 2, dir);
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  const pid_t mpirun = SpawnMpi(args("killed"), dir);
+  const pid_t mpirun = SpawnMpi(args("killed", split ? "2" : "1"), dir);
   ASSERT_GT(mpirun, 0);
   ASSERT_TRUE(WaitForLines(dir + "/killed.jsonl", 5, std::chrono::seconds(60)))
       << "the job never took 5 steps";
   ASSERT_TRUE(KillOneRankEndsTheJob(mpirun))
       << "the job did not end with an error within 60 s of a rank's SIGKILL";
-  std::vector<std::string> resume = args("killed");
+  std::vector<std::string> resume = args("killed", split ? "4" : "1");
   resume.push_back("--resume");
   RunResult resumed = RunMpi({resume}, 2, dir);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
@@ -408,7 +414,8 @@ TEST_P(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shard, TrainDpFailure, ::testing::Values("none", "all", "auto"));
+INSTANTIATE_TEST_SUITE_P(Shard, TrainDpFailure,
+                         ::testing::Values("none", "all", "auto", "all-split"));
 
 // --split-ops: a factor other than 1, 2, 4 or auto is a usage error, and so is splitting a run
 // that shards nothing (there is nothing to split): refused, not ignored.
