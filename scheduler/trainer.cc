@@ -9,13 +9,14 @@
 #include "core/device/create_device.h"
 #include "core/kernels/linear.h"
 #include "core/nn/gpt_weights.h"
+#include "core/nn/tp_layout.h"
 #include "parallel/comm.h"
 #include "parallel/grid.h"
-#include "scheduler/pipeline_plan.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/in_memory_trainer.h"
 #include "scheduler/option_ranges.h"
 #include "scheduler/paged_trainer.h"
+#include "scheduler/pipeline_plan.h"
 #include "scheduler/rank_agreement.h"
 
 namespace strata {
@@ -120,17 +121,16 @@ Status ValidateParallelOptions(const TrainOptions& o) {
 }
 
 // --tp and --pp against the model (parallel/grid.h): a tensor-parallel rank takes whole attention
-// heads and an equal part of the vocabulary (padded to a multiple of kVocabPadding, as
-// Megatron-LM pads it), a pipeline stage at least one block. Then what is not built yet.
+// heads and an equal part of the padded vocabulary (Note [Tensor-parallel slices] in
+// core/nn/tp_layout.h), a pipeline stage at least one block. Then what is not built yet.
 Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
-  constexpr int kVocabPadding = 128;
   const std::string tp = std::to_string(o.tp), pp = std::to_string(o.pp);
   if (c.n_head % o.tp != 0) {
     return Status::InvalidArgument("--tp " + tp + " does not divide the model's " +
                                    std::to_string(c.n_head) +
                                    " attention heads: give a --tp that divides them");
   }
-  const int padded = (c.vocab_size + kVocabPadding - 1) / kVocabPadding * kVocabPadding;
+  const int64_t padded = TpPaddedVocab(c);
   if (padded % o.tp != 0) {
     return Status::InvalidArgument("--tp " + tp + " does not divide the vocabulary of " +
                                    std::to_string(c.vocab_size) + " tokens padded to " +
