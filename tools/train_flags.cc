@@ -1,0 +1,220 @@
+#include "tools/train_flags.h"
+
+#include "core/util/sizes.h"
+#include "scheduler/option_ranges.h"
+
+namespace strata::tools {
+namespace {
+
+// The model's shape and the data: --model, the shape overrides, --data, --batch, --seq, --steps.
+void AddModelAndDataOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
+  cmd->add_option("--model", o.model.preset,
+                  "Model preset: tiny, small (~10M, vocab 256), gpt2, gpt2-medium, gpt2-large, "
+                  "gpt2-xl")
+      ->capture_default_str();
+  cmd->add_option("--n-layer", flags->n_layer, "Override: number of transformer blocks");
+  cmd->add_option("--n-head", flags->n_head, "Override: attention heads");
+  cmd->add_option("--n-embd", flags->n_embd, "Override: embedding width (divisible by heads)");
+  cmd->add_option("--vocab", flags->vocab, "Override: vocabulary size");
+  cmd->add_option("--block-size", flags->block_size, "Override: the model's context length");
+  cmd->add_option("--data", o.data, "Training data: builtin, a text file or a .bin token file")
+      ->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Rows per step (B)")->capture_default_str();
+  cmd->add_option("--seq", o.seq, "Tokens per row (T); default min(context, 256)");
+  cmd->add_option("--steps", o.steps,
+                  "Optimizer steps (0 with --export writes the initial weights)")
+      ->capture_default_str();
+}
+
+// AdamW, the schedule, clipping, the seed and threads.
+void AddOptimizerOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
+  cmd->add_option("--lr", o.lr, "Peak learning rate")->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "Cosine schedule floor (default 10% of --lr)");
+  cmd->add_option("--warmup", o.warmup, "Linear warmup steps")->capture_default_str();
+  cmd->add_option("--lr-schedule", o.lr_schedule, "constant or cosine")->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay,
+                  "AdamW decoupled weight decay, on tensors with 2+ dims only")
+      ->capture_default_str();
+  cmd->add_option("--beta1", o.beta1, "AdamW beta1")->capture_default_str();
+  cmd->add_option("--beta2", o.beta2, "AdamW beta2")->capture_default_str();
+  cmd->add_option("--eps", o.eps, "AdamW epsilon")->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "Clip gradients to this global L2 norm (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of the initialisation")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Compute threads (TBB and OpenBLAS); 0 = all cores")
+      ->capture_default_str();
+}
+
+// Weights in and out, the device and its budget.
+void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
+  cmd->add_option("--init", o.init_path, "Start from these weights (safetensors, HF GPT-2 names)");
+  cmd->add_option("--export", o.export_path, "Write the final weights here (safetensors)");
+  cmd->add_option("--export-grads", o.export_grads_path,
+                  "Write step 1's gradients (before clipping) here (safetensors)");
+  cmd->add_option("--device", o.device,
+                  "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU; "
+                  "its kernel table is not filled in yet, so it refuses to train)")
+      ->capture_default_str();
+  cmd->add_option("--gpu-mem", flags->gpu_mem,
+                  "Device memory budget (e.g. 512M, 2G); default: what the run needs");
+  cmd->add_option("--sim-link-gbps", o.sim_link_gbps,
+                  "Sim device: host<->device copy rate in GB/s, to model PCIe (0: memcpy speed)");
+}
+
+// The paged engine: host and NVMe tiers, pages, placement, checkpoints.
+void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
+  cmd->add_option("--host-mem", flags->host_mem,
+                  "Pinned host pool budget (paged engine); default: every page of state");
+  cmd->add_option("--nvme-dir", o.nvme_dirs,
+                  "NVMe tier directory (repeatable: pages stripe across them); must be empty");
+  cmd->add_option("--nvme-mem", flags->nvme_mem,
+                  "NVMe slot capacity across --nvme-dir; default 3x the model state");
+  cmd->add_option("--page-size", flags->page_size,
+                  "Page size of model state (power of two >= 4K); default 16M");
+  cmd->add_option("--params-on", o.params_on, "Home of parameters: device, host, nvme or auto")
+      ->capture_default_str();
+  cmd->add_option("--optimizer-on", o.optimizer_on,
+                  "Home of the AdamW moments: host, nvme or auto (device: not yet)")
+      ->capture_default_str();
+  cmd->add_option("--micro-batch", o.micro_batch,
+                  "Rows per micro-batch (divides --batch; gradients accumulate); 0 = --batch");
+  cmd->add_option("--micro-batch-order", o.micro_batch_order,
+                  "With micro-batches: layer-major (every micro-batch through a block while it is "
+                  "on the device), micro-batch-major, or auto (the plan's choice by predicted "
+                  "traffic, printed first)")
+      ->capture_default_str();
+  cmd->add_option(
+         "--recompute", o.recompute,
+         "Activation checkpointing per block: none, all or auto (when the budget needs it)")
+      ->capture_default_str();
+  cmd->add_option("--trace", o.trace_path,
+                  "Write a Chrome trace (Perfetto) of every op and move: one track per queue");
+  cmd->add_option("--ckpt-dir", o.ckpt_dir,
+                  "Checkpoint records (the state itself: manifests of the --nvme-dir page store)");
+  cmd->add_option("--ckpt-every", o.ckpt_every, "Checkpoint after every N steps (0: never)")
+      ->capture_default_str();
+  cmd->add_flag("--resume", o.resume,
+                "Continue from the checkpoint in --ckpt-dir (same model, data, optimizer, batch, "
+                "dirs); starts fresh when there is none yet");
+  cmd->add_option("--resume-from", o.resume_from,
+                  "Resume from this listed checkpoint step instead of the newest (implies "
+                  "--resume; `strata ckpt list` shows them)");
+  cmd->add_option("--keep-checkpoints", o.keep_checkpoints,
+                  "Checkpoints kept (the record lists the K newest; older manifests are deleted)")
+      ->capture_default_str();
+  cmd->add_flag("--delayed-update", o.delayed_update,
+                "Opt-in: AdamW of step s runs during step s+1, whose compute uses the parameters "
+                "one update behind (ZeRO-Offload's DPU); not bit-identical to exact training");
+  cmd->add_flag("--movement-only", o.movement_only,
+                "Measure the movement alone: every page move, prefetch and optimizer update of "
+                "the paged engine runs, the device kernels do not (losses read 0); its step time "
+                "is the movement-only time of this configuration");
+  cmd->add_option("--host-eviction", o.host_eviction,
+                  "How the host pool picks what to drop: belady (the order of a step, learned "
+                  "from step 2), lru (least recently used, optimizer moments first) or auto "
+                  "(belady, lru in layer-major order)")
+      ->capture_default_str();
+}
+
+// Data parallelism (docs/parallel.md): the ranks come from mpirun.
+void AddParallelOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
+  cmd->add_option("--dp", o.dp,
+                  "Data-parallel ranks (launch with mpirun -np N); 0 = the ranks / (tp * pp)")
+      ->capture_default_str();
+  cmd->add_option("--tp", o.tp,
+                  "Tensor-parallel ranks per block (ranks are tp innermost, then dp, then pp); "
+                  "the grid is checked, training with --tp above 1 is not built yet")
+      ->capture_default_str();
+  cmd->add_option("--pp", o.pp,
+                  "Pipeline stages; the grid is checked, training with --pp above 1 is not built "
+                  "yet")
+      ->capture_default_str();
+  cmd->add_option("--schedule", o.schedule, "Pipeline schedule: gpipe or 1f1b")
+      ->capture_default_str();
+  cmd->add_option("--pp-partition", o.pp_partition,
+                  "Blocks per pipeline stage: uniform, auto (balanced by measured block times) "
+                  "or N0,N1,... (one count per stage)")
+      ->capture_default_str();
+  cmd->add_option("--comm", o.comm,
+                  "Collectives: mpi (host buffers), nccl (GPU buffers) or auto (nccl on a cuda "
+                  "device, else mpi; without mpirun: one rank, no MPI)")
+      ->capture_default_str();
+  cmd->add_option("--shard", o.shard,
+                  "Model state across data-parallel ranks: none (replicated), all (ZeRO-3: every "
+                  "block sharded through the page manager) or auto (OSDP: each block sharded or "
+                  "replicated, chosen to minimise the predicted step time under the rank's "
+                  "budget)")
+      ->capture_default_str();
+  cmd->add_option("--split-ops", o.split_ops,
+                  "Operator splitting of sharded blocks: 1, 2 or 4 (gather and compute their MLP "
+                  "weights in that many slices, so only a slice is live on the device) or auto "
+                  "(split only when whole blocks do not fit --gpu-mem)")
+      ->capture_default_str();
+  cmd->add_option("--comm-timeout", o.comm_timeout_s,
+                  "Seconds a collective may take before the run fails (a dead or hung rank)")
+      ->capture_default_str();
+}
+
+// Which engine, and what the run writes besides progress.
+void AddEngineAndOutputOptions(CLI::App* cmd, TrainFlags* flags) {
+  TrainOptions& o = flags->o;
+  cmd->add_option("--engine", o.engine,
+                  "memory (all state on the device), paged (the Engine), or auto: paged when a "
+                  "paging flag is given or --gpu-mem is below the in-memory need")
+      ->capture_default_str();
+  cmd->add_option("--log-json", flags->log_json,
+                  "Write one JSON object per step: step, loss, tokens_per_s, elapsed_s, grad_norm, "
+                  "moved_bytes {h2d, d2h, nvme_read, nvme_write}, overlap, peak_bytes {device, "
+                  "host, nvme}");
+  cmd->add_option("--log-level", flags->log_level, "debug, info, warn, error or off")
+      ->capture_default_str();
+}
+
+}  // namespace
+
+void AddTrainFlags(CLI::App* cmd, TrainFlags* flags) {
+  AddModelAndDataOptions(cmd, flags);
+  AddOptimizerOptions(cmd, flags);
+  AddWeightsAndDeviceOptions(cmd, flags);
+  AddPagingOptions(cmd, flags);
+  AddEngineAndOutputOptions(cmd, flags);
+  AddParallelOptions(cmd, flags);
+  flags->faults.add_option(cmd);
+}
+
+Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
+  TrainOptions& o = f.o;
+  o.model.preset_given = cmd.count("--model") > 0;
+  if (cmd.count("--n-layer")) o.model.n_layer = f.n_layer;
+  if (cmd.count("--n-head")) o.model.n_head = f.n_head;
+  if (cmd.count("--n-embd")) o.model.n_embd = f.n_embd;
+  if (cmd.count("--vocab")) o.model.vocab_size = f.vocab;
+  if (cmd.count("--block-size")) o.model.block_size = f.block_size;
+  if (!f.gpu_mem.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.gpu_mem, ParseBytes(f.gpu_mem, "--gpu-mem"));
+  }
+  if (!f.host_mem.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.host_mem, ParseBytes(f.host_mem, "--host-mem"));
+  }
+  if (!f.nvme_mem.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.nvme_mem, ParseBytes(f.nvme_mem, "--nvme-mem"));
+  }
+  if (!f.page_size.empty()) {
+    STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(f.page_size, "--page-size"));
+  }
+  if (cmd.count("--resume-from") > 0) o.resume = true;
+  for (const char* flag : kPagingFlags) {
+    if (cmd.count(flag) > 0) o.paging_flag_given = true;
+  }
+  STRATA_RETURN_IF_ERROR(f.faults.arm(&o));
+  // Every number, with its flag; a sentinel ("0: the default") given explicitly is refused.
+  return CheckOptionRanges(
+      o, [&](std::string_view flag) { return cmd.count(std::string(flag)) > 0; });
+}
+
+}  // namespace strata::tools

@@ -1,0 +1,30 @@
+// The flags of `strata train` (tools/cmd_train.cc): what CLI11 parses them into, and how they
+// become TrainOptions.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "core/util/status.h"
+#include "scheduler/trainer.h"
+#include "tools/fault_spec.h"
+
+namespace strata::tools {
+
+struct TrainFlags {
+  TrainOptions o;
+  std::string gpu_mem, host_mem, nvme_mem, page_size;
+  int n_layer = 0, n_head = 0, n_embd = 0, vocab = 0, block_size = 0;
+  std::string log_json;
+  std::string log_level = "info";
+  InjectedFaults faults;  // hidden --inject-faults (tools/fault_spec.h)
+};
+
+// Adds every flag of `strata train` to `cmd`, parsed into `flags`.
+void AddTrainFlags(CLI::App* cmd, TrainFlags* flags);
+
+// Moves what CLI11 parsed into strings and optionals into the TrainOptions.
+Status ApplyFlags(TrainFlags& f, const CLI::App& cmd);
+
+}  // namespace strata::tools
