@@ -8,6 +8,7 @@
 
 #include "core/util/log.h"
 #include "core/util/sizes.h"
+#include "scheduler/checkpoint.h"
 #include "scheduler/trainer.h"
 #include "tools/command.h"
 #include "tools/output_paths.h"
