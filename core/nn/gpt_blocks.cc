@@ -6,13 +6,14 @@
 #include <utility>
 
 #include "core/kernels/linear.h"
+#include "core/nn/gradient_contribution.h"
 
 namespace strata {
 namespace {
 
-int64_t Align(int64_t n) {
-  return (n + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
-}
+using nn_internal::Align;
+using nn_internal::Contribute;
+using nn_internal::Zero;
 
 // Hands out consecutive aligned pieces of one buffer (or only counts them when base is null).
 class Carver {
@@ -74,32 +75,6 @@ BackwardScratch CarveScratch(const GptConfig& c, int B, int T, Carver& k) {
   return s;
 }
 
-void Zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
-
-// One backward call's contribution to the gradient tensors `grads` (pointer, floats), made by
-// `make`, kernels that accumulate (+=) into the pointers they are given: straight into the
-// zeroed gradients when `first`, else into zeroed scratch, then added (Note [Gradient
-// contributions] in gpt_blocks.h).
-template <size_t N, typename Make>
-void Contribute(const KernelTable& k, bool first, float* scratch,
-                const std::array<std::pair<float*, int64_t>, N>& grads, const Make& make) {
-  std::array<float*, N> into{};
-  float* next = scratch;
-  for (size_t i = 0; i < N; ++i) {
-    if (first) {
-      into[i] = grads[i].first;
-      continue;
-    }
-    into[i] = next;
-    Zero(next, grads[i].second);
-    next += Align(grads[i].second);
-  }
-  make(into);
-  if (first) return;
-  for (size_t i = 0; i < N; ++i) {
-    k.residual_forward(grads[i].first, grads[i].first, into[i], grads[i].second);
-  }
-}
 
 // One layout function per struct serves both needs: run over a null base it only counts.
 template <typename Parts>
