@@ -38,24 +38,10 @@ GridCoord Grid::coord(int rank) const {
   return {.dp = (rank / tp_) % dp_, .tp = rank % tp_, .pp = rank / (tp_ * dp_)};
 }
 
-std::vector<int> Grid::tp_group(int rank) const {
+std::vector<int> Grid::group(int rank, int GridCoord::*axis, int length) const {
   GridCoord c = coord(rank);
   std::vector<int> ranks;
-  for (c.tp = 0; c.tp < tp_; ++c.tp) ranks.push_back(rank_of(c));
-  return ranks;
-}
-
-std::vector<int> Grid::dp_group(int rank) const {
-  GridCoord c = coord(rank);
-  std::vector<int> ranks;
-  for (c.dp = 0; c.dp < dp_; ++c.dp) ranks.push_back(rank_of(c));
-  return ranks;
-}
-
-std::vector<int> Grid::pp_group(int rank) const {
-  GridCoord c = coord(rank);
-  std::vector<int> ranks;
-  for (c.pp = 0; c.pp < pp_; ++c.pp) ranks.push_back(rank_of(c));
+  for (c.*axis = 0; c.*axis < length; ++(c.*axis)) ranks.push_back(rank_of(c));
   return ranks;
 }
 

@@ -37,13 +37,16 @@ class Grid {
   int rank_of(GridCoord c) const { return (c.pp * dp_ + c.dp) * tp_ + c.tp; }
   // The ranks that share `rank`'s other two coordinates, in order along the axis: its
   // tensor-parallel group, its data-parallel group, its pipeline (one rank per stage).
-  std::vector<int> tp_group(int rank) const;
-  std::vector<int> dp_group(int rank) const;
-  std::vector<int> pp_group(int rank) const;
+  std::vector<int> tp_group(int rank) const { return group(rank, &GridCoord::tp, tp_); }
+  std::vector<int> dp_group(int rank) const { return group(rank, &GridCoord::dp, dp_); }
+  std::vector<int> pp_group(int rank) const { return group(rank, &GridCoord::pp, pp_); }
   // "dp 2 x tp 2 x pp 2"
   std::string describe() const;
 
  private:
+  // The ranks along `axis` (of `length`) through `rank`'s coordinates.
+  std::vector<int> group(int rank, int GridCoord::*axis, int length) const;
+
   int dp_ = 1, tp_ = 1, pp_ = 1;
 };
 
