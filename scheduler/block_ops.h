@@ -56,6 +56,10 @@ class BlockOps {
   // After the step's compute: each micro-batch's loss, and each block's gradient sum of squares.
   virtual const std::vector<float>& losses() const = 0;
   virtual const std::vector<double>& grad_sums() const = 0;
+  // Before grad_sums() is read, after the step's compute and collectives: sums this rank's parts
+  // of the blocks' sums of squares with the ranks that hold the other parts (a tensor-parallel
+  // group's slices). Collective where it sums.
+  virtual Status finish_grad_sums() { return Status::Ok(); }
 };
 
 }  // namespace strata::scheduler

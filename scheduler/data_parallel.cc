@@ -79,11 +79,10 @@ Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
                                  /*heads_summed=*/true);
 }
 
-std::string GridLine(const parallel::Comm& comm, const ShardPlan& shards, const std::string& choice,
-                     const std::string& split, const std::string& per_tier,
-                     const std::string& order) {
-  return "grid: dp " + std::to_string(comm.size()) + " x tp 1 x pp 1 over " +
-         parallel::CommBackendName(comm.backend()) + " | blocks " + shards.describe() + " (" +
+std::string GridLine(const std::string& grid, parallel::CommBackend backend,
+                     const ShardPlan& shards, const std::string& choice, const std::string& split,
+                     const std::string& per_tier, const std::string& order) {
+  return "grid: " + grid + " over " + parallel::CommBackendName(backend) + " | blocks " + shards.describe() + " (" +
          choice + "), split-ops " + split + " | per rank: " + per_tier + " | " + order;
 }
 

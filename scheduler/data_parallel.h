@@ -78,7 +78,9 @@ Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const float* shard,
 // line (`order`), which one rank prints first on its own.
 // `choice` says how the decisions were made ("--shard all", or --shard auto's prediction),
 // `split` the split factors (SplitPlan::describe: "1", "2 for blocks 1-4").
-std::string GridLine(const parallel::Comm& comm, const ShardPlan& shards, const std::string& choice,
+// `grid` is Grid::describe's ("dp 2 x tp 2 x pp 1"), `backend` the Comm's.
+std::string GridLine(const std::string& grid, parallel::CommBackend backend,
+                     const ShardPlan& shards, const std::string& choice,
                      const std::string& split, const std::string& per_tier,
                      const std::string& order);
 

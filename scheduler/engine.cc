@@ -65,7 +65,8 @@ Status Engine::setup() {
                                                 .shards = o_.shards,
                                                 .split = o_.split,
                                                 .slice_comm = o_.slice_comm,
-                                                .timeline = &timeline_}));
+                                                .timeline = &timeline_,
+                                                .tp_comm = o_.tp_comm}));
   for (uint64_t bytes : o_.plan.slot_sizes) {
     STRATA_ASSIGN_OR_RETURN(void* s, buffers_.alloc(bytes, "a block slot"));
     slots_.add(static_cast<float*>(s), bytes);
@@ -337,6 +338,7 @@ Status Engine::finish_compute(long step, EngineStepResult* result) {
   result->device_at_end = device_.stats();
   result->memory_at_end = host_.manager().stats();
   result->loss = static_cast<float>(loss_sum / losses.size());
+  STRATA_RETURN_IF_ERROR(ops_->finish_grad_sums());
   result->grad_norm = GlobalGradNorm(ops_->grad_sums());
   return Status::Ok();
 }

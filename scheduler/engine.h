@@ -126,6 +126,9 @@ struct EngineOptions {
   // on; nullptr: none.
   const SplitPlan* split = nullptr;
   parallel::Comm* slice_comm = nullptr;
+  // Tensor parallelism (Note [Tensor-parallel slices] in core/nn/tp_layout.h): `layout` is this
+  // rank's slice and its blocks all-reduce over this rank's tp group. nullptr: none.
+  parallel::Comm* tp_comm = nullptr;
 };
 
 struct EngineStepResult {

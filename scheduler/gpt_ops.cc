@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
+#include "core/nn/tp_head.h"
 #include "core/util/check.h"
 #include "scheduler/activations.h"
 #include "scheduler/data_parallel.h"
@@ -73,6 +75,12 @@ Status GptOps::allocate() {
     slices_ = std::make_unique<SliceGather>(
         device_, *o_.slice_comm, *o_.split,
         std::make_pair(static_cast<float*>(a), static_cast<float*>(b)), o_.timeline);
+  }
+  if (tensor_parallel()) {
+    const uint64_t bytes = uint64_t(TpHeadStatsFloats(B, T, o_.tp_comm->size())) * 4;
+    STRATA_CHECK(bytes <= o_.plan->tp_stats_bytes);
+    STRATA_ASSIGN_OR_RETURN(void* stats, buffers_.alloc(bytes, "the head's vocab-parallel stats"));
+    tp_stats_ = static_cast<float*>(stats);
   }
   if (o_.plan->order == MicroBatchOrder::kLayerMajor) {
     STRATA_CHECK(o_.plan->recompute_layers == c.n_layer) << "layer-major recomputes every block";
@@ -155,7 +163,11 @@ uint64_t GptOps::slot_bytes(int block, SlotRole role) const {
   return block_bytes(block);
 }
 
-Status GptOps::take_error() { return slices_ ? slices_->take_error() : Status::Ok(); }
+Status GptOps::take_error() {
+  Status tp = std::exchange(tp_error_, Status::Ok());
+  Status s = slices_ ? slices_->take_error() : Status::Ok();
+  return s.ok() ? tp : s;
+}
 
 void GptOps::check_resident(const Op& op, const std::vector<float*>& slots) const {
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -193,7 +205,7 @@ void GptOps::run(const Op& op, const std::vector<float*>& slots) {
       if (data_parallel()) break;  // summed over the ranks first (reduce_grad)
       for (size_t i = 0; i < op.uses.size(); ++i) {
         if (op.uses[i].block == b && op.uses[i].role == SlotRole::kGrad) {
-          block_sums_[b] = BlockGradSumOfSquares(layout_.blocks[b], slots[i]);
+          block_sums_[b] = grad_sum_of_squares(b, slots[i]);
         }
       }
     }
@@ -204,6 +216,7 @@ void GptOps::run(const Op& op, const std::vector<float*>& slots) {
 // use {head params, embedding params, head grad, embedding grad}, a block's backward {params,
 // grad}.
 void GptOps::compute(const Op& op, const std::vector<float*>& p) {
+  if (tensor_parallel()) return compute_tp(op, p);
   const KernelTable& k = device_.kernels();  // the compute runs on the device's kernels
   const int B = o_.micro_rows, T = o_.seq, L = layout_.config.n_layer;
   const int32_t* x = tokens_ + int64_t(op.micro_batch) * B * T;
@@ -277,7 +290,7 @@ Status GptOps::reduce_grad(int block, float* slot) {
   } else {
     STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(slot, slot, size_t(spec.numel)).wait());
   }
-  block_sums_[block] = o_.skip_kernels ? 0.0 : BlockGradSumOfSquares(spec, slot);
+  block_sums_[block] = o_.skip_kernels ? 0.0 : grad_sum_of_squares(block, slot);
   return Status::Ok();
 }
 

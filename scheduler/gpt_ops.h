@@ -54,6 +54,9 @@ struct GptOpsOptions {
   const SplitPlan* split = nullptr;
   parallel::Comm* slice_comm = nullptr;
   Timeline* timeline = nullptr;
+  // Tensor parallelism: `layout` is this rank's slice (MakeTpLayout), the blocks, embedding and
+  // head run core/nn/tp_blocks.h and tp_head.h with all-reduces over `tp_comm`. nullptr: none.
+  parallel::Comm* tp_comm = nullptr;
 };
 
 class GptOps final : public BlockOps {
@@ -75,12 +78,19 @@ class GptOps final : public BlockOps {
   Status gather_params(int block, float* slot) override;
   const std::vector<float>& losses() const override { return losses_; }
   const std::vector<double>& grad_sums() const override { return block_sums_; }
+  Status finish_grad_sums() override;
 
  private:
   explicit GptOps(const GptOpsOptions& o);
   Status allocate();
   void check_resident(const Op& op, const std::vector<float*>& slots) const;
   void compute(const Op& op, const std::vector<float*>& slots);
+  // Tensor parallelism (gpt_ops_tp.cc): compute's ops on this rank's slice, and the block's sum of
+  // squares of its gradient (this rank's part, finish_grad_sums adds the tp group's).
+  bool tensor_parallel() const { return o_.tp_comm != nullptr && o_.tp_comm->size() > 1; }
+  void compute_tp(const Op& op, const std::vector<float*>& slots);
+  double grad_sum_of_squares(int block, const float* grads) const;
+  void tp_all_reduce(float* data, int64_t count);
   bool recomputed(int layer) const { return layer < o_.plan->recompute_layers; }
   const float* block_input(int layer) const;
   const TransformerActs& acts_for(int layer);
@@ -118,6 +128,10 @@ class GptOps final : public BlockOps {
   bool data_parallel() const { return o_.comm != nullptr && o_.comm->size() > 1; }
   std::vector<int64_t> slot_floats_;  // per block: a slot's floats (gathered when sharded)
   std::unique_ptr<SliceGather> slices_;  // split blocks only
+  // Tensor parallelism: the head's per-row statistics (TpHeadStatsFloats) and the first failed
+  // all-reduce of the step (take_error).
+  float* tp_stats_ = nullptr;
+  Status tp_error_;
   long step_ = 0;
 
   // Written by ops, read after the step's compute completed.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/kernels/partition.h"
+#include "core/nn/tp_layout.h"
 
 namespace strata {
 
@@ -46,6 +47,20 @@ double BlockGradSumOfSquares(const BlockSpec& block, const float* block_grads) {
   std::vector<double> partials((block.numel + kNormChunkFloats - 1) / kNormChunkFloats);
   ChunkSumsOfSquares(block_grads, block.numel, partials.data());
   return SumInChunkOrder(partials);
+}
+
+double TpBlockGradSumOfSquares(const BlockSpec& block, const float* block_grads,
+                               bool with_replicated) {
+  double sum = 0.0;
+  std::vector<double> partials;
+  for (size_t t = 0; t < block.tensors.size(); ++t) {
+    if (!with_replicated && TpReplicated(block, int(t))) continue;
+    const TensorSpec& ts = block.tensors[t];
+    partials.assign(size_t((ts.numel + kNormChunkFloats - 1) / kNormChunkFloats), 0.0);
+    ChunkSumsOfSquares(block_grads + ts.offset, ts.numel, partials.data());
+    sum += SumInChunkOrder(partials);
+  }
+  return sum;
 }
 
 double SumInChunkOrder(std::span<const double> partials) {

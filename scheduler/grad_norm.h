@@ -30,6 +30,13 @@ void ChunkSumsOfSquares(const float* x, int64_t n, double* out);
 // its chunks' partial sums added in order (Note [Norm in chunk order]).
 double BlockGradSumOfSquares(const BlockSpec& block, const float* block_grads);
 
+// Tensor parallelism: the sum of squares of a rank's slice of a block (MakeTpLayout's), tensor by
+// tensor, each in chunk order; the replicated tensors (TpReplicated) only `with_replicated`, so
+// that the tp group's sums add up to the whole block's once (tp rank 0 counts them). Equal to the
+// whole block's sum up to rounding: the chunks and their order differ.
+double TpBlockGradSumOfSquares(const BlockSpec& block, const float* block_grads,
+                               bool with_replicated);
+
 // Partial sums added in order, from 0.0: the block's sum from its chunk partials.
 double SumInChunkOrder(std::span<const double> partials);
 

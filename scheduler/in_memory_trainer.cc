@@ -155,7 +155,9 @@ class InMemoryTrainer final : public Trainer {
                                  FormatBytes(uint64_t(layout_.total_numel) * 16) +
                                  " (params, gradients, moments)";
     Logger("train")->info("{}",
-                          scheduler::GridLine(*o_.ranks, scheduler::ShardPlan::Replicated(layout_),
+                          scheduler::GridLine("dp " + std::to_string(ranks()) + " x tp 1 x pp 1",
+                                              o_.ranks->backend(),
+                                              scheduler::ShardPlan::Replicated(layout_),
                                               "--shard " + o_.shard, "1", per_tier, order));
   }
 

@@ -77,11 +77,11 @@ uint64_t TokenBytes(const MemoryPlanInput& in) {
   return RoundUp(uint64_t(2) * in.batch * in.seq * 4);
 }
 
-// Device bytes besides the slots: activations, tokens, (dp) the embedding's gradient part and
-// (split blocks) the slice buffers.
+// Device bytes besides the slots: activations, tokens, (dp) the embedding's gradient part,
+// (split blocks) the slice buffers and (tp) the head's statistics.
 uint64_t FixedDeviceBytes(const MemoryPlanInput& in, int recompute_layers) {
   return ActivationBytes(in, recompute_layers) + TokenBytes(in) +
-         RoundUp(in.embedding_part_bytes) + RoundUp(in.slice_bytes);
+         RoundUp(in.embedding_part_bytes) + RoundUp(in.slice_bytes) + RoundUp(in.tp_stats_bytes);
 }
 
 const GptLayout& ParamLayout(const MemoryPlanInput& in) {
@@ -152,6 +152,7 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   plan->tokens_bytes = TokenBytes(in);
   plan->embedding_part_bytes = RoundUp(in.embedding_part_bytes);
   plan->slice_bytes = RoundUp(in.slice_bytes);
+  plan->tp_stats_bytes = RoundUp(in.tp_stats_bytes);
   const std::vector<uint64_t> min_slots = MinimalSlotSizes(ParamLayout(in), layout);
   const uint64_t min_slot_bytes = TotalBytes(min_slots);
   const std::vector<uint64_t> useful = UsefulSlotSizes(in, min_slots);
@@ -159,7 +160,8 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   plan->recompute_layers = RecomputeLayers(in, plan->device_bytes, min_slot_bytes);
   plan->acts_bytes = ActivationBytes(in, plan->recompute_layers);
   const uint64_t fixed =
-      plan->acts_bytes + plan->tokens_bytes + plan->embedding_part_bytes + plan->slice_bytes;
+      plan->acts_bytes + plan->tokens_bytes + plan->embedding_part_bytes + plan->slice_bytes +
+      plan->tp_stats_bytes;
   plan->min_device_bytes = fixed + min_slot_bytes;
   if (plan->device_bytes < plan->min_device_bytes) {
     return BelowMinimalWorkingSet(in, *plan, min_slots);

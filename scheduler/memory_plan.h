@@ -81,6 +81,8 @@ struct MemoryPlanInput {
   // (nullptr: `layout`) and the device bytes of the two slice buffers.
   const GptLayout* param_layout = nullptr;
   uint64_t slice_bytes = 0;
+  // Tensor parallelism: device bytes of the head's vocab-parallel statistics (core/nn/tp_head.h).
+  uint64_t tp_stats_bytes = 0;
   int micro_batches() const { return batch / micro_rows; }
 };
 
@@ -100,6 +102,7 @@ struct MemoryPlan {
   uint64_t tokens_bytes = 0;         // the step's inputs and targets (rounded to 4 KiB)
   uint64_t embedding_part_bytes = 0;  // dp: MemoryPlanInput's, rounded to 4 KiB
   uint64_t slice_bytes = 0;          // split blocks: MemoryPlanInput's, rounded to 4 KiB
+  uint64_t tp_stats_bytes = 0;       // tensor parallelism: MemoryPlanInput's, rounded to 4 KiB
   uint64_t device_bytes = 0;         // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
   uint64_t host_bytes = 0;        // the --host-mem budget in force (whole pages)

@@ -12,6 +12,7 @@
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
 #include "core/nn/gpt_weights.h"
+#include "core/nn/tp_head.h"
 #include "core/util/log.h"
 #include "core/util/machine_memory.h"
 #include "core/util/sizes.h"
@@ -46,6 +47,7 @@ Status PagedTrainer::setup() {
                                    o_.host_eviction + "'");
   }
   STRATA_RETURN_IF_ERROR(check_page_count(page));
+  STRATA_RETURN_IF_ERROR(make_grid());
   STRATA_RETURN_IF_ERROR(make_shards());
   STRATA_ASSIGN_OR_RETURN(StatePages sp,
                           StatePages::Make(layout_, page, o_.delayed_update, &shards_));
@@ -93,10 +95,11 @@ Status PagedTrainer::check_fits_machine() const {
   if (o_.device == "sim") {
     need.device_bytes =
         plan_.acts_bytes + plan_.tokens_bytes + plan_.embedding_part_bytes + plan_.slice_bytes +
+        plan_.tp_stats_bytes +
         scheduler::TotalBytes(plan_.slot_sizes);
   }
   need.host_bytes = plan_.host_bytes;
-  const uint64_t model_bytes = uint64_t(layout_.total_numel) * 4;
+  const uint64_t model_bytes = uint64_t(full_layout_.total_numel) * 4;
   if (!o_.init_path.empty()) {
     need.staging_bytes = 2 * model_bytes;  // the file's tensors and the layout's copy
   } else if (!o_.export_path.empty() || !o_.export_grads_path.empty()) {
@@ -115,6 +118,7 @@ Status PagedTrainer::make_plan() {
   in.batch = rank_rows();
   in.seq = seq_;
   in.embedding_part_bytes = ranks() > 1 ? uint64_t(shards_.gathered_floats(0)) * 4 : 0;
+  in.tp_stats_bytes = o_.tp > 1 ? uint64_t(TpHeadStatsFloats(micro_rows(), seq_, o_.tp)) * 4 : 0;
   in.gpu_mem = o_.gpu_mem;
   in.host_mem = o_.host_mem;
   in.has_nvme = !o_.nvme_dirs.empty();
@@ -131,7 +135,7 @@ Status PagedTrainer::make_plan() {
   if (shards_.any_sharded() && rank_rows() > micro_rows()) in.micro_batch_order = "layer-major";
   STRATA_ASSIGN_OR_RETURN(plan_, plan_split(in));
   // The run's first line: the micro-batch order, after the grid in a job of several ranks.
-  if (ranks() > 1) {
+  if (world_size() > 1) {
     const uint64_t page = pages_->page_bytes();
     const std::string per_tier =
         "params " + FormatBytes(pages_->pages_of_role(Role::kParam) * page) + " on " +
@@ -141,8 +145,9 @@ Status PagedTrainer::make_plan() {
                     page) +
         " on " + memory::TierName(plan_.optimizer);
     const std::string choice = shard_choice_.empty() ? "--shard " + o_.shard : shard_choice_;
-    Logger("train")->info("{}", scheduler::GridLine(*o_.ranks, shards_, choice, split_choice_,
-                                                    per_tier, plan_.order_to_string()));
+    Logger("train")->info("{}", scheduler::GridLine(grid_.describe(), world_->backend(), shards_,
+                                                    choice, split_choice_, per_tier,
+                                                    plan_.order_to_string()));
   } else {
     Logger("train")->info("{}", plan_.order_to_string());
   }
@@ -183,6 +188,7 @@ Status PagedTrainer::create_engine() {
   eo.micro_rows = micro_rows();
   eo.comm = o_.ranks;
   eo.global_batch = o_.batch;
+  eo.tp_comm = tp_comm_.get();
   eo.shards = &shards_;
   if (split_.any_split()) {  // the slices' own Comm (slice_gather.h)
     STRATA_ASSIGN_OR_RETURN(slice_comm_, parallel::CreateComm({.backend = o_.ranks->backend(),
@@ -204,25 +210,30 @@ Status PagedTrainer::create_engine() {
   return Status::Ok();
 }
 
+// The whole model's initial values (the same bits as one rank's), each block cut to this rank's
+// tensor-parallel slice.
 Status PagedTrainer::write_initial_params() {
   std::vector<float> all;
   if (!o_.init_path.empty()) {
-    all.resize(layout_.total_numel);
-    STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, layout_, all.data()));
+    all.resize(full_layout_.total_numel);
+    STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, full_layout_, all.data()));
   }
-  std::vector<float> block;
+  std::vector<float> whole, mine;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
     const float* values;
     if (all.empty()) {
-      block.assign(layout_.blocks[b].numel, 0.0f);
-      InitBlockParams(layout_.blocks[b], o_.seed, block.data());
-      values = block.data();
+      whole.assign(full_layout_.blocks[b].numel, 0.0f);
+      InitBlockParams(full_layout_.blocks[b], o_.seed, whole.data());
+      values = whole.data();
     } else {
-      values = all.data() + layout_.block_offset[b];
+      values = all.data() + full_layout_.block_offset[b];
     }
-    STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kParam, values));
+    mine.assign(layout_.blocks[b].numel, 0.0f);
+    slice_block(b, values, mine.data());
+    STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kParam, mine.data()));
     if (o_.delayed_update) {
-      STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kMaster, values));
+      STRATA_RETURN_IF_ERROR(
+          scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kMaster, mine.data()));
     }
   }
   return Status::Ok();
@@ -246,12 +257,14 @@ Status PagedTrainer::reset_moments() {
 // driver goes on with the next step while the pages are flushed and the manifest saved. The next
 // step's updates queue behind it, so the manifest holds exactly the state after `steps_done`.
 Status PagedTrainer::export_role(Role role, const std::string& path) {
-  std::vector<float> all(layout_.total_numel, 0.0f);
+  std::vector<float> all(full_layout_.total_numel, 0.0f), mine;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
-    STRATA_RETURN_IF_ERROR(gather_block(b, role, all.data() + layout_.block_offset[b]));
+    mine.assign(layout_.blocks[b].numel, 0.0f);
+    STRATA_RETURN_IF_ERROR(gather_block(b, role, mine.data()));
+    STRATA_RETURN_IF_ERROR(unslice_block(b, mine.data(), all.data() + full_layout_.block_offset[b]));
   }
-  if (rank() != 0) return Status::Ok();  // rank 0 alone writes (docs/parallel.md)
-  return ExportGptSafetensors(path, layout_, all.data());
+  if (world_rank() != 0) return Status::Ok();  // rank 0 alone writes (docs/parallel.md)
+  return ExportGptSafetensors(path, full_layout_, all.data());
 }
 
 Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {
@@ -271,7 +284,7 @@ Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {
     const int64_t t0 = timeline_.now_ns();
     scheduler::EngineStepResult r;
     std::function<Status()> on_grads;
-    if (step == 0 && !o_.export_grads_path.empty() && rank() == 0) {
+    if (step == 0 && !o_.export_grads_path.empty() && (world_rank() == 0 || o_.tp > 1)) {
       on_grads = [&] { return export_role(Role::kGrad, o_.export_grads_path); };
     }
     STRATA_RETURN_IF_ERROR(
@@ -329,13 +342,13 @@ Status PagedTrainer::drain() {
 // After the last step: every update and checkpoint finished, then --export and --trace.
 Status PagedTrainer::finish() {
   STRATA_RETURN_IF_ERROR(drain());
-  // Every rank takes part when some block is sharded (its shards are gathered); otherwise every
-  // rank holds the same weights and rank 0 alone reads them.
-  if (!o_.export_path.empty() && (rank() == 0 || shards_.any_sharded())) {
+  // Every rank takes part when some block is sharded or sliced (its pieces are gathered);
+  // otherwise every rank holds the same weights and rank 0 alone reads them.
+  if (!o_.export_path.empty() && (world_rank() == 0 || shards_.any_sharded() || o_.tp > 1)) {
     // With --delayed-update the master holds the last update (Note [Delayed update]).
     STRATA_RETURN_IF_ERROR(
         export_role(o_.delayed_update ? Role::kMaster : Role::kParam, o_.export_path));
-    if (rank() == 0) Logger("train")->info("wrote weights to {}", o_.export_path);
+    if (world_rank() == 0) Logger("train")->info("wrote weights to {}", o_.export_path);
   }
   if (!o_.trace_path.empty()) {
     STRATA_RETURN_IF_ERROR(timeline_.write_chrome_trace(o_.trace_path));

@@ -95,10 +95,14 @@ Status PagedTrainer::check_nvme_room(uint64_t have, uint64_t state_bytes, const 
 Status PagedTrainer::open_nvme(uint64_t state_bytes) {
   std::optional<scheduler::CheckpointRecord> found;
   if (!o_.ckpt_dir.empty()) {  // only checkpoints need the fingerprint (it reads --data, --init)
-    // A rank's pages are its shards: resuming needs the same cut (Note [Shards]).
-    const std::string shard = shards_.any_sharded() ? "dp " + std::to_string(ranks()) + ", blocks " +
-                                                          shards_.describe()
-                                                    : "none";
+    // A rank's pages are its shards of its tensor-parallel slice: resuming needs the same cuts
+    // (Note [Shards], Note [Tensor-parallel slices]).
+    std::string shard = shards_.any_sharded()
+                            ? "dp " + std::to_string(ranks()) + ", blocks " + shards_.describe()
+                            : "none";
+    if (o_.tp > 1) {
+      shard = "tp " + std::to_string(o_.tp) + (shard == "none" ? "" : "; " + shard);
+    }
     STRATA_ASSIGN_OR_RETURN(fingerprint_,
                             scheduler::MakeRunFingerprint(o_, layout_.config, seq_,
                                                           pages_->page_bytes(), shard));
@@ -119,13 +123,13 @@ Status PagedTrainer::open_nvme(uint64_t state_bytes) {
       check_nvme_room(store->capacity_bytes(), state_bytes, "the NVMe store's capacity"));
   if (o_.resume) {
     scheduler::ResumeRequest req{o_.ckpt_dir, o_.nvme_dirs[0], o_.resume_from};
-    if (ranks() > 1) {  // Note [Checkpoints across ranks] in data_parallel.h
+    if (world_size() > 1) {  // Note [Checkpoints across ranks] in data_parallel.h
       std::vector<long> steps;
       if (found) {
         for (const scheduler::CheckpointEntry& e : found->checkpoints) steps.push_back(e.step);
       }
       STRATA_ASSIGN_OR_RETURN(req.resume_from,
-                              scheduler::AgreeOnResumeStep(*o_.ranks, steps, o_.resume_from));
+                              scheduler::AgreeOnResumeStep(*world_, steps, o_.resume_from));
     }
     STRATA_ASSIGN_OR_RETURN(scheduler::ResumePlan plan,
                             scheduler::PlanResume(*store, found, fresh_record(), req));
@@ -146,7 +150,9 @@ Status PagedTrainer::checkpoint(long steps_done) {
   if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
   // Every rank's previous checkpoint is durable before any rank starts its next (Note
   // [Checkpoints across ranks] in data_parallel.h).
-  if (ranks() > 1) STRATA_RETURN_IF_ERROR(o_.ranks->barrier().with_context("checkpoint barrier"));
+  if (world_size() > 1) {
+    STRATA_RETURN_IF_ERROR(world_->barrier().with_context("checkpoint barrier"));
+  }
   pending_checkpoint_ = engine_->enqueue_after_updates([this, steps_done] {
     return write_checkpoint(steps_done)
         .with_context("checkpoint after step " + std::to_string(steps_done));

@@ -15,9 +15,11 @@
 #include "core/data/token_dataset.h"
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/tp_layout.h"
 #include "memory/memory_manager.h"
 #include "memory/nvme_tier.h"
 #include "parallel/comm.h"
+#include "parallel/grid.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
@@ -44,7 +46,11 @@ constexpr uint64_t kMaxStatePages = uint64_t{1} << 22;
 class PagedTrainer final : public Trainer {
  public:
   PagedTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
-      : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
+      : o_(std::move(o)),
+        layout_(o_.tp > 1 ? MakeTpLayout(c, o_.tp) : MakeGptLayout(c)),
+        full_layout_(MakeGptLayout(c)),
+        seq_(seq),
+        data_(std::move(data)) {}
 
   ~PagedTrainer() override {
     if (engine_) engine_->drain().ignore_error();  // also runs a queued checkpoint
@@ -54,17 +60,22 @@ class PagedTrainer final : public Trainer {
   }
 
   Status setup();
-  const GptConfig& config() const override { return layout_.config; }
+  const GptConfig& config() const override { return full_layout_.config; }
   int seq() const override { return seq_; }
   std::string data_name() const override { return data_.name(); }
   long start_step() const override { return start_step_; }
   Status run(const std::function<void(const StepStats&)>& on_step) override;
 
  private:
-  // Data parallelism (Note [Data-parallel gradients]): this rank and the job's size; each rank
-  // runs rank_rows() of the step's --batch, one micro-batch unless --micro-batch says otherwise.
+  // Data parallelism (Note [Data-parallel gradients]): this rank and the size of its
+  // data-parallel group (o_.ranks once make_grid ran); each rank runs rank_rows() of the step's
+  // --batch, one micro-batch unless --micro-batch says otherwise.
   int rank() const { return scheduler::RankOf(o_); }
   int ranks() const { return scheduler::RanksOf(o_); }
+  // The job's ranks (the whole grid): rank 0 writes the outputs, all agree on checkpoints.
+  int world_rank() const { return world_ != nullptr ? world_->rank() : 0; }
+  int world_size() const { return world_ != nullptr ? world_->size() : 1; }
+  int tp_rank() const { return tp_comm_ != nullptr ? tp_comm_->rank() : 0; }
   int rank_rows() const { return o_.batch / ranks(); }
   int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : rank_rows(); }
   // --host-eviction auto: Belady over the learned plan, except in layer-major order, where the
@@ -75,6 +86,12 @@ class PagedTrainer final : public Trainer {
            (o_.host_eviction == "auto" && plan_.order != scheduler::MicroBatchOrder::kLayerMajor);
   }
   bool checkpoints_on() const { return o_.ckpt_every > 0 && !o_.ckpt_dir.empty(); }
+  // The grid's groups (paged_trainer_grid.cc): o_.ranks becomes this rank's data-parallel group.
+  Status make_grid();
+  // Tensor parallelism: this rank's slice of a whole block (`full`), and the whole block from
+  // every tp rank's slice of it (`local`; collective over the tp group).
+  void slice_block(int block, const float* full, float* local) const;
+  Status unslice_block(int block, const float* local, float* full);
   Status check_page_count(uint64_t page_bytes) const;
   Status check_fits_machine() const;
   Status make_plan();
@@ -104,10 +121,14 @@ class PagedTrainer final : public Trainer {
   Result<MemoryPlan> plan_split(scheduler::MemoryPlanInput in);
 
   TrainOptions o_;
-  GptLayout layout_;
+  GptLayout layout_;       // this rank's blocks: its tensor-parallel slice (MakeTpLayout)
+  GptLayout full_layout_;  // the whole model's (what --init, --export and the data see)
   int seq_;
   TokenDataset data_;
   int threads_ = 1;
+  parallel::Comm* world_ = nullptr;  // the job's ranks (o_.ranks as given); nullptr: one rank
+  parallel::Grid grid_;
+  std::unique_ptr<parallel::Comm> dp_comm_, tp_comm_;  // --tp / --pp: the grid's groups
   scheduler::ShardPlan shards_;  // what this rank owns (Note [Shards] in shard_plan.h)
   GptLayout gathered_layout_;     // the layout as the device slots see it
   std::string shard_choice_;      // --shard auto: how the choice was made (the first line)

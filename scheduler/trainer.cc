@@ -113,6 +113,10 @@ Status ValidateParallelOptions(const TrainOptions& o) {
                (dp == 1 ? std::string("one rank") : "--shard none") +
                "): launch --dp 2 or more with --shard all or auto, or give --split-ops 1");
   }
+  if (o.tp > 1 && o.engine == "memory") {
+    return bad("--tp " + std::to_string(o.tp) + " runs the paged engine (each rank pages its "
+               "slice of the model): drop --engine memory");
+  }
   if (dp > 1 && o.shard != "none" && o.engine == "memory") {
     return bad("--shard " + o.shard + " shards the model state through the page manager: drop "
                "--engine memory (or give --shard none)");
@@ -143,10 +147,25 @@ Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
                                                     {.blocks = std::vector<double>(
                                                          size_t(std::max(c.n_layer, 0)), 1.0)})
                              .status());
-  if (o.tp > 1 || o.pp > 1) {
+  // The head's logits of a rank's vocabulary slice live where the whole model's would.
+  if (o.tp > 1 && padded / o.tp > c.vocab_size) {
+    return Status::InvalidArgument("--tp " + tp + " gives each rank " +
+                                   std::to_string(padded / o.tp) + " rows of the vocabulary " +
+                                   "padded to " + std::to_string(padded) + ", more than its " +
+                                   std::to_string(c.vocab_size) + " tokens: give a larger --vocab");
+  }
+  if (o.tp > 1 && o.shard != "none") {
+    return Status::NotSupported("--shard " + o.shard + " with --tp " + tp +
+                                " is not built yet; give --shard none");
+  }
+  if (o.tp > 1 && o.split_ops != "1") {
+    return Status::NotSupported("--split-ops " + o.split_ops + " with --tp " + tp +
+                                " is not built yet; give --split-ops 1");
+  }
+  if (o.pp > 1) {
     return Status::NotSupported(
-        "--tp " + tp + " --pp " + pp + ": tensor and pipeline parallelism are not built yet " +
-        "(the grid and its checks are); run --tp 1 --pp 1, with --dp for the ranks");
+        "--pp " + pp + ": pipeline parallelism is not built yet (the grid, its checks and the "
+        "stage plan are); run --pp 1, with --tp and --dp for the ranks");
   }
   return Status::Ok();
 }
@@ -200,7 +219,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
   if (options.engine == "auto") {
     paged = options.paging_flag_given || !options.nvme_dirs.empty() || options.resume ||
             options.delayed_update || options.movement_only || !options.ckpt_dir.empty() ||
-            (ranks > 1 && options.shard != "none") ||
+            (ranks > 1 && options.shard != "none") || options.tp > 1 ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
   }
   if (paged && ranks > 1 && options.delayed_update) {

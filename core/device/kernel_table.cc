@@ -8,6 +8,7 @@
 #include "core/kernels/linear.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/residual.h"
+#include "core/kernels/vocab_parallel.h"
 
 namespace strata {
 
@@ -35,6 +36,11 @@ std::string KernelTable::missing() const {
       {"embedding_backward", embedding_backward != nullptr},
       {"crossentropy_forward", crossentropy_forward != nullptr},
       {"crossentropy_backward", crossentropy_backward != nullptr},
+      {"vocab_parallel_embedding_forward", vocab_parallel_embedding_forward != nullptr},
+      {"vocab_parallel_logit_max", vocab_parallel_logit_max != nullptr},
+      {"vocab_parallel_softmax_partial", vocab_parallel_softmax_partial != nullptr},
+      {"vocab_parallel_crossentropy_forward", vocab_parallel_crossentropy_forward != nullptr},
+      {"vocab_parallel_crossentropy_backward", vocab_parallel_crossentropy_backward != nullptr},
       {"adamw_update", adamw_update != nullptr},
   };
   // A field added to KernelTable but not listed here would let complete() skip it.
@@ -68,6 +74,11 @@ const KernelTable& CpuKernelTable() {
       .embedding_backward = kernels::embedding_backward,
       .crossentropy_forward = kernels::crossentropy_forward,
       .crossentropy_backward = kernels::crossentropy_backward,
+      .vocab_parallel_embedding_forward = kernels::vocab_parallel_embedding_forward,
+      .vocab_parallel_logit_max = kernels::vocab_parallel_logit_max,
+      .vocab_parallel_softmax_partial = kernels::vocab_parallel_softmax_partial,
+      .vocab_parallel_crossentropy_forward = kernels::vocab_parallel_crossentropy_forward,
+      .vocab_parallel_crossentropy_backward = kernels::vocab_parallel_crossentropy_backward,
       .adamw_update = kernels::adamw_update,
   };
   return table;

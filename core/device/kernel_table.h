@@ -81,6 +81,23 @@ struct KernelTable {
   void (*crossentropy_backward)(float* dlogits, const float* probs, const int32_t* targets,
                                 float dloss, int N, int V) = nullptr;
 
+  // Vocab-parallel embedding and cross-entropy: a tensor-parallel rank's slice of the vocabulary
+  // between the tp group's all-reduces (core/kernels/vocab_parallel.h).
+  void (*vocab_parallel_embedding_forward)(float* out, const int32_t* tokens,
+                                           const float* wte_rows, int B, int T, int C,
+                                           int vocab_begin, int vocab_end) = nullptr;
+  void (*vocab_parallel_logit_max)(float* row_max, const float* logits, int N, int V,
+                                   int valid) = nullptr;
+  void (*vocab_parallel_softmax_partial)(float* probs, float* row_max, float* sums,
+                                         const float* rank_max, int tp, const float* logits,
+                                         const int32_t* targets, int N, int V, int valid,
+                                         int vocab_begin) = nullptr;
+  float (*vocab_parallel_crossentropy_forward)(float* probs, const float* row_max,
+                                               const float* sums, int N, int V) = nullptr;
+  void (*vocab_parallel_crossentropy_backward)(float* dlogits, const float* probs,
+                                               const int32_t* targets, float dloss, int N, int V,
+                                               int vocab_begin) = nullptr;
+
   // AdamW, element-wise over one contiguous range (core/kernels/adamw.h).
   void (*adamw_update)(float* param, const float* grad, float* m, float* v, long n,
                        const kernels::AdamWParams& hp, float grad_scale) = nullptr;

@@ -81,6 +81,10 @@ int64_t AlignUp(int64_t n) {
 
 }  // namespace
 
+bool TpReplicated(const BlockSpec& b, int tensor) {
+  return KindOf(b, tensor) == SliceKind::kReplicated;
+}
+
 int64_t TpPaddedVocab(const GptConfig& c) {
   return (c.vocab_size + kTpVocabPadding - 1) / kTpVocabPadding * kTpVocabPadding;
 }

@@ -32,6 +32,10 @@ int64_t TpPaddedVocab(const GptConfig& c);
 // heads and the padded vocabulary (the trainer refuses other grids first).
 GptLayout MakeTpLayout(const GptConfig& c, int tp);
 
+// Whether every tensor-parallel rank holds the whole of tensor `tensor` of block `b` (the
+// layernorms, the row-parallel biases, wpe): its gradient is then the same on every rank.
+bool TpReplicated(const BlockSpec& b, int tensor);
+
 // Copies rank `rank`'s slice of a block's whole parameters (layout `full`) into its own block
 // (layout `local`, MakeTpLayout's), and back: Unslice writes the rank's part of every tensor
 // (replicated tensors whole) and leaves the rest of `full_params` as it was.

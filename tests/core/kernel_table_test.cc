@@ -19,6 +19,7 @@
 #include "core/kernels/linear.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/residual.h"
+#include "core/kernels/vocab_parallel.h"
 #include "tests/core/kernel_test_util.h"
 
 namespace strata {
@@ -55,6 +56,13 @@ TEST(KernelTable, SimDeviceTableIsTheCpuKernels) {
   EXPECT_EQ(k.embedding_backward, &kernels::embedding_backward);
   EXPECT_EQ(k.crossentropy_forward, &kernels::crossentropy_forward);
   EXPECT_EQ(k.crossentropy_backward, &kernels::crossentropy_backward);
+  EXPECT_EQ(k.vocab_parallel_embedding_forward, &kernels::vocab_parallel_embedding_forward);
+  EXPECT_EQ(k.vocab_parallel_logit_max, &kernels::vocab_parallel_logit_max);
+  EXPECT_EQ(k.vocab_parallel_softmax_partial, &kernels::vocab_parallel_softmax_partial);
+  EXPECT_EQ(k.vocab_parallel_crossentropy_forward,
+            &kernels::vocab_parallel_crossentropy_forward);
+  EXPECT_EQ(k.vocab_parallel_crossentropy_backward,
+            &kernels::vocab_parallel_crossentropy_backward);
   EXPECT_EQ(k.adamw_update, &kernels::adamw_update);
 }
 
@@ -70,7 +78,12 @@ TEST(KernelTable, MissingNamesTheNullEntriesInOrder) {
                      0),
             0u)
       << all;
-  EXPECT_NE(all.find("crossentropy_backward, adamw_update"), std::string::npos) << all;
+  EXPECT_NE(all.find("crossentropy_backward, vocab_parallel_embedding_forward, "
+                     "vocab_parallel_logit_max, vocab_parallel_softmax_partial, "
+                     "vocab_parallel_crossentropy_forward, vocab_parallel_crossentropy_backward, "
+                     "adamw_update"),
+            std::string::npos)
+      << all;
 }
 
 // Changes when the CUDA backend work fills the table in: then it must be complete instead.

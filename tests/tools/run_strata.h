@@ -117,4 +117,23 @@ inline bool WaitForLines(const std::string& path, size_t lines, std::chrono::sec
   return false;
 }
 
+// Runs `ranks` copies of `strata args` under mpirun (each group of args one MPMD program when
+// `programs` has several).
+inline RunResult RunMpi(const std::vector<std::vector<std::string>>& programs, int ranks_each,
+                        const std::string& dir) {
+  std::string cmd = ShellQuote(kMpirun) + " --allow-run-as-root --oversubscribe --timeout 100";
+  for (size_t p = 0; p < programs.size(); ++p) {
+    if (p > 0) cmd += " :";
+    cmd += " -np " + std::to_string(ranks_each) + " " + ShellQuote(STRATA_BINARY);
+    for (const auto& a : programs[p]) cmd += " " + ShellQuote(a);
+  }
+  cmd += " >" + ShellQuote(dir + "/stdout.txt") + " 2>" + ShellQuote(dir + "/stderr.txt");
+  const int rc = std::system(cmd.c_str());
+  RunResult r;
+  if (rc != -1 && WIFEXITED(rc)) r.exit_code = WEXITSTATUS(rc);
+  r.out = ReadWholeFile(dir + "/stdout.txt");
+  r.err = ReadWholeFile(dir + "/stderr.txt");
+  return r;
+}
+
 }  // namespace strata::testing

@@ -23,25 +23,6 @@
 namespace strata::testing {
 namespace {
 
-// Runs `ranks` copies of `strata args` under mpirun (each group of args one MPMD program when
-// `programs` has several).
-RunResult RunMpi(const std::vector<std::vector<std::string>>& programs, int ranks_each,
-                 const std::string& dir) {
-  std::string cmd = ShellQuote(kMpirun) + " --allow-run-as-root --oversubscribe --timeout 100";
-  for (size_t p = 0; p < programs.size(); ++p) {
-    if (p > 0) cmd += " :";
-    cmd += " -np " + std::to_string(ranks_each) + " " + ShellQuote(STRATA_BINARY);
-    for (const auto& a : programs[p]) cmd += " " + ShellQuote(a);
-  }
-  cmd += " >" + ShellQuote(dir + "/stdout.txt") + " 2>" + ShellQuote(dir + "/stderr.txt");
-  const int rc = std::system(cmd.c_str());
-  RunResult r;
-  if (rc != -1 && WIFEXITED(rc)) r.exit_code = WEXITSTATUS(rc);
-  r.out = ReadWholeFile(dir + "/stdout.txt");
-  r.err = ReadWholeFile(dir + "/stderr.txt");
-  return r;
-}
-
 // The tiny model for 6 steps with clipping at 2.0: some steps clip (norms 2.0-2.7), some do not.
 std::vector<std::string> TrainArgs(const std::string& dir, const std::string& tag) {
   return {"train",      "--model",       "tiny",         "--batch",  "8",
@@ -518,8 +499,9 @@ TEST(TrainDpSplit, AutoSplitsWhenWholeBlocksDoNotFitTheDevice) {
 }
 
 // The 3D grid (parallel/grid.h): a grid that does not fit the job or the model is a usage error
-// naming the flag; a grid that fits is refused as not built yet, not run as something else.
-TEST(TrainGridRefusals, BadGridsNameTheFlagAndTensorOrPipelineParallelismIsNotBuilt) {
+// naming the flag; what is not built yet (pipelines, tp with sharding) is refused as such, not run
+// as something else.
+TEST(TrainGridRefusals, BadGridsNameTheFlagAndWhatIsNotBuiltIsRefused) {
   ScratchDir scratch("train_grid");
   const std::string& dir = scratch.path();
   const std::vector<std::string> base = {"train", "--model", "tiny", "--steps", "1",
@@ -551,9 +533,10 @@ TEST(TrainGridRefusals, BadGridsNameTheFlagAndTensorOrPipelineParallelismIsNotBu
        "--pp 3 asks for more pipeline stages than the model's 2 blocks"},
       {2, {"--pp", "2", "--pp-partition", "1,2"}, 2,
        "--pp-partition must be uniform, auto or 2 positive block counts"},
-      {2, {"--tp", "2"}, 1, "tensor and pipeline parallelism are not built yet"},
       {2, {"--pp", "2", "--pp-partition", "1,1", "--schedule", "gpipe"}, 1,
-       "tensor and pipeline parallelism are not built yet"},
+       "pipeline parallelism is not built yet"},
+      {2, {"--tp", "2", "--shard", "all"}, 1, "--shard all with --tp 2 is not built yet"},
+      {2, {"--tp", "2", "--engine", "memory"}, 2, "--tp 2 runs the paged engine"},
   };
   for (const Case& c : cases) {
     RunResult r = RunMpi({with(c.flags)}, c.ranks, dir);
