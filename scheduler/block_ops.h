@@ -60,6 +60,9 @@ class BlockOps {
   // of the blocks' sums of squares with the ranks that hold the other parts (a tensor-parallel
   // group's slices). Collective where it sums.
   virtual Status finish_grad_sums() { return Status::Ok(); }
+  // Seconds the ops waited in collectives they ran themselves (tp all-reduces, pipeline
+  // receives) since the last call; read after the step's compute.
+  virtual double take_compute_comm_s() { return 0; }
 };
 
 }  // namespace strata::scheduler

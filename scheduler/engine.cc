@@ -339,6 +339,7 @@ Status Engine::finish_compute(long step, EngineStepResult* result) {
   result->memory_at_end = host_.manager().stats();
   result->loss = static_cast<float>(loss_sum / losses.size());
   STRATA_RETURN_IF_ERROR(ops_->finish_grad_sums());
+  result->compute_comm_s = ops_->take_compute_comm_s();
   result->grad_norm = GlobalGradNorm(ops_->grad_sums());
   return Status::Ok();
 }

@@ -135,6 +135,7 @@ struct EngineStepResult {
   float loss = 0;
   double grad_norm = 0;
   bool clipped = false;
+  double compute_comm_s = 0;  // BlockOps::take_compute_comm_s
   // The device's and the memory manager's counters when the step's compute had finished, before
   // its updates were submitted. A step's movement is the difference of successive snapshots:
   // the uploads after step s's updates count in step s+1, whose compute waits for them, so

@@ -12,6 +12,7 @@
 #include <tbb/task_arena.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/device/device.h"
@@ -79,6 +80,7 @@ class GptOps final : public BlockOps {
   const std::vector<float>& losses() const override { return losses_; }
   const std::vector<double>& grad_sums() const override { return block_sums_; }
   Status finish_grad_sums() override;
+  double take_compute_comm_s() override { return std::exchange(compute_comm_s_, 0.0); }
 
  private:
   explicit GptOps(const GptOpsOptions& o);
@@ -132,6 +134,7 @@ class GptOps final : public BlockOps {
   // all-reduce of the step (take_error).
   float* tp_stats_ = nullptr;
   Status tp_error_;
+  double compute_comm_s_ = 0;  // take_compute_comm_s
   long step_ = 0;
 
   // Written by ops, read after the step's compute completed.

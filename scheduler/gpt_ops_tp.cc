@@ -2,6 +2,7 @@
 // the same ops, slots and pages as one rank's, computed by core/nn/tp_blocks.h and tp_head.h with
 // the tp group's all-reduces on the compute stream's thread, in program order (every rank of the
 // group runs the same program, so their collectives match).
+#include <chrono>
 #include <string>
 
 #include "core/nn/tp_blocks.h"
@@ -16,7 +17,9 @@ namespace strata::scheduler {
 // driver fails the step once its compute completed.
 void GptOps::tp_all_reduce(float* data, int64_t count) {
   if (!tp_error_.ok()) return;
+  const auto t0 = std::chrono::steady_clock::now();
   Status s = o_.tp_comm->all_reduce_sum(data, data, size_t(count)).wait();
+  compute_comm_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!s.ok()) tp_error_ = s.with_context("tensor-parallel all-reduce at step " +
                                           std::to_string(step_ + 1));
 }

@@ -326,6 +326,7 @@ StepStats PagedTrainer::stats_of(long step, const scheduler::EngineStepResult& r
   s.moved_bytes.nvme_read = m1.nvme_read_bytes - m0.nvme_read_bytes;
   s.moved_bytes.nvme_write = m1.nvme_write_bytes - m0.nvme_write_bytes;
   s.recompute_layers = plan_.recompute_layers;
+  s.compute_comm_s = r.compute_comm_s;
   // The pool's frames in use, layer-major's borrowed boundary frames included.
   s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes;
   s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;

@@ -156,6 +156,9 @@ struct StepStats {
   uint64_t host_peak_bytes = 0;
   uint64_t nvme_peak_bytes = 0;
   int recompute_layers = 0;  // blocks whose activations are rebuilt in backward
+  // Tensor and pipeline parallelism: seconds the compute stream waited in the collectives it runs
+  // itself (the tp group's all-reduces, the pipeline's activation receives).
+  double compute_comm_s = 0;
 };
 
 class Trainer {

@@ -81,6 +81,7 @@ std::string StepJson(const StepStats& s) {
       << ",\"nvme_read\":" << s.moved_bytes.nvme_read
       << ",\"nvme_write\":" << s.moved_bytes.nvme_write
       << "},\"overlap\":" << DoubleToJson(s.overlap)
+      << ",\"compute_comm_s\":" << DoubleToJson(s.compute_comm_s)
       << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes << ",\"host\":" << s.host_peak_bytes
       << ",\"nvme\":" << s.nvme_peak_bytes << "}}";
   } else {
