@@ -13,23 +13,33 @@ int64_t Aligned(int64_t floats) {
 }  // namespace
 
 int64_t ActivationLayout::floats() const {
-  return residual /*emb_out*/ + int64_t(recompute_layers) * residual +
-         int64_t(kept_layers()) * block + (recompute_layers > 0 ? block : 0) /*work*/ + head +
-         scratch + int64_t(micro_batches) * residual /*dres*/;
+  const int64_t set = residual /*emb_out*/ + int64_t(recompute_layers) * residual +
+                      int64_t(kept_layers()) * block;
+  return int64_t(in_flight) * set + (recompute_layers > 0 ? block : 0) /*work*/ +
+         (with_head ? head : 0) + scratch + int64_t(micro_batches) * residual /*dres*/;
 }
 
 ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, int seq,
-                                      int recompute_layers, int micro_batches) {
-  STRATA_CHECK(micro_rows > 0 && seq > 0 && micro_batches > 0)
-      << "micro_rows " << micro_rows << ", seq " << seq << ", micro_batches " << micro_batches;
-  STRATA_CHECK(recompute_layers >= 0 && recompute_layers <= config.n_layer)
-      << "recompute_layers " << recompute_layers << " of " << config.n_layer;
+                                      int recompute_layers, int micro_batches,
+                                      const ActivationStage& stage) {
+  const int layers = stage.layers >= 0 ? stage.layers : config.n_layer - stage.first_layer;
+  STRATA_CHECK(micro_rows > 0 && seq > 0 && micro_batches > 0 && stage.in_flight > 0)
+      << "micro_rows " << micro_rows << ", seq " << seq << ", micro_batches " << micro_batches
+      << ", in flight " << stage.in_flight;
+  STRATA_CHECK(stage.first_layer >= 0 && layers >= 0 && stage.first_layer + layers <= config.n_layer)
+      << "layers [" << stage.first_layer << ", +" << layers << ") of " << config.n_layer;
+  STRATA_CHECK(recompute_layers >= 0 && recompute_layers <= layers)
+      << "recompute_layers " << recompute_layers << " of " << layers;
   ActivationLayout a;
   a.config = config;
   a.micro_rows = micro_rows;
   a.seq = seq;
   a.recompute_layers = recompute_layers;
   a.micro_batches = micro_batches;
+  a.first_layer = stage.first_layer;
+  a.layers = layers;
+  a.in_flight = stage.in_flight;
+  a.with_head = stage.with_head;
   a.residual = Aligned(int64_t(micro_rows) * seq * config.n_embd);
   // gpt_blocks.h rounds each part, so these are multiples of kTensorAlignFloats already.
   a.block = TransformerActsFloats(config, micro_rows, seq);
@@ -48,24 +58,31 @@ Activations CarveActivations(const ActivationLayout& a, float* base) {
     return p;
   };
   Activations out;
-  out.emb_out = take(a.residual);
-  out.outputs.resize(c.n_layer);
-  out.layers.resize(c.n_layer);
-  for (int l = 0; l < c.n_layer; ++l) {
-    if (a.recomputed(l)) {
-      out.outputs[l] = take(a.residual);
-    } else {
-      out.layers[l] = CarveTransformerActs(c, B, T, take(a.block));
-      out.outputs[l] = out.layers[l].out;
+  for (int k = 0; k < a.in_flight; ++k) {
+    ActivationSet set;
+    set.emb_out = take(a.residual);
+    set.outputs.assign(c.n_layer, nullptr);
+    set.layers.assign(c.n_layer, TransformerActs{});
+    for (int l = a.first_layer; l < a.first_layer + a.layers; ++l) {
+      if (a.recomputed(l)) {
+        set.outputs[l] = take(a.residual);
+      } else {
+        set.layers[l] = CarveTransformerActs(c, B, T, take(a.block));
+        set.outputs[l] = set.layers[l].out;
+      }
     }
+    out.sets.push_back(std::move(set));
   }
   if (a.recompute_layers > 0) out.work = CarveTransformerActs(c, B, T, take(a.block));
-  out.head = CarveHeadActs(c, B, T, take(a.head));
+  if (a.with_head) out.head = CarveHeadActs(c, B, T, take(a.head));
   out.scratch = CarveBackwardScratch(c, B, T, take(a.scratch));
   for (int m = 0; m < a.micro_batches; ++m) out.dres.push_back(take(a.residual));
   STRATA_CHECK(cursor - base == a.floats())
       << "the activation carving and its size table disagree: " << cursor - base << " vs "
       << a.floats() << " floats";
+  out.emb_out = out.sets[0].emb_out;
+  out.outputs = out.sets[0].outputs;
+  out.layers = out.sets[0].layers;
   return out;
 }
 

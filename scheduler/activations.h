@@ -23,6 +23,8 @@
 //                                                   micro-batch m's is the embedding backward's
 //                                                   input, which runs after every micro-batch's
 //                                                   head backward (Note [Tied gradient order])
+// A pipeline stage (Note [Stage activations]) carves only its own layers, and the first three
+// kinds of piece (emb_out, the layers) once per micro-batch it holds in flight.
 // The checkpointed blocks are the first ones: which ones does not change the arithmetic, and
 // a rebuild writes a block's output again with the same bits. Moving a piece changes addresses
 // only, never the values computed (both trainers agree bit for bit).
@@ -35,6 +37,15 @@
 // micro-batch keeps its residual gradient (dres) until the embedding backwards run, after the
 // last micro-batch's block backwards. Layer-major execution needs this order (all head backwards
 // run before any block backward); micro-batch-major simply defers its embedding backwards.
+//
+// Note [Stage activations]
+// A pipeline stage (scheduler/pipeline_plan.h) runs layers [first_layer, first_layer + layers)
+// and holds up to `in_flight` micro-batches between their forward and their backward (1F1B: P - s
+// on stage s, GPipe: every one). Micro-batch m uses set m % in_flight: the schedules run the
+// forwards in micro-batch order and the backwards too, so the micro-batches in flight are
+// consecutive and never share a set. A set's emb_out is the stage's input (the embedding's output
+// on stage 0, the activation received from the previous stage elsewhere); a stage's recompute
+// checkpoints its own first `recompute_layers` layers. Only the last stage carves the head.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +62,11 @@ struct ActivationLayout {
   int seq = 0;               // T, tokens per row
   int recompute_layers = 0;  // the first k transformer blocks keep only their output
   int micro_batches = 1;     // M: one dres each (Note [Tied gradient order])
+  // A pipeline stage's part (Note [Stage activations]); by default the whole model, one set.
+  int first_layer = 0;
+  int layers = 0;  // transformer layers carved (MakeActivationLayout: n_layer by default)
+  int in_flight = 1;
+  bool with_head = true;
 
   // The size table: floats of each kind of piece, each rounded up to kTensorAlignFloats
   // (NH = n_head, V = vocab_size).
@@ -63,29 +79,48 @@ struct ActivationLayout {
   // (B, NH, T, T) datt, (BT, V) dlogits.
   int64_t scratch = 0;
 
-  bool recomputed(int layer) const { return layer < recompute_layers; }
-  int kept_layers() const { return config.n_layer - recompute_layers; }
+  bool recomputed(int layer) const { return layer - first_layer < recompute_layers; }
+  int kept_layers() const { return layers - recompute_layers; }
   // The whole buffer, in the order of Note [Activation layout].
   int64_t floats() const;
   uint64_t bytes() const { return uint64_t(floats()) * sizeof(float); }
 };
 
-// The layout for `config` (valid), micro_rows, seq, micro_batches > 0 and
-// 0 <= recompute_layers <= n_layer.
-ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, int seq,
-                                      int recompute_layers, int micro_batches = 1);
+// Which part of the model a pipeline stage carves (Note [Stage activations]); layers < 0: every
+// layer from first_layer on.
+struct ActivationStage {
+  int first_layer = 0;
+  int layers = -1;
+  int in_flight = 1;
+  bool with_head = true;
+};
 
-// Pointers into one buffer carved by CarveActivations.
-struct Activations {
-  float* emb_out = nullptr;
+// The layout for `config` (valid), micro_rows, seq, micro_batches > 0 and
+// 0 <= recompute_layers <= the stage's layers.
+ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, int seq,
+                                      int recompute_layers, int micro_batches = 1,
+                                      const ActivationStage& stage = {});
+
+// One in-flight micro-batch's pieces: indexed by the model's layer, nullptr outside the stage.
+struct ActivationSet {
+  float* emb_out = nullptr;  // the stage's input
   // Layer l's output, the next layer's input: layers[l].out, or a recomputed layer's own
   // residual buffer.
   std::vector<float*> outputs;
   std::vector<TransformerActs> layers;  // one per layer; all null for a recomputed layer
-  TransformerActs work{};               // all null without recompute
-  HeadActs head{};
+};
+
+// Pointers into one buffer carved by CarveActivations.
+struct Activations {
+  std::vector<ActivationSet> sets;  // in_flight of them
+  TransformerActs work{};           // all null without recompute
+  HeadActs head{};                  // all null without the head
   BackwardScratch scratch{};
   std::vector<float*> dres;  // one per micro-batch
+  // The first set's pieces (one set: the whole step's).
+  float* emb_out = nullptr;
+  std::vector<float*> outputs;
+  std::vector<TransformerActs> layers;
 };
 
 // Carves `base`, which must hold layout.floats() floats and be 64-byte aligned (a Device

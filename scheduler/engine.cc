@@ -41,9 +41,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
 }
 
 Status Engine::setup() {
-  program_ =
-      BuildStepProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows, o_.grad_clip > 0,
-                       o_.plan.order);
+  program_ = o_.pipe != nullptr && o_.pipe->stages > 1
+                 ? BuildStageProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows,
+                                     o_.grad_clip > 0, o_.pipe->blocks, o_.pipe->steps)
+                 : BuildStepProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows,
+                                    o_.grad_clip > 0, o_.plan.order);
   blocks_.assign(o_.layout->num_blocks(), BlockState{});
   for (size_t i = 0; i < program_.ops.size(); ++i) {
     for (const SlotUse& u : program_.ops[i].uses) {
@@ -66,13 +68,18 @@ Status Engine::setup() {
                                                 .split = o_.split,
                                                 .slice_comm = o_.slice_comm,
                                                 .timeline = &timeline_,
-                                                .tp_comm = o_.tp_comm}));
+                                                .tp_comm = o_.tp_comm,
+                                                .pipe = o_.pipe}));
   for (uint64_t bytes : o_.plan.slot_sizes) {
     STRATA_ASSIGN_OR_RETURN(void* s, buffers_.alloc(bytes, "a block slot"));
     slots_.add(static_cast<float*>(s), bytes);
   }
   compute_ = device_.create_stream("compute");
-  if (o_.comm != nullptr && o_.comm->size() > 1) comm_ = device_.create_stream("comm");
+  // The comm stream sums gradients over the data-parallel ranks and, in a pipeline, passes the
+  // tied embedding's gradient between the first and the last stage (GptOps::reduce_grad).
+  if ((o_.comm != nullptr && o_.comm->size() > 1) || (o_.pipe != nullptr && o_.pipe->stages > 1)) {
+    comm_ = device_.create_stream("comm");
+  }
   transfers_ = std::make_unique<Transfers>(sp_, host_, device_, timeline_, o_.split);
   optimizer_ = std::make_unique<OptimizerQueue>(
       *o_.layout, sp_, host_, *transfers_, device_, timeline_,
@@ -310,23 +317,27 @@ Result<std::shared_ptr<Event>> Engine::on_comm(int block, const char* what, uint
   return RecordOn(device_, *comm_);
 }
 
-// Data parallelism: every micro-batch's loss, in order, over the ranks (after the sums).
-Status Engine::gather_losses(std::vector<float>* losses) {
+// The step's collectives on the comm stream have run (the gradients' sums).
+Status Engine::sync_comm() {
   if (comm_ == nullptr) return Status::Ok();
   STRATA_RETURN_IF_ERROR(comm_->synchronize().with_context("comm stream"));
-  {
-    std::lock_guard<std::mutex> lock(comm_mu_);
-    STRATA_RETURN_IF_ERROR(comm_status_);
-  }
-  STRATA_ASSIGN_OR_RETURN(*losses, GatherMicroBatchLosses(*o_.comm, *losses));
-  return Status::Ok();
+  std::lock_guard<std::mutex> lock(comm_mu_);
+  return comm_status_;
 }
 
+// The step's loss and norm, the same on every rank: the ops' sums over the tensor-parallel group
+// and the pipeline's stages first (BlockOps::finish_grad_sums), then every micro-batch's loss, in
+// order, over the data-parallel ranks.
 Status Engine::finish_compute(long step, EngineStepResult* result) {
   STRATA_RETURN_IF_ERROR(compute_->synchronize().with_context("compute stream"));
   STRATA_RETURN_IF_ERROR(ops_->take_error());
+  STRATA_RETURN_IF_ERROR(sync_comm());
+  STRATA_RETURN_IF_ERROR(ops_->finish_grad_sums());
+  result->compute_comm_s = ops_->take_compute_comm_s();
   std::vector<float> losses = ops_->losses();
-  STRATA_RETURN_IF_ERROR(gather_losses(&losses));
+  if (o_.comm != nullptr && o_.comm->size() > 1) {
+    STRATA_ASSIGN_OR_RETURN(losses, GatherMicroBatchLosses(*o_.comm, losses));
+  }
   double loss_sum = 0.0;
   for (float l : losses) {
     if (!std::isfinite(l)) {
@@ -338,8 +349,6 @@ Status Engine::finish_compute(long step, EngineStepResult* result) {
   result->device_at_end = device_.stats();
   result->memory_at_end = host_.manager().stats();
   result->loss = static_cast<float>(loss_sum / losses.size());
-  STRATA_RETURN_IF_ERROR(ops_->finish_grad_sums());
-  result->compute_comm_s = ops_->take_compute_comm_s();
   result->grad_norm = GlobalGradNorm(ops_->grad_sums());
   return Status::Ok();
 }

@@ -83,6 +83,7 @@
 #include "scheduler/device_buffers.h"
 #include "scheduler/host_pages.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/pipe_stage.h"
 #include "scheduler/shard_plan.h"
 #include "scheduler/optimizer_queue.h"
 #include "scheduler/slot_cache.h"
@@ -129,6 +130,9 @@ struct EngineOptions {
   // Tensor parallelism (Note [Tensor-parallel slices] in core/nn/tp_layout.h): `layout` is this
   // rank's slice and its blocks all-reduce over this rank's tp group. nullptr: none.
   parallel::Comm* tp_comm = nullptr;
+  // Pipeline parallelism: this rank's stage (nullptr or one stage: none); the Engine runs its
+  // stage program (Note [Stage programs] in step_program.h).
+  const PipeStage* pipe = nullptr;
 };
 
 struct EngineStepResult {
@@ -189,7 +193,7 @@ class Engine {
   Result<std::shared_ptr<Event>> on_comm(int block, const char* what, uint64_t bytes,
                                          std::function<Status()> collective,
                                          const std::shared_ptr<Event>& after, long step);
-  Status gather_losses(std::vector<float>* losses);
+  Status sync_comm();
   Status finish_compute(long step, EngineStepResult* result);
 
   // Handing blocks to the optimizer (engine_updates.cc).

@@ -48,20 +48,19 @@ Status GptOps::allocate() {
   tokens_ = static_cast<int32_t*>(tokens);
   const int micro_batches = o_.batch / o_.micro_rows;
   const ActivationLayout layout =
-      MakeActivationLayout(c, B, T, o_.plan->recompute_layers, micro_batches);
+      MakeActivationLayout(c, B, T, o_.plan->recompute_layers, micro_batches, o_.plan->stage);
   STRATA_CHECK(layout.bytes() <= o_.plan->acts_bytes)
       << "the plan budgets " << o_.plan->acts_bytes << " bytes of activations, the layout needs "
       << layout.bytes();
   STRATA_ASSIGN_OR_RETURN(void* acts, buffers_.alloc(o_.plan->acts_bytes, "activations"));
   Activations carved = CarveActivations(layout, static_cast<float*>(acts));
-  emb_out_ = carved.emb_out;
-  outputs_ = std::move(carved.outputs);
-  layer_acts_ = std::move(carved.layers);
+  sets_ = std::move(carved.sets);
+  select_set(0);
   work_acts_ = carved.work;
   head_acts_ = carved.head;
   scratch_ = carved.scratch;
   dres_ = carved.dres;
-  if (data_parallel()) {
+  if (data_parallel() && (!piped() || o_.pipe->first())) {
     STRATA_ASSIGN_OR_RETURN(void* part, buffers_.alloc(o_.plan->embedding_part_bytes,
                                                        "the embedding's gradient part"));
     embedding_part_ = static_cast<float*>(part);
@@ -147,12 +146,12 @@ Status GptOps::stage_out(const Op& op, Stream& stream) {
 }
 
 const float* GptOps::block_input(int layer) const {
-  return layer == 0 ? emb_out_ : outputs_[layer - 1];
+  return layer == first_layer() ? cur_->emb_out : cur_->outputs[layer - 1];
 }
 
 const TransformerActs& GptOps::acts_for(int layer) {
-  if (!recomputed(layer)) return layer_acts_[layer];
-  work_acts_.out = outputs_[layer];
+  if (!recomputed(layer)) return cur_->layers[layer];
+  work_acts_.out = cur_->outputs[layer];
   return work_acts_;
 }
 
@@ -164,7 +163,7 @@ uint64_t GptOps::slot_bytes(int block, SlotRole role) const {
 }
 
 Status GptOps::take_error() {
-  Status tp = std::exchange(tp_error_, Status::Ok());
+  Status tp = std::exchange(ops_error_, Status::Ok());
   Status s = slices_ ? slices_->take_error() : Status::Ok();
   return s.ok() ? tp : s;
 }
@@ -178,16 +177,19 @@ void GptOps::check_resident(const Op& op, const std::vector<float*>& slots) cons
     STRATA_CHECK(device_.is_device_memory(slots[i], size_t(bytes)))
         << op.label() << ": slot " << i << " is not device memory";
   }
-  STRATA_CHECK(device_.is_device_memory(emb_out_, 4) && device_.is_device_memory(tokens_, 4));
+  STRATA_CHECK(device_.is_device_memory(cur_->emb_out, 4) &&
+               device_.is_device_memory(tokens_, 4));
 }
 
 void GptOps::run(const Op& op, const std::vector<float*>& slots) {
+  select_set(op.micro_batch);
   check_resident(op, slots);  // the sim device's honesty check
   if (o_.skip_kernels) {
     losses_[op.micro_batch] = 0.0f;
     for (int b : op.grads_final) block_sums_[b] = 0.0;
     return;
   }
+  if (piped()) pipe_receive(op);
   arena_->execute([&] {
     if (op.micro_batch == 0) {
       for (size_t i = 0; i < op.uses.size(); ++i) {
@@ -200,7 +202,7 @@ void GptOps::run(const Op& op, const std::vector<float*>& slots) {
     if (op.kind == OpKind::kEmbedBwd && op.micro_batch == 0 && embedding_part_ != nullptr) {
       std::memset(embedding_part_, 0, size_t(slot_floats_[0]) * 4);
     }
-    compute(op, slots);
+    if (!(piped() && op.kind == OpKind::kEmbedBwd && pipe_tied(op, slots[0]))) compute(op, slots);
     for (int b : op.grads_final) {
       if (data_parallel()) break;  // summed over the ranks first (reduce_grad)
       for (size_t i = 0; i < op.uses.size(); ++i) {
@@ -210,6 +212,7 @@ void GptOps::run(const Op& op, const std::vector<float*>& slots) {
       }
     }
   });
+  if (piped()) pipe_send(op);
 }
 
 // The op's forward or backward. Slots follow the op's uses (step_program.cc): the head's ops
@@ -225,7 +228,7 @@ void GptOps::compute(const Op& op, const std::vector<float*>& p) {
   const int64_t wte = layout_.embedding().tensors[kWte].offset;
   switch (op.kind) {
     case OpKind::kEmbedFwd:
-      EmbeddingForward(k, layout_, p[0], x, B, T, emb_out_);
+      EmbeddingForward(k, layout_, p[0], x, B, T, cur_->emb_out);
       break;
     case OpKind::kBlockFwd:
       TransformerForward(k, layout_, op.block - 1,
@@ -262,7 +265,17 @@ void GptOps::compute(const Op& op, const std::vector<float*>& p) {
   }
 }
 
+// A pipeline's tied embedding (Note [Stage programs] in step_program.h): the last stage's replica
+// takes the first stage's final gradient, which the first stage sends once it is summed over the
+// data-parallel ranks.
 Status GptOps::reduce_grad(int block, float* slot) {
+  if (piped() && block == 0 && !o_.pipe->first()) return pipe_reduce_tied(slot);
+  STRATA_RETURN_IF_ERROR(reduce_over_dp(block, slot));
+  if (piped() && block == 0) return pipe_reduce_tied(slot);
+  return Status::Ok();
+}
+
+Status GptOps::reduce_over_dp(int block, float* slot) {
   if (!data_parallel()) return Status::Ok();
   // --movement-only still runs the collectives (they are movement), on whatever the slot holds.
   const BlockSpec& spec = layout_.blocks[block];

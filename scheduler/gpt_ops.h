@@ -12,6 +12,7 @@
 #include <tbb/task_arena.h>
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,9 +25,11 @@
 #include "scheduler/boundary_store.h"
 #include "scheduler/device_buffers.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/pipe_stage.h"
 #include "scheduler/shard_plan.h"
 #include "scheduler/slice_gather.h"
 #include "scheduler/split_plan.h"
+#include "scheduler/activations.h"
 #include "scheduler/trace.h"
 
 namespace strata::scheduler {
@@ -58,6 +61,8 @@ struct GptOpsOptions {
   // Tensor parallelism: `layout` is this rank's slice (MakeTpLayout), the blocks, embedding and
   // head run core/nn/tp_blocks.h and tp_head.h with all-reduces over `tp_comm`. nullptr: none.
   parallel::Comm* tp_comm = nullptr;
+  // Pipeline parallelism (pipe_stage.h): this rank's stage; nullptr: the whole model.
+  const PipeStage* pipe = nullptr;
 };
 
 class GptOps final : public BlockOps {
@@ -93,9 +98,25 @@ class GptOps final : public BlockOps {
   void compute_tp(const Op& op, const std::vector<float*>& slots);
   double grad_sum_of_squares(int block, const float* grads) const;
   void tp_all_reduce(float* data, int64_t count);
-  bool recomputed(int layer) const { return layer < o_.plan->recompute_layers; }
+  // The stage's first layer (0 without a pipeline); a stage checkpoints its own first layers.
+  int first_layer() const { return o_.pipe != nullptr ? o_.pipe->first_layer() : 0; }
+  bool recomputed(int layer) const { return layer - first_layer() < o_.plan->recompute_layers; }
+  // In the current op's activation set (Note [Stage activations] in activations.h).
   const float* block_input(int layer) const;
   const TransformerActs& acts_for(int layer);
+  void select_set(int micro_batch) { cur_ = &sets_[size_t(micro_batch) % sets_.size()]; }
+  // Pipeline parallelism (gpt_ops_pipe.cc): the op's input activation or gradient received from
+  // the neighbouring stage before its kernels, its output sent after them; the tied embedding's
+  // gradient between the first and the last stage (true: the op computes nothing more).
+  bool piped() const { return o_.pipe != nullptr && o_.pipe->stages > 1; }
+  void pipe_receive(const Op& op);
+  void pipe_send(const Op& op);
+  bool pipe_tied(const Op& op, float* embedding_grad);
+  Status pipe_reduce_tied(float* slot);
+  Status pipe_finish();
+  Status reduce_over_dp(int block, float* slot);
+  // The first failure of a collective an op ran itself (kept for take_error; later ones skip).
+  void keep_error(const Status& s, const std::string& what);
   bool split(int block) const { return o_.split != nullptr && o_.split->split(block); }
   // A split block's weights in its parameter slot, its MLP weights slice by slice (`order`: the
   // slices the op will ask for, begun on the slice gatherer).
@@ -115,12 +136,12 @@ class GptOps final : public BlockOps {
   float dloss_ = 0;
 
   int32_t* tokens_ = nullptr;
-  float* emb_out_ = nullptr;
-  // Layer l's output (the next one's input): its own activations' `out`, or, for a recomputed
-  // layer, a residual buffer that the rebuild in backward writes again (the same bits).
-  std::vector<float*> outputs_;
-  std::vector<TransformerActs> layer_acts_;  // per layer; empty for recomputed layers
-  TransformerActs work_acts_{};              // where recomputed layers are rebuilt
+  // Per in-flight micro-batch (one without a pipeline): the stage's input and each layer's
+  // output and activations; a recomputed layer's output is a residual buffer that the rebuild in
+  // backward writes again (the same bits).
+  std::vector<ActivationSet> sets_;
+  const ActivationSet* cur_ = nullptr;  // the running op's (select_set)
+  TransformerActs work_acts_{};         // where recomputed layers are rebuilt
   HeadActs head_acts_{};
   BackwardScratch scratch_{};
   std::vector<float*> dres_;  // per micro-batch (Note [Tied gradient order])
@@ -133,7 +154,8 @@ class GptOps final : public BlockOps {
   // Tensor parallelism: the head's per-row statistics (TpHeadStatsFloats) and the first failed
   // all-reduce of the step (take_error).
   float* tp_stats_ = nullptr;
-  Status tp_error_;
+  Status ops_error_;
+  std::vector<parallel::CommWork> pipe_sends_;  // this step's, awaited in pipe_finish
   double compute_comm_s_ = 0;  // take_compute_comm_s
   long step_ = 0;
 

@@ -16,12 +16,11 @@ namespace strata::scheduler {
 // broken; each would wait for the timeout again). The step's results are then garbage, and the
 // driver fails the step once its compute completed.
 void GptOps::tp_all_reduce(float* data, int64_t count) {
-  if (!tp_error_.ok()) return;
+  if (!ops_error_.ok()) return;
   const auto t0 = std::chrono::steady_clock::now();
   Status s = o_.tp_comm->all_reduce_sum(data, data, size_t(count)).wait();
   compute_comm_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!s.ok()) tp_error_ = s.with_context("tensor-parallel all-reduce at step " +
-                                          std::to_string(step_ + 1));
+  keep_error(s, "tensor-parallel all-reduce");
 }
 
 void GptOps::compute_tp(const Op& op, const std::vector<float*>& p) {
@@ -35,7 +34,7 @@ void GptOps::compute_tp(const Op& op, const std::vector<float*>& p) {
   const int64_t wte = layout_.embedding().tensors[kWte].offset;
   switch (op.kind) {
     case OpKind::kEmbedFwd:
-      TpEmbeddingForward(k, layout_, r, p[0], x, B, T, emb_out_, sum);
+      TpEmbeddingForward(k, layout_, r, p[0], x, B, T, cur_->emb_out, sum);
       break;
     case OpKind::kBlockFwd:
       TpTransformerForward(k, layout_, op.block - 1, r, p[0], block_input(op.block - 1), B, T,
@@ -79,11 +78,14 @@ double GptOps::grad_sum_of_squares(int block, const float* grads) const {
 // Each block's sum over the tp group's slices, in rank order (the Comm's deterministic sum), so
 // every rank of the group clips with the same norm.
 Status GptOps::finish_grad_sums() {
-  if (!tensor_parallel()) return Status::Ok();
-  STRATA_RETURN_IF_ERROR(tp_error_);
-  return o_.tp_comm->all_reduce_sum(block_sums_.data(), block_sums_.data(), block_sums_.size())
-      .wait()
-      .with_context("summing the gradients' norms over the tensor-parallel group");
+  STRATA_RETURN_IF_ERROR(ops_error_);
+  if (tensor_parallel()) {
+    STRATA_RETURN_IF_ERROR(
+        o_.tp_comm->all_reduce_sum(block_sums_.data(), block_sums_.data(), block_sums_.size())
+            .wait()
+            .with_context("summing the gradients' norms over the tensor-parallel group"));
+  }
+  return piped() ? pipe_finish() : Status::Ok();
 }
 
 }  // namespace strata::scheduler

@@ -68,7 +68,7 @@ Status CheckPlacement(const MemoryPlanInput& in, std::string* params_on,
 uint64_t ActivationBytes(const MemoryPlanInput& in, int recompute_layers) {
   return RoundUp(
       MakeActivationLayout(in.layout->config, in.micro_rows, in.seq, recompute_layers,
-                           in.micro_batches())
+                           in.micro_batches(), in.stage)
           .bytes());
 }
 
@@ -102,7 +102,7 @@ std::vector<uint64_t> UsefulSlotSizes(const MemoryPlanInput& in, const std::vect
 // The blocks --recompute checkpoints under plan.device_bytes: auto takes the fewest whose
 // working set fits, all of them when none does (the refusal then gives the smallest need).
 int RecomputeLayers(const MemoryPlanInput& in, uint64_t device_bytes, uint64_t min_slot_bytes) {
-  const int layers = in.layout->config.n_layer;
+  const int layers = in.stage_layers();
   if (in.recompute != "auto") return in.recompute == "all" ? layers : 0;
   int k = 0;
   while (k < layers && FixedDeviceBytes(in, k) + min_slot_bytes > device_bytes) ++k;
@@ -147,7 +147,8 @@ std::vector<uint64_t> ChooseSlots(const std::vector<uint64_t>& min_slots,
 // it), the slots, and whether the parameters stay on the device (`params_on` auto -> device).
 Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* params_on) {
   const GptLayout& layout = *in.layout;
-  plan->layers = layout.config.n_layer;
+  plan->layers = in.stage_layers();
+  plan->stage = in.stage;
   plan->slot_bytes = SlotBytesOf(layout).largest;
   plan->tokens_bytes = TokenBytes(in);
   plan->embedding_part_bytes = RoundUp(in.embedding_part_bytes);
@@ -386,7 +387,7 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
 
 Result<uint64_t> MinimalDeviceBytes(const MemoryPlanInput& in) {
   STRATA_RETURN_IF_ERROR(CheckRecompute(in.recompute));
-  const int recompute_layers = in.recompute == "none" ? 0 : in.layout->config.n_layer;
+  const int recompute_layers = in.recompute == "none" ? 0 : in.stage_layers();
   return FixedDeviceBytes(in, recompute_layers) +
          TotalBytes(MinimalSlotSizes(ParamLayout(in), *in.layout));
 }

@@ -51,6 +51,7 @@
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "memory/tier.h"
+#include "scheduler/activations.h"
 #include "scheduler/step_program.h"
 
 namespace strata::scheduler {
@@ -83,6 +84,12 @@ struct MemoryPlanInput {
   uint64_t slice_bytes = 0;
   // Tensor parallelism: device bytes of the head's vocab-parallel statistics (core/nn/tp_head.h).
   uint64_t tp_stats_bytes = 0;
+  // Pipeline parallelism: the stage's layers and in-flight micro-batches (Note [Stage
+  // activations] in activations.h); --recompute decides over the stage's own layers.
+  ActivationStage stage;
+  int stage_layers() const {
+    return stage.layers >= 0 ? stage.layers : layout->config.n_layer - stage.first_layer;
+  }
   int micro_batches() const { return batch / micro_rows; }
 };
 
@@ -103,6 +110,7 @@ struct MemoryPlan {
   uint64_t embedding_part_bytes = 0;  // dp: MemoryPlanInput's, rounded to 4 KiB
   uint64_t slice_bytes = 0;          // split blocks: MemoryPlanInput's, rounded to 4 KiB
   uint64_t tp_stats_bytes = 0;       // tensor parallelism: MemoryPlanInput's, rounded to 4 KiB
+  ActivationStage stage;             // MemoryPlanInput's
   uint64_t device_bytes = 0;         // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)
   uint64_t host_bytes = 0;        // the --host-mem budget in force (whole pages)

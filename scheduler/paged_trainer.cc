@@ -117,7 +117,8 @@ Status PagedTrainer::make_plan() {
   in.micro_rows = micro_rows();
   in.batch = rank_rows();
   in.seq = seq_;
-  in.embedding_part_bytes = ranks() > 1 ? uint64_t(shards_.gathered_floats(0)) * 4 : 0;
+  in.embedding_part_bytes =
+      ranks() > 1 && (!piped() || pipe_.first()) ? uint64_t(shards_.gathered_floats(0)) * 4 : 0;
   in.tp_stats_bytes = o_.tp > 1 ? uint64_t(TpHeadStatsFloats(micro_rows(), seq_, o_.tp)) * 4 : 0;
   in.gpu_mem = o_.gpu_mem;
   in.host_mem = o_.host_mem;
@@ -133,6 +134,13 @@ Status PagedTrainer::make_plan() {
   in.recompute = o_.recompute;
   in.micro_batch_order = o_.micro_batch_order;
   if (shards_.any_sharded() && rank_rows() > micro_rows()) in.micro_batch_order = "layer-major";
+  if (piped()) {  // a stage's own layers, its micro-batches in flight (Note [Stage activations])
+    in.micro_batch_order = "micro-batch-major";
+    in.stage = {.first_layer = pipe_.first_layer(),
+                .layers = pipe_.layers(),
+                .in_flight = pipe_.in_flight,
+                .with_head = pipe_.last()};
+  }
   STRATA_ASSIGN_OR_RETURN(plan_, plan_split(in));
   // The run's first line: the micro-batch order, after the grid in a job of several ranks.
   if (world_size() > 1) {
@@ -189,6 +197,7 @@ Status PagedTrainer::create_engine() {
   eo.comm = o_.ranks;
   eo.global_batch = o_.batch;
   eo.tp_comm = tp_comm_.get();
+  if (piped()) eo.pipe = &pipe_;
   eo.shards = &shards_;
   if (split_.any_split()) {  // the slices' own Comm (slice_gather.h)
     STRATA_ASSIGN_OR_RETURN(slice_comm_, parallel::CreateComm({.backend = o_.ranks->backend(),
@@ -220,6 +229,7 @@ Status PagedTrainer::write_initial_params() {
   }
   std::vector<float> whole, mine;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
+    if (!shards_.held(b)) continue;  // another stage's
     const float* values;
     if (all.empty()) {
       whole.assign(full_layout_.blocks[b].numel, 0.0f);
@@ -245,6 +255,7 @@ Status PagedTrainer::write_initial_params() {
 Status PagedTrainer::reset_moments() {
   std::vector<float> zeros;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
+    if (!shards_.held(b)) continue;
     zeros.assign(layout_.blocks[b].numel, 0.0f);
     for (Role r : {Role::kAdamM, Role::kAdamV}) {
       STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, r, zeros.data()));
@@ -259,9 +270,18 @@ Status PagedTrainer::reset_moments() {
 Status PagedTrainer::export_role(Role role, const std::string& path) {
   std::vector<float> all(full_layout_.total_numel, 0.0f), mine;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
-    mine.assign(layout_.blocks[b].numel, 0.0f);
-    STRATA_RETURN_IF_ERROR(gather_block(b, role, mine.data()));
-    STRATA_RETURN_IF_ERROR(unslice_block(b, mine.data(), all.data() + full_layout_.block_offset[b]));
+    float* whole = all.data() + full_layout_.block_offset[b];
+    if (shards_.held(b)) {
+      mine.assign(layout_.blocks[b].numel, 0.0f);
+      STRATA_RETURN_IF_ERROR(gather_block(b, role, mine.data()));
+      STRATA_RETURN_IF_ERROR(unslice_block(b, mine.data(), whole));
+    }
+    if (piped()) {  // from the stage that holds it
+      STRATA_RETURN_IF_ERROR(
+          pp_tied_->broadcast(whole, size_t(full_layout_.blocks[b].numel) * 4, stage_of(b))
+              .wait()
+              .with_context("gathering block " + std::to_string(b) + " over the stages"));
+    }
   }
   if (world_rank() != 0) return Status::Ok();  // rank 0 alone writes (docs/parallel.md)
   return ExportGptSafetensors(path, full_layout_, all.data());
@@ -284,7 +304,8 @@ Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {
     const int64_t t0 = timeline_.now_ns();
     scheduler::EngineStepResult r;
     std::function<Status()> on_grads;
-    if (step == 0 && !o_.export_grads_path.empty() && (world_rank() == 0 || o_.tp > 1)) {
+    if (step == 0 && !o_.export_grads_path.empty() &&
+        (world_rank() == 0 || o_.tp > 1 || piped())) {
       on_grads = [&] { return export_role(Role::kGrad, o_.export_grads_path); };
     }
     STRATA_RETURN_IF_ERROR(
@@ -345,7 +366,8 @@ Status PagedTrainer::finish() {
   STRATA_RETURN_IF_ERROR(drain());
   // Every rank takes part when some block is sharded or sliced (its pieces are gathered);
   // otherwise every rank holds the same weights and rank 0 alone reads them.
-  if (!o_.export_path.empty() && (world_rank() == 0 || shards_.any_sharded() || o_.tp > 1)) {
+  if (!o_.export_path.empty() &&
+      (world_rank() == 0 || shards_.any_sharded() || o_.tp > 1 || piped())) {
     // With --delayed-update the master holds the last update (Note [Delayed update]).
     STRATA_RETURN_IF_ERROR(
         export_role(o_.delayed_update ? Role::kMaster : Role::kParam, o_.export_path));

@@ -100,6 +100,11 @@ Status PagedTrainer::open_nvme(uint64_t state_bytes) {
     std::string shard = shards_.any_sharded()
                             ? "dp " + std::to_string(ranks()) + ", blocks " + shards_.describe()
                             : "none";
+    if (piped()) {
+      shard = "pp " + std::to_string(o_.pp) + " stage " + std::to_string(pipe_.stage) +
+              " blocks " + std::to_string(pipe_.blocks.first_block) + "-" +
+              std::to_string(pipe_.blocks.last_block) + (shard == "none" ? "" : "; " + shard);
+    }
     if (o_.tp > 1) {
       shard = "tp " + std::to_string(o_.tp) + (shard == "none" ? "" : "; " + shard);
     }

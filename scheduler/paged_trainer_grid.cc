@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "scheduler/paged_trainer_impl.h"
+#include "scheduler/stage_costs.h"
 
 namespace strata::internal {
 
@@ -18,7 +19,78 @@ Status PagedTrainer::make_grid() {
   STRATA_ASSIGN_OR_RETURN(tp_comm_, world_->split(me.pp * grid_.dp() + me.dp, me.tp));
   STRATA_ASSIGN_OR_RETURN(dp_comm_, world_->split(me.pp * grid_.tp() + me.tp, me.dp));
   o_.ranks = dp_comm_.get();
+  if (o_.pp == 1) return Status::Ok();
+  const int pipeline = me.dp * grid_.tp() + me.tp;  // its stages share dp and tp
+  for (std::unique_ptr<parallel::Comm>* c : {&pp_fwd_, &pp_bwd_, &pp_tied_}) {
+    STRATA_ASSIGN_OR_RETURN(*c, world_->split(pipeline, me.pp));
+  }
+  return make_stage(me.pp);
+}
+
+// This rank's stage: its blocks from --pp-partition (Note [Stage partition]), its order of
+// forwards and backwards from --schedule over this data-parallel rank's micro-batches.
+Status PagedTrainer::make_stage(int stage) {
+  const int L = full_layout_.config.n_layer, P = o_.pp;
+  STRATA_ASSIGN_OR_RETURN(stage_costs_, measure_stage_costs());
+  STRATA_ASSIGN_OR_RETURN(stage_blocks_,
+                          scheduler::PartitionStages(o_.pp_partition, P, L, stage_costs_));
+  STRATA_ASSIGN_OR_RETURN(const scheduler::PipeSchedule schedule,
+                          scheduler::ParsePipeSchedule(o_.schedule));
+  int first = 1;
+  for (int s = 0; s < stage; ++s) first += stage_blocks_[s];
+  pipe_.stage = stage;
+  pipe_.stages = P;
+  pipe_.blocks = {.first_block = first,
+                  .last_block = first + stage_blocks_[stage] - 1,
+                  .first = stage == 0,
+                  .last = stage == P - 1};
+  pipe_.steps = scheduler::StageSchedule(schedule, P, stage, rank_rows() / micro_rows());
+  pipe_.in_flight = scheduler::PeakInFlight(pipe_.steps);
+  pipe_.fwd = pp_fwd_.get();
+  pipe_.bwd = pp_bwd_.get();
+  pipe_.tied = pp_tied_.get();
   return Status::Ok();
+}
+
+// Every rank measures (stage_costs.h) and takes rank 0's figures, so that all cut the same way.
+Result<scheduler::StageCosts> PagedTrainer::measure_stage_costs() {
+  scheduler::StageCosts c = scheduler::MeasureStageCosts(full_layout_, micro_rows(), seq_, threads_);
+  std::vector<double> all = c.blocks;
+  all.push_back(c.embedding);
+  all.push_back(c.head);
+  STRATA_RETURN_IF_ERROR(world_->broadcast(all.data(), all.size() * sizeof(double), 0)
+                             .wait()
+                             .with_context("taking rank 0's measured stage costs"));
+  c.embedding = all[all.size() - 2];
+  c.head = all.back();
+  c.blocks.assign(all.begin(), all.end() - 2);
+  return c;
+}
+
+// The blocks this rank holds pages of: its stage's, the embedding on the first stage and the head
+// on the last, which also keeps the embedding's replica for the tied head (every block without a
+// pipeline).
+std::vector<bool> PagedTrainer::held_blocks() const {
+  const int n = layout_.num_blocks();
+  if (!piped()) return std::vector<bool>(size_t(n), true);
+  std::vector<bool> held(size_t(n), false);
+  for (int b = pipe_.blocks.first_block; b <= pipe_.blocks.last_block; ++b) held[b] = true;
+  held[0] = pipe_.first() || pipe_.last();
+  held[n - 1] = pipe_.last();
+  return held;
+}
+
+// The stage that holds block `block` (the first for the embedding, whose replica on the last
+// stage holds the same values).
+int PagedTrainer::stage_of(int block) const {
+  if (block == 0) return 0;
+  if (block == layout_.num_blocks() - 1) return o_.pp - 1;
+  int last = 0;
+  for (int s = 0; s < o_.pp; ++s) {
+    last += stage_blocks_[s];
+    if (block <= last) return s;
+  }
+  return o_.pp - 1;
 }
 
 void PagedTrainer::slice_block(int block, const float* full, float* local) const {

@@ -24,6 +24,7 @@
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/pipe_stage.h"
 #include "scheduler/run_fingerprint.h"
 #include "scheduler/split_plan.h"
 #include "scheduler/state_pages.h"
@@ -88,6 +89,13 @@ class PagedTrainer final : public Trainer {
   bool checkpoints_on() const { return o_.ckpt_every > 0 && !o_.ckpt_dir.empty(); }
   // The grid's groups (paged_trainer_grid.cc): o_.ranks becomes this rank's data-parallel group.
   Status make_grid();
+  // Pipeline parallelism (paged_trainer_grid.cc): this rank's stage, the blocks it holds, the
+  // stage of a block, the costs the partition balances.
+  Status make_stage(int stage);
+  Result<scheduler::StageCosts> measure_stage_costs();
+  bool piped() const { return o_.pp > 1; }
+  std::vector<bool> held_blocks() const;
+  int stage_of(int block) const;
   // Tensor parallelism: this rank's slice of a whole block (`full`), and the whole block from
   // every tp rank's slice of it (`local`; collective over the tp group).
   void slice_block(int block, const float* full, float* local) const;
@@ -129,6 +137,10 @@ class PagedTrainer final : public Trainer {
   parallel::Comm* world_ = nullptr;  // the job's ranks (o_.ranks as given); nullptr: one rank
   parallel::Grid grid_;
   std::unique_ptr<parallel::Comm> dp_comm_, tp_comm_;  // --tp / --pp: the grid's groups
+  std::unique_ptr<parallel::Comm> pp_fwd_, pp_bwd_, pp_tied_;  // the pipeline's (pipe_stage.h)
+  scheduler::StageCosts stage_costs_;
+  std::vector<int> stage_blocks_;  // transformer blocks per stage
+  scheduler::PipeStage pipe_;
   scheduler::ShardPlan shards_;  // what this rank owns (Note [Shards] in shard_plan.h)
   GptLayout gathered_layout_;     // the layout as the device slots see it
   std::string shard_choice_;      // --shard auto: how the choice was made (the first line)

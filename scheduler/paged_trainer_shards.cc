@@ -22,12 +22,19 @@ Status PagedTrainer::make_shards() {
   if (ranks() > 1 && o_.shard == "auto") {
     STRATA_ASSIGN_OR_RETURN(sharded, choose_shards());
   }
-  shards_ = scheduler::ShardPlan::Make(layout_, rank(), ranks(), std::move(sharded));
+  shards_ = scheduler::ShardPlan::Make(layout_, rank(), ranks(), std::move(sharded), held_blocks());
   gathered_layout_ = scheduler::GatheredLayout(layout_, shards_);
   if (!shards_.any_sharded()) return Status::Ok();
   const int per_rank = rank_rows() / micro_rows();
   const bool layer_major = o_.micro_batch_order == "layer-major" ||
                            (o_.micro_batch_order == "auto" && o_.recompute != "none");
+  if (per_rank > 1 && piped()) {
+    return Status::InvalidArgument(
+        "--shard " + o_.shard + " with --pp " + std::to_string(o_.pp) + " and " +
+        std::to_string(per_rank) + " micro-batches per data-parallel rank: only this rank's "
+        "shard of a gradient has pages, and a pipeline stage sends its gradients down after each "
+        "micro-batch; give one micro-batch per rank (--micro-batch 0) or --shard none");
+  }
   if (per_rank > 1 && !layer_major) {
     return Status::InvalidArgument(
         "--shard " + o_.shard + " with " + std::to_string(per_rank) +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <string>
 
 #include "core/util/check.h"
 #include "scheduler/grad_norm.h"
@@ -9,15 +10,17 @@
 namespace strata::scheduler {
 
 ShardPlan ShardPlan::Make(const GptLayout& layout, int rank, int ranks,
-                          std::vector<bool> sharded) {
+                          std::vector<bool> sharded, const std::vector<bool>& held) {
   STRATA_CHECK(ranks >= 1 && rank >= 0 && rank < ranks);
   STRATA_CHECK_EQ(int(sharded.size()), layout.num_blocks());
+  STRATA_CHECK(held.empty() || int(held.size()) == layout.num_blocks());
   ShardPlan p;
   p.rank_ = rank;
   p.ranks_ = ranks;
   p.sharded_ = std::move(sharded);
+  p.held_ = held;
   for (int b = 0; b < layout.num_blocks(); ++b) {
-    const int64_t n = layout.blocks[b].numel;
+    const int64_t n = p.held(b) ? layout.blocks[b].numel : 0;
     if (ranks == 1) p.sharded_[b] = false;
     const int64_t each = (n + ranks - 1) / ranks;
     p.numel_.push_back(n);
@@ -52,10 +55,13 @@ std::string ShardPlan::describe() const {
   std::string out;
   for (size_t b = 0; b < sharded_.size();) {
     size_t e = b;
-    while (e + 1 < sharded_.size() && sharded_[e + 1] == sharded_[b]) ++e;
+    auto what = [&](size_t i) {
+      return !held(int(i)) ? "elsewhere" : sharded_[i] ? "sharded" : "replicated";
+    };
+    while (e + 1 < sharded_.size() && std::string(what(e + 1)) == what(b)) ++e;
     if (!out.empty()) out += ", ";
     out += (e == b ? std::to_string(b) : std::to_string(b) + "-" + std::to_string(e)) + ": " +
-           (sharded_[b] ? "sharded" : "replicated");
+           what(b);
     b = e + 1;
   }
   return out;

@@ -28,7 +28,11 @@ class ShardPlan {
   ShardPlan() = default;
   // `sharded[b]`: block b is sharded over `ranks` (>= 1); 0 <= rank < ranks. With one rank
   // nothing is sharded, whatever `sharded` says.
-  static ShardPlan Make(const GptLayout& layout, int rank, int ranks, std::vector<bool> sharded);
+  // `held[b]` (empty: every block): a pipeline stage holds only its own blocks (and the last one
+  // the tied embedding's replica); a block it does not hold has no floats here (no pages, no
+  // slot) and is described as "elsewhere".
+  static ShardPlan Make(const GptLayout& layout, int rank, int ranks, std::vector<bool> sharded,
+                        const std::vector<bool>& held = {});
   // Every block replicated (one rank, or --shard none).
   static ShardPlan Replicated(const GptLayout& layout, int rank = 0, int ranks = 1);
 
@@ -36,6 +40,7 @@ class ShardPlan {
   int ranks() const { return ranks_; }
   int num_blocks() const { return int(numel_.size()); }
   bool sharded(int block) const { return sharded_[block]; }
+  bool held(int block) const { return held_.empty() || held_[block]; }
   bool any_sharded() const;
   // S: the floats of one shard (the block's numel when replicated).
   int64_t shard_floats(int block) const { return shard_[block]; }
@@ -51,6 +56,7 @@ class ShardPlan {
  private:
   int rank_ = 0, ranks_ = 1;
   std::vector<bool> sharded_;
+  std::vector<bool> held_;  // empty: every block
   std::vector<int64_t> numel_, shard_;
 };
 

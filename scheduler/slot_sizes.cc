@@ -13,8 +13,11 @@ uint64_t RoundUp(uint64_t bytes) {
   return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
 }
 
+// Largest first, without empty sizes (a pipeline stage holds no head or embedding: Note [Stage
+// programs] in step_program.h).
 std::vector<uint64_t> Sorted(std::vector<uint64_t> v) {
   std::sort(v.begin(), v.end(), std::greater<>());
+  while (!v.empty() && v.back() == 0) v.pop_back();
   return v;
 }
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/util/check.h"
+#include "scheduler/pipeline_plan.h"
 
 namespace strata::scheduler {
 
@@ -154,6 +155,19 @@ void AppendLayerMajor(StepProgram& p) {
   AppendEmbedBackwards(p);
 }
 
+// A stage's forward and backward of micro-batch m (Note [Stage programs]).
+void AppendStageStep(StepProgram& p, const StageBlocks& s, const PipeStep& step) {
+  const int head = p.num_blocks - 1, m = step.micro_batch;
+  if (step.forward) {
+    if (s.first) p.ops.push_back(EmbedFwd(m));
+    for (int b = s.first_block; b <= s.last_block; ++b) p.ops.push_back(BlockFwd(b, m, true));
+    if (s.last) p.ops.push_back(HeadFwd(head, m, true));
+    if (s.last) p.ops.push_back(HeadBwd(p, m, true, true));
+    return;
+  }
+  for (int b = s.last_block; b >= s.first_block; --b) p.ops.push_back(BlockBwd(p, b, m, true, true));
+}
+
 // Where each block's update may start.
 void PlaceUpdates(StepProgram& p) {
   if (p.wait_for_norm) {
@@ -175,6 +189,40 @@ void PlaceUpdates(StepProgram& p) {
 }
 
 }  // namespace
+
+StepProgram BuildStageProgram(int num_layers, int micro_batches, bool wait_for_norm,
+                              const StageBlocks& stage, const std::vector<PipeStep>& steps) {
+  STRATA_CHECK(num_layers >= 1 && micro_batches >= 1 && stage.first_block >= 1 &&
+               stage.first_block <= stage.last_block && stage.last_block <= num_layers);
+  StepProgram p;
+  p.num_blocks = num_layers + 2;
+  p.micro_batches = micro_batches;
+  p.wait_for_norm = wait_for_norm;
+  for (const PipeStep& step : steps) AppendStageStep(p, stage, step);
+  if (stage.first) {
+    const size_t first_embed_bwd = p.ops.size();
+    AppendEmbedBackwards(p);
+    // No head backward started wte's gradient here: the first embedding backward does (GptOps
+    // receives the head's fold into it).
+    if (!stage.last) p.ops[first_embed_bwd].grads_started = {0};
+  } else if (stage.last) {  // the replica's: nothing computed, the gradient final after it
+    Op op = MakeOp(OpKind::kEmbedBwd, 0, micro_batches - 1, {Grad(0)});
+    op.grads_done = {0};
+    MarkFinal(op, 0);
+    p.ops.push_back(std::move(op));
+  }
+  // The stage's blocks, in forward order (the next step's first op needs the first first).
+  std::vector<int> held;
+  if (stage.first || stage.last) held.push_back(0);
+  for (int b = stage.first_block; b <= stage.last_block; ++b) held.push_back(b);
+  if (stage.last) held.push_back(p.num_blocks - 1);
+  if (wait_for_norm) {
+    p.ops.back().updates = held;
+  } else {
+    for (Op& o : p.ops) o.updates = o.grads_final;
+  }
+  return p;
+}
 
 StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_norm,
                              MicroBatchOrder order) {

@@ -83,6 +83,30 @@ struct StepProgram {
   int max_slots_per_op() const;
 };
 
+// A pipeline stage's part of the model (Note [Stage programs]): transformer blocks
+// [first_block, last_block] (model block ids, 1-based), and whether it is the first stage (the
+// embedding) and the last (the head, and the tied embedding's replica).
+struct StageBlocks {
+  int first_block = 1, last_block = 0;
+  bool first = true, last = true;
+};
+
+// Note [Stage programs]
+// A pipeline stage's step: its ops in the order of its schedule (scheduler/pipeline_plan.h), each
+// forward F m the stage's forward ops of micro-batch m (the embedding's on the first stage, its
+// blocks', and on the last the head's forward and backward: the head keeps one micro-batch's
+// activations, and its backward needs nothing from later stages), each backward B m its blocks'
+// backward ops in reverse, every gradient going down after each micro-batch as in
+// micro-batch-major order. The first stage then runs the embedding's backwards (Note [Tied
+// gradient order]); the last stage, which keeps a replica of the embedding for the tied head, ends
+// with one embed_bwd op of its own (micro-batch M-1) that computes nothing: GptOps sends the head's
+// fold of wte's gradient to the first stage there, and the replica's gradient is final after it
+// (GptOps::reduce_grad receives the first stage's final one). Updates as BuildStepProgram's, over
+// the stage's blocks.
+struct PipeStep;
+StepProgram BuildStageProgram(int num_layers, int micro_batches, bool wait_for_norm,
+                              const StageBlocks& stage, const std::vector<PipeStep>& steps);
+
 // num_layers >= 0, micro_batches >= 1. wait_for_norm: every update waits for the last op (the
 // global norm needs every gradient); otherwise a block's update starts as soon as its gradient is
 // final (during backward).

@@ -113,9 +113,9 @@ Status ValidateParallelOptions(const TrainOptions& o) {
                (dp == 1 ? std::string("one rank") : "--shard none") +
                "): launch --dp 2 or more with --shard all or auto, or give --split-ops 1");
   }
-  if (o.tp > 1 && o.engine == "memory") {
-    return bad("--tp " + std::to_string(o.tp) + " runs the paged engine (each rank pages its "
-               "slice of the model): drop --engine memory");
+  if ((o.tp > 1 || o.pp > 1) && o.engine == "memory") {
+    return bad(std::string(o.tp > 1 ? "--tp " + std::to_string(o.tp) : "--pp " + std::to_string(o.pp)) +
+               " runs the paged engine (each rank pages its part of the model): drop --engine memory");
   }
   if (dp > 1 && o.shard != "none" && o.engine == "memory") {
     return bad("--shard " + o.shard + " shards the model state through the page manager: drop "
@@ -162,10 +162,15 @@ Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
     return Status::NotSupported("--split-ops " + o.split_ops + " with --tp " + tp +
                                 " is not built yet; give --split-ops 1");
   }
-  if (o.pp > 1) {
-    return Status::NotSupported(
-        "--pp " + pp + ": pipeline parallelism is not built yet (the grid, its checks and the "
-        "stage plan are); run --pp 1, with --tp and --dp for the ranks");
+  if (o.pp > 1 && (o.shard == "auto" || o.split_ops != "1")) {
+    return Status::NotSupported("--pp " + pp + " with --shard auto or --split-ops " +
+                                o.split_ops + " is not built yet; give --shard none or all and "
+                                "--split-ops 1");
+  }
+  if (o.pp > 1 && o.micro_batch_order == "layer-major") {
+    return Status::InvalidArgument("--pp " + pp + " runs each stage's micro-batches in its "
+                                   "schedule's order (--schedule): drop --micro-batch-order "
+                                   "layer-major");
   }
   return Status::Ok();
 }
@@ -219,7 +224,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
   if (options.engine == "auto") {
     paged = options.paging_flag_given || !options.nvme_dirs.empty() || options.resume ||
             options.delayed_update || options.movement_only || !options.ckpt_dir.empty() ||
-            (ranks > 1 && options.shard != "none") || options.tp > 1 ||
+            (ranks > 1 && options.shard != "none") || options.tp > 1 || options.pp > 1 ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
   }
   if (paged && ranks > 1 && options.delayed_update) {
