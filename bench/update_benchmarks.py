@@ -272,8 +272,9 @@ def amplification_rows(j):
 
 def parallel_rows(j):
     """`strata bench parallel` (tools/bench_parallel.cc): issue 14's dp_scaling,
-    collective_efficiency, shard_cost, comm_overlap and osdp_vs_zero3; each that was measured
-    (--no-dp, --no-collectives, --no-shard-cost, --no-comm-overlap and --no-osdp leave one out)."""
+    collective_efficiency, shard_cost, comm_overlap and osdp_vs_zero3, and issue 15's
+    tp_efficiency; each that was measured (--no-dp, --no-collectives, --no-shard-cost,
+    --no-comm-overlap, --no-osdp and --no-tp leave one out)."""
     rows = []
     if j.get("dp_scaling") is not None:
         rounds = "; ".join(f"{a:.0f} vs {b:.0f} = {r:.3f}" for a, b, r in zip(
@@ -288,7 +289,7 @@ def parallel_rows(j):
                               f"{len(j['dp_scaling_rounds'])} rounds (2 ranks vs 1 rank tokens/s: "
                               f"{rounds})"))
     if j.get("collective_efficiency") is None:
-        return rows + shard_rows(j) + osdp_rows(j)
+        return rows + shard_rows(j) + osdp_rows(j) + tp_rows(j)
     target = j.get("collective_efficiency_target", 0.9)
     size = lambda b: f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB"
     sizes = j["collective_efficiency_sizes"]
@@ -312,7 +313,7 @@ def parallel_rows(j):
         rows.append(ratio_row(f"collective_efficiency_{op}", j[f"collective_efficiency_{op}"],
                               target, f"Comm {op} vs {raw}, median over {span}; per size "
                                       f"Strata/MPI: {per_size}{note}"))
-    return rows + shard_rows(j) + osdp_rows(j)
+    return rows + shard_rows(j) + osdp_rows(j) + tp_rows(j)
 
 
 def shard_rows(j):
@@ -397,6 +398,38 @@ def osdp_rows(j):
                      f"auto step: {rounds}; Note [OSDP vs ZeRO-3] in tools/bench_parallel.cc)"}]
 
 
+def tp_rows(j):
+    """bench parallel's 6 (tp_efficiency and tp_allreduce_share), when the result has it (Note
+    [Tensor-parallel efficiency] in tools/bench_parallel.cc). Reported, no target."""
+    if j.get("tp_efficiency") is None:
+        return []
+    ms = lambda s: f"{s * 1e3:.1f} ms"
+    rounds = "; ".join(
+        f"{a:.0f} vs {b:.0f} = {r:.3f} ({first} first)" for a, b, r, first in zip(
+            j["tp2_tokens_per_s_rounds"], j["tp1_tokens_per_s_rounds"],
+            j["tp_efficiency_rounds"], j["tp_first_rounds"]))
+    shares = "; ".join(f"{ms(c)} of {ms(s)} = {x:.3f}" for c, s, x in zip(
+        j["tp2_compute_comm_s_rounds"], j["tp2_step_s_rounds"], j["tp_allreduce_share_rounds"]))
+    config = (f"`{j['tp_model']}` batch {j['tp_batch']} x seq {j['tp_seq']}, paged engine at "
+              f"each run's default budgets, on {j['cpu_cores']} cores; each run's median of "
+              f"{j['tp_steps']} steps after {j['tp_warmup_steps']} warmup")
+    return [
+        {"metric": "tp_efficiency", "value": j["tp_efficiency"], "target": "report", "met": True,
+         "what": f"--tp 2 as 2 ranks of 1 thread {j['tp2_tokens_per_s']:.0f} tokens/s "
+                 f"(`{j['tp2_command']}`) vs 1 rank of 2 threads {j['tp1_tokens_per_s']:.0f} "
+                 f"tokens/s (`{j['tp1_command']}`); {config}; the round with the median ratio "
+                 f"of {len(j['tp_efficiency_rounds'])}, alternating which goes first (tp2 vs 1 "
+                 f"rank tokens/s: {rounds}; Note [Tensor-parallel efficiency] in "
+                 f"tools/bench_parallel.cc)"},
+        {"metric": "tp_allreduce_share", "value": j["tp_allreduce_share"], "target": "report",
+         "met": True,
+         "what": f"the part of the --tp 2 step its compute stream spends waiting in its own tp "
+                 f"all-reduces (rank 0's median compute_comm_s / its median step time over a "
+                 f"run's counted steps), the median of {len(j['tp_allreduce_share_rounds'])} rounds "
+                 f"(all-reduce wait of step: {shares})"},
+    ]
+
+
 BENCHES = {
     "step": {
         "title": "Training step: Strata vs PyTorch, and vs sgemm peak (issue: foundation)",
@@ -470,8 +503,8 @@ BENCHES = {
         "rows": offload_rows,
     },
     "parallel": {
-        "title": "Data parallelism: DP scaling, the Comm vs raw MPI, shard cost, comm overlap "
-                 "and OSDP vs ZeRO-3 (issue 14)",
+        "title": "Data and tensor parallelism: DP scaling, the Comm vs raw MPI, shard cost, "
+                 "comm overlap and OSDP vs ZeRO-3 (issue 14); TP efficiency (issue 15)",
         "measures": "`strata bench parallel` (tools/bench_parallel.cc), which launches its ranks "
                     "with mpirun itself: (1) all-gather and reduce-scatter through Strata's Comm "
                     "(MPI backend) vs raw MPI_Allgather and MPI_Reduce_scatter_block of the same "
@@ -489,7 +522,11 @@ BENCHES = {
                     "all` with the same budgets, on a host budget where replicating some blocks "
                     "fits but not all: measured step time all / auto in rounds alternating which "
                     "goes first, beside the step times the auto run predicted for its choice and "
-                    "for every block sharded (reported, no target).",
+                    "for every block sharded (reported, no target); (6) `strata train --tp 2` "
+                    "as 2 ranks of 1 thread vs 1 rank of 2 threads, both on the paged engine, "
+                    "the same model and global batch, tokens/s in rounds alternating which goes "
+                    "first, beside the share of the tp2 step its compute stream waits in its tp "
+                    "all-reduces (reported, no target).",
         "cmd": ["build/tools/strata", "bench", "parallel", "--json"],
         "rows": parallel_rows,
     },

@@ -81,8 +81,10 @@ Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
 
 std::string GridLine(const std::string& grid, parallel::CommBackend backend,
                      const ShardPlan& shards, const std::string& choice, const std::string& split,
-                     const std::string& per_tier, const std::string& order) {
-  return "grid: " + grid + " over " + parallel::CommBackendName(backend) + " | blocks " + shards.describe() + " (" +
+                     const std::string& per_tier, const std::string& order,
+                     const std::string& stages) {
+  return "grid: " + grid + " over " + parallel::CommBackendName(backend) +
+         (stages.empty() ? "" : " | " + stages) + " | blocks " + shards.describe() + " (" +
          choice + "), split-ops " + split + " | per rank: " + per_tier + " | " + order;
 }
 

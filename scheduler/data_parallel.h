@@ -78,11 +78,12 @@ Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const float* shard,
 // line (`order`), which one rank prints first on its own.
 // `choice` says how the decisions were made ("--shard all", or --shard auto's prediction),
 // `split` the split factors (SplitPlan::describe: "1", "2 for blocks 1-4").
-// `grid` is Grid::describe's ("dp 2 x tp 2 x pp 1"), `backend` the Comm's.
+// `grid` is Grid::describe's ("dp 2 x tp 2 x pp 1"), `backend` the Comm's, `stages` a pipeline's
+// stages and their predicted times (none without one).
 std::string GridLine(const std::string& grid, parallel::CommBackend backend,
                      const ShardPlan& shards, const std::string& choice,
                      const std::string& split, const std::string& per_tier,
-                     const std::string& order);
+                     const std::string& order, const std::string& stages = "");
 
 // Note [Checkpoints across ranks]
 // Each rank checkpoints its own state into its own --nvme-dir and --ckpt-dir (D/rank-<r>), on

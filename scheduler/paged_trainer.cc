@@ -155,7 +155,7 @@ Status PagedTrainer::make_plan() {
     const std::string choice = shard_choice_.empty() ? "--shard " + o_.shard : shard_choice_;
     Logger("train")->info("{}", scheduler::GridLine(grid_.describe(), world_->backend(), shards_,
                                                     choice, split_choice_, per_tier,
-                                                    plan_.order_to_string()));
+                                                    plan_.order_to_string(), stages_text()));
   } else {
     Logger("train")->info("{}", plan_.order_to_string());
   }
@@ -348,6 +348,7 @@ StepStats PagedTrainer::stats_of(long step, const scheduler::EngineStepResult& r
   s.moved_bytes.nvme_write = m1.nvme_write_bytes - m0.nvme_write_bytes;
   s.recompute_layers = plan_.recompute_layers;
   s.compute_comm_s = r.compute_comm_s;
+  s.activation_bytes = plan_.acts_bytes;
   // The pool's frames in use, layer-major's borrowed boundary frames included.
   s.host_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kHost)].peak_bytes;
   s.nvme_peak_bytes = m1.tiers[static_cast<int>(memory::Tier::kNvme)].peak_bytes;

@@ -2,6 +2,8 @@
 // between the whole model (--init, --export) and this rank's tensor-parallel slice of it (Note
 // [Tensor-parallel slices] in core/nn/tp_layout.h).
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 #include "scheduler/paged_trainer_impl.h"
@@ -65,6 +67,26 @@ Result<scheduler::StageCosts> PagedTrainer::measure_stage_costs() {
   c.head = all.back();
   c.blocks.assign(all.begin(), all.end() - 2);
   return c;
+}
+
+// The first line's stages: each one's blocks and its predicted time per micro-batch (the measured
+// costs of Note [Stage partition]), the schedule and what stage 0 holds in flight.
+std::string PagedTrainer::stages_text() const {
+  if (!piped()) return "";
+  const std::vector<double> times = scheduler::StageTimes(stage_blocks_, stage_costs_);
+  std::string text = "stages (--pp-partition " + o_.pp_partition + "):";
+  int first = 1;
+  for (int s = 0; s < o_.pp; ++s) {
+    const int last = first + stage_blocks_[s] - 1;
+    char ms[32];
+    std::snprintf(ms, sizeof(ms), "%.2f ms", times[s] * 1e3);
+    text += std::string(s > 0 ? "," : "") + " " + std::to_string(s) + ": blocks " +
+            std::to_string(first) + "-" + std::to_string(last) +
+            (s == 0 ? " + embedding" : "") + (s == o_.pp - 1 ? " + head" : "") + " " + ms;
+    first = last + 1;
+  }
+  return text + " per micro-batch; --schedule " + o_.schedule + ", " +
+         std::to_string(rank_rows() / micro_rows()) + " micro-batches";
 }
 
 // The blocks this rank holds pages of: its stage's, the embedding on the first stage and the head

@@ -96,6 +96,7 @@ class PagedTrainer final : public Trainer {
   bool piped() const { return o_.pp > 1; }
   std::vector<bool> held_blocks() const;
   int stage_of(int block) const;
+  std::string stages_text() const;
   // Tensor parallelism: this rank's slice of a whole block (`full`), and the whole block from
   // every tp rank's slice of it (`local`; collective over the tp group).
   void slice_block(int block, const float* full, float* local) const;

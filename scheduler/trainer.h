@@ -155,6 +155,9 @@ struct StepStats {
   double overlap = 0;  // fraction of the step in which compute ran while something moved
   uint64_t host_peak_bytes = 0;
   uint64_t nvme_peak_bytes = 0;
+  // The device bytes of this rank's activations (a pipeline stage's in-flight micro-batches
+  // included: Note [Stage activations] in scheduler/activations.h).
+  uint64_t activation_bytes = 0;
   int recompute_layers = 0;  // blocks whose activations are rebuilt in backward
   // Tensor and pipeline parallelism: seconds the compute stream waited in the collectives it runs
   // itself (the tp group's all-reduces, the pipeline's activation receives).

@@ -1,7 +1,7 @@
-// `strata bench parallel`: what data parallelism costs on this machine, measured side by side.
-// Run it without mpirun: it launches its ranks itself (mpirun from PATH or --mpirun), each launch
-// under `mpirun --timeout` and a deadline of its own, so nothing can hang. It prints a table (on
-// stderr with --json, which prints one JSON object on stdout instead).
+// `strata bench parallel`: what data and tensor parallelism cost on this machine, measured side
+// by side. Run it without mpirun: it launches its ranks itself (mpirun from PATH or --mpirun),
+// each launch under `mpirun --timeout` and a deadline of its own, so nothing can hang. It prints a
+// table (on stderr with --json, which prints one JSON object on stdout instead).
 //
 // 1. collective_efficiency (Note [Collective efficiency]): all-gather and reduce-scatter through
 //    the Comm (MPI backend) vs raw MPI_Allgather / MPI_Reduce_scatter_block of the same bytes in
@@ -17,6 +17,10 @@
 //    choice) vs `--shard all` (ZeRO-3) with the same budgets, on a host budget where replicating
 //    some blocks fits: measured step time all / auto, beside what the auto run predicted
 //    (tools/bench_parallel_osdp.cc). Reported, no target.
+// 6. tp_efficiency (Note [Tensor-parallel efficiency]): `strata train --tp 2` as 2 ranks of 1
+//    thread vs 1 rank of 2 threads, both on the paged engine, the same model and global batch,
+//    tokens/s; beside it tp_allreduce_share, the part of the tp2 step its compute stream waits in
+//    its own tp all-reduces (tools/bench_parallel_tp.cc). Reported, no target.
 //
 // Note [Collective efficiency]
 // A size is the whole buffer on each rank: the all-gather's output and the reduce-scatter's input
@@ -112,6 +116,28 @@
 // every block's collectives either way (as with `small` on 2 CPU cores), the three predicted
 // steps tie and the search's tie-break on measured communication decides, so the decision may
 // differ between rounds, and may be every block sharded, i.e. the same run as all.
+//
+// Note [Tensor-parallel efficiency]
+// What Megatron-style tensor parallelism costs against threading on the same cores, as
+// dp_scaling asks for data parallelism: `mpirun -np 2 strata train --tp 2 --threads 1 --engine
+// paged` vs `strata train --threads 2 --engine paged`, 2's model, global batch, seq and steps
+// (the model must have a head count and a vocabulary padded to a multiple of 128 that 2 divides,
+// as `small` and `tiny` do; the tp2 run says so otherwise). Both are paged because each tp rank
+// pages its slice (--tp runs only on the paged engine), and both take their default budgets,
+// i.e. what each run needs: a tp rank holds half the state, so one budget for both would either
+// be more than a tp rank needs or squeeze the single rank into paging that the tp run does not
+// do. tp_efficiency = tp2 tokens/s / 1-rank tokens/s: the tp all-reduces on the compute stream
+// (2 per block in forward and 2 in backward, and the vocab-parallel embedding's and
+// cross-entropy's), each rank's narrower GEMMs, and the replicated layernorms and residuals,
+// against one process's full-width GEMMs on 2 threads. Each run's tokens/s is the median of its
+// --log-json steps after --warmup-steps (tokens_per_s counts the global batch); --tp-rounds
+// rounds alternate which run goes first; tp_efficiency is the round with the median ratio (the
+// upper one of an even count), and every round is reported. tp_allreduce_share: in the tp2 run,
+// the median over the counted steps of rank 0's compute_comm_s (seconds its compute stream waited
+// in its own tp all-reduces) / the median of its step time (B x T / tokens_per_s); the figure is
+// the median over the rounds. The wait includes the time the other rank
+// takes to arrive at the collective, so it is what the step spends in the all-reduces, not
+// their bytes / bandwidth.
 #include "tools/bench_parallel.h"
 
 #include <filesystem>
@@ -134,8 +160,8 @@ Status CheckFlags(const Flags& f) {
        {std::pair{"--rounds", f.rounds}, std::pair{"--collective-rounds", f.collective_rounds},
         std::pair{"--steps", f.steps}, std::pair{"--seq", f.seq},
         std::pair{"--shard-rounds", f.shard_rounds},
-        std::pair{"--overlap-rounds", f.overlap_rounds},
-        std::pair{"--osdp-rounds", f.osdp_rounds}}) {
+        std::pair{"--overlap-rounds", f.overlap_rounds}, std::pair{"--osdp-rounds", f.osdp_rounds},
+        std::pair{"--tp-rounds", f.tp_rounds}}) {
     if (value <= 0) {
       return Status::InvalidArgument(std::string(flag) + " must be positive, got " +
                                      std::to_string(value));
@@ -158,10 +184,10 @@ Status CheckFlags(const Flags& f) {
     STRATA_ASSIGN_OR_RETURN(const uint64_t bytes, ParseBytes(*value, flag));
     if (bytes == 0) return Status::InvalidArgument(std::string(flag) + " must be positive");
   }
-  if (!f.collectives && !f.dp && !f.shard_cost && !f.comm_overlap && !f.osdp) {
+  if (!f.collectives && !f.dp && !f.shard_cost && !f.comm_overlap && !f.osdp && !f.tp) {
     return Status::InvalidArgument(
-        "--no-collectives, --no-dp, --no-shard-cost, --no-comm-overlap and --no-osdp leave "
-        "nothing to measure");
+        "--no-collectives, --no-dp, --no-shard-cost, --no-comm-overlap, --no-osdp and --no-tp "
+        "leave nothing to measure");
   }
   if (parallel::DetectLaunch().under_mpi) {
     return Status::InvalidArgument(
@@ -184,6 +210,7 @@ Status RunBenchParallel(const Flags& f) {
   std::optional<parallel_bench::ShardResult> shard;
   std::optional<parallel_bench::OverlapResult> overlap;
   std::optional<parallel_bench::OsdpResult> osdp;
+  std::optional<parallel_bench::TpResult> tp;
   if (f.collectives) {
     STRATA_ASSIGN_OR_RETURN(coll, parallel_bench::MeasureCollectives(f, self, mpirun, dir->path()));
   }
@@ -200,20 +227,26 @@ Status RunBenchParallel(const Flags& f) {
   if (f.osdp) {
     STRATA_ASSIGN_OR_RETURN(osdp, parallel_bench::MeasureOsdp(f, self, mpirun, dir->path()));
   }
+  if (f.tp) {
+    STRATA_ASSIGN_OR_RETURN(tp, parallel_bench::MeasureTpEfficiency(f, self, mpirun, dir->path()));
+  }
   const auto* c = coll ? &*coll : nullptr;
   const auto* d = dp ? &*dp : nullptr;
   const auto* sc = shard ? &*shard : nullptr;
   const auto* ov = overlap ? &*overlap : nullptr;
   const auto* os = osdp ? &*osdp : nullptr;
+  const auto* t = tp ? &*tp : nullptr;
   std::FILE* table = f.json ? stderr : stdout;
   parallel_bench::PrintTable(f, c, d, table);
   parallel_bench::PrintShardTable(f, sc, ov, table);
   parallel_bench::PrintOsdpTable(f, os, table);
+  parallel_bench::PrintTpTable(f, t, table);
   if (f.json) {
     nlohmann::ordered_json out;  // doubles print with round-trip precision
     parallel_bench::AddReport(f, c, d, out);
     parallel_bench::AddShardReport(f, sc, ov, out);
     parallel_bench::AddOsdpReport(f, os, out);
+    parallel_bench::AddTpReport(f, t, out);
     std::printf("%s\n", out.dump().c_str());
     std::fflush(stdout);
   }
@@ -232,11 +265,11 @@ void AddFlags(CLI::App* cmd, Flags& f) {
   cmd->add_option("--collective-rounds", f.collective_rounds,
                   "1: rounds of (Strata, MPI) per op and size; the medians are compared")
       ->capture_default_str();
-  cmd->add_option("--model", f.model, "2-5: model preset")->capture_default_str();
-  cmd->add_option("--batch", f.batch, "2-5: global rows per step")->capture_default_str();
-  cmd->add_option("--seq", f.seq, "2-5: tokens per row")->capture_default_str();
-  cmd->add_option("--steps", f.steps, "2-5: counted steps per run")->capture_default_str();
-  cmd->add_option("--warmup-steps", f.warmup_steps, "2-5: uncounted steps first")
+  cmd->add_option("--model", f.model, "2-6: model preset")->capture_default_str();
+  cmd->add_option("--batch", f.batch, "2-6: global rows per step")->capture_default_str();
+  cmd->add_option("--seq", f.seq, "2-6: tokens per row")->capture_default_str();
+  cmd->add_option("--steps", f.steps, "2-6: counted steps per run")->capture_default_str();
+  cmd->add_option("--warmup-steps", f.warmup_steps, "2-6: uncounted steps first")
       ->capture_default_str();
   cmd->add_option("--rounds", f.rounds,
                   "2: rounds of (2 ranks, 1 rank); the round with the median ratio is reported")
@@ -263,11 +296,16 @@ void AddFlags(CLI::App* cmd, Flags& f) {
       ->capture_default_str();
   cmd->add_option("--osdp-page-size", f.osdp_page_size, "5: page size of both runs")
       ->capture_default_str();
+  cmd->add_option("--tp-rounds", f.tp_rounds,
+                  "6: rounds of (--tp 2, 1 rank x 2 threads); the round with the median ratio is "
+                  "reported")
+      ->capture_default_str();
   cmd->add_flag("!--no-collectives", f.collectives, "Skip measurement 1");
   cmd->add_flag("!--no-dp", f.dp, "Skip measurement 2");
   cmd->add_flag("!--no-shard-cost", f.shard_cost, "Skip measurement 3");
   cmd->add_flag("!--no-comm-overlap", f.comm_overlap, "Skip measurement 4");
   cmd->add_flag("!--no-osdp", f.osdp, "Skip measurement 5");
+  cmd->add_flag("!--no-tp", f.tp, "Skip measurement 6");
 }
 
 }  // namespace
@@ -276,10 +314,10 @@ void AddBenchParallelCommand(CLI::App& bench, CommandContext& ctx) {
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = bench.add_subcommand(
       "parallel",
-      "Data parallelism: Comm all-gather/reduce-scatter vs raw MPI; 2 ranks x 1 thread vs 1 "
-      "rank x 2 threads tokens/s; --shard all vs none tokens/s; the sharded step vs max(compute, "
-      "comm); --shard auto vs all step time, predicted and measured (launches mpirun itself; see "
-      "tools/bench_parallel.cc)");
+      "Data and tensor parallelism: Comm all-gather/reduce-scatter vs raw MPI; 2 ranks x 1 "
+      "thread vs 1 rank x 2 threads tokens/s; --shard all vs none tokens/s; the sharded step vs "
+      "max(compute, comm); --shard auto vs all step time, predicted and measured; --tp 2 vs 1 "
+      "rank x 2 threads tokens/s (launches mpirun itself; see tools/bench_parallel.cc)");
   AddFlags(cmd, *f);
   cmd->callback([f, &ctx] { ctx.status = RunBenchParallel(*f); });
 }

@@ -11,7 +11,9 @@
 //   communication-only and compute-only parts;
 // - bench_parallel_shard_report.cc: the JSON fields and the table of 3 and 4;
 // - bench_parallel_osdp.cc: 5, `--shard auto` (OSDP) vs `--shard all` (ZeRO-3), predicted and
-//   measured, with its JSON fields and table.
+//   measured, with its JSON fields and table;
+// - bench_parallel_tp.cc: 6, `strata train --tp 2` (2 ranks of 1 thread) vs 1 rank of 2 threads,
+//   with the share of the tp2 step spent in its all-reduces, its JSON fields and table.
 #pragma once
 
 #include <cstdint>
@@ -52,11 +54,13 @@ struct Flags {
   // every block sharded but not every block replicated (`small` at 1M pages: 104 and 200 MiB).
   std::string osdp_host_mem = "160M", osdp_page_size = "1M";
   int osdp_rounds = 3;  // rounds of (--shard auto, --shard all)
+  int tp_rounds = 3;    // 6 (model, batch, seq and steps are 2's): rounds of (--tp 2, 1 rank)
   bool collectives = true;
   bool dp = true;
   bool shard_cost = true;
   bool comm_overlap = true;
   bool osdp = true;
+  bool tp = true;
 };
 
 // --- Child processes (bench_parallel_child.cc) ---
@@ -240,6 +244,33 @@ Result<OsdpResult> MeasureOsdp(const Flags& f, const std::string& self, const st
 // 5's JSON fields and table (after 3 and 4's); nothing when `osdp` is nullptr.
 void AddOsdpReport(const Flags& f, const OsdpResult* osdp, nlohmann::ordered_json& out);
 void PrintOsdpTable(const Flags& f, const OsdpResult* osdp, std::FILE* stream);
+
+// --- 6. Tensor-parallel efficiency (bench_parallel_tp.cc) ---
+
+struct TpRound {
+  double tp2_tokens_per_s = 0, tp1_tokens_per_s = 0;  // medians of the counted steps
+  // The tp2 run's (rank 0's log) medians over its counted steps of the step time (B x T /
+  // tokens_per_s) and of the compute stream's wait in its tp all-reduces (compute_comm_s), and
+  // the one over the other.
+  double tp2_step_s = 0, tp2_compute_comm_s = 0, tp2_allreduce_share = 0;
+  bool tp2_first = true;  // which of the two ran first
+  double ratio() const { return tp2_tokens_per_s / tp1_tokens_per_s; }
+};
+
+struct TpResult {
+  std::vector<TpRound> rounds;
+  std::string tp2_command, tp1_command;
+  std::vector<double> ratios() const;
+  std::vector<double> allreduce_shares() const;
+  const TpRound& median() const;   // the round with the median ratio (the upper of an even count)
+  double allreduce_share() const;  // the median of allreduce_shares(), over the rounds
+};
+
+Result<TpResult> MeasureTpEfficiency(const Flags& f, const std::string& self,
+                                     const std::string& mpirun, const std::string& dir);
+// 6's JSON fields and table (after 5's); nothing when `tp` is nullptr.
+void AddTpReport(const Flags& f, const TpResult* tp, nlohmann::ordered_json& out);
+void PrintTpTable(const Flags& f, const TpResult* tp, std::FILE* stream);
 
 // --- The report (bench_parallel_report.cc, bench_parallel_shard_report.cc) ---
 

@@ -83,7 +83,7 @@ std::string StepJson(const StepStats& s) {
       << "},\"overlap\":" << DoubleToJson(s.overlap)
       << ",\"compute_comm_s\":" << DoubleToJson(s.compute_comm_s)
       << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes << ",\"host\":" << s.host_peak_bytes
-      << ",\"nvme\":" << s.nvme_peak_bytes << "}}";
+      << ",\"nvme\":" << s.nvme_peak_bytes << ",\"activations\":" << s.activation_bytes << "}}";
   } else {
     o << ",\"peak_bytes\":{\"device\":" << s.device_peak_bytes << "}}";
   }

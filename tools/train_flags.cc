@@ -120,19 +120,19 @@ void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
       ->capture_default_str();
 }
 
-// Data parallelism (docs/parallel.md): the ranks come from mpirun.
+// Data, tensor and pipeline parallelism (docs/parallel.md): the ranks come from mpirun.
 void AddParallelOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
   cmd->add_option("--dp", o.dp,
                   "Data-parallel ranks (launch with mpirun -np N); 0 = the ranks / (tp * pp)")
       ->capture_default_str();
   cmd->add_option("--tp", o.tp,
-                  "Tensor-parallel ranks per block (ranks are tp innermost, then dp, then pp); "
-                  "the grid is checked, training with --tp above 1 is not built yet")
+                  "Tensor-parallel ranks per block (Megatron-LM: heads, MLP columns and the "
+                  "vocabulary split; ranks are tp innermost, then dp, then pp)")
       ->capture_default_str();
   cmd->add_option("--pp", o.pp,
-                  "Pipeline stages; the grid is checked, training with --pp above 1 is not built "
-                  "yet")
+                  "Pipeline stages, each a contiguous range of blocks (--pp-partition) run in "
+                  "--schedule's order")
       ->capture_default_str();
   cmd->add_option("--schedule", o.schedule, "Pipeline schedule: gpipe or 1f1b")
       ->capture_default_str();

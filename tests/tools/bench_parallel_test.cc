@@ -31,13 +31,15 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
   // (tests/tools/train_dp_test.cc), so auto has a choice to make.
   args.insert(args.end(),
               {"--osdp-rounds", "1", "--osdp-host-mem", "640K", "--osdp-page-size", "16K"});
+  args.insert(args.end(), {"--tp-rounds", "1"});  // 6: tiny's 2 heads and 256 tokens split in 2
   const RunResult r = RunStrata(args, scratch.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_FALSE(r.out.empty()) << r.err;
   EXPECT_EQ(r.out.front(), '{') << r.out;
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line on stdout: " << r.out;
   for (const char* figure :
-       {"collective_efficiency", "dp_scaling", "shard_cost", "comm_overlap", "osdp_vs_zero3"}) {
+       {"collective_efficiency", "dp_scaling", "shard_cost", "comm_overlap", "osdp_vs_zero3",
+        "tp_efficiency", "tp_allreduce_share"}) {
     EXPECT_NE(r.err.find(figure), std::string::npos) << figure << " in the table: " << r.err;
   }
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -49,7 +51,8 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
         "comm_overlap_compute_only_s", "osdp_vs_zero3", "osdp_auto_step_s", "osdp_all_step_s",
         "osdp_predicted_auto_step_s", "osdp_predicted_all_sharded_step_s",
         "osdp_predicted_all_replicated_step_s", "osdp_predicted_ratio", "osdp_gpu_mem",
-        "osdp_host_mem", "osdp_page_size"}) {
+        "osdp_host_mem", "osdp_page_size", "tp_efficiency", "tp2_tokens_per_s", "tp1_tokens_per_s",
+        "tp_allreduce_share", "tp2_step_s", "tp2_compute_comm_s"}) {
     ExpectPositive(j, field);
   }
   for (const char* rounds :
@@ -60,7 +63,9 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
         "comm_overlap_order_rounds", "osdp_vs_zero3_rounds", "osdp_auto_step_s_rounds",
         "osdp_all_step_s_rounds", "osdp_predicted_auto_step_s_rounds",
         "osdp_predicted_all_sharded_step_s_rounds", "osdp_predicted_ratio_rounds",
-        "osdp_first_rounds", "osdp_decision_rounds"}) {
+        "osdp_first_rounds", "osdp_decision_rounds", "tp_efficiency_rounds",
+        "tp_allreduce_share_rounds", "tp2_tokens_per_s_rounds", "tp1_tokens_per_s_rounds",
+        "tp2_step_s_rounds", "tp2_compute_comm_s_rounds", "tp_first_rounds"}) {
     ASSERT_TRUE(j.contains(rounds) && j[rounds].is_array()) << rounds << " in " << r.out;
     EXPECT_EQ(j[rounds].size(), 1u) << rounds;
   }
@@ -75,6 +80,12 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
                    j["osdp_predicted_all_sharded_step_s"].get<double>() /
                        j["osdp_predicted_auto_step_s"].get<double>());
   EXPECT_EQ(j["osdp_first_rounds"][0], "auto");
+  EXPECT_DOUBLE_EQ(j["tp_efficiency"].get<double>(),
+                   j["tp2_tokens_per_s"].get<double>() / j["tp1_tokens_per_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["tp_allreduce_share"].get<double>(),
+                   j["tp2_compute_comm_s"].get<double>() / j["tp2_step_s"].get<double>());
+  EXPECT_LT(j["tp_allreduce_share"].get<double>(), 1.0);
+  EXPECT_EQ(j["tp_first_rounds"][0], "tp2");
   EXPECT_EQ(j["osdp_host_mem"].get<uint64_t>(), 640u << 10);
   EXPECT_EQ(j["osdp_page_size"].get<uint64_t>(), 16u << 10);
   ASSERT_TRUE(j["collectives"].is_array());
@@ -141,11 +152,13 @@ TEST(BenchParallel, BadFlagsAreUsageErrors) {
         {"--shard-rounds", "0"},
         {"--overlap-rounds", "0"},
         {"--osdp-rounds", "0"},
+        {"--tp-rounds", "0"},
         {"--osdp-host-mem", "0"},
         {"--osdp-page-size", "12X"},
         {"--gpu-mem", "12X"},
         {"--host-mem", "0"},
-        {"--no-collectives", "--no-dp", "--no-shard-cost", "--no-comm-overlap", "--no-osdp"}}) {
+        {"--no-collectives", "--no-dp", "--no-shard-cost", "--no-comm-overlap", "--no-osdp",
+         "--no-tp"}}) {
     std::vector<std::string> args = {"bench", "parallel", "--json"};
     args.insert(args.end(), bad.begin(), bad.end());
     const RunResult r = RunStrata(args, dir);

@@ -313,9 +313,9 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
 
 // Starts `mpirun -np 2 strata <args>` in the background, its output in `dir`/spawned.txt; -1
 // when it cannot be started.
-pid_t SpawnMpi(const std::vector<std::string>& args, const std::string& dir) {
-  std::vector<std::string> argv = {kMpirun, "--allow-run-as-root", "--oversubscribe",
-                                   "--timeout", "100", "-np", "2", STRATA_BINARY};
+pid_t SpawnMpi(const std::vector<std::string>& args, const std::string& dir, int ranks = 2) {
+  std::vector<std::string> argv = {kMpirun, "--allow-run-as-root", "--oversubscribe", "--timeout",
+                                   "100", "-np", std::to_string(ranks), STRATA_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   return test_support::SpawnProcess(argv, dir + "/spawned.txt");
 }
@@ -324,7 +324,7 @@ pid_t SpawnMpi(const std::vector<std::string>& args, const std::string& dir) {
 // within 60 s (it is killed and false otherwise).
 bool KillOneRankEndsTheJob(pid_t mpirun) {
   const std::vector<pid_t> ranks = ChildrenOf(mpirun);
-  if (ranks.size() != 2 || ::kill(ranks.back(), SIGKILL) != 0) return false;
+  if (ranks.size() < 2 || ::kill(ranks.back(), SIGKILL) != 0) return false;
   const auto killed_at = std::chrono::steady_clock::now();
   int status = 0;
   pid_t done = 0;
@@ -352,15 +352,17 @@ std::map<long, std::string> LossesByStep(const std::string& path) {
 }
 
 // SIGKILL one rank mid-run: the job ends with an error within 60 s, none hangs, and --resume on
-// every rank (Note [Checkpoints across ranks]) gives the uninterrupted run's losses.
+// every rank (Note [Checkpoints across ranks]) gives the uninterrupted run's losses. pp2-all: a
+// pipeline of 2 stages x dp 2, sharded (4 ranks).
 class TrainDpFailure : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
   // all-split: sharded; the uninterrupted run whole, the killed run in 2 slices and its resume
   // in 4 (Note [Split operators]: splitting changes neither ownership nor bits).
-  const bool split = GetParam() == "all-split";
-  const std::string shard = split ? "all" : GetParam();
+  const bool split = GetParam() == "all-split", piped = GetParam() == "pp2-all";
+  const std::string shard = split || piped ? "all" : GetParam();
+  const int ranks = piped ? 4 : 2;
   ScratchDir scratch("train_dp_kill");
   const std::string& dir = scratch.path();
   auto args = [&](const std::string& run, const char* split_ops = "1") {
@@ -370,11 +372,11 @@ TEST_P(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
         "nvme", "--host-mem", "512K", "--ckpt-every", "1", "--dp", "2", "--shard", shard,
         "--nvme-dir",
         dir + "/" + run + "-nvme", "--ckpt-dir", dir + "/" + run + "-ckpt", "--log-json",
-        dir + "/" + run + ".jsonl", "--split-ops", split_ops};
+        dir + "/" + run + ".jsonl", "--split-ops", split_ops, "--pp", piped ? "2" : "1"};
   };
-  RunResult whole = RunMpi({args("whole")}, 2, dir);
+  RunResult whole = RunMpi({args("whole")}, ranks, dir);
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  const pid_t mpirun = SpawnMpi(args("killed", split ? "2" : "1"), dir);
+  const pid_t mpirun = SpawnMpi(args("killed", split ? "2" : "1"), dir, ranks);
   ASSERT_GT(mpirun, 0);
   ASSERT_TRUE(WaitForLines(dir + "/killed.jsonl", 5, std::chrono::seconds(60)))
       << "the job never took 5 steps";
@@ -382,7 +384,7 @@ TEST_P(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
       << "the job did not end with an error within 60 s of a rank's SIGKILL";
   std::vector<std::string> resume = args("killed", split ? "4" : "1");
   resume.push_back("--resume");
-  RunResult resumed = RunMpi({resume}, 2, dir);
+  RunResult resumed = RunMpi({resume}, ranks, dir);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   // It continued from a checkpoint, not from the start (which would give the same losses too).
   EXPECT_NE(resumed.err.find("resuming after step"), std::string::npos) << resumed.err;
@@ -396,7 +398,7 @@ TEST_P(TrainDpFailure, AKilledRankEndsTheJobAndResumeContinuesExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shard, TrainDpFailure,
-                         ::testing::Values("none", "all", "auto", "all-split"));
+                         ::testing::Values("none", "all", "auto", "all-split", "pp2-all"));
 
 // --split-ops: a factor other than 1, 2, 4 or auto is a usage error, and so is splitting a run
 // that shards nothing (there is nothing to split): refused, not ignored.
@@ -533,8 +535,11 @@ TEST(TrainGridRefusals, BadGridsNameTheFlagAndWhatIsNotBuiltIsRefused) {
        "--pp 3 asks for more pipeline stages than the model's 2 blocks"},
       {2, {"--pp", "2", "--pp-partition", "1,2"}, 2,
        "--pp-partition must be uniform, auto or 2 positive block counts"},
-      {2, {"--pp", "2", "--pp-partition", "1,1", "--schedule", "gpipe"}, 1,
-       "pipeline parallelism is not built yet"},
+      {2, {"--pp", "2", "--shard", "auto"}, 1, "--pp 2 with --shard auto or --split-ops 1"},
+      {2, {"--pp", "2", "--micro-batch-order", "layer-major"}, 2,
+       "drop --micro-batch-order layer-major"},
+      {4, {"--pp", "2", "--dp", "2", "--shard", "all", "--micro-batch", "1"}, 2,
+       "give one micro-batch per rank (--micro-batch 0) or --shard none"},
       {2, {"--tp", "2", "--shard", "all"}, 1, "--shard all with --tp 2 is not built yet"},
       {2, {"--tp", "2", "--engine", "memory"}, 2, "--tp 2 runs the paged engine"},
   };
