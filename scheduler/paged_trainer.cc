@@ -142,23 +142,7 @@ Status PagedTrainer::make_plan() {
                 .with_head = pipe_.last()};
   }
   STRATA_ASSIGN_OR_RETURN(plan_, plan_split(in));
-  // The run's first line: the micro-batch order, after the grid in a job of several ranks.
-  if (world_size() > 1) {
-    const uint64_t page = pages_->page_bytes();
-    const std::string per_tier =
-        "params " + FormatBytes(pages_->pages_of_role(Role::kParam) * page) + " on " +
-        memory::TierName(plan_.params) + ", gradients " +
-        FormatBytes(pages_->pages_of_role(Role::kGrad) * page) + " through the host, moments " +
-        FormatBytes((pages_->pages_of_role(Role::kAdamM) + pages_->pages_of_role(Role::kAdamV)) *
-                    page) +
-        " on " + memory::TierName(plan_.optimizer);
-    const std::string choice = shard_choice_.empty() ? "--shard " + o_.shard : shard_choice_;
-    Logger("train")->info("{}", scheduler::GridLine(grid_.describe(), world_->backend(), shards_,
-                                                    choice, split_choice_, per_tier,
-                                                    plan_.order_to_string(), stages_text()));
-  } else {
-    Logger("train")->info("{}", plan_.order_to_string());
-  }
+  STRATA_RETURN_IF_ERROR(log_first_line());
   Logger("train")->info("paged engine: {} pages of {} ({} of state); {}", pages_->num_pages(),
                         FormatBytes(pages_->page_bytes()),
                         FormatBytes(pages_->plan().total_bytes()), plan_.to_string());

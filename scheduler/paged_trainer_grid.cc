@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "core/util/log.h"
+#include "core/util/sizes.h"
+#include "scheduler/data_parallel.h"
 #include "scheduler/paged_trainer_impl.h"
 #include "scheduler/stage_costs.h"
 
@@ -87,6 +90,52 @@ std::string PagedTrainer::stages_text() const {
   }
   return text + " per micro-batch; --schedule " + o_.schedule + ", " +
          std::to_string(rank_rows() / micro_rows()) + " micro-batches";
+}
+
+// What this rank holds per tier: "params 1.00 MiB on device, gradients ... through the host,
+// moments ... on host" (and its recompute, in a job whose ranks hold different parts).
+std::string PagedTrainer::tiers_text(const std::vector<uint64_t>& f) const {
+  std::string text = "params " + FormatBytes(f[0]) + " on " +
+                     memory::TierName(static_cast<memory::Tier>(f[3])) + ", gradients " +
+                     FormatBytes(f[1]) + " through the host, moments " + FormatBytes(f[2]) +
+                     " on " + memory::TierName(static_cast<memory::Tier>(f[4]));
+  if (o_.tp > 1 || piped()) {
+    text += ", recompute " + std::to_string(f[5]) + " of " + std::to_string(f[6]) + " blocks";
+  }
+  return text;
+}
+
+// The run's first line: the micro-batch order, after the grid in a job of several ranks, with
+// what each rank holds where (gathered: the stages and the tp slices hold different parts).
+Status PagedTrainer::log_first_line() {
+  if (world_size() == 1) {
+    Logger("train")->info("{}", plan_.order_to_string());
+    return Status::Ok();
+  }
+  const uint64_t page = pages_->page_bytes();
+  const std::vector<uint64_t> mine = {
+      pages_->pages_of_role(Role::kParam) * page, pages_->pages_of_role(Role::kGrad) * page,
+      (pages_->pages_of_role(Role::kAdamM) + pages_->pages_of_role(Role::kAdamV)) * page,
+      uint64_t(plan_.params), uint64_t(plan_.optimizer), uint64_t(plan_.recompute_layers),
+      uint64_t(plan_.layers)};
+  std::string per_tier = tiers_text(mine);
+  if (o_.tp > 1 || piped()) {
+    std::vector<uint64_t> all(mine.size() * size_t(world_size()));
+    STRATA_RETURN_IF_ERROR(world_->all_gather(mine.data(), all.data(), mine.size() * 8)
+                               .wait()
+                               .with_context("gathering what each rank holds"));
+    per_tier.clear();
+    for (int r = 0; r < world_size(); ++r) {
+      const std::vector<uint64_t> f(all.begin() + r * mine.size(),
+                                    all.begin() + (r + 1) * mine.size());
+      per_tier += (r > 0 ? "; rank " : "rank ") + std::to_string(r) + ": " + tiers_text(f);
+    }
+  }
+  const std::string choice = shard_choice_.empty() ? "--shard " + o_.shard : shard_choice_;
+  Logger("train")->info("{}", scheduler::GridLine(grid_.describe(), world_->backend(), shards_,
+                                                  choice, split_choice_, per_tier,
+                                                  plan_.order_to_string(), stages_text()));
+  return Status::Ok();
 }
 
 // The blocks this rank holds pages of: its stage's, the embedding on the first stage and the head

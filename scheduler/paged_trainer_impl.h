@@ -97,6 +97,8 @@ class PagedTrainer final : public Trainer {
   std::vector<bool> held_blocks() const;
   int stage_of(int block) const;
   std::string stages_text() const;
+  std::string tiers_text(const std::vector<uint64_t>& figures) const;
+  Status log_first_line();
   // Tensor parallelism: this rank's slice of a whole block (`full`), and the whole block from
   // every tp rank's slice of it (`local`; collective over the tp group).
   void slice_block(int block, const float* full, float* local) const;

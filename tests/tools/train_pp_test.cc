@@ -96,6 +96,27 @@ INSTANTIATE_TEST_SUITE_P(
       return "case" + std::to_string(info.index);
     });
 
+// Stage-aware recompute (Merak): under one --gpu-mem, stage 0 of a 1F1B pipeline holds 2
+// micro-batches in flight and stage 1 one, so --recompute auto checkpoints a block on stage 0 and
+// none on stage 1 (each rank's line names its decision); recompute keeps one rank's bits.
+TEST(TrainPpRecompute, EachStageDecidesForItsOwnMicroBatchesInFlight) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_pp_recompute");
+  const std::string& dir = scratch.path();
+  const std::vector<std::string> model = {"--n-layer", "4", "--micro-batch", "1"};
+  RunResult r1 = RunStrata(With(TrainArgs(dir, "one"), model), dir);
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  RunResult rp = RunMpi(
+      {With(TrainArgs(dir, "pp"), With(model, {"--pp", "2", "--recompute", "auto", "--gpu-mem",
+                                               "600K"}))},
+      2, dir);
+  ASSERT_EQ(rp.exit_code, 0) << rp.err;
+  const std::string first = rp.err.substr(0, rp.err.find('\n'));
+  EXPECT_NE(first.find("recompute 1 of 2 blocks; rank 1:"), std::string::npos) << first;
+  EXPECT_NE(first.find("recompute 0 of 2 blocks | micro-batch order"), std::string::npos) << first;
+  EXPECT_EQ(Steps(dir, "pp"), Steps(dir, "one"));
+}
+
 // Rank 0's (stage 0's) device peak and activation bytes for a schedule and a micro-batch count.
 struct Peaks {
   double device = 0, activations = 0;
