@@ -57,9 +57,15 @@ Status PagedTrainer::make_stage(int stage) {
   return Status::Ok();
 }
 
-// Every rank measures (stage_costs.h) and takes rank 0's figures, so that all cut the same way.
+// Rank 0 measures (stage_costs.h) while the others wait, so that no rank's measurement competes
+// with another's for the cores, and every rank cuts by its figures.
 Result<scheduler::StageCosts> PagedTrainer::measure_stage_costs() {
-  scheduler::StageCosts c = scheduler::MeasureStageCosts(full_layout_, micro_rows(), seq_, threads_);
+  scheduler::StageCosts c;
+  if (world_rank() == 0) {
+    c = scheduler::MeasureStageCosts(full_layout_, micro_rows(), seq_, threads_);
+  } else {
+    c.blocks.assign(size_t(full_layout_.config.n_layer), 0.0);
+  }
   std::vector<double> all = c.blocks;
   all.push_back(c.embedding);
   all.push_back(c.head);
