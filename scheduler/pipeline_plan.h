@@ -1,6 +1,7 @@
 // Pipeline parallelism's plan (issue 15, docs/parallel.md "The grid"): which blocks each stage
 // owns (--pp-partition) and the order in which a stage runs its micro-batches' forwards and
-// backwards (--schedule). Pure functions; the stages that run them are not built yet.
+// backwards (--schedule). Pure functions; pipe_stage.h and the stage programs of step_program.h
+// run them.
 //
 // Note [Pipeline schedules]
 // A stage s of P runs M micro-batches' forwards F0..F(M-1) and backwards B0..B(M-1), each in

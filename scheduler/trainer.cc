@@ -126,7 +126,7 @@ Status ValidateParallelOptions(const TrainOptions& o) {
 
 // --tp and --pp against the model (parallel/grid.h): a tensor-parallel rank takes whole attention
 // heads and an equal part of the padded vocabulary (Note [Tensor-parallel slices] in
-// core/nn/tp_layout.h), a pipeline stage at least one block. Then what is not built yet.
+// core/nn/tp_layout.h), a pipeline stage at least one block. Then what is not built yet with them.
 Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
   const std::string tp = std::to_string(o.tp), pp = std::to_string(o.pp);
   if (c.n_head % o.tp != 0) {

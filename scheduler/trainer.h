@@ -120,8 +120,8 @@ struct TrainOptions {
   // Data parallelism (docs/parallel.md). The ranks come from the launcher (mpirun); the CLI
   // makes the Comm and checks --dp against the world size.
   int dp = 0;                   // --dp: data-parallel ranks; 0 = the world size / (tp * pp)
-  // Tensor and pipeline parallelism (the 3D grid, parallel/grid.h). The grid and its refusals
-  // are built; a run with --tp or --pp above 1 is refused as not built yet (docs/parallel.md).
+  // Tensor and pipeline parallelism (the 3D grid, parallel/grid.h; docs/parallel.md): the paged
+  // engine on each rank's slice (--tp) and stage (--pp).
   int tp = 1;                           // --tp: tensor-parallel ranks per block
   int pp = 1;                           // --pp: pipeline stages
   std::string schedule = "1f1b";        // --schedule: gpipe | 1f1b

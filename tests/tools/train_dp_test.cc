@@ -501,8 +501,8 @@ TEST(TrainDpSplit, AutoSplitsWhenWholeBlocksDoNotFitTheDevice) {
 }
 
 // The 3D grid (parallel/grid.h): a grid that does not fit the job or the model is a usage error
-// naming the flag; what is not built yet (pipelines, tp with sharding) is refused as such, not run
-// as something else.
+// naming the flag; what is not built yet with tp or pp (sharding, split operators) is refused as
+// such, not run as something else.
 TEST(TrainGridRefusals, BadGridsNameTheFlagAndWhatIsNotBuiltIsRefused) {
   ScratchDir scratch("train_grid");
   const std::string& dir = scratch.path();
