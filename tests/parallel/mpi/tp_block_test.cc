@@ -4,6 +4,7 @@
 // rank alone, up to float rounding; and two runs give the same bits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -110,6 +111,20 @@ TEST(TpBlock, EachRanksSliceComputesTheWholeBlockUpToRounding) {
   for (const TensorSpec& t : lb.tensors) {
     EXPECT_LT(RelativeError(sliced.grads.data() + t.offset, want.data() + t.offset, t.numel), 1e-5)
         << t.name << " on rank " << world.rank();
+  }
+  // The replicated tensors (layernorms, row-parallel biases) get the same gradient bits on every
+  // rank, so their replicas never drift apart (Note [Tensor-parallel all-reduces]).
+  for (size_t t = 0; t < lb.tensors.size(); ++t) {
+    if (!TpReplicated(lb, int(t))) continue;
+    const TensorSpec& ts = lb.tensors[t];
+    std::vector<float> all(size_t(ts.numel) * world.size());
+    ASSERT_TRUE(world.all_gather(sliced.grads.data() + ts.offset, all.data(), size_t(ts.numel) * 4)
+                    .wait()
+                    .ok());
+    for (int r = 1; r < world.size(); ++r) {
+      EXPECT_TRUE(std::equal(all.begin(), all.begin() + ts.numel, all.begin() + r * ts.numel))
+          << ts.name << ": rank " << r << "'s gradient differs from rank 0's";
+    }
   }
   const BlockRun again = RunBlock(full, &tp, mine, x, dout);
   EXPECT_EQ(again.out, sliced.out) << "a second run gives the same bits";
