@@ -14,6 +14,7 @@
 #include "core/nn/tp_blocks.h"
 #include "core/nn/tp_layout.h"
 #include "mpi_test_util.h"
+#include "tp_test_util.h"
 
 namespace strata::parallel::testing_mpi {
 namespace {
@@ -28,23 +29,6 @@ GptConfig Config() {
   c.vocab_size = 128;
   c.block_size = kT;
   return c;
-}
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-double RelativeError(const float* got, const float* want, int64_t n) {
-  double err = 0, norm = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    err += double(got[i] - want[i]) * (got[i] - want[i]);
-    norm += double(want[i]) * want[i];
-  }
-  return std::sqrt(err / std::max(norm, 1e-30));
 }
 
 struct BlockRun {

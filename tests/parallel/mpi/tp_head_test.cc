@@ -19,6 +19,7 @@
 #include "core/nn/gpt_blocks.h"
 #include "core/nn/tp_layout.h"
 #include "mpi_test_util.h"
+#include "tp_test_util.h"
 
 namespace strata::parallel::testing_mpi {
 namespace {
@@ -37,14 +38,6 @@ GptConfig Config() {
   return c;
 }
 
-std::vector<float> Random(size_t n, uint32_t seed, float stddev = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, stddev);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
 // Ids of both micro-batches (kMicroBatches * kN): every rank's first and last rows, the last real
 // id, and random ones.
 std::vector<int32_t> Ids(int V, uint32_t seed) {
@@ -55,15 +48,6 @@ std::vector<int32_t> Ids(int V, uint32_t seed) {
   for (size_t i = 0; i < std::size(edges); ++i) ids[i * 5 % ids.size()] = edges[i];
   ids[kN + 1] = V - 1;  // the second micro-batch too
   return ids;
-}
-
-double RelativeError(const float* got, const float* want, int64_t n) {
-  double err = 0, norm = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    err += double(got[i] - want[i]) * (got[i] - want[i]);
-    norm += double(want[i]) * want[i];
-  }
-  return std::sqrt(err / std::max(norm, 1e-30));
 }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
