@@ -272,7 +272,6 @@ void HeadBackward(const KernelTable& k, const GptLayout& layout, const float* pa
                   const float* wte, float* dwte, const float* x, const int32_t* targets, int B,
                   int T, const HeadActs& a, const BackwardScratch& s, float dloss, float* dres,
                   bool first) {
-  const auto& t = layout.head().tensors;
   const GptConfig& c = layout.config;
   const int N = B * T, C = c.n_embd, V = c.vocab_size;
   Zero(s.dlogits, int64_t(N) * V);
@@ -280,13 +279,22 @@ void HeadBackward(const KernelTable& k, const GptLayout& layout, const float* pa
   // dlnf (N, C) = dlogits (N, V) @ wte (V, C); dwte (V, C) += dlogits^T @ lnf, in slices of
   // rows (Note [Gradient contributions]).
   k.sgemm(false, false, N, C, V, 1.0f, s.dlogits, V, wte, C, 0.0f, s.dln, C);
-  const int rows = GradSliceRows(c, T);
-  for (int v0 = 0; v0 < V; v0 += rows) {
-    const int r = std::min(rows, V - v0);
+  HeadParamsBackward(k, layout, params, grads, dwte, V, V, x, B, T, a, s, dres, first);
+}
+
+void HeadParamsBackward(const KernelTable& k, const GptLayout& layout, const float* params,
+                        float* grads, float* dwte, int wte_rows, int ld_logits, const float* x,
+                        int B, int T, const HeadActs& a, const BackwardScratch& s, float* dres,
+                        bool first) {
+  const auto& t = layout.head().tensors;
+  const int N = B * T, C = layout.config.n_embd;
+  const int rows = GradSliceRows(layout.config, T);
+  for (int v0 = 0; v0 < wte_rows; v0 += rows) {
+    const int r = std::min(rows, wte_rows - v0);
     Contribute<1>(k, first, s.dparam, {{{dwte + int64_t(v0) * C, int64_t(r) * C}}},
                   [&](auto& d) {
-                    k.sgemm(true, false, r, C, N, 1.0f, s.dlogits + v0, V, a.lnf, C, 1.0f, d[0],
-                            C);
+                    k.sgemm(true, false, r, C, N, 1.0f, s.dlogits + v0, ld_logits, a.lnf, C, 1.0f,
+                            d[0], C);
                   });
   }
   Zero(dres, int64_t(N) * C);

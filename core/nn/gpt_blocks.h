@@ -144,5 +144,13 @@ void HeadBackward(const KernelTable& k, const GptLayout& layout, const float* pa
                   const float* wte, float* dwte, const float* x, const int32_t* targets, int B,
                   int T, const HeadActs& acts, const BackwardScratch& scratch, float dloss,
                   float* dres, bool first);
+// The head backward's end, shared with the vocab-parallel head (tp_head.h): from scratch.dlogits
+// (ld_logits floats per row) and the complete scratch.dln, dwte's first `wte_rows` rows +=
+// dlogits^T @ lnf in slices of GradSliceRows, then ln_f's backward into dres (overwritten) and
+// the head's gradients.
+void HeadParamsBackward(const KernelTable& k, const GptLayout& layout, const float* params,
+                        float* grads, float* dwte, int wte_rows, int ld_logits, const float* x,
+                        int B, int T, const HeadActs& acts, const BackwardScratch& scratch,
+                        float* dres, bool first);
 
 }  // namespace strata

@@ -119,7 +119,6 @@ void TpHeadBackward(const KernelTable& k, const GptLayout& layout, int tp_rank, 
                     const int32_t* targets, int B, int T, const HeadActs& a,
                     const BackwardScratch& s, float dloss, float* dres, bool first,
                     const TpAllReduce& all_reduce) {
-  const auto& t = layout.head().tensors;
   const int N = B * T, C = layout.config.n_embd;
   const VocabSlice v = SliceOf(layout, tp_rank);
   Zero(s.dlogits, int64_t(N) * v.rows);
@@ -127,22 +126,9 @@ void TpHeadBackward(const KernelTable& k, const GptLayout& layout, int tp_rank, 
   // dlnf (N, C) = dlogits (N, Vl) @ wte_local (Vl, C) over the real rows: a partial sum.
   k.sgemm(false, false, N, C, v.valid, 1.0f, s.dlogits, v.rows, wte, C, 0.0f, s.dln, C);
   all_reduce(s.dln, int64_t(N) * C);
-  // dwte_local += dlogits^T @ lnf, the real rows in slices (Note [Gradient contributions]).
-  const int rows = GradSliceRows(layout.config, T);
-  for (int r0 = 0; r0 < v.valid; r0 += rows) {
-    const int r = std::min(rows, v.valid - r0);
-    Contribute<1>(k, first, s.dparam, {{{dwte + int64_t(r0) * C, int64_t(r) * C}}}, [&](auto& d) {
-      k.sgemm(true, false, r, C, N, 1.0f, s.dlogits + r0, v.rows, a.lnf, C, 1.0f, d[0], C);
-    });
-  }
-  // ln_f's backward, replicated: every rank has the same dlnf, x and statistics.
-  Zero(dres, int64_t(N) * C);
-  float* dlnf_w = grads + t[kLnfW].offset;
-  float* dlnf_b = grads + t[kLnfB].offset;
-  Contribute<2>(k, first, s.dparam, {{{dlnf_w, C}, {dlnf_b, C}}}, [&](auto& d) {
-    k.layernorm_backward(dres, d[0], d[1], s.dln, x, params + t[kLnfW].offset, a.lnf_mean,
-                         a.lnf_rstd, N, C);
-  });
+  // dwte_local += dlogits^T @ lnf over the real rows; ln_f's backward, replicated: every rank has
+  // the same dlnf, x and statistics.
+  HeadParamsBackward(k, layout, params, grads, dwte, v.valid, v.rows, x, B, T, a, s, dres, first);
 }
 
 }  // namespace strata
