@@ -38,10 +38,10 @@ void GptOps::pipe_receive(const Op& op) {
   float* into = nullptr;
   int peer = 0;
   if (op.kind == OpKind::kBlockFwd && layer == s.first_layer() && !s.first()) {
-    comm = s.fwd, into = cur_->emb_out, peer = s.stage - 1;
+    comm = s.fwd_in(), into = cur_->emb_out, peer = s.stage - 1;
   } else if (op.kind == OpKind::kBlockBwd && layer == s.first_layer() + s.layers() - 1 &&
              !s.last()) {
-    comm = s.bwd, into = dres_[op.micro_batch], peer = s.stage + 1;
+    comm = s.bwd_in(), into = dres_[op.micro_batch], peer = s.stage + 1;
   }
   if (comm == nullptr || !ops_error_.ok()) return;
   const auto t0 = std::chrono::steady_clock::now();
@@ -58,9 +58,11 @@ void GptOps::pipe_send(const Op& op) {
   const size_t bytes = ResidualBytes(o_.micro_rows, o_.seq, layout_.config.n_embd);
   if (!ops_error_.ok()) return;
   if (op.kind == OpKind::kBlockFwd && layer == s.first_layer() + s.layers() - 1 && !s.last()) {
-    pipe_sends_.push_back(s.fwd->send(cur_->outputs[layer], bytes, s.stage + 1, op.micro_batch));
+    pipe_sends_.push_back(
+        s.fwd_out()->send(cur_->outputs[layer], bytes, s.stage + 1, op.micro_batch));
   } else if (op.kind == OpKind::kBlockBwd && layer == s.first_layer() && !s.first()) {
-    pipe_sends_.push_back(s.bwd->send(dres_[op.micro_batch], bytes, s.stage - 1, op.micro_batch));
+    pipe_sends_.push_back(
+        s.bwd_out()->send(dres_[op.micro_batch], bytes, s.stage - 1, op.micro_batch));
   }
 }
 

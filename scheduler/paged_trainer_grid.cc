@@ -26,7 +26,8 @@ Status PagedTrainer::make_grid() {
   o_.ranks = dp_comm_.get();
   if (o_.pp == 1) return Status::Ok();
   const int pipeline = me.dp * grid_.tp() + me.tp;  // its stages share dp and tp
-  for (std::unique_ptr<parallel::Comm>* c : {&pp_fwd_, &pp_bwd_, &pp_tied_}) {
+  for (std::unique_ptr<parallel::Comm>* c : {&pp_fwd_[0], &pp_fwd_[1], &pp_bwd_[0], &pp_bwd_[1],
+                                             &pp_tied_}) {
     STRATA_ASSIGN_OR_RETURN(*c, world_->split(pipeline, me.pp));
   }
   return make_stage(me.pp);
@@ -51,8 +52,10 @@ Status PagedTrainer::make_stage(int stage) {
                   .last = stage == P - 1};
   pipe_.steps = scheduler::StageSchedule(schedule, P, stage, rank_rows() / micro_rows());
   pipe_.in_flight = scheduler::PeakInFlight(pipe_.steps);
-  pipe_.fwd = pp_fwd_.get();
-  pipe_.bwd = pp_bwd_.get();
+  for (int i = 0; i < 2; ++i) {
+    pipe_.fwd[i] = pp_fwd_[i].get();
+    pipe_.bwd[i] = pp_bwd_[i].get();
+  }
   pipe_.tied = pp_tied_.get();
   return Status::Ok();
 }

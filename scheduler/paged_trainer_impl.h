@@ -140,7 +140,7 @@ class PagedTrainer final : public Trainer {
   parallel::Comm* world_ = nullptr;  // the job's ranks (o_.ranks as given); nullptr: one rank
   parallel::Grid grid_;
   std::unique_ptr<parallel::Comm> dp_comm_, tp_comm_;  // --tp / --pp: the grid's groups
-  std::unique_ptr<parallel::Comm> pp_fwd_, pp_bwd_, pp_tied_;  // the pipeline's (pipe_stage.h)
+  std::unique_ptr<parallel::Comm> pp_fwd_[2], pp_bwd_[2], pp_tied_;  // the pipeline's (pipe_stage.h)
   scheduler::StageCosts stage_costs_;
   std::vector<int> stage_blocks_;  // transformer blocks per stage
   scheduler::PipeStage pipe_;
