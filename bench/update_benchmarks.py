@@ -273,8 +273,9 @@ def amplification_rows(j):
 def parallel_rows(j):
     """`strata bench parallel` (tools/bench_parallel.cc): issue 14's dp_scaling,
     collective_efficiency, shard_cost, comm_overlap and osdp_vs_zero3, and issue 15's
-    tp_efficiency; each that was measured (--no-dp, --no-collectives, --no-shard-cost,
-    --no-comm-overlap, --no-osdp and --no-tp leave one out)."""
+    tp_efficiency, pipeline_bubble and schedule_memory; each that was measured (--no-dp,
+    --no-collectives, --no-shard-cost, --no-comm-overlap, --no-osdp, --no-tp and --no-pp leave one
+    out)."""
     rows = []
     if j.get("dp_scaling") is not None:
         rounds = "; ".join(f"{a:.0f} vs {b:.0f} = {r:.3f}" for a, b, r in zip(
@@ -289,7 +290,7 @@ def parallel_rows(j):
                               f"{len(j['dp_scaling_rounds'])} rounds (2 ranks vs 1 rank tokens/s: "
                               f"{rounds})"))
     if j.get("collective_efficiency") is None:
-        return rows + shard_rows(j) + osdp_rows(j) + tp_rows(j)
+        return rows + shard_rows(j) + osdp_rows(j) + tp_rows(j) + pp_rows(j)
     target = j.get("collective_efficiency_target", 0.9)
     size = lambda b: f"{b / 2**20:g} MiB" if b >= 2**20 else f"{b / 2**10:g} KiB"
     sizes = j["collective_efficiency_sizes"]
@@ -313,7 +314,7 @@ def parallel_rows(j):
         rows.append(ratio_row(f"collective_efficiency_{op}", j[f"collective_efficiency_{op}"],
                               target, f"Comm {op} vs {raw}, median over {span}; per size "
                                       f"Strata/MPI: {per_size}{note}"))
-    return rows + shard_rows(j) + osdp_rows(j) + tp_rows(j)
+    return rows + shard_rows(j) + osdp_rows(j) + tp_rows(j) + pp_rows(j)
 
 
 def shard_rows(j):
@@ -430,6 +431,58 @@ def tp_rows(j):
     ]
 
 
+def pp_rows(j):
+    """bench parallel's 7 (pipeline_bubble, target <= 1.15) and 8 (schedule_memory, reported), when
+    the result has them (Notes [Pipeline bubble] and [Schedule memory] in
+    tools/bench_parallel.cc)."""
+    rows = []
+    ms = lambda s: f"{s * 1e3:.1f} ms"
+    if j.get("pipeline_bubble") is not None:
+        v, t = j["pipeline_bubble"], j.get("pipeline_bubble_target", 1.15)
+        m, p = j["pp_micro_batches"], 2
+        rounds = "; ".join(
+            f"{ms(s)} / ({ms(c)} / {p} x {m + p - 1}/{m} = {ms(i)}) = {b:.3f} ({first} first; "
+            f"pair {', '.join(ms(x) for x in each)}; stage 0 waits {ms(w)})"
+            for s, c, i, b, first, each, w in zip(
+                j["pp2_step_s_rounds"], j["pp1_compute_s_rounds"],
+                j["pipeline_ideal_step_s_rounds"], j["pipeline_bubble_rounds"],
+                j["pp_first_rounds"], j["pp1_compute_process_s_rounds"],
+                j["pp2_compute_comm_s_rounds"]))
+        rows.append({"metric": "pipeline_bubble", "value": v, "target": f"<= {t}", "met": v <= t,
+                     "what": f"the --pp 2 --schedule 1f1b step {ms(j['pp2_step_s'])} "
+                             f"(`{j['pp2_command']}`) vs the ideal pipeline step T1 / {p} x "
+                             f"({m} + {p} - 1) / {m} = {ms(j['pipeline_ideal_step_s'])}, T1 = "
+                             f"{ms(j['pp1_compute_s'])}: one rank's compute, the compute queue's "
+                             f"busy time per step in the traces of 2 single-rank runs of the whole "
+                             f"model started at once, the slower one's "
+                             f"(`{j['pp1_command']}`, twice; Note [Pipeline bubble] in "
+                             f"tools/bench_parallel.cc); `{j['pp_model']}` batch {j['pp_batch']} "
+                             f"in {m} micro-batches of {j['pp_micro_batch']} x seq {j['pp_seq']}, "
+                             f"1 thread per rank, paged engine at each run's default budgets, on "
+                             f"{j['cpu_cores']} cores; each run's median of {j['pp_steps']} steps "
+                             f"after {j['pp_warmup_steps']} warmup. Where the step goes: stage 0 "
+                             f"waits in its activation receives {ms(j['pp2_compute_comm_s'])} "
+                             f"({j['pp2_compute_comm_share']:.3f} of the step; an ideal 1F1B "
+                             f"idles {p - 1}/{m + p - 1} = {(p - 1) / (m + p - 1):.3f}); stages "
+                             f"{j['pp_stages']} per micro-batch as --pp-partition auto predicted "
+                             f"(imbalance {j['pp_stage_imbalance']:.3f}); the round with the "
+                             f"median figure of {len(j['pipeline_bubble_rounds'])}, alternating "
+                             f"which goes first (pp2 step / ideal: {rounds})"})
+    if j.get("schedule_memory") is not None:
+        mib = lambda b: f"{b / 2**20:.2f} MiB" if b >= 2**20 else f"{b / 2**10:.0f} KiB"
+        rows.append({"metric": "schedule_memory", "value": j["schedule_memory"],
+                     "target": "report", "met": True,
+                     "what": f"rank 0's (stage 0's) peak activation bytes of --pp 2 with "
+                             f"{j['schedule_memory_micro_batches']} micro-batches under GPipe "
+                             f"{mib(j['schedule_memory_gpipe_activation_bytes'])} "
+                             f"(`{j['schedule_memory_gpipe_command']}`) / under 1F1B "
+                             f"{mib(j['schedule_memory_1f1b_activation_bytes'])} "
+                             f"(`{j['schedule_memory_1f1b_command']}`): GPipe holds every "
+                             f"micro-batch's activations, 1F1B 2 on stage 0, beside what both "
+                             f"carve alike (Note [Schedule memory] in tools/bench_parallel.cc)"})
+    return rows
+
+
 BENCHES = {
     "step": {
         "title": "Training step: Strata vs PyTorch, and vs sgemm peak (issue: foundation)",
@@ -503,8 +556,9 @@ BENCHES = {
         "rows": offload_rows,
     },
     "parallel": {
-        "title": "Data and tensor parallelism: DP scaling, the Comm vs raw MPI, shard cost, "
-                 "comm overlap and OSDP vs ZeRO-3 (issue 14); TP efficiency (issue 15)",
+        "title": "Data, tensor and pipeline parallelism: DP scaling, the Comm vs raw MPI, shard "
+                 "cost, comm overlap and OSDP vs ZeRO-3 (issue 14); TP efficiency, pipeline "
+                 "bubble and schedule memory (issue 15)",
         "measures": "`strata bench parallel` (tools/bench_parallel.cc), which launches its ranks "
                     "with mpirun itself: (1) all-gather and reduce-scatter through Strata's Comm "
                     "(MPI backend) vs raw MPI_Allgather and MPI_Reduce_scatter_block of the same "
@@ -526,7 +580,12 @@ BENCHES = {
                     "as 2 ranks of 1 thread vs 1 rank of 2 threads, both on the paged engine, "
                     "the same model and global batch, tokens/s in rounds alternating which goes "
                     "first, beside the share of the tp2 step its compute stream waits in its tp "
-                    "all-reduces (reported, no target).",
+                    "all-reduces (reported, no target); (7) `strata train --pp 2 --schedule 1f1b` "
+                    "with 8 micro-batches, 2 ranks of 1 thread, its step time vs the ideal "
+                    "pipeline step T1 / 2 x 9/8, T1 one rank's compute time (the compute queue's "
+                    "busy time per step of 2 single-rank runs of the whole model at once), both "
+                    "measured in each round; (8) stage 0's peak activation bytes of that pp2 run "
+                    "under GPipe vs 1F1B (reported, no target).",
         "cmd": ["build/tools/strata", "bench", "parallel", "--json"],
         "rows": parallel_rows,
     },

@@ -21,6 +21,12 @@
 //    thread vs 1 rank of 2 threads, both on the paged engine, the same model and global batch,
 //    tokens/s; beside it tp_allreduce_share, the part of the tp2 step its compute stream waits in
 //    its own tp all-reduces (tools/bench_parallel_tp.cc). Reported, no target.
+// 7. pipeline_bubble (Note [Pipeline bubble]): `strata train --pp 2 --schedule 1f1b` with 8
+//    micro-batches, 2 ranks of 1 thread, its step time vs the ideal pipeline step T1 / 2 x
+//    (8 + 2 - 1) / 8 from one rank's compute time T1, both measured in each round
+//    (tools/bench_parallel_pp.cc). Target <= 1.15.
+// 8. schedule_memory (Note [Schedule memory]): rank 0's peak activation bytes of that pp2 run
+//    under GPipe vs 1F1B. Reported, no target.
 //
 // Note [Collective efficiency]
 // A size is the whole buffer on each rank: the all-gather's output and the reduce-scatter's input
@@ -138,6 +144,45 @@
 // the median over the rounds. The wait includes the time the other rank
 // takes to arrive at the collective, so it is what the step spends in the all-reduces, not
 // their bytes / bandwidth.
+//
+// Note [Pipeline bubble]
+// How close a pipelined step comes to the ideal pipeline: `mpirun -np 2 strata train --pp 2
+// --schedule 1f1b --pp-partition auto --threads 1 --engine paged --batch B --micro-batch B/8`,
+// i.e. M = 8 micro-batches per step (--batch must be a multiple of 8), 2's model, seq and steps,
+// at its default budgets, against ideal = T1 / P x (M + P - 1) / M = T1 / 2 x 9 / 8: each of the
+// P stages doing half of one rank's compute T1, plus 1F1B's P - 1 idle micro-batch slots (the
+// bubble itself). pipeline_bubble = the pp2 run's median step (rank 0's B x T / tokens_per_s over
+// the steps after --warmup-steps) / ideal, so it counts what the schedule's own bubble does not:
+// the stages' imbalance, the activation sends and receives, each stage's paging and AdamW.
+// T1 is compute, not movement, measured the way comm_overlap's compute-only is (Note [Comm
+// overlap]): one rank with the same model, batch, micro-batch, seq, steps, engine and thread
+// (`strata train --threads 1 --engine paged --micro-batch B/8 --trace`, no mpirun), kRanks such
+// processes started together so that their kernels share the 2 cores' caches and memory bandwidth
+// as the two stages' do (one process alone would time faster kernels than either stage can run),
+// each one's median compute-queue busy time per counted step from its trace (the sum of its
+// kernels), and T1 the slower one's (a pipeline's step waits for its slower stage). Not the
+// stages' own busy time: a stage's receive waits are inside its compute ops. What T1 does not
+// match: a stage holds half the blocks, so its kernels work on a set of weights half the size of a
+// whole-model rank's (for `small` about 21 of 43 MB, against this machine's 32 MiB L3), and may
+// run faster per unit of work than T1's; the figure can then come out below 1, and ideal is the
+// issue's yardstick rather than a bound. Both are launched anew in each round, --pp-rounds rounds
+// alternating which goes first; pipeline_bubble is the round with the median figure (the upper one
+// of an even count), and every round is reported. Beside it, to say where the step goes:
+// pp2_compute_comm_s, rank 0's (stage 0's) median seconds its compute stream waited in its own
+// activation receives (its gradients from stage 1: the bubble's slots, the other stage's lateness
+// and the transfers together; an ideal 1F1B of equal stages idles (P - 1) / (M + P - 1) = 1/9 of
+// the step there), its share of the step, and the stages that the pp2 run's first line names with
+// their predicted times per micro-batch (the costs --pp-partition auto measured at its start, Note
+// [Stage partition]) and pp_stage_imbalance, the slowest stage's predicted time over their mean.
+//
+// Note [Schedule memory]
+// What 1F1B saves in activations against GPipe: the pp2 run above (8 micro-batches, --pp-partition
+// auto) twice, `--schedule gpipe` and `--schedule 1f1b`, 2 steps each, one round (the numbers do
+// not depend on timing). Each run's figure is the largest peak_bytes.activations in rank 0's
+// --log-json (stage 0's device bytes of activations: P micro-batches' sets under 1F1B, all M under
+// GPipe, beside the pieces either schedule carves alike, such as each micro-batch's residual
+// gradient: Notes [Stage activations] and [Tied gradient order] in scheduler/activations.h, so the
+// ratio stays below M / P = 4); schedule_memory = GPipe's / 1F1B's, reported with both byte counts.
 #include "tools/bench_parallel.h"
 
 #include <filesystem>
@@ -161,7 +206,7 @@ Status CheckFlags(const Flags& f) {
         std::pair{"--steps", f.steps}, std::pair{"--seq", f.seq},
         std::pair{"--shard-rounds", f.shard_rounds},
         std::pair{"--overlap-rounds", f.overlap_rounds}, std::pair{"--osdp-rounds", f.osdp_rounds},
-        std::pair{"--tp-rounds", f.tp_rounds}}) {
+        std::pair{"--tp-rounds", f.tp_rounds}, std::pair{"--pp-rounds", f.pp_rounds}}) {
     if (value <= 0) {
       return Status::InvalidArgument(std::string(flag) + " must be positive, got " +
                                      std::to_string(value));
@@ -172,6 +217,12 @@ Status CheckFlags(const Flags& f) {
     return Status::InvalidArgument("--batch must be a positive multiple of " +
                                    std::to_string(parallel_bench::kRanks) +
                                    " (the ranks split it), got " + std::to_string(f.batch));
+  }
+  if (f.pp && f.batch % parallel_bench::kPpMicroBatches != 0) {
+    return Status::InvalidArgument(
+        "--batch must be a multiple of " + std::to_string(parallel_bench::kPpMicroBatches) +
+        " for pipeline_bubble and schedule_memory (that many micro-batches per step), got " +
+        std::to_string(f.batch) + "; or pass --no-pp");
   }
   if (!(f.timeout_s >= 1)) {
     return Status::InvalidArgument("--timeout must be at least 1 second, got " +
@@ -184,16 +235,81 @@ Status CheckFlags(const Flags& f) {
     STRATA_ASSIGN_OR_RETURN(const uint64_t bytes, ParseBytes(*value, flag));
     if (bytes == 0) return Status::InvalidArgument(std::string(flag) + " must be positive");
   }
-  if (!f.collectives && !f.dp && !f.shard_cost && !f.comm_overlap && !f.osdp && !f.tp) {
+  if (!f.collectives && !f.dp && !f.shard_cost && !f.comm_overlap && !f.osdp && !f.tp && !f.pp) {
     return Status::InvalidArgument(
-        "--no-collectives, --no-dp, --no-shard-cost, --no-comm-overlap, --no-osdp and --no-tp "
-        "leave nothing to measure");
+        "--no-collectives, --no-dp, --no-shard-cost, --no-comm-overlap, --no-osdp, --no-tp and "
+        "--no-pp leave nothing to measure");
   }
   if (parallel::DetectLaunch().under_mpi) {
     return Status::InvalidArgument(
         "bench parallel launches its own ranks: run it without mpirun (strata bench parallel)");
   }
   return parallel_bench::ParseSizes(f.sizes).status();
+}
+
+// Every figure's result; one that was skipped stays empty.
+struct Measured {
+  std::optional<parallel_bench::CollectivesResult> coll;
+  std::optional<parallel_bench::DpResult> dp;
+  std::optional<parallel_bench::ShardResult> shard;
+  std::optional<parallel_bench::OverlapResult> overlap;
+  std::optional<parallel_bench::OsdpResult> osdp;
+  std::optional<parallel_bench::TpResult> tp;
+  std::optional<parallel_bench::PpResult> pp;
+  std::optional<parallel_bench::ScheduleMemory> memory;
+};
+
+template <typename T>
+const T* Get(const std::optional<T>& o) {
+  return o ? &*o : nullptr;
+}
+
+Status MeasureAll(const Flags& f, const std::string& self, const std::string& mpirun,
+                  const std::string& dir, Measured& m) {
+  namespace pb = parallel_bench;
+  if (f.collectives) {
+    STRATA_ASSIGN_OR_RETURN(m.coll, pb::MeasureCollectives(f, self, mpirun, dir));
+  }
+  if (f.dp) {
+    STRATA_ASSIGN_OR_RETURN(m.dp, pb::MeasureDpScaling(f, self, mpirun, dir));
+  }
+  if (f.shard_cost) {
+    STRATA_ASSIGN_OR_RETURN(m.shard, pb::MeasureShardCost(f, self, mpirun, dir));
+  }
+  if (f.comm_overlap) {
+    STRATA_ASSIGN_OR_RETURN(m.overlap, pb::MeasureCommOverlap(f, self, mpirun, dir));
+  }
+  if (f.osdp) {
+    STRATA_ASSIGN_OR_RETURN(m.osdp, pb::MeasureOsdp(f, self, mpirun, dir));
+  }
+  if (f.tp) {
+    STRATA_ASSIGN_OR_RETURN(m.tp, pb::MeasureTpEfficiency(f, self, mpirun, dir));
+  }
+  if (f.pp) {
+    STRATA_ASSIGN_OR_RETURN(m.pp, pb::MeasurePipelineBubble(f, self, mpirun, dir));
+    STRATA_ASSIGN_OR_RETURN(m.memory, pb::MeasureScheduleMemory(f, self, mpirun, dir));
+  }
+  return Status::Ok();
+}
+
+// The table (on stderr with --json), then with --json the object on stdout.
+void Report(const Flags& f, const Measured& m) {
+  namespace pb = parallel_bench;
+  std::FILE* table = f.json ? stderr : stdout;
+  pb::PrintTable(f, Get(m.coll), Get(m.dp), table);
+  pb::PrintShardTable(f, Get(m.shard), Get(m.overlap), table);
+  pb::PrintOsdpTable(f, Get(m.osdp), table);
+  pb::PrintTpTable(f, Get(m.tp), table);
+  pb::PrintPpTable(f, Get(m.pp), Get(m.memory), table);
+  if (!f.json) return;
+  nlohmann::ordered_json out;  // doubles print with round-trip precision
+  pb::AddReport(f, Get(m.coll), Get(m.dp), out);
+  pb::AddShardReport(f, Get(m.shard), Get(m.overlap), out);
+  pb::AddOsdpReport(f, Get(m.osdp), out);
+  pb::AddTpReport(f, Get(m.tp), out);
+  pb::AddPpReport(f, Get(m.pp), Get(m.memory), out);
+  std::printf("%s\n", out.dump().c_str());
+  std::fflush(stdout);
 }
 
 Status RunBenchParallel(const Flags& f) {
@@ -205,51 +321,9 @@ Status RunBenchParallel(const Flags& f) {
   const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<BenchDir> dir,
                           BenchDir::Create(ec ? "/tmp" : tmp.string(), "parallel", "TMPDIR"));
-  std::optional<parallel_bench::CollectivesResult> coll;
-  std::optional<parallel_bench::DpResult> dp;
-  std::optional<parallel_bench::ShardResult> shard;
-  std::optional<parallel_bench::OverlapResult> overlap;
-  std::optional<parallel_bench::OsdpResult> osdp;
-  std::optional<parallel_bench::TpResult> tp;
-  if (f.collectives) {
-    STRATA_ASSIGN_OR_RETURN(coll, parallel_bench::MeasureCollectives(f, self, mpirun, dir->path()));
-  }
-  if (f.dp) {
-    STRATA_ASSIGN_OR_RETURN(dp, parallel_bench::MeasureDpScaling(f, self, mpirun, dir->path()));
-  }
-  if (f.shard_cost) {
-    STRATA_ASSIGN_OR_RETURN(shard, parallel_bench::MeasureShardCost(f, self, mpirun, dir->path()));
-  }
-  if (f.comm_overlap) {
-    STRATA_ASSIGN_OR_RETURN(overlap,
-                            parallel_bench::MeasureCommOverlap(f, self, mpirun, dir->path()));
-  }
-  if (f.osdp) {
-    STRATA_ASSIGN_OR_RETURN(osdp, parallel_bench::MeasureOsdp(f, self, mpirun, dir->path()));
-  }
-  if (f.tp) {
-    STRATA_ASSIGN_OR_RETURN(tp, parallel_bench::MeasureTpEfficiency(f, self, mpirun, dir->path()));
-  }
-  const auto* c = coll ? &*coll : nullptr;
-  const auto* d = dp ? &*dp : nullptr;
-  const auto* sc = shard ? &*shard : nullptr;
-  const auto* ov = overlap ? &*overlap : nullptr;
-  const auto* os = osdp ? &*osdp : nullptr;
-  const auto* t = tp ? &*tp : nullptr;
-  std::FILE* table = f.json ? stderr : stdout;
-  parallel_bench::PrintTable(f, c, d, table);
-  parallel_bench::PrintShardTable(f, sc, ov, table);
-  parallel_bench::PrintOsdpTable(f, os, table);
-  parallel_bench::PrintTpTable(f, t, table);
-  if (f.json) {
-    nlohmann::ordered_json out;  // doubles print with round-trip precision
-    parallel_bench::AddReport(f, c, d, out);
-    parallel_bench::AddShardReport(f, sc, ov, out);
-    parallel_bench::AddOsdpReport(f, os, out);
-    parallel_bench::AddTpReport(f, t, out);
-    std::printf("%s\n", out.dump().c_str());
-    std::fflush(stdout);
-  }
+  Measured m;
+  STRATA_RETURN_IF_ERROR(MeasureAll(f, self, mpirun, dir->path(), m));
+  Report(f, m);
   return Status::Ok();
 }
 
@@ -265,15 +339,20 @@ void AddFlags(CLI::App* cmd, Flags& f) {
   cmd->add_option("--collective-rounds", f.collective_rounds,
                   "1: rounds of (Strata, MPI) per op and size; the medians are compared")
       ->capture_default_str();
-  cmd->add_option("--model", f.model, "2-6: model preset")->capture_default_str();
-  cmd->add_option("--batch", f.batch, "2-6: global rows per step")->capture_default_str();
-  cmd->add_option("--seq", f.seq, "2-6: tokens per row")->capture_default_str();
-  cmd->add_option("--steps", f.steps, "2-6: counted steps per run")->capture_default_str();
-  cmd->add_option("--warmup-steps", f.warmup_steps, "2-6: uncounted steps first")
+  cmd->add_option("--model", f.model, "2-8: model preset")->capture_default_str();
+  cmd->add_option("--batch", f.batch, "2-8: global rows per step (7 and 8: a multiple of 8)")
+      ->capture_default_str();
+  cmd->add_option("--seq", f.seq, "2-8: tokens per row")->capture_default_str();
+  cmd->add_option("--steps", f.steps, "2-7: counted steps per run")->capture_default_str();
+  cmd->add_option("--warmup-steps", f.warmup_steps, "2-7: uncounted steps first")
       ->capture_default_str();
   cmd->add_option("--rounds", f.rounds,
                   "2: rounds of (2 ranks, 1 rank); the round with the median ratio is reported")
       ->capture_default_str();
+}
+
+// 3-8's options, and the flags that leave a figure out.
+void AddFigureFlags(CLI::App* cmd, Flags& f) {
   cmd->add_option("--gpu-mem", f.gpu_mem, "3-5: device budget of every paged run, per rank")
       ->capture_default_str();
   cmd->add_option("--host-mem", f.host_mem, "3-4: host pool budget of every paged run, per rank")
@@ -300,12 +379,17 @@ void AddFlags(CLI::App* cmd, Flags& f) {
                   "6: rounds of (--tp 2, 1 rank x 2 threads); the round with the median ratio is "
                   "reported")
       ->capture_default_str();
+  cmd->add_option("--pp-rounds", f.pp_rounds,
+                  "7: rounds of (--pp 2 --schedule 1f1b, 1 rank's compute time); the round with "
+                  "the median pipeline_bubble is reported")
+      ->capture_default_str();
   cmd->add_flag("!--no-collectives", f.collectives, "Skip measurement 1");
   cmd->add_flag("!--no-dp", f.dp, "Skip measurement 2");
   cmd->add_flag("!--no-shard-cost", f.shard_cost, "Skip measurement 3");
   cmd->add_flag("!--no-comm-overlap", f.comm_overlap, "Skip measurement 4");
   cmd->add_flag("!--no-osdp", f.osdp, "Skip measurement 5");
   cmd->add_flag("!--no-tp", f.tp, "Skip measurement 6");
+  cmd->add_flag("!--no-pp", f.pp, "Skip measurements 7 and 8");
 }
 
 }  // namespace
@@ -314,11 +398,13 @@ void AddBenchParallelCommand(CLI::App& bench, CommandContext& ctx) {
   auto f = std::make_shared<Flags>();
   CLI::App* cmd = bench.add_subcommand(
       "parallel",
-      "Data and tensor parallelism: Comm all-gather/reduce-scatter vs raw MPI; 2 ranks x 1 "
-      "thread vs 1 rank x 2 threads tokens/s; --shard all vs none tokens/s; the sharded step vs "
-      "max(compute, comm); --shard auto vs all step time, predicted and measured; --tp 2 vs 1 "
-      "rank x 2 threads tokens/s (launches mpirun itself; see tools/bench_parallel.cc)");
+      "Data, tensor and pipeline parallelism: Comm all-gather/reduce-scatter vs raw MPI; 2 "
+      "ranks x 1 thread vs 1 rank x 2 threads tokens/s; --shard all vs none tokens/s; the sharded "
+      "step vs max(compute, comm); --shard auto vs all step time, predicted and measured; --tp 2 "
+      "vs 1 rank x 2 threads tokens/s; the --pp 2 1F1B step vs the ideal pipeline, GPipe vs 1F1B "
+      "activation bytes (launches mpirun itself; see tools/bench_parallel.cc)");
   AddFlags(cmd, *f);
+  AddFigureFlags(cmd, *f);
   cmd->callback([f, &ctx] { ctx.status = RunBenchParallel(*f); });
 }
 

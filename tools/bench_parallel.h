@@ -13,7 +13,10 @@
 // - bench_parallel_osdp.cc: 5, `--shard auto` (OSDP) vs `--shard all` (ZeRO-3), predicted and
 //   measured, with its JSON fields and table;
 // - bench_parallel_tp.cc: 6, `strata train --tp 2` (2 ranks of 1 thread) vs 1 rank of 2 threads,
-//   with the share of the tp2 step spent in its all-reduces, its JSON fields and table.
+//   with the share of the tp2 step spent in its all-reduces, its JSON fields and table;
+// - bench_parallel_pp.cc: 7, `strata train --pp 2 --schedule 1f1b` against the ideal pipeline
+//   step from one rank's compute time, and 8, rank 0's peak activation bytes under GPipe vs
+//   1F1B, with their JSON fields and table.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,8 @@ inline constexpr double kCollectiveTarget = 0.9;
 inline constexpr double kDpScalingTarget = 0.85;
 inline constexpr double kShardCostTarget = 0.9;     // --shard all / --shard none tokens/s, at least
 inline constexpr double kCommOverlapTarget = 1.15;  // step / max(compute, comm), at most
+inline constexpr double kPipelineBubbleTarget = 1.15;  // pp2 step / ideal step, at most
+inline constexpr int kPpMicroBatches = 8;  // 7 and 8: micro-batches per step, of --batch / 8 rows
 // Sizes at or above this count towards collective_efficiency (smaller ones measure latency).
 inline constexpr uint64_t kEfficiencyMinBytes = 4 << 20;
 
@@ -55,12 +60,14 @@ struct Flags {
   std::string osdp_host_mem = "160M", osdp_page_size = "1M";
   int osdp_rounds = 3;  // rounds of (--shard auto, --shard all)
   int tp_rounds = 3;    // 6 (model, batch, seq and steps are 2's): rounds of (--tp 2, 1 rank)
+  int pp_rounds = 3;    // 7 (model, batch, seq and steps are 2's): rounds of (--pp 2, 1 rank)
   bool collectives = true;
   bool dp = true;
   bool shard_cost = true;
   bool comm_overlap = true;
   bool osdp = true;
   bool tp = true;
+  bool pp = true;  // 7 and 8
 };
 
 // --- Child processes (bench_parallel_child.cc) ---
@@ -77,6 +84,10 @@ struct ChildResult {
 // the like from errno when it cannot start.
 Result<ChildResult> RunChild(const std::vector<std::string>& argv, const std::string& dir,
                              const std::string& tag, double timeout_s);
+
+// The whole text of the file at `path`; empty when it cannot be read (a child's stderr file,
+// which RunChild's result keeps only the tail of).
+std::string ReadWholeFile(const std::string& path);
 
 // The launcher: --mpirun if given (InvalidArgument when it is not an executable file), else
 // `mpirun` on PATH (NotSupported, saying what to install or pass, when there is none).
@@ -203,6 +214,12 @@ std::vector<std::string> DpArgs(const Flags& f, const std::string& self, const s
 // --log-json tokens_per_s.
 Result<double> MedianStepS(const Flags& f, const Launch& run, const std::string& dir);
 
+// Starts the single-rank `strata train` launches of `pair` at once (no mpirun; each one's out_file
+// is its --trace, removed first) and returns each one's MedianComputeBusyS over the steps after
+// --warmup-steps, in `pair`'s order (Note [Comm overlap]).
+Result<std::vector<double>> ComputeOnlyPair(const Flags& f, const std::vector<Launch>& pair,
+                                            const std::string& dir);
+
 // The median busy time per step (seconds) of the compute queue in a Chrome trace that
 // `strata train --trace` wrote, over the steps numbered >= `first_step` (the trace counts steps
 // from 0); Internal when the file holds no such step.
@@ -271,6 +288,69 @@ Result<TpResult> MeasureTpEfficiency(const Flags& f, const std::string& self,
 // 6's JSON fields and table (after 5's); nothing when `tp` is nullptr.
 void AddTpReport(const Flags& f, const TpResult* tp, nlohmann::ordered_json& out);
 void PrintTpTable(const Flags& f, const TpResult* tp, std::FILE* stream);
+
+// --- 7. Pipeline bubble and 8. schedule memory (bench_parallel_pp.cc) ---
+
+// What a pipeline run's first line says of its stages (rank 0's `grid: ... | stages
+// (--pp-partition auto): 0: blocks 1-3 + embedding 51.21 ms, 1: blocks 4-6 + head 52.04 ms per
+// micro-batch; --schedule 1f1b, 8 micro-batches | ...`).
+struct PpStages {
+  std::string text;                 // "0: blocks 1-3 + embedding 51.21 ms, 1: ... 52.04 ms"
+  std::vector<double> predicted_s;  // each stage's predicted time per micro-batch, in order
+  double imbalance() const;         // the slowest stage's predicted time / their mean
+};
+
+// Parses the stages out of a pipeline run's stderr; Internal, quoting what it found, when there is
+// no such line or a stage has no time.
+Result<PpStages> ParsePpStages(const std::string& stderr_text);
+
+struct PpRound {
+  // The pp2 run (rank 0's log): medians over its counted steps of the step time (B x T /
+  // tokens_per_s) and of compute_comm_s (stage 0's compute stream waiting in its activation
+  // receives), and the stages its first line names.
+  double pp2_step_s = 0, pp2_compute_comm_s = 0;
+  PpStages stages;
+  // The single-rank pair (Note [Pipeline bubble]): each process's median compute-queue busy time
+  // per step, and the slower one's, T1.
+  double pp1_compute_process_s[kRanks] = {};
+  double pp1_compute_s = 0;
+  bool pp2_first = true;  // which of the two ran first
+  // T1 / P x (M + P - 1) / M: P stages splitting T1 evenly, with 1F1B's P - 1 idle slots.
+  double ideal_step_s() const;
+  double bubble() const { return pp2_step_s / ideal_step_s(); }  // pipeline_bubble
+};
+
+struct PpResult {
+  std::vector<PpRound> rounds;
+  std::string pp2_command, pp1_command;  // the latter: each process of the pair
+  std::vector<double> bubbles() const;
+  const PpRound& median() const;  // the round with the median bubble (the upper of an even count)
+};
+
+Result<PpResult> MeasurePipelineBubble(const Flags& f, const std::string& self,
+                                       const std::string& mpirun, const std::string& dir);
+
+// 8: one pp2 run per schedule, the peak of rank 0's (stage 0's) --log-json
+// peak_bytes.activations over its steps.
+struct ScheduleRun {
+  uint64_t activation_bytes = 0;
+  std::string command;
+};
+struct ScheduleMemory {
+  ScheduleRun gpipe, one_f_one_b;
+  int steps = 2;          // each run's
+  double ratio() const {  // schedule_memory
+    return double(gpipe.activation_bytes) / double(one_f_one_b.activation_bytes);
+  }
+};
+
+Result<ScheduleMemory> MeasureScheduleMemory(const Flags& f, const std::string& self,
+                                             const std::string& mpirun, const std::string& dir);
+// 7 and 8's JSON fields and table (after 6's); a part that was skipped (nullptr) is left out.
+void AddPpReport(const Flags& f, const PpResult* pp, const ScheduleMemory* memory,
+                 nlohmann::ordered_json& out);
+void PrintPpTable(const Flags& f, const PpResult* pp, const ScheduleMemory* memory,
+                  std::FILE* stream);
 
 // --- The report (bench_parallel_report.cc, bench_parallel_shard_report.cc) ---
 

@@ -25,13 +25,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The last `lines` lines of `text` (at most 4 KiB of them).
 std::string Tail(const std::string& text, int lines) {
   size_t start = text.size();
@@ -93,9 +86,16 @@ Result<ChildResult> RunChild(const std::vector<std::string>& argv, const std::st
     }
   }
   if (!r.timed_out && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  r.out = ReadFile(out_path);
-  r.err = Tail(ReadFile(err_path), 20);
+  r.out = ReadWholeFile(out_path);
+  r.err = Tail(ReadWholeFile(err_path), 20);
   return r;
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 Result<std::string> FindMpirun(const std::string& flag_value) {

@@ -4,7 +4,6 @@
 // beside it what the auto run predicted for its choice and for every block sharded. Reported, no
 // target. Its JSON fields and its table are here too.
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -15,13 +14,6 @@
 
 namespace strata::tools::parallel_bench {
 namespace {
-
-std::string ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // 3's data-parallel run with 5's host budget and page size, --shard `shard`, logging at info
 // level (the auto run's first line, its choice, is an info line; both runs log alike).
@@ -110,7 +102,7 @@ Result<OsdpResult> MeasureOsdp(const Flags& f, const std::string& self, const st
       if (is_auto) {
         // RunChild wrote the whole stderr here; its result keeps only the tail.
         STRATA_ASSIGN_OR_RETURN(round.choice,
-                                ParseOsdpChoice(ReadWhole(dir + "/" + run.tag + ".err")));
+                                ParseOsdpChoice(ReadWholeFile(dir + "/" + run.tag + ".err")));
       }
     }
     std::fprintf(stderr,

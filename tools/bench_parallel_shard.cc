@@ -4,7 +4,8 @@
 //    with the same budgets, tokens/s, in rounds alternating which goes first;
 // 4. comm_overlap: the sharded run's step vs max(its --movement-only run's step, the compute
 //    queue's busy time of two single-rank runs of the per-rank batch at once), in rounds.
-// DpArgs and MedianStepS serve 5 (tools/bench_parallel_osdp.cc) too.
+// DpArgs and MedianStepS serve 5 (tools/bench_parallel_osdp.cc) too, ComputeOnlyPair 7
+// (tools/bench_parallel_pp.cc).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -67,8 +68,9 @@ Result<double> MedianTokensPerS(const Flags& f, const Launch& run, const std::st
   return Median(tps);
 }
 
-// The compute-only pair: kRanks single-rank runs of the per-rank batch at once, each with a
-// trace; per process the median compute busy time per counted step.
+}  // namespace
+
+// 4's compute-only pair (kRanks single-rank runs of the per-rank batch), 7's single-rank pair.
 Result<std::vector<double>> ComputeOnlyPair(const Flags& f, const std::vector<Launch>& pair,
                                             const std::string& dir) {
   for (const Launch& p : pair) {
@@ -98,8 +100,6 @@ Result<std::vector<double>> ComputeOnlyPair(const Flags& f, const std::vector<La
   }
   return busy;
 }
-
-}  // namespace
 
 std::vector<std::string> DpArgs(const Flags& f, const std::string& self, const std::string& mpirun,
                                 const std::string& shard, const std::string& log_json) {

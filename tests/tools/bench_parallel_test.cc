@@ -23,7 +23,7 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
   std::vector<std::string> args = {
       "bench",     "parallel", "--json",  "--mpirun", kMpirun,
       "--timeout", "60",       "--sizes", "64K,256K", "--collective-rounds",
-      "3",         "--model",  "tiny",    "--batch",  "4",
+      "3",         "--model",  "tiny",    "--batch",  "8",
       "--seq",     "32",       "--steps", "2",        "--warmup-steps",
       "1",         "--rounds", "1"};
   args.insert(args.end(), {"--shard-rounds", "1", "--overlap-rounds", "1"});  // 3 and 4
@@ -32,6 +32,7 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
   args.insert(args.end(),
               {"--osdp-rounds", "1", "--osdp-host-mem", "640K", "--osdp-page-size", "16K"});
   args.insert(args.end(), {"--tp-rounds", "1"});  // 6: tiny's 2 heads and 256 tokens split in 2
+  args.insert(args.end(), {"--pp-rounds", "1"});  // 7 and 8: tiny's 2 blocks, one per stage
   const RunResult r = RunStrata(args, scratch.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_FALSE(r.out.empty()) << r.err;
@@ -39,7 +40,7 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
   EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line on stdout: " << r.out;
   for (const char* figure :
        {"collective_efficiency", "dp_scaling", "shard_cost", "comm_overlap", "osdp_vs_zero3",
-        "tp_efficiency", "tp_allreduce_share"}) {
+        "tp_efficiency", "tp_allreduce_share", "pipeline_bubble", "schedule_memory"}) {
     EXPECT_NE(r.err.find(figure), std::string::npos) << figure << " in the table: " << r.err;
   }
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -69,6 +70,19 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
     ASSERT_TRUE(j.contains(rounds) && j[rounds].is_array()) << rounds << " in " << r.out;
     EXPECT_EQ(j[rounds].size(), 1u) << rounds;
   }
+  for (const char* field :
+       {"pipeline_bubble", "pipeline_ideal_step_s", "pp2_step_s", "pp1_compute_s",
+        "pp2_compute_comm_s", "pp2_compute_comm_share", "pp_stage_imbalance", "schedule_memory",
+        "schedule_memory_gpipe_activation_bytes", "schedule_memory_1f1b_activation_bytes"}) {
+    ExpectPositive(j, field);
+  }
+  for (const char* rounds :
+       {"pipeline_bubble_rounds", "pp2_step_s_rounds", "pipeline_ideal_step_s_rounds",
+        "pp1_compute_s_rounds", "pp1_compute_process_s_rounds", "pp2_compute_comm_s_rounds",
+        "pp_first_rounds", "pp_stages_rounds"}) {
+    ASSERT_TRUE(j.contains(rounds) && j[rounds].is_array()) << rounds << " in " << r.out;
+    EXPECT_EQ(j[rounds].size(), 1u) << rounds;
+  }
   EXPECT_EQ(j["comm_overlap_compute_only_process_s_rounds"][0].size(), 2u) << "two processes";
   EXPECT_DOUBLE_EQ(j["comm_overlap"].get<double>(),
                    j["comm_overlap_step_s"].get<double>() /
@@ -86,6 +100,26 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
                    j["tp2_compute_comm_s"].get<double>() / j["tp2_step_s"].get<double>());
   EXPECT_LT(j["tp_allreduce_share"].get<double>(), 1.0);
   EXPECT_EQ(j["tp_first_rounds"][0], "tp2");
+  // 7: the pp2 step over T1 / 2 x (8 + 2 - 1) / 8, T1 the slower of the single-rank pair.
+  EXPECT_DOUBLE_EQ(j["pipeline_bubble"].get<double>(),
+                   j["pp2_step_s"].get<double>() / j["pipeline_ideal_step_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["pipeline_ideal_step_s"].get<double>(),
+                   j["pp1_compute_s"].get<double>() / 2 * 9 / 8);
+  ASSERT_EQ(j["pp1_compute_process_s_rounds"][0].size(), 2u) << "two processes";
+  EXPECT_DOUBLE_EQ(j["pp1_compute_s"].get<double>(),
+                   std::max(j["pp1_compute_process_s_rounds"][0][0].get<double>(),
+                            j["pp1_compute_process_s_rounds"][0][1].get<double>()));
+  EXPECT_EQ(j["pp_first_rounds"][0], "pp2");
+  EXPECT_EQ(j["pp_micro_batches"], 8);
+  EXPECT_EQ(j["pp_micro_batch"], 1);
+  EXPECT_EQ(j["pp_stage_predicted_s"].size(), 2u) << "one time per stage";
+  EXPECT_GE(j["pp_stage_imbalance"].get<double>(), 1.0);
+  EXPECT_LT(j["pp2_compute_comm_share"].get<double>(), 1.0);
+  // 8: stage 0 holds 2 micro-batches' activations under 1F1B, all 8 under GPipe.
+  EXPECT_DOUBLE_EQ(j["schedule_memory"].get<double>(),
+                   j["schedule_memory_gpipe_activation_bytes"].get<double>() /
+                       j["schedule_memory_1f1b_activation_bytes"].get<double>());
+  EXPECT_GT(j["schedule_memory"].get<double>(), 1.0);
   EXPECT_EQ(j["osdp_host_mem"].get<uint64_t>(), 640u << 10);
   EXPECT_EQ(j["osdp_page_size"].get<uint64_t>(), 16u << 10);
   ASSERT_TRUE(j["collectives"].is_array());
@@ -101,7 +135,8 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
        {"date", "dp2_command", "dp1_command", "collectives_command", "shard_all_command",
         "shard_none_command", "comm_overlap_step_command", "comm_overlap_comm_only_command",
         "comm_overlap_compute_only_command", "osdp_auto_command", "osdp_all_command",
-        "osdp_decision", "osdp_choice"}) {
+        "osdp_decision", "osdp_choice", "pp2_command", "pp1_command", "pp_stages",
+        "schedule_memory_gpipe_command", "schedule_memory_1f1b_command"}) {
     ASSERT_TRUE(j.contains(field) && j[field].is_string()) << field << " in " << r.out;
   }
   EXPECT_NE(j["dp2_command"].get<std::string>().find("mpirun"), std::string::npos);
@@ -115,7 +150,7 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
   has("shard_none_command", "--engine paged");
   has("comm_overlap_step_command", "--shard all");
   has("comm_overlap_comm_only_command", "--movement-only");
-  has("comm_overlap_compute_only_command", "--batch 2");  // the per-rank batch
+  has("comm_overlap_compute_only_command", "--batch 4");  // the per-rank batch
   has("comm_overlap_compute_only_command", "--trace");
   EXPECT_EQ(j["comm_overlap_compute_only_command"].get<std::string>().find("mpirun"),
             std::string::npos)
@@ -137,6 +172,22 @@ TEST(BenchParallel, TinyRunReportsEveryField) {
   EXPECT_EQ(j["osdp_decision_rounds"][0], decision);
   has("osdp_choice", "--shard auto: predicted step");
   has("osdp_choice", "every block sharded");
+  has("pp2_command", "--pp 2");
+  has("pp2_command", "--schedule 1f1b");
+  has("pp2_command", "--pp-partition auto");
+  has("pp2_command", "--micro-batch 1");
+  has("pp2_command", "--threads 1");
+  has("pp2_command", "--log-level info");  // its first line, the stages, is an info line
+  has("pp1_command", "--micro-batch 1");
+  has("pp1_command", "--threads 1");
+  has("pp1_command", "--trace");
+  EXPECT_EQ(j["pp1_command"].get<std::string>().find("mpirun"), std::string::npos)
+      << "the single-rank compute time runs without mpirun";
+  has("pp_stages", "0: blocks 1-1 + embedding");
+  has("pp_stages", "1: blocks 2-2 + head");
+  EXPECT_EQ(j["pp_stages_rounds"][0], j["pp_stages"]);
+  has("schedule_memory_gpipe_command", "--schedule gpipe");
+  has("schedule_memory_1f1b_command", "--schedule 1f1b");
 }
 
 TEST(BenchParallel, BadFlagsAreUsageErrors) {
@@ -153,12 +204,14 @@ TEST(BenchParallel, BadFlagsAreUsageErrors) {
         {"--overlap-rounds", "0"},
         {"--osdp-rounds", "0"},
         {"--tp-rounds", "0"},
+        {"--pp-rounds", "0"},
+        {"--batch", "12"},  // not 8 micro-batches
         {"--osdp-host-mem", "0"},
         {"--osdp-page-size", "12X"},
         {"--gpu-mem", "12X"},
         {"--host-mem", "0"},
         {"--no-collectives", "--no-dp", "--no-shard-cost", "--no-comm-overlap", "--no-osdp",
-         "--no-tp"}}) {
+         "--no-tp", "--no-pp"}}) {
     std::vector<std::string> args = {"bench", "parallel", "--json"};
     args.insert(args.end(), bad.begin(), bad.end());
     const RunResult r = RunStrata(args, dir);
