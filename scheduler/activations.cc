@@ -40,11 +40,12 @@ ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, i
   a.layers = layers;
   a.in_flight = stage.in_flight;
   a.with_head = stage.with_head;
+  a.tp = stage.tp;
   a.residual = Aligned(int64_t(micro_rows) * seq * config.n_embd);
   // gpt_blocks.h rounds each part, so these are multiples of kTensorAlignFloats already.
-  a.block = TransformerActsFloats(config, micro_rows, seq);
-  a.head = HeadActsFloats(config, micro_rows, seq);
-  a.scratch = BackwardScratchFloats(config, micro_rows, seq);
+  a.block = TransformerActsFloats(config, micro_rows, seq, a.tp);
+  a.head = HeadActsFloats(config, micro_rows, seq, a.tp);
+  a.scratch = BackwardScratchFloats(config, micro_rows, seq, a.tp);
   return a;
 }
 
@@ -67,15 +68,15 @@ Activations CarveActivations(const ActivationLayout& a, float* base) {
       if (a.recomputed(l)) {
         set.outputs[l] = take(a.residual);
       } else {
-        set.layers[l] = CarveTransformerActs(c, B, T, take(a.block));
+        set.layers[l] = CarveTransformerActs(c, B, T, take(a.block), a.tp);
         set.outputs[l] = set.layers[l].out;
       }
     }
     out.sets.push_back(std::move(set));
   }
-  if (a.recompute_layers > 0) out.work = CarveTransformerActs(c, B, T, take(a.block));
-  if (a.with_head) out.head = CarveHeadActs(c, B, T, take(a.head));
-  out.scratch = CarveBackwardScratch(c, B, T, take(a.scratch));
+  if (a.recompute_layers > 0) out.work = CarveTransformerActs(c, B, T, take(a.block), a.tp);
+  if (a.with_head) out.head = CarveHeadActs(c, B, T, take(a.head), a.tp);
+  out.scratch = CarveBackwardScratch(c, B, T, take(a.scratch), a.tp);
   for (int m = 0; m < a.micro_batches; ++m) out.dres.push_back(take(a.residual));
   STRATA_CHECK(cursor - base == a.floats())
       << "the activation carving and its size table disagree: " << cursor - base << " vs "

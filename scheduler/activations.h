@@ -67,6 +67,7 @@ struct ActivationLayout {
   int layers = 0;  // transformer layers carved (MakeActivationLayout: n_layer by default)
   int in_flight = 1;
   bool with_head = true;
+  int tp = 1;  // carved for a tensor-parallel rank's slice (ActivationStage::tp)
 
   // The size table: floats of each kind of piece, each rounded up to kTensorAlignFloats
   // (NH = n_head, V = vocab_size).
@@ -93,6 +94,7 @@ struct ActivationStage {
   int layers = -1;
   int in_flight = 1;
   bool with_head = true;
+  int tp = 1;  // a tensor-parallel rank's widths (core/nn/gpt_blocks.h's carving with tp)
 };
 
 // The layout for `config` (valid), micro_rows, seq, micro_batches > 0 and

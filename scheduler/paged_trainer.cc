@@ -134,12 +134,14 @@ Status PagedTrainer::make_plan() {
   in.recompute = o_.recompute;
   in.micro_batch_order = o_.micro_batch_order;
   if (shards_.any_sharded() && rank_rows() > micro_rows()) in.micro_batch_order = "layer-major";
+  in.stage.tp = o_.tp;  // a tp rank's activations are its slice's widths
   if (piped()) {  // a stage's own layers, its micro-batches in flight (Note [Stage activations])
     in.micro_batch_order = "micro-batch-major";
     in.stage = {.first_layer = pipe_.first_layer(),
                 .layers = pipe_.layers(),
                 .in_flight = pipe_.in_flight,
-                .with_head = pipe_.last()};
+                .with_head = pipe_.last(),
+                .tp = o_.tp};
   }
   STRATA_ASSIGN_OR_RETURN(plan_, plan_split(in));
   STRATA_RETURN_IF_ERROR(log_first_line());

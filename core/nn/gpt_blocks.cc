@@ -7,6 +7,8 @@
 
 #include "core/kernels/linear.h"
 #include "core/nn/gradient_contribution.h"
+#include "core/nn/tp_layout.h"
+#include "core/util/check.h"
 
 namespace strata {
 namespace {
@@ -31,75 +33,91 @@ class Carver {
   int64_t used_ = 0;
 };
 
-TransformerActs Carve(const GptConfig& c, int B, int T, Carver& k) {
-  const int64_t BT = int64_t(B) * T, C = c.n_embd;
+// The widths a rank's activations have: the whole model's, or tensor-parallel rank's slice of
+// them (tp > 1, Note [Tensor-parallel slices] in tp_layout.h): C / tp attention and MLP columns,
+// n_head / tp heads, the padded vocabulary / tp logits; the residual stream stays C wide.
+struct Widths {
+  int64_t C, Cl, heads, V, grad_scratch;
+};
+
+Widths WidthsOf(const GptConfig& c, int T, int tp) {
+  STRATA_CHECK(tp >= 1 && c.n_embd % tp == 0 && c.n_head % tp == 0);
+  return {c.n_embd, c.n_embd / tp, c.n_head / tp,
+          tp > 1 ? TpPaddedVocab(c) / tp : int64_t(c.vocab_size), GradScratchFloats(c, T)};
+}
+
+TransformerActs Carve(const Widths& w, int B, int T, Carver& k) {
+  const int64_t BT = int64_t(B) * T, C = w.C, Cl = w.Cl;
   TransformerActs a;
   a.ln1 = k.take(BT * C);
   a.ln1_mean = k.take(BT);
   a.ln1_rstd = k.take(BT);
-  a.qkv = k.take(BT * 3 * C);
-  a.atty = k.take(BT * C);
-  a.att = k.take(int64_t(B) * c.n_head * T * T);
+  a.qkv = k.take(BT * 3 * Cl);
+  a.atty = k.take(BT * Cl);
+  a.att = k.take(int64_t(B) * w.heads * T * T);
   a.res2 = k.take(BT * C);
   a.ln2 = k.take(BT * C);
   a.ln2_mean = k.take(BT);
   a.ln2_rstd = k.take(BT);
-  a.fch = k.take(BT * 4 * C);
-  a.fch_gelu = k.take(BT * 4 * C);
+  a.fch = k.take(BT * 4 * Cl);
+  a.fch_gelu = k.take(BT * 4 * Cl);
   a.out = k.take(BT * C);
   return a;
 }
 
-HeadActs CarveHead(const GptConfig& c, int B, int T, Carver& k) {
+HeadActs CarveHead(const Widths& w, int B, int T, Carver& k) {
   const int64_t BT = int64_t(B) * T;
   HeadActs a;
-  a.lnf = k.take(BT * c.n_embd);
+  a.lnf = k.take(BT * w.C);
   a.lnf_mean = k.take(BT);
   a.lnf_rstd = k.take(BT);
-  a.logits = k.take(BT * c.vocab_size);
-  a.probs = k.take(BT * c.vocab_size);
+  a.logits = k.take(BT * w.V);
+  a.probs = k.take(BT * w.V);
   return a;
 }
 
-BackwardScratch CarveScratch(const GptConfig& c, int B, int T, Carver& k) {
-  const int64_t BT = int64_t(B) * T, C = c.n_embd;
+BackwardScratch CarveScratch(const Widths& w, int B, int T, Carver& k) {
+  const int64_t BT = int64_t(B) * T, C = w.C, Cl = w.Cl;
   BackwardScratch s;
-  s.dfch_gelu = k.take(BT * 4 * C);
-  s.dfch = k.take(BT * 4 * C);
+  s.dfch_gelu = k.take(BT * 4 * Cl);
+  s.dfch = k.take(BT * 4 * Cl);
   s.dln = k.take(BT * C);
-  s.datty = k.take(BT * C);
-  s.dqkv = k.take(BT * 3 * C);
-  s.datt = k.take(int64_t(B) * c.n_head * T * T);
-  s.dlogits = k.take(BT * c.vocab_size);
-  s.dparam = k.take(GradScratchFloats(c, T));
+  s.datty = k.take(BT * Cl);
+  s.dqkv = k.take(BT * 3 * Cl);
+  s.datt = k.take(int64_t(B) * w.heads * T * T);
+  s.dlogits = k.take(BT * w.V);
+  s.dparam = k.take(w.grad_scratch);
   return s;
 }
 
-
 // One layout function per struct serves both needs: run over a null base it only counts.
 template <typename Parts>
-int64_t FloatsOf(Parts (*carve)(const GptConfig&, int, int, Carver&), const GptConfig& c, int B,
-                 int T) {
+int64_t FloatsOf(Parts (*carve)(const Widths&, int, int, Carver&), const GptConfig& c, int B,
+                 int T, int tp) {
   Carver k(nullptr);
-  carve(c, B, T, k);
+  carve(WidthsOf(c, T, tp), B, T, k);
   return k.used();
 }
 template <typename Parts>
-Parts CarveFrom(Parts (*carve)(const GptConfig&, int, int, Carver&), const GptConfig& c, int B,
-                int T, float* base) {
+Parts CarveFrom(Parts (*carve)(const Widths&, int, int, Carver&), const GptConfig& c, int B,
+                int T, int tp, float* base) {
   Carver k(base);
-  return carve(c, B, T, k);
+  return carve(WidthsOf(c, T, tp), B, T, k);
 }
 
 }  // namespace
 
-int64_t TransformerActsFloats(const GptConfig& c, int B, int T) { return FloatsOf(Carve, c, B, T); }
-TransformerActs CarveTransformerActs(const GptConfig& c, int B, int T, float* base) {
-  return CarveFrom(Carve, c, B, T, base);
+int64_t TransformerActsFloats(const GptConfig& c, int B, int T, int tp) {
+  return FloatsOf(Carve, c, B, T, tp);
 }
-int64_t HeadActsFloats(const GptConfig& c, int B, int T) { return FloatsOf(CarveHead, c, B, T); }
-HeadActs CarveHeadActs(const GptConfig& c, int B, int T, float* base) {
-  return CarveFrom(CarveHead, c, B, T, base);
+TransformerActs CarveTransformerActs(const GptConfig& c, int B, int T, float* base, int tp) {
+  return CarveFrom(Carve, c, B, T, tp, base);
+}
+int64_t HeadActsFloats(const GptConfig& c, int B, int T, int tp) {
+  return FloatsOf(CarveHead, c, B, T, tp);
+}
+HeadActs CarveHeadActs(const GptConfig& c, int B, int T, float* base, int tp) {
+  return CarveFrom(CarveHead, c, B, T, tp, base);
 }
 int64_t GradScratchFloats(const GptConfig& c, int T) {
   const int64_t C = c.n_embd;
@@ -111,11 +129,11 @@ int GradSliceRows(const GptConfig& c, int T) {
   return int(std::min<int64_t>(c.vocab_size, GradScratchFloats(c, T) / c.n_embd));
 }
 
-int64_t BackwardScratchFloats(const GptConfig& c, int B, int T) {
-  return FloatsOf(CarveScratch, c, B, T);
+int64_t BackwardScratchFloats(const GptConfig& c, int B, int T, int tp) {
+  return FloatsOf(CarveScratch, c, B, T, tp);
 }
-BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* base) {
-  return CarveFrom(CarveScratch, c, B, T, base);
+BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* base, int tp) {
+  return CarveFrom(CarveScratch, c, B, T, tp, base);
 }
 
 void EmbeddingForward(const KernelTable& k, const GptLayout& layout, const float* params,

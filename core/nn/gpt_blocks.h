@@ -75,13 +75,16 @@ struct BackwardScratch {
   float* dparam;     // GradScratchFloats: a later gradient contribution (Note [Gradient contributions])
 };
 
-// Sizes in floats (each part rounded to kTensorAlignFloats) and carving of one buffer.
-int64_t TransformerActsFloats(const GptConfig& c, int B, int T);
-TransformerActs CarveTransformerActs(const GptConfig& c, int B, int T, float* base);
-int64_t HeadActsFloats(const GptConfig& c, int B, int T);
-HeadActs CarveHeadActs(const GptConfig& c, int B, int T, float* base);
-int64_t BackwardScratchFloats(const GptConfig& c, int B, int T);
-BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* base);
+// Sizes in floats (each part rounded to kTensorAlignFloats) and carving of one buffer. With
+// tp > 1, a tensor-parallel rank's (tp_blocks.h, tp_head.h): its attention and MLP columns, heads
+// and vocabulary slice are 1/tp of the whole model's (tp divides the heads and the padded
+// vocabulary, as MakeTpLayout requires).
+int64_t TransformerActsFloats(const GptConfig& c, int B, int T, int tp = 1);
+TransformerActs CarveTransformerActs(const GptConfig& c, int B, int T, float* base, int tp = 1);
+int64_t HeadActsFloats(const GptConfig& c, int B, int T, int tp = 1);
+HeadActs CarveHeadActs(const GptConfig& c, int B, int T, float* base, int tp = 1);
+int64_t BackwardScratchFloats(const GptConfig& c, int B, int T, int tp = 1);
+BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* base, int tp = 1);
 
 // Every function below computes through `k`, the kernel table of the device that holds the
 // pointers (Device::kernels()), and calls no kernel directly; `k` must be complete. The one

@@ -1,7 +1,7 @@
 // A tensor-parallel transformer block (Megatron-LM; Note [Tensor-parallel slices] in
 // tp_layout.h): forward and backward of one tp rank's slice of the block, on the device's kernels,
 // with the tp group's all-reduce at Megatron's points. The conventions are gpt_blocks.h's: `acts`
-// and `scratch` are carved for the whole model's config (a slice needs less), gradients
+// and `scratch` are carved for the slice (CarveTransformerActs(..., tp)) or more, gradients
 // accumulate (Note [Gradient contributions]), `dres` carries the gradient along the residual.
 //
 // Note [Tensor-parallel all-reduces]

@@ -45,12 +45,6 @@ HeadStats CarveStats(int N, int tp, float* base) {
 
 }  // namespace
 
-GptConfig TpHeadCarveConfig(const GptLayout& layout) {
-  GptConfig c = layout.config;
-  c.vocab_size = std::max(c.vocab_size, int(layout.embedding().tensors[kWte].shape[0]));
-  return c;
-}
-
 int64_t TpHeadStatsFloats(int B, int T, int tp) {
   const int64_t N = int64_t(B) * T;
   return Align(tp * N) + Align(N) + Align(2 * N);

@@ -44,11 +44,6 @@
 
 namespace strata {
 
-// The config to carve a tp rank's HeadActs and BackwardScratch for (CarveHeadActs,
-// CarveBackwardScratch): the whole model's, its vocabulary raised to the rank's Vl wte rows where
-// those are more (tp == 1 with a padded vocabulary, or a vocabulary under 128 rows): `acts.logits`,
-// `acts.probs` and `scratch.dlogits` hold (BT, Vl).
-GptConfig TpHeadCarveConfig(const GptLayout& layout);
 
 // Floats of the per-row statistics TpHeadForward works in (the gathered maxima, the row maxima,
 // the sums of exp and target logits), each part rounded to kTensorAlignFloats. Scratch: read only
@@ -68,12 +63,13 @@ void TpEmbeddingBackward(const KernelTable& k, const GptLayout& layout, int tp_r
 
 // Returns the mean cross-entropy of the batch, the same bits on every rank. `params` is the head
 // block (replicated), `wte` this rank's rows (Vl, C) from its embedding block, `acts` carved for
-// TpHeadCarveConfig, `stats` TpHeadStatsFloats floats of scratch. Two `all_reduce`s: tp·BT, 2·BT.
+// tp (CarveHeadActs(..., tp): logits and probs of (BT, Vl)), `stats` TpHeadStatsFloats floats of
+// scratch. Two `all_reduce`s: tp·BT, 2·BT.
 float TpHeadForward(const KernelTable& k, const GptLayout& layout, int tp_rank, const float* params,
                     const float* wte, const float* x, const int32_t* targets, int B, int T,
                     const HeadActs& acts, float* stats, const TpAllReduce& all_reduce);
 // As HeadBackward: dres = the gradient of x (overwritten, the same on every rank), head grads +=,
-// dwte (this rank's rows, Vl x C) +=; `scratch` carved for TpHeadCarveConfig. One `all_reduce`
+// dwte (this rank's rows, Vl x C) +=; `scratch` carved for tp. One `all_reduce`
 // of BT·C floats.
 void TpHeadBackward(const KernelTable& k, const GptLayout& layout, int tp_rank, const float* params,
                     float* grads, const float* wte, float* dwte, const float* x,

@@ -40,10 +40,11 @@ BlockRun RunBlock(const GptLayout& layout, const GptLayout* tp_layout, const std
              const std::vector<float>& x, const std::vector<float>& dout) {
   const GptConfig& c = layout.config;
   const KernelTable& k = CpuKernelTable();
-  std::vector<float> acts_buf(size_t(TransformerActsFloats(c, kB, kT)));
-  std::vector<float> scratch_buf(size_t(BackwardScratchFloats(c, kB, kT)));
-  const TransformerActs acts = CarveTransformerActs(c, kB, kT, acts_buf.data());
-  const BackwardScratch scratch = CarveBackwardScratch(c, kB, kT, scratch_buf.data());
+  const int tp = tp_layout != nullptr ? World().size() : 1;  // exactly a slice's buffers
+  std::vector<float> acts_buf(size_t(TransformerActsFloats(c, kB, kT, tp)));
+  std::vector<float> scratch_buf(size_t(BackwardScratchFloats(c, kB, kT, tp)));
+  const TransformerActs acts = CarveTransformerActs(c, kB, kT, acts_buf.data(), tp);
+  const BackwardScratch scratch = CarveBackwardScratch(c, kB, kT, scratch_buf.data(), tp);
   BlockRun r;
   r.dx = dout;
   Comm& world = World();

@@ -104,9 +104,9 @@ struct Fixture {
 
 std::vector<float> EmbeddingGrads(const Fixture& f, bool sliced) {
   const GptLayout& layout = sliced ? f.tp : f.full;
-  const GptConfig cc = sliced ? TpHeadCarveConfig(f.tp) : f.c;
-  std::vector<float> scratch_buf(size_t(BackwardScratchFloats(cc, kB, kT)));
-  const BackwardScratch s = CarveBackwardScratch(cc, kB, kT, scratch_buf.data());
+  const int tp = sliced ? World().size() : 1;  // exactly a slice's scratch
+  std::vector<float> scratch_buf(size_t(BackwardScratchFloats(f.c, kB, kT, tp)));
+  const BackwardScratch s = CarveBackwardScratch(f.c, kB, kT, scratch_buf.data(), tp);
   std::vector<float> grads(size_t(layout.embedding().numel), 0.0f);
   for (int m = 0; m < kMicroBatches; ++m) {
     const float* dres = f.dres.data() + size_t(m) * kN * f.c.n_embd;
@@ -131,12 +131,12 @@ struct HeadRun {
 HeadRun RunHead(const Fixture& f, bool sliced) {
   const KernelTable& k = CpuKernelTable();
   const GptLayout& layout = sliced ? f.tp : f.full;
-  const GptConfig cc = sliced ? TpHeadCarveConfig(f.tp) : f.c;
-  std::vector<float> acts_buf(size_t(HeadActsFloats(cc, kB, kT)));
-  std::vector<float> scratch_buf(size_t(BackwardScratchFloats(cc, kB, kT)));
+  const int tp = sliced ? World().size() : 1;  // exactly a slice's activations and scratch
+  std::vector<float> acts_buf(size_t(HeadActsFloats(f.c, kB, kT, tp)));
+  std::vector<float> scratch_buf(size_t(BackwardScratchFloats(f.c, kB, kT, tp)));
   std::vector<float> stats(size_t(TpHeadStatsFloats(kB, kT, World().size())));
-  const HeadActs a = CarveHeadActs(cc, kB, kT, acts_buf.data());
-  const BackwardScratch s = CarveBackwardScratch(cc, kB, kT, scratch_buf.data());
+  const HeadActs a = CarveHeadActs(f.c, kB, kT, acts_buf.data(), tp);
+  const BackwardScratch s = CarveBackwardScratch(f.c, kB, kT, scratch_buf.data(), tp);
   const std::vector<float>& emb = sliced ? f.mine : f.emb;
   const float* wte = emb.data() + layout.embedding().tensors[kWte].offset;
   HeadRun r;
