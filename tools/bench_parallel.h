@@ -88,6 +88,10 @@ Result<ChildResult> RunChild(const std::vector<std::string>& argv, const std::st
 // The whole text of the file at `path`; empty when it cannot be read (a child's stderr file,
 // which RunChild's result keeps only the tail of).
 std::string ReadWholeFile(const std::string& path);
+// `self train` of the flags' model, global batch, seq and warmup + counted steps, rank 0 logging
+// each step to `log_json` (bench_parallel_dp.cc); figures add their own flags after it.
+std::vector<std::string> TrainRunArgs(const Flags& f, const std::string& self,
+                                      const std::string& log_json);
 
 // The launcher: --mpirun if given (InvalidArgument when it is not an executable file), else
 // `mpirun` on PATH (NotSupported, saying what to install or pass, when there is none).

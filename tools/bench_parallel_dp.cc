@@ -12,17 +12,6 @@
 namespace strata::tools::parallel_bench {
 namespace {
 
-std::vector<std::string> TrainArgs(const Flags& f, const std::string& self,
-                                   const std::string& log_json) {
-  return {self,          "train",
-          "--model",     f.model,
-          "--batch",     std::to_string(f.batch),
-          "--seq",       std::to_string(f.seq),
-          "--steps",     std::to_string(f.warmup_steps + f.steps),
-          "--log-json",  log_json,
-          "--log-level", "warn"};
-}
-
 // The median tokens/s of the steps after `warmup` in a --log-json file (each line one step).
 Result<double> MedianTokensPerS(const std::string& path, int warmup) {
   std::ifstream in(path);
@@ -55,6 +44,17 @@ Result<double> RunTrain(const Flags& f, const TrainRun& run, const std::string& 
 
 }  // namespace
 
+std::vector<std::string> TrainRunArgs(const Flags& f, const std::string& self,
+                                      const std::string& log_json) {
+  return {self,          "train",
+          "--model",     f.model,
+          "--batch",     std::to_string(f.batch),
+          "--seq",       std::to_string(f.seq),
+          "--steps",     std::to_string(f.warmup_steps + f.steps),
+          "--log-json",  log_json,
+          "--log-level", "warn"};
+}
+
 std::vector<double> DpResult::ratios() const {
   std::vector<double> v;
   for (const DpRound& r : rounds) v.push_back(r.ratio());
@@ -66,9 +66,9 @@ const DpRound& DpResult::median() const { return rounds[offload::MedianIndex(rat
 Result<DpResult> MeasureDpScaling(const Flags& f, const std::string& self,
                                   const std::string& mpirun, const std::string& dir) {
   TrainRun dp2{MpirunPrefix(mpirun, f.timeout_s, kRanks), dir + "/dp2.jsonl", "dp2", ""};
-  for (const std::string& a : TrainArgs(f, self, dp2.log_json)) dp2.argv.push_back(a);
+  for (const std::string& a : TrainRunArgs(f, self, dp2.log_json)) dp2.argv.push_back(a);
   dp2.argv.insert(dp2.argv.end(), {"--dp", std::to_string(kRanks), "--threads", "1"});
-  TrainRun dp1{TrainArgs(f, self, dir + "/dp1.jsonl"), dir + "/dp1.jsonl", "dp1", ""};
+  TrainRun dp1{TrainRunArgs(f, self, dir + "/dp1.jsonl"), dir + "/dp1.jsonl", "dp1", ""};
   dp1.argv.insert(dp1.argv.end(), {"--threads", std::to_string(kRanks), "--engine", "memory"});
   DpResult r;
   r.dp2_command = dp2.display = DisplayCommand(dp2.argv, self, mpirun, dir);

@@ -22,14 +22,9 @@ namespace {
 // budgets (what each run needs), rank 0 logging each step to `log_json`.
 std::vector<std::string> TpTrainArgs(const Flags& f, const std::string& self,
                                      const std::string& log_json) {
-  return {self,          "train",
-          "--model",     f.model,
-          "--batch",     std::to_string(f.batch),
-          "--seq",       std::to_string(f.seq),
-          "--steps",     std::to_string(f.warmup_steps + f.steps),
-          "--engine",    "paged",
-          "--log-json",  log_json,
-          "--log-level", "warn"};
+  std::vector<std::string> args = TrainRunArgs(f, self, log_json);
+  args.insert(args.end(), {"--engine", "paged"});
+  return args;
 }
 
 // One run's medians over its counted steps (TpRound's fields).
