@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -69,6 +70,12 @@ struct Flags {
   bool tp = true;
   bool pp = true;  // 7 and 8
 };
+
+// The command's flags (bench_parallel_flags.cc): the shared options, the figures' options and
+// the flags that leave a figure out, and their checks (InvalidArgument naming the flag).
+void AddFlags(CLI::App* cmd, Flags& f);
+void AddFigureFlags(CLI::App* cmd, Flags& f);
+Status CheckFlags(const Flags& f);
 
 // --- Child processes (bench_parallel_child.cc) ---
 
