@@ -83,6 +83,7 @@ Status GptOps::allocate() {
   }
   if (o_.plan->order == MicroBatchOrder::kLayerMajor) {
     STRATA_CHECK(o_.plan->recompute_layers == c.n_layer) << "layer-major recomputes every block";
+    STRATA_CHECK(sets_.size() == 1) << "layer-major keeps one micro-batch's activations";
     boundaries_ =
         std::make_unique<BoundaryStore>(o_.lender, micro_batches, c.n_layer, boundary_bytes());
   }
@@ -94,7 +95,7 @@ size_t GptOps::boundary_bytes() const {
 }
 
 Status GptOps::load_boundary(const Op& op, int boundary, Stream& stream) {
-  char* device = reinterpret_cast<char*>(const_cast<float*>(block_input(boundary)));
+  char* device = reinterpret_cast<char*>(const_cast<float*>(input_of(sets_[0], boundary)));
   for (const BoundaryStore::Piece& p : boundaries_->for_read(op.micro_batch, boundary)) {
     STRATA_RETURN_IF_ERROR(device_.copy_async(device + p.offset, p.host, p.bytes,
                                               CopyKind::kHostToDevice, stream));
@@ -106,7 +107,7 @@ Status GptOps::load_boundary(const Op& op, int boundary, Stream& stream) {
 }
 
 Status GptOps::keep_boundary(const Op& op, int boundary, Stream& stream) {
-  const char* device = reinterpret_cast<const char*>(block_input(boundary));
+  const char* device = reinterpret_cast<const char*>(input_of(sets_[0], boundary));
   STRATA_ASSIGN_OR_RETURN(std::vector<BoundaryStore::Piece> pieces,
                           boundaries_->for_write(op.micro_batch, boundary));
   for (const BoundaryStore::Piece& p : pieces) {
@@ -145,8 +146,8 @@ Status GptOps::stage_out(const Op& op, Stream& stream) {
   }
 }
 
-const float* GptOps::block_input(int layer) const {
-  return layer == first_layer() ? cur_->emb_out : cur_->outputs[layer - 1];
+const float* GptOps::input_of(const ActivationSet& set, int layer) const {
+  return layer == first_layer() ? set.emb_out : set.outputs[layer - 1];
 }
 
 const TransformerActs& GptOps::acts_for(int layer) {

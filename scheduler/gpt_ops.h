@@ -101,14 +101,17 @@ class GptOps final : public BlockOps {
   // The stage's first layer (0 without a pipeline); a stage checkpoints its own first layers.
   int first_layer() const { return o_.pipe != nullptr ? o_.pipe->first_layer() : 0; }
   bool recomputed(int layer) const { return layer - first_layer() < o_.plan->recompute_layers; }
-  // In the current op's activation set (Note [Stage activations] in activations.h).
-  const float* block_input(int layer) const;
+  // In the current op's activation set (Note [Stage activations] in activations.h): the compute
+  // thread's alone (select_set). The driver's boundary copies (layer-major: one set) name theirs.
+  const float* input_of(const ActivationSet& set, int layer) const;
+  const float* block_input(int layer) const { return input_of(*cur_, layer); }
   const TransformerActs& acts_for(int layer);
   void select_set(int micro_batch) { cur_ = &sets_[size_t(micro_batch) % sets_.size()]; }
   // Pipeline parallelism (gpt_ops_pipe.cc): the op's input activation or gradient received from
   // the neighbouring stage before its kernels, its output sent after them; the tied embedding's
   // gradient between the first and the last stage (true: the op computes nothing more).
   bool piped() const { return o_.pipe != nullptr && o_.pipe->stages > 1; }
+  void pipe_post_receives();
   void pipe_receive(const Op& op);
   void pipe_send(const Op& op);
   bool pipe_tied(const Op& op, float* embedding_grad);
@@ -156,6 +159,13 @@ class GptOps final : public BlockOps {
   float* tp_stats_ = nullptr;
   Status ops_error_;
   std::vector<parallel::CommWork> pipe_sends_;  // this step's, awaited in pipe_finish
+  // This step's receives, posted ahead (gpt_ops_pipe.cc), per micro-batch.
+  struct PipeReceives {
+    std::vector<parallel::CommWork> activations, gradients;
+    int next_activation = 0, next_gradient = 0;  // the next micro-batch to post
+    int backwards_done = 0;  // micro-batches whose first layer's backward ran here
+  };
+  PipeReceives pipe_receives_;
   double compute_comm_s_ = 0;  // take_compute_comm_s
   long step_ = 0;
 
