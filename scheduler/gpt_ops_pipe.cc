@@ -3,10 +3,14 @@
 // the tied embedding's gradient between the first and the last stage, and the step's loss and
 // gradient norms gathered over the stages after its compute.
 //
-// Receives block the compute stream's thread (the op cannot run without its input); sends are
-// queued on their Comm and awaited after the step's compute: the buffer a send reads is not
-// written again before then (a set's output waits for the micro-batch's backward, which follows
-// the neighbour's receive; each micro-batch has its own dres).
+// Receives are posted ahead, as soon as their buffer is free, so that the transfer overlaps the
+// ops before the one that needs it (which then waits only for what is left): a micro-batch's
+// gradient into its own dres, all of them at the step's start; an activation into its set, once
+// the micro-batch that last used the set has finished its backward here (Note [Stage
+// activations]: set m mod K). Each link's Comm receives in micro-batch order, as its sender
+// sends. Sends are queued on their Comm and awaited after the step's compute: the buffer a send
+// reads is not written again before then (a set's output waits for the micro-batch's backward,
+// which follows the neighbour's receive; each micro-batch has its own dres).
 #include <chrono>
 #include <string>
 
@@ -28,24 +32,45 @@ void GptOps::keep_error(const Status& s, const std::string& what) {
   ops_error_ = s.with_context(what + " at step " + std::to_string(step_ + 1));
 }
 
+// Every receive whose buffer is free and that is not posted yet (see the header comment).
+void GptOps::pipe_post_receives() {
+  const PipeStage& s = *o_.pipe;
+  const int M = int(losses_.size()), K = int(sets_.size());
+  const size_t bytes = ResidualBytes(o_.micro_rows, o_.seq, layout_.config.n_embd);
+  PipeReceives& r = pipe_receives_;
+  if (r.activations.empty()) {
+    r.activations.assign(size_t(M), parallel::CommWork());
+    r.gradients.assign(size_t(M), parallel::CommWork());
+  }
+  while (!s.last() && r.next_gradient < M) {
+    const int m = r.next_gradient++;
+    r.gradients[m] = s.bwd_in()->recv(dres_[m], bytes, s.stage + 1, m);
+  }
+  while (!s.first() && r.next_activation < M &&
+         (r.next_activation < K || r.backwards_done > r.next_activation - K)) {
+    const int m = r.next_activation++;
+    r.activations[m] = s.fwd_in()->recv(sets_[m % K].emb_out, bytes, s.stage - 1, m);
+  }
+}
+
 // Before the stage's first block's forward: its input from the previous stage; before its last
-// block's backward: the gradient of its output from the next one.
+// block's backward: the gradient of its output from the next one. Both were posted ahead.
 void GptOps::pipe_receive(const Op& op) {
   const PipeStage& s = *o_.pipe;
-  const int layer = op.block - 1;
-  const size_t bytes = ResidualBytes(o_.micro_rows, o_.seq, layout_.config.n_embd);
-  parallel::Comm* comm = nullptr;
-  float* into = nullptr;
+  const int layer = op.block - 1, m = op.micro_batch;
+  if (!ops_error_.ok()) return;
+  pipe_post_receives();
+  const parallel::CommWork* work = nullptr;
   int peer = 0;
   if (op.kind == OpKind::kBlockFwd && layer == s.first_layer() && !s.first()) {
-    comm = s.fwd_in(), into = cur_->emb_out, peer = s.stage - 1;
+    work = &pipe_receives_.activations[m], peer = s.stage - 1;
   } else if (op.kind == OpKind::kBlockBwd && layer == s.first_layer() + s.layers() - 1 &&
              !s.last()) {
-    comm = s.bwd_in(), into = dres_[op.micro_batch], peer = s.stage + 1;
+    work = &pipe_receives_.gradients[m], peer = s.stage + 1;
   }
-  if (comm == nullptr || !ops_error_.ok()) return;
+  if (work == nullptr) return;
   const auto t0 = std::chrono::steady_clock::now();
-  keep_error(comm->recv(into, bytes, peer, op.micro_batch).wait(),
+  keep_error(work->wait(),
              "receiving " + op.label() + "'s input from stage " + std::to_string(peer));
   compute_comm_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -63,6 +88,8 @@ void GptOps::pipe_send(const Op& op) {
   } else if (op.kind == OpKind::kBlockBwd && layer == s.first_layer() && !s.first()) {
     pipe_sends_.push_back(
         s.bwd_out()->send(dres_[op.micro_batch], bytes, s.stage - 1, op.micro_batch));
+    ++pipe_receives_.backwards_done;  // its set is free: the next activation may come in
+    pipe_post_receives();
   }
 }
 
@@ -119,6 +146,7 @@ Status GptOps::pipe_finish() {
     STRATA_RETURN_IF_ERROR(w.wait().with_context("sending an activation to the next stage"));
   }
   pipe_sends_.clear();
+  pipe_receives_ = PipeReceives{};  // every receive was awaited by its op
   // Only the stage's own blocks' sums are this step's (the others hold the last step's sum).
   for (int b = 0; b < int(block_sums_.size()); ++b) {
     const bool own = (b == 0 && s.first()) || (b == int(block_sums_.size()) - 1 && s.last()) ||
