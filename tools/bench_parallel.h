@@ -215,6 +215,10 @@ struct Launch {
   std::string tag, display;
 };
 
+// Runs `run` with its old --log-json (or trace) removed first, so that only this run's steps
+// count; the child's failure as ChildFailed's error (bench_parallel_child.cc).
+Status RunFresh(const Flags& f, const Launch& run, const std::string& dir);
+
 // kRanks data-parallel ranks of the global batch under mpirun on the paged engine with 3's
 // budgets, one thread each, --shard `shard`, --log-level warn, rank 0 logging each step to
 // `log_json`.

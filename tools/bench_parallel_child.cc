@@ -12,6 +12,7 @@
 #include <climits>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -155,6 +156,15 @@ Status ChildFailed(const std::string& what, const ChildResult& r, double timeout
                          std::to_string(r.exit_code) + "; each launch may take --timeout " +
                          std::to_string(long(timeout_s)) +
                          " s); run it by hand to see why. Its stderr ended with:\n" + err);
+}
+
+Status RunFresh(const Flags& f, const Launch& run, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::remove(run.out_file, ec);
+  STRATA_ASSIGN_OR_RETURN(const ChildResult child,
+                          RunChild(run.argv, dir, run.tag, f.timeout_s + 30));
+  if (child.exit_code != 0) return ChildFailed(run.display, child, f.timeout_s);
+  return Status::Ok();
 }
 
 }  // namespace strata::tools::parallel_bench

@@ -8,7 +8,6 @@
 // Their JSON fields and their table are here too.
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -88,11 +87,7 @@ Result<PpLog> ReadPpLog(const Flags& f, const std::string& path, int warmup) {
 
 // Runs `run` (its old log removed first, so that only this run's steps count).
 Result<PpLog> RunPp(const Flags& f, const Launch& run, const std::string& dir, int warmup) {
-  std::error_code ec;
-  std::filesystem::remove(run.out_file, ec);
-  STRATA_ASSIGN_OR_RETURN(const ChildResult child,
-                          RunChild(run.argv, dir, run.tag, f.timeout_s + 30));
-  if (child.exit_code != 0) return ChildFailed(run.display, child, f.timeout_s);
+  STRATA_RETURN_IF_ERROR(RunFresh(f, run, dir));
   return ReadPpLog(f, run.out_file, warmup);
 }
 

@@ -55,11 +55,7 @@ Result<std::vector<double>> StepField(const std::string& path, int warmup, const
 // tokens/s of its steps after the warmup (tokens_per_s counts the global batch).
 Result<std::vector<double>> RunTokensPerS(const Flags& f, const Launch& run,
                                           const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::remove(run.out_file, ec);
-  STRATA_ASSIGN_OR_RETURN(const ChildResult child,
-                          RunChild(run.argv, dir, run.tag, f.timeout_s + 30));
-  if (child.exit_code != 0) return ChildFailed(run.display, child, f.timeout_s);
+  STRATA_RETURN_IF_ERROR(RunFresh(f, run, dir));
   return StepField(run.out_file, f.warmup_steps, "tokens_per_s");
 }
 

@@ -6,7 +6,6 @@
 // too.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -71,11 +70,7 @@ Result<TpRun> ReadTpRun(const Flags& f, const std::string& path, bool need_comm)
 
 // Runs `run` (its old log removed first, so that only this run's steps count).
 Result<TpRun> RunTp(const Flags& f, const Launch& run, const std::string& dir, bool tp2) {
-  std::error_code ec;
-  std::filesystem::remove(run.out_file, ec);
-  STRATA_ASSIGN_OR_RETURN(const ChildResult child,
-                          RunChild(run.argv, dir, run.tag, f.timeout_s + 30));
-  if (child.exit_code != 0) return ChildFailed(run.display, child, f.timeout_s);
+  STRATA_RETURN_IF_ERROR(RunFresh(f, run, dir));
   return ReadTpRun(f, run.out_file, tp2);
 }
 
