@@ -18,6 +18,8 @@ const char* RoleName(Role role) {
       return "adam_v";
     case Role::kMaster:
       return "master";
+    case Role::kOther:
+      return "other";
   }
   return "unknown";
 }

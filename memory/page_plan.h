@@ -32,9 +32,10 @@ namespace strata::memory {
 using PageId = uint64_t;
 
 // What a page holds. Values are stable (they appear in logs and on disk).
-enum class Role : uint8_t { kParam = 0, kGrad = 1, kAdamM = 2, kAdamV = 3, kMaster = 4 };
-inline constexpr int kNumRoles = 5;
-// "param", "grad", "adam_m", "adam_v", "master".
+// kOther: an embedder's tensors that are none of these (include/strata.h, STRATA_ROLE_OTHER).
+enum class Role : uint8_t { kParam = 0, kGrad = 1, kAdamM = 2, kAdamV = 3, kMaster = 4, kOther = 5 };
+inline constexpr int kNumRoles = 6;
+// "param", "grad", "adam_m", "adam_v", "master", "other".
 const char* RoleName(Role role);
 
 inline constexpr uint64_t kDefaultPageBytes = 16 * kMiB;

@@ -1,7 +1,5 @@
 #include "scheduler/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -12,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/util/durable_file.h"
+
 namespace strata::scheduler {
 namespace {
 
@@ -20,16 +20,6 @@ using Json = nlohmann::json;
 // A record nests two levels ({"checkpoints": [{...}]}); deeper text is refused before parsing,
 // so that no input makes the parser or the destructor recurse deeply.
 constexpr int kMaxRecordDepth = 4;
-
-Status FsyncPath(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path + " to fsync it");
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::FromErrno(err, "fsync " + path);
-  return Status::Ok();
-}
 
 bool NestsDeeperThan(std::string_view text, int max_depth) {
   int depth = 0;
@@ -253,22 +243,7 @@ Result<std::optional<CheckpointRecord>> ReadCheckpointRecord(const std::string& 
 }
 
 Status WriteCheckpointRecord(const std::string& dir, const CheckpointRecord& record) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IoError("--ckpt-dir: cannot create " + dir + ": " + ec.message());
-  const std::string path = dir + "/" + kCheckpointFile, tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return Status::FromErrno(errno, "--ckpt-dir: cannot write " + tmp);
-    out << CheckpointRecordJson(record);
-    out.flush();
-    if (!out) return Status::FromErrno(errno, "--ckpt-dir: writing " + tmp);
-  }
-  STRATA_RETURN_IF_ERROR(FsyncPath(tmp, false));
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::FromErrno(errno, "--ckpt-dir: renaming " + tmp + " to " + path);
-  }
-  return FsyncPath(dir, true);
+  return WriteFileDurably(dir, kCheckpointFile, CheckpointRecordJson(record), "--ckpt-dir");
 }
 
 }  // namespace strata::scheduler

@@ -1,0 +1,67 @@
+#include "embed/access_order.h"
+
+#include <algorithm>
+
+namespace strata::embed {
+
+AccessOrder::AccessOrder(const Layout* layout, uint64_t window_bytes)
+    : layout_(layout),
+      window_bytes_(window_bytes),
+      positions_(layout->tensors().size()),
+      prefetched_in_(layout->tensors().size(), 0) {}
+
+bool AccessOrder::on_acquire(size_t tensor, std::vector<memory::PageId>& to_prefetch) {
+  recording_.push_back(tensor);
+  const bool foreseen = prefetched_in_[tensor] == iteration_;
+  prefetched_in_[tensor] = 0;  // a second acquire of it this iteration needs a new prefetch
+  // Note [Per-page fallback]: follow an acquire found in the window; one found further ahead
+  // moves the cursor only when the next acquire confirms the jump.
+  const auto& pos = positions_[tensor];
+  auto next = std::lower_bound(pos.begin(), pos.end(), uint32_t(cursor_));
+  if (next != pos.end()) {
+    const size_t p = *next;
+    if (p < std::max(frontier_, cursor_ + 1) || (far_ != SIZE_MAX && p == far_ + 1)) {
+      cursor_ = p + 1;
+      far_ = SIZE_MAX;
+    } else {
+      far_ = p;
+    }
+  }
+  extend_window(to_prefetch);
+  return foreseen;
+}
+
+void AccessOrder::extend_window(std::vector<memory::PageId>& to_prefetch) {
+  frontier_ = std::max(frontier_, cursor_);
+  // Bytes of the window already issued, counted from the cursor.
+  uint64_t ahead = 0;
+  for (size_t p = cursor_; p < frontier_; ++p) ahead += layout_->tensor(expected_[p]).bytes;
+  while (frontier_ < expected_.size() && ahead < window_bytes_) {
+    const size_t t = expected_[frontier_++];
+    ahead += layout_->tensor(t).bytes;
+    if (prefetched_in_[t] == iteration_) continue;
+    prefetched_in_[t] = iteration_;
+    const memory::PageId page = layout_->tensor(t).page;
+    if (std::find(to_prefetch.begin(), to_prefetch.end(), page) == to_prefetch.end()) {
+      to_prefetch.push_back(page);
+    }
+  }
+}
+
+bool AccessOrder::end_iteration(std::vector<memory::PageId>& to_prefetch) {
+  const bool changed = recording_ != expected_;
+  if (changed) {
+    expected_ = std::move(recording_);
+    for (auto& p : positions_) p.clear();
+    for (size_t i = 0; i < expected_.size(); ++i) positions_[expected_[i]].push_back(uint32_t(i));
+  }
+  recording_.clear();
+  recording_.reserve(expected_.size());
+  cursor_ = frontier_ = 0;
+  far_ = SIZE_MAX;
+  ++iteration_;
+  extend_window(to_prefetch);
+  return changed;
+}
+
+}  // namespace strata::embed

@@ -1,0 +1,155 @@
+#include "embed/layout.h"
+
+#include <map>
+
+#include "core/util/sizes.h"
+#include "strata.h"
+
+namespace strata::embed {
+namespace {
+
+memory::Role PageRole(int role, bool second_moment) {
+  switch (role) {
+    case STRATA_ROLE_PARAMETER:
+      return memory::Role::kParam;
+    case STRATA_ROLE_GRADIENT:
+      return memory::Role::kGrad;
+    case STRATA_ROLE_OPTIMIZER_STATE:
+      return second_moment ? memory::Role::kAdamV : memory::Role::kAdamM;
+    default:
+      return memory::Role::kOther;
+  }
+}
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+Result<size_t> Layout::add(TensorInfo info) {
+  if (sealed_) {
+    return Status::FailedPrecondition(
+        "cannot register '" + info.name + "': the layout was sealed by the first acquire, "
+        "prefetch, discard or step; register every tensor before using any");
+  }
+  if (info.name.empty()) return Status::InvalidArgument("a tensor needs a non-empty name");
+  if (by_name_.count(info.name)) {
+    return Status::AlreadyExists("tensor '" + info.name + "' is already registered");
+  }
+  if (info.bytes == 0) {
+    return Status::InvalidArgument("tensor '" + info.name + "' has 0 bytes");
+  }
+  if (info.bytes > page_bytes_) {
+    uint64_t need = page_bytes_;
+    while (need < info.bytes) need *= 2;
+    return Status::InvalidArgument(
+        "tensor '" + info.name + "' is " + FormatBytes(info.bytes) + ", larger than a page (" +
+        FormatBytes(page_bytes_) + "); a tensor must fit in one page to be used in place: set "
+        "page_size to at least " + FormatBytes(need));
+  }
+  if (info.group.empty()) info.group = info.name;
+  auto [it, inserted] = group_ids_.emplace(info.group, int(group_ids_.size()));
+  (void)inserted;
+  group_of_.push_back(it->second);
+  by_name_[info.name] = tensors_.size();
+  pair_member_.push_back(0);
+  tensors_.push_back(std::move(info));
+  return tensors_.size() - 1;
+}
+
+Status Layout::check_pair_tensor(size_t i, int role, const char* what) const {
+  const TensorInfo& t = tensors_[i];
+  if (t.role != role) {
+    return Status::InvalidArgument("strata_register_pair: '" + t.name + "' is not a " + what +
+                                   " (register it with the role STRATA_ROLE_" +
+                                   (role == STRATA_ROLE_PARAMETER ? "PARAMETER" : "GRADIENT") +
+                                   ")");
+  }
+  if (t.dtype != STRATA_F32) {
+    return Status::InvalidArgument("strata_register_pair: '" + t.name +
+                                   "' is not STRATA_F32; the host AdamW works on float32");
+  }
+  if (pair_member_[i]) {
+    return Status::AlreadyExists("strata_register_pair: '" + t.name + "' is already in a pair");
+  }
+  return Status::Ok();
+}
+
+Status Layout::add_pair(size_t param, size_t grad, float weight_decay) {
+  STRATA_RETURN_IF_ERROR(check_pair_tensor(param, STRATA_ROLE_PARAMETER, "parameter"));
+  STRATA_RETURN_IF_ERROR(check_pair_tensor(grad, STRATA_ROLE_GRADIENT, "gradient"));
+  const TensorInfo& p = tensors_[param];
+  if (tensors_[grad].bytes != p.bytes) {
+    return Status::InvalidArgument("strata_register_pair: '" + p.name + "' is " +
+                                   std::to_string(p.bytes) + " bytes but its gradient '" +
+                                   tensors_[grad].name + "' is " +
+                                   std::to_string(tensors_[grad].bytes));
+  }
+  Pair pair{param, grad, 0, 0, weight_decay};
+  const std::string base = p.name;
+  const std::string group = p.group;
+  STRATA_ASSIGN_OR_RETURN(pair.exp_avg, add({base + ".exp_avg", p.bytes, STRATA_F32,
+                                             STRATA_ROLE_OPTIMIZER_STATE, group}));
+  STRATA_ASSIGN_OR_RETURN(pair.exp_avg_sq, add({base + ".exp_avg_sq", p.bytes, STRATA_F32,
+                                                STRATA_ROLE_OPTIMIZER_STATE, group}));
+  pair_member_[param] = pair_member_[grad] = 1;
+  pairs_.push_back(pair);
+  return Status::Ok();
+}
+
+Result<size_t> Layout::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return Status::NotFound("no tensor named '" + name + "'");
+  return it->second;
+}
+
+bool Layout::in_pair(size_t tensor) const { return pair_member_[tensor] != 0; }
+
+Status Layout::seal() {
+  std::vector<memory::TensorEntry> entries;
+  entries.reserve(tensors_.size());
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const TensorInfo& t = tensors_[i];
+    entries.push_back({group_of_[i], PageRole(t.role, EndsWith(t.name, ".exp_avg_sq")),
+                       t.name, int64_t(t.bytes)});
+  }
+  memory::PagePlanOptions po;
+  po.page_bytes = page_bytes_;
+  po.elem_bytes = 1;
+  po.tensor_align_bytes = 256;
+  STRATA_ASSIGN_OR_RETURN(memory::PagePlan plan, memory::MakePagePlan(entries, po));
+  num_pages_ = plan.num_pages();
+  page_tensors_.assign(num_pages_, {});
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const auto spans = plan.spans_of(i);
+    STRATA_CHECK(spans.size() == 1) << "tensor " << tensors_[i].name << " straddles pages";
+    tensors_[i].page = spans[0].page;
+    tensors_[i].offset = spans[0].page_offset_bytes;
+    page_tensors_[spans[0].page].push_back(i);
+  }
+  build_units();
+  sealed_ = true;
+  return Status::Ok();
+}
+
+void Layout::build_units() {
+  std::map<std::array<memory::PageId, 4>, size_t> index;
+  for (size_t k = 0; k < pairs_.size(); ++k) {
+    const Pair& p = pairs_[k];
+    std::array<memory::PageId, 4> pages = {tensors_[p.param].page, tensors_[p.grad].page,
+                                           tensors_[p.exp_avg].page, tensors_[p.exp_avg_sq].page};
+    auto [it, inserted] = index.emplace(pages, units_.size());
+    if (inserted) units_.push_back({pages, {}});
+    units_[it->second].pairs.push_back(k);
+  }
+  page_units_.assign(num_pages_, {});
+  for (size_t u = 0; u < units_.size(); ++u) {
+    for (memory::PageId page : units_[u].pages) {
+      auto& list = page_units_[page];
+      if (list.empty() || list.back() != u) list.push_back(u);
+    }
+  }
+}
+
+}  // namespace strata::embed

@@ -1,0 +1,298 @@
+// Runtime: creation, registration, sealing, steps, stats and closing. Acquires and releases
+// are in runtime_acquire.cc; checkpoints in checkpoint_book.cc.
+#include "embed/runtime.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/device/create_device.h"
+#include "core/util/sizes.h"
+#include "embed/checkpoint_book.h"
+#include "embed/optimizer.h"
+#include "memory/nvme_store.h"
+
+namespace strata::embed {
+
+Runtime::Runtime(const EmbedOptions& options) : options_(options), layout_(options.page_bytes) {}
+
+Runtime::~Runtime() {
+  if (optimizer_) (void)optimizer_->wait();
+  for (Hold& h : holds_) {
+    if (h.device_copy) device_->free(h.device_copy);
+  }
+  pins_.clear();  // every PageRef goes before the manager
+  optimizer_.reset();
+  memory_.reset();
+}
+
+Result<std::unique_ptr<Runtime>> Runtime::Create(const EmbedOptions& options) {
+  std::unique_ptr<Runtime> rt(new Runtime(options));
+  SimDeviceOptions sim;
+  sim.capacity_bytes = options.gpu_bytes;
+  STRATA_ASSIGN_OR_RETURN(rt->device_, CreateDevice({options.device, 0}, sim));
+  rt->copy_stream_ = rt->device_->create_stream("strata embed copies");
+  if (!options.checkpoint_dir.empty()) {
+    STRATA_ASSIGN_OR_RETURN(rt->book_, CheckpointBook::Open(options.checkpoint_dir));
+  }
+  STRATA_RETURN_IF_ERROR(rt->check_store());
+  return rt;
+}
+
+// The NVMe tier's directories: nvme_dir, else <checkpoint_dir>/pages when checkpoints are asked
+// for. A new runtime needs an empty store (an old one's pages would read back); a resumed one
+// reopens the store at its checkpoint's manifest.
+std::vector<std::string> Runtime::nvme_dirs() const {
+  std::vector<std::string> dirs = options_.nvme_dirs;
+  if (dirs.empty() && book_) dirs.push_back(options_.checkpoint_dir + "/pages");
+  return dirs;
+}
+
+Status Runtime::check_store() {
+  const std::vector<std::string> dirs = nvme_dirs();
+  if (!options_.resume.empty()) {
+    STRATA_ASSIGN_OR_RETURN(const CheckpointBook::Entry* entry, book_->find(options_.resume));
+    manifest_ = entry->manifest;
+    resumed_step_ = entry->step;
+  } else if (!dirs.empty() && memory::NvmeStoreExists(dirs[0])) {
+    return Status::FailedPrecondition(
+        "nvme_dir '" + dirs[0] + "' holds the page store of an earlier runtime (" +
+        memory::NvmeStorePath(dirs[0]) + "); give an empty directory, or set resume to one of "
+        "its checkpoints to continue from it");
+  }
+  return Status::Ok();
+}
+
+// Opened when the layout is sealed: unless nvme_mem is set, the store's capacity is four times
+// the registered state (copy-on-write versions and checkpoints need room beside the current
+// pages), at least 64 MiB.
+Status Runtime::open_memory() {
+  const std::vector<std::string> dirs = nvme_dirs();
+  if (dirs.empty()) return Status::Ok();
+  for (const std::string& d : dirs) {
+    std::error_code ec;
+    std::filesystem::create_directories(d, ec);
+    if (ec) return Status::IoError("cannot create nvme_dir '" + d + "': " + ec.message());
+  }
+  memory::NvmeStoreOptions so;
+  so.dirs = dirs;
+  so.page_bytes = options_.page_bytes;
+  so.capacity_bytes = options_.nvme_bytes != 0
+                          ? options_.nvme_bytes
+                          : std::max<uint64_t>(4 * layout_.num_pages() * layout_.page_bytes(),
+                                               64ull << 20);
+  so.restore_snapshot = manifest_;
+  STRATA_ASSIGN_OR_RETURN(nvme_, memory::OpenNvmeStore(so));
+  return Status::Ok();
+}
+
+Status Runtime::seal(std::unique_lock<std::mutex>&) {
+  if (closed_) return Status::FailedPrecondition("the runtime is closed");
+  if (layout_.sealed()) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(layout_.seal());
+  STRATA_RETURN_IF_ERROR(open_memory());
+  const uint64_t state = layout_.num_pages() * layout_.page_bytes();
+  if (!nvme_ && state > options_.host_bytes) {
+    return Status::ResourceExhausted(
+        "the registered tensors take " + std::to_string(layout_.num_pages()) + " pages (" +
+        FormatBytes(state) + ") but host_mem is " + FormatBytes(options_.host_bytes) +
+        " and there is no NVMe tier: raise host_mem to at least " + FormatBytes(state) +
+        " or set nvme_dir");
+  }
+  if (!options_.resume.empty()) {
+    STRATA_RETURN_IF_ERROR(book_->check_layout(options_.resume, layout_));
+  }
+  memory::MemoryManagerOptions mo;
+  mo.page_bytes = layout_.page_bytes();
+  mo.num_pages = std::max<uint64_t>(layout_.num_pages(), 1);
+  mo.host_bytes = options_.host_bytes;
+  mo.device = device_.get();
+  mo.nvme = nvme_.get();
+  mo.stall_timeout_ms = options_.stall_timeout_ms;
+  STRATA_ASSIGN_OR_RETURN(memory_, memory::MemoryManager::Create(mo));
+  holds_.assign(layout_.tensors().size(), {});
+  pins_ = std::vector<PagePin>(layout_.num_pages());
+  pending_.assign(layout_.num_pages(), 0);
+  dead_.assign(layout_.tensors().size(), 0);
+  order_ = std::make_unique<AccessOrder>(&layout_, options_.host_bytes / 4);
+  optimizer_ = std::make_unique<Optimizer>(this, &layout_, memory_.get(), options_.threads,
+                                           resumed_step_);
+  return Status::Ok();
+}
+
+Result<size_t> Runtime::register_tensor(TensorInfo info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return Status::FailedPrecondition("the runtime is closed");
+  return layout_.add(std::move(info));
+}
+
+Result<size_t> Runtime::find(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return Status::FailedPrecondition("the runtime is closed");
+  return layout_.find(name);
+}
+
+Status Runtime::register_pair(size_t param, size_t grad, float weight_decay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return Status::FailedPrecondition("the runtime is closed");
+  if (layout_.sealed()) {
+    return Status::FailedPrecondition(
+        "strata_register_pair: the layout was sealed by the first acquire, prefetch, discard or "
+        "step; register every pair before using any tensor");
+  }
+  return layout_.add_pair(param, grad, weight_decay);
+}
+
+Status Runtime::check_tensor(size_t tensor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tensor >= layout_.tensors().size()) {
+    return Status::InvalidArgument("not a tensor handle of this runtime (" +
+                                   std::to_string(layout_.tensors().size()) +
+                                   " tensors are registered)");
+  }
+  return Status::Ok();
+}
+
+Status Runtime::check_no_holds(const char* what) const {
+  for (size_t t = 0; t < holds_.size(); ++t) {
+    if (holds_[t].writer || holds_[t].readers > 0) {
+      return Status::FailedPrecondition(std::string(what) + ": tensor '" +
+                                        layout_.tensor(t).name +
+                                        "' is still acquired; release it first");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Runtime::step(const strata_step_options& o) {
+  if (!(o.lr >= 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
+      !(o.eps > 0) || !(o.max_grad_norm >= 0)) {
+    return Status::InvalidArgument(
+        "strata_step: lr must be >= 0, beta1 and beta2 in [0, 1), eps > 0 and max_grad_norm >= 0");
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  STRATA_RETURN_IF_ERROR(seal(lock));
+  lock.unlock();
+  // A failed step's error is returned by every later step and step_wait: its units were not
+  // updated, so training cannot go on exactly.
+  STRATA_RETURN_IF_ERROR(optimizer_->wait());
+  lock.lock();
+  for (const Pair& p : layout_.pairs()) {
+    for (size_t t : {p.param, p.grad}) {
+      if (holds_[t].writer || holds_[t].readers > 0) {
+        return Status::FailedPrecondition("strata_step: '" + layout_.tensor(t).name +
+                                          "' is still acquired; release every parameter and "
+                                          "gradient before the step");
+      }
+    }
+  }
+  for (const UpdateUnit& u : layout_.units()) {
+    for (memory::PageId page : u.pages) {
+      if (pins_[page].holds > 0 || pins_[page].pinning) {
+        return Status::FailedPrecondition(
+            "strata_step: a tensor sharing a page with parameter '" +
+            layout_.tensor(layout_.pairs()[u.pairs[0]].param).name +
+            "' (its group) is still acquired; release it before the step");
+      }
+    }
+  }
+  STRATA_RETURN_IF_ERROR(materialize_dead(lock));
+  std::vector<memory::PageId> to_prefetch;
+  if (order_->end_iteration(to_prefetch)) set_plan();
+  std::vector<size_t> order = unit_order();
+  for (const UpdateUnit& u : layout_.units()) {
+    for (memory::PageId page : u.pages) ++pending_[page];
+  }
+  optimizer_->start(o, std::move(order));
+  lock.unlock();
+  issue_prefetches(to_prefetch);
+  return Status::Ok();
+}
+
+// Units in the order their parameters were first acquired last iteration; the rest after.
+std::vector<size_t> Runtime::unit_order() const {
+  const size_t n = layout_.units().size();
+  std::vector<size_t> first(n, SIZE_MAX);
+  const auto& expected = order_->expected();
+  for (size_t pos = 0; pos < expected.size(); ++pos) {
+    for (size_t u : layout_.units_of(layout_.tensor(expected[pos]).page)) {
+      first[u] = std::min(first[u], pos);
+    }
+  }
+  std::vector<size_t> order(n);
+  for (size_t u = 0; u < n; ++u) order[u] = u;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return first[a] < first[b]; });
+  return order;
+}
+
+// The host pool's Belady plan: the embedder's recorded order, then the optimizer's units.
+void Runtime::set_plan() {
+  std::vector<memory::PlannedAccess> plan;
+  for (size_t t : order_->expected()) plan.push_back({layout_.tensor(t).page, 0});
+  for (size_t u : unit_order()) {
+    for (memory::PageId page : layout_.units()[u].pages) plan.push_back({page, 1});
+  }
+  memory_->set_access_plan(std::move(plan));
+}
+
+void Runtime::finish_unit(size_t unit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (memory::PageId page : layout_.units()[unit].pages) --pending_[page];
+  cv_.notify_all();
+}
+
+Status Runtime::step_wait() {
+  if (!optimizer_) return Status::Ok();
+  return optimizer_->wait();
+}
+
+int64_t Runtime::step_count() { return optimizer_ ? optimizer_->steps_done() : resumed_step_; }
+
+double Runtime::last_grad_norm() { return optimizer_ ? optimizer_->last_grad_norm() : 0.0; }
+
+Status Runtime::close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return Status::Ok();
+    STRATA_RETURN_IF_ERROR(check_no_holds("strata_runtime_close"));
+  }
+  Status status = step_wait();
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  return status;
+}
+
+strata_stats Runtime::stats() {
+  strata_stats s{};
+  const DeviceStats d = device_->stats();
+  s.device_bytes = d.current_bytes;
+  s.device_peak_bytes = d.peak_bytes;
+  s.device_budget_bytes = d.capacity_bytes;
+  s.host_to_device_bytes = d.h2d_bytes;
+  s.device_to_host_bytes = d.d2h_bytes;
+  s.host_budget_bytes = options_.host_bytes;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (memory_) {
+    const memory::MemoryStats m = memory_->stats();
+    s.host_bytes = m.tier(memory::Tier::kHost).current_bytes;
+    s.host_peak_bytes = m.tier(memory::Tier::kHost).peak_bytes;
+    s.nvme_budget_bytes = m.tier(memory::Tier::kNvme).capacity_bytes;
+    s.nvme_bytes = m.tier(memory::Tier::kNvme).current_bytes;
+    s.nvme_peak_bytes = m.tier(memory::Tier::kNvme).peak_bytes;
+    s.nvme_read_bytes = m.nvme_read_bytes;
+    s.nvme_write_bytes = m.nvme_write_bytes;
+    s.host_misses = m.misses;
+  }
+  s.stall_seconds = double(stall_ns_.load()) * 1e-9;
+  s.acquires = acquires_;
+  s.predicted_acquires = predicted_;
+  s.unpredicted_acquires = unpredicted_;
+  s.prefetches = prefetches_;
+  s.steps = uint64_t(step_count());
+  s.tensors = layout_.tensors().size();
+  s.pages = layout_.num_pages();
+  s.page_bytes = layout_.page_bytes();
+  return s;
+}
+
+}  // namespace strata::embed

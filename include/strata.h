@@ -1,0 +1,222 @@
+/* strata.h: Strata's memory runtime as a C API, for embedding under another framework.
+ *
+ * One header, C11 and C++ compatible. Link with -lstrata (pkg-config strata, or CMake
+ * find_package(Strata) and the target Strata::strata). docs/embedding.md walks through it.
+ *
+ * What it is
+ *   The embedder registers tensors (name, bytes, dtype, role, group). Strata lays them into
+ *   fixed-size pages and keeps those pages in a pinned host pool and on NVMe under hard budgets,
+ *   and on the device when asked. The embedder acquires a tensor when it needs it (a pointer
+ *   that stays valid until release) and releases it after use. A host AdamW step runs over the
+ *   registered (parameter, gradient) pairs, page by page, in the background.
+ *
+ * Errors
+ *   Every call returns a strata_status. On failure, strata_last_error() gives a message naming
+ *   what failed and what to change; it is per thread and valid until that thread's next call.
+ *   No C++ exception crosses this boundary.
+ *
+ * Threads
+ *   Every call on one runtime may be made from any thread, concurrently (the runtime locks
+ *   internally; an acquire that must wait for NVMe or for the optimizer blocks only its caller).
+ *   strata_runtime_close must not race with other calls on the same runtime. Pointers returned
+ *   by strata_acquire may be used from any thread until the matching strata_release.
+ *
+ * Lifetime
+ *   Tensors are registered before the first strata_acquire, strata_prefetch, strata_discard or
+ *   strata_step ("the layout is sealed" then). Tensor handles live as long as their runtime.
+ */
+#ifndef STRATA_H_
+#define STRATA_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define STRATA_API __attribute__((visibility("default")))
+#else
+#define STRATA_API
+#endif
+
+#define STRATA_VERSION_MAJOR 0
+#define STRATA_VERSION_MINOR 1
+
+typedef enum strata_status {
+  STRATA_OK = 0,
+  STRATA_INVALID_ARGUMENT = 1,  /* a bad option, handle, size or name */
+  STRATA_NOT_FOUND = 2,         /* a checkpoint or tensor that does not exist */
+  STRATA_ALREADY_EXISTS = 3,    /* a tensor name registered twice */
+  STRATA_OUT_OF_RANGE = 4,
+  STRATA_RESOURCE_EXHAUSTED = 5, /* a budget too small for what was asked */
+  STRATA_FAILED_PRECONDITION = 6, /* the call is not valid now (e.g. acquired twice for write) */
+  STRATA_IO_ERROR = 7,
+  STRATA_CORRUPTION = 8,        /* a page or checkpoint failed its checksum */
+  STRATA_NOT_SUPPORTED = 9,     /* e.g. device "cuda" in a build without CUDA */
+  STRATA_TIMEOUT = 10,          /* a request made no progress (the message lists the holders) */
+  STRATA_ABORTED = 11,
+  STRATA_INTERNAL = 12
+} strata_status;
+
+typedef enum strata_dtype {
+  STRATA_F32 = 0,
+  STRATA_F16 = 1,
+  STRATA_BF16 = 2,
+  STRATA_F64 = 3,
+  STRATA_I32 = 4,
+  STRATA_I64 = 5,
+  STRATA_U8 = 6
+} strata_dtype;
+
+typedef enum strata_role {
+  STRATA_ROLE_PARAMETER = 0,
+  STRATA_ROLE_GRADIENT = 1,
+  STRATA_ROLE_OPTIMIZER_STATE = 2,
+  STRATA_ROLE_OTHER = 3
+} strata_role;
+
+typedef enum strata_intent {
+  STRATA_READ = 0,      /* the contents are read; many readers at once */
+  STRATA_WRITE = 1,     /* read and modified; one writer, no readers */
+  STRATA_OVERWRITE = 2  /* every byte will be written: nothing is loaded (the contents are
+                           undefined until written) */
+} strata_intent;
+
+typedef enum strata_tier {
+  STRATA_TIER_DEVICE = 0, /* the device's memory (the sim backend: host memory counted as the
+                             device's, under gpu_mem) */
+  STRATA_TIER_HOST = 1    /* the pinned host pool: a pointer into the page itself, no copy */
+} strata_tier;
+
+typedef struct strata_runtime strata_runtime;
+typedef struct strata_options strata_options;
+/* A registered tensor. Opaque: its value is checked by every call that takes it. */
+typedef struct strata_tensor_handle* strata_tensor;
+
+/* The message of this thread's last failed call ("" when none). */
+STRATA_API const char* strata_last_error(void);
+/* "STRATA_OK", "STRATA_INVALID_ARGUMENT", ... */
+STRATA_API const char* strata_status_name(strata_status status);
+/* "0.1.0" */
+STRATA_API const char* strata_version(void);
+
+/* ---- options ------------------------------------------------------------------------------
+ * Options are key/value strings, as on strata's command line:
+ *   "device"          "sim" (default) or "cuda" (CUDA builds with a GPU)
+ *   "gpu_mem"         device budget, a size: "4096", "512K", "64M", "1.5G" (default 256M)
+ *   "host_mem"        pinned host pool budget, a size (required)
+ *   "nvme_dir"        a directory for the NVMe tier; set it several times for several
+ *                     directories (default: none, the host pool is the last tier)
+ *   "nvme_mem"        NVMe tier capacity, a size (default: four times the registered
+ *                     tensors' pages, at least 64M)
+ *   "page_size"       page size, a power of two >= 4K (default 16M); a tensor must fit in one
+ *   "threads"         worker threads for the optimizer and copies, "0" = every core (default)
+ *   "checkpoint_dir"  where strata_checkpoint records checkpoints (their pages live in the
+ *                     NVMe tier; without nvme_dir the store is made in <checkpoint_dir>/pages)
+ *   "resume"          the name of a checkpoint in checkpoint_dir to reopen the runtime from
+ *   "stall_timeout_ms" how long a request may make no progress before failing (default 30000)
+ */
+STRATA_API strata_status strata_options_create(strata_options** out);
+STRATA_API strata_status strata_options_set(strata_options* options, const char* key,
+                                            const char* value);
+STRATA_API void strata_options_destroy(strata_options* options);
+
+/* ---- runtime ------------------------------------------------------------------------------ */
+/* Creates a runtime. The options may be destroyed afterwards. */
+STRATA_API strata_status strata_runtime_create(const strata_options* options,
+                                               strata_runtime** out);
+/* Waits for a running step, releases everything and closes the runtime. Every acquired tensor
+ * must have been released (otherwise FAILED_PRECONDITION and nothing is closed). NULL is a
+ * no-op. */
+STRATA_API strata_status strata_runtime_close(strata_runtime* runtime);
+
+/* ---- tensors ------------------------------------------------------------------------------
+ * `group` (NULL: the tensor is a group of its own) is the unit that moves together, e.g. a
+ * layer: tensors of one group and one role share pages. A tensor must fit in one page. */
+STRATA_API strata_status strata_register(strata_runtime* runtime, const char* name,
+                                         uint64_t bytes, strata_dtype dtype, strata_role role,
+                                         const char* group, strata_tensor* out);
+/* A registered tensor by name (NOT_FOUND otherwise). */
+STRATA_API strata_status strata_find(strata_runtime* runtime, const char* name,
+                                     strata_tensor* out);
+
+/* Makes the tensor's contents available on `tier` with `intent` and returns their address in
+ * *out (valid until strata_release). A tensor nobody wrote reads as zeros. Waits for the
+ * pending optimizer update of a parameter. FAILED_PRECONDITION for a second writer, a writer
+ * while readers hold it, or a tensor held on the other tier. */
+STRATA_API strata_status strata_acquire(strata_runtime* runtime, strata_tensor tensor,
+                                        strata_intent intent, strata_tier tier, void** out);
+/* Ends one acquire of `tensor` (the writer's, else one reader's). A device copy written to is
+ * copied back to its pages. */
+STRATA_API strata_status strata_release(strata_runtime* runtime, strata_tensor tensor);
+/* A hint: the tensor will be acquired soon. Never blocks, never fails on a full pool. */
+STRATA_API strata_status strata_prefetch(strata_runtime* runtime, strata_tensor tensor);
+/* The tensor's contents are dead: they are dropped without being written back, and the tensor
+ * reads as zeros afterwards. FAILED_PRECONDITION while it is acquired. */
+STRATA_API strata_status strata_discard(strata_runtime* runtime, strata_tensor tensor);
+
+/* ---- optimizer ----------------------------------------------------------------------------
+ * AdamW with torch.optim.AdamW's semantics over registered (parameter, gradient) pairs, both
+ * STRATA_F32 of the same size. Registering a pair registers its two moments (role
+ * OPTIMIZER_STATE, named "<param>.exp_avg" and "<param>.exp_avg_sq", in the parameter's
+ * group). `weight_decay` is this pair's (torch's parameter groups: 0 for biases and norms). */
+STRATA_API strata_status strata_register_pair(strata_runtime* runtime, strata_tensor param,
+                                              strata_tensor grad, float weight_decay);
+
+typedef struct strata_step_options {
+  float lr;
+  float beta1;
+  float beta2;
+  float eps;
+  float max_grad_norm;  /* > 0: clip the global gradient norm first, as
+                           torch.nn.utils.clip_grad_norm_ does; 0: no clipping */
+  int discard_grads;    /* nonzero: each gradient is discarded once its update read it (zero
+                           for the next accumulation, never written back) */
+} strata_step_options;
+/* lr 1e-3, betas (0.9, 0.999), eps 1e-8, no clipping, gradients kept: torch's defaults. */
+STRATA_API void strata_step_options_init(strata_step_options* options);
+
+/* Starts one optimizer step over every pair and returns without waiting: the updates run on
+ * the runtime's threads, page by page, in the order the parameters were acquired last
+ * iteration. An acquire of a parameter (or of its gradient) waits for that pair's update. Every
+ * pair's tensors must be released. Errors of the background step are returned by the next
+ * strata_step_wait (and by the acquire that waited on the failed update). */
+STRATA_API strata_status strata_step(strata_runtime* runtime, const strata_step_options* options);
+/* Waits until the last strata_step has finished; returns its error, if any. */
+STRATA_API strata_status strata_step_wait(strata_runtime* runtime);
+/* The number of optimizer steps taken (restored from a checkpoint). */
+STRATA_API strata_status strata_step_count(strata_runtime* runtime, int64_t* out);
+/* The global gradient norm the last step computed (before clipping); 0 before any step. */
+STRATA_API strata_status strata_last_grad_norm(strata_runtime* runtime, double* out);
+
+/* ---- checkpoints --------------------------------------------------------------------------
+ * Durably saves every registered tensor and the optimizer's step count under `name` (waits for
+ * a running step first). Reopen with the option "resume" = name and the same registrations (in
+ * the same order). Needs "checkpoint_dir". Every tensor must be released. */
+STRATA_API strata_status strata_checkpoint(strata_runtime* runtime, const char* name);
+
+/* ---- stats -------------------------------------------------------------------------------- */
+typedef struct strata_stats {
+  uint64_t device_bytes, device_peak_bytes, device_budget_bytes;
+  uint64_t host_bytes, host_peak_bytes, host_budget_bytes;
+  uint64_t nvme_bytes, nvme_peak_bytes, nvme_budget_bytes;
+  uint64_t host_to_device_bytes, device_to_host_bytes; /* copies between device and host */
+  uint64_t nvme_read_bytes, nvme_write_bytes;          /* traffic between host and NVMe */
+  double stall_seconds;      /* time acquires spent waiting (loads, the optimizer) */
+  uint64_t acquires;         /* strata_acquire calls that succeeded */
+  uint64_t host_misses;      /* of those, pages that were not in the host pool */
+  uint64_t predicted_acquires;   /* acquires the learned access order foresaw (prefetched) */
+  uint64_t unpredicted_acquires; /* acquires it did not (first iteration, changed order) */
+  uint64_t prefetches;       /* pages prefetched from the learned order or by strata_prefetch */
+  uint64_t steps;            /* optimizer steps finished */
+  uint64_t tensors, pages, page_bytes;
+} strata_stats;
+STRATA_API strata_status strata_get_stats(strata_runtime* runtime, strata_stats* out);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif  /* STRATA_H_ */

@@ -1,0 +1,197 @@
+// The C API's error paths: every bad use is a status and a message naming what to change.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "tests/embed/embed_test_util.h"
+
+namespace strata::embed::test {
+namespace {
+
+const Options kSmall = {{"host_mem", "1M"}, {"page_size", "64K"}};
+
+TEST(CApiOptions, UnknownKeyListsTheKnownOnes) {
+  strata_options* o = nullptr;
+  ASSERT_STRATA_OK(strata_options_create(&o));
+  EXPECT_EQ(strata_options_set(o, "host_memory", "1G"), STRATA_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("unknown option 'host_memory'"), std::string::npos) << LastError();
+  EXPECT_NE(LastError().find("host_mem"), std::string::npos);
+  EXPECT_EQ(strata_options_set(o, nullptr, "1G"), STRATA_INVALID_ARGUMENT);
+  strata_options_destroy(o);
+}
+
+TEST(CApiOptions, BadValuesNameTheOption) {
+  strata_runtime* rt = nullptr;
+  EXPECT_EQ(MakeRuntime({{"host_mem", "12X"}}, &rt), STRATA_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("host_mem"), std::string::npos) << LastError();
+  EXPECT_EQ(MakeRuntime({{"page_size", "64K"}}, &rt), STRATA_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("host_mem is required"), std::string::npos) << LastError();
+  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "48K"}}, &rt), STRATA_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("power of two"), std::string::npos) << LastError();
+  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"device", "tpu"}}, &rt), STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"resume", "x"}}, &rt), STRATA_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("checkpoint_dir"), std::string::npos) << LastError();
+  EXPECT_EQ(rt, nullptr);
+}
+
+TEST(CApiOptions, HostBudgetBelowFivePagesIsResourceExhausted) {
+  strata_runtime* rt = nullptr;
+  EXPECT_EQ(MakeRuntime({{"host_mem", "256K"}, {"page_size", "64K"}}, &rt),
+            STRATA_RESOURCE_EXHAUSTED);
+  EXPECT_NE(LastError().find("raise host_mem to at least 320.00 KiB"), std::string::npos)
+      << LastError();
+}
+
+TEST(CApiOptions, CudaWithoutGpuIsNotSupported) {
+  strata_runtime* rt = nullptr;
+  strata_status s = MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"device", "cuda"}}, &rt);
+  if (s == STRATA_OK) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(s, STRATA_NOT_SUPPORTED) << LastError();
+}
+
+TEST(CApiRegister, BadTensorsAreRefused) {
+  strata_runtime* rt = nullptr;
+  ASSERT_STRATA_OK(MakeRuntime(kSmall, &rt));
+  strata_tensor t = nullptr, u = nullptr;
+  ASSERT_STRATA_OK(strata_register(rt, "w", 4096, STRATA_F32, STRATA_ROLE_PARAMETER, "l0", &t));
+  EXPECT_EQ(strata_register(rt, "w", 4096, STRATA_F32, STRATA_ROLE_PARAMETER, "l0", &u),
+            STRATA_ALREADY_EXISTS);
+  EXPECT_EQ(strata_register(rt, "z", 0, STRATA_F32, STRATA_ROLE_PARAMETER, "l0", &u),
+            STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_register(rt, "big", 100000, STRATA_F32, STRATA_ROLE_PARAMETER, "l0", &u),
+            STRATA_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("set page_size to at least 128.00 KiB"), std::string::npos)
+      << LastError();
+  EXPECT_EQ(strata_register(rt, "", 16, STRATA_F32, STRATA_ROLE_PARAMETER, nullptr, &u),
+            STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_register(rt, "r", 16, STRATA_F32, strata_role(9), nullptr, &u),
+            STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_find(rt, "nope", &u), STRATA_NOT_FOUND);
+  ASSERT_STRATA_OK(strata_find(rt, "w", &u));
+  EXPECT_EQ(u, t);
+  EXPECT_STRATA_OK(strata_runtime_close(rt));
+}
+
+TEST(CApiRegister, PairsNeedAParameterAndAGradientOfOneSize) {
+  strata_runtime* rt = nullptr;
+  ASSERT_STRATA_OK(MakeRuntime(kSmall, &rt));
+  strata_tensor p, g, g2, h;
+  ASSERT_STRATA_OK(strata_register(rt, "p", 64, STRATA_F32, STRATA_ROLE_PARAMETER, "l", &p));
+  ASSERT_STRATA_OK(strata_register(rt, "g", 64, STRATA_F32, STRATA_ROLE_GRADIENT, "l", &g));
+  ASSERT_STRATA_OK(strata_register(rt, "g2", 32, STRATA_F32, STRATA_ROLE_GRADIENT, "l", &g2));
+  ASSERT_STRATA_OK(strata_register(rt, "h", 64, STRATA_F16, STRATA_ROLE_GRADIENT, "l", &h));
+  EXPECT_EQ(strata_register_pair(rt, g, p, 0.0f), STRATA_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("'g' is not a parameter"), std::string::npos) << LastError();
+  EXPECT_EQ(strata_register_pair(rt, p, g2, 0.0f), STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_register_pair(rt, p, h, 0.0f), STRATA_INVALID_ARGUMENT);
+  EXPECT_NE(LastError().find("float32"), std::string::npos) << LastError();
+  EXPECT_EQ(strata_register_pair(rt, p, g, -1.0f), STRATA_INVALID_ARGUMENT);
+  ASSERT_STRATA_OK(strata_register_pair(rt, p, g, 0.1f));
+  EXPECT_EQ(strata_register_pair(rt, p, g, 0.1f), STRATA_ALREADY_EXISTS);
+  strata_tensor m;
+  EXPECT_STRATA_OK(strata_find(rt, "p.exp_avg_sq", &m));
+  EXPECT_STRATA_OK(strata_runtime_close(rt));
+}
+
+TEST(CApiAcquire, ConflictsAndBadHandlesAreErrorsNotHangs) {
+  strata_runtime* rt = nullptr;
+  ASSERT_STRATA_OK(MakeRuntime(kSmall, &rt));
+  strata_tensor a, b;
+  ASSERT_STRATA_OK(strata_register(rt, "a", 256, STRATA_F32, STRATA_ROLE_OTHER, "g", &a));
+  ASSERT_STRATA_OK(strata_register(rt, "b", 256, STRATA_F32, STRATA_ROLE_OTHER, "g", &b));
+  void *p = nullptr, *q = nullptr;
+  ASSERT_STRATA_OK(strata_acquire(rt, a, STRATA_WRITE, STRATA_TIER_HOST, &p));
+  EXPECT_EQ(strata_register(rt, "late", 4, STRATA_F32, STRATA_ROLE_OTHER, nullptr, &b),
+            STRATA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("sealed"), std::string::npos) << LastError();
+  EXPECT_EQ(strata_acquire(rt, a, STRATA_WRITE, STRATA_TIER_HOST, &q), STRATA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("already acquired for write"), std::string::npos) << LastError();
+  EXPECT_EQ(strata_acquire(rt, a, STRATA_READ, STRATA_TIER_HOST, &q), STRATA_FAILED_PRECONDITION);
+  // Another tensor of the same page can be written at the same time.
+  ASSERT_STRATA_OK(strata_acquire(rt, b, STRATA_WRITE, STRATA_TIER_HOST, &q));
+  EXPECT_EQ(strata_runtime_close(rt), STRATA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("still acquired"), std::string::npos) << LastError();
+  EXPECT_STRATA_OK(strata_release(rt, a));
+  EXPECT_STRATA_OK(strata_release(rt, b));
+  EXPECT_EQ(strata_release(rt, a), STRATA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("not acquired"), std::string::npos) << LastError();
+  EXPECT_EQ(strata_acquire(rt, nullptr, STRATA_READ, STRATA_TIER_HOST, &q),
+            STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_acquire(rt, reinterpret_cast<strata_tensor>(uintptr_t(99)), STRATA_READ,
+                           STRATA_TIER_HOST, &q),
+            STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_acquire(rt, a, strata_intent(7), STRATA_TIER_HOST, &q),
+            STRATA_INVALID_ARGUMENT);
+  // A reader and a writer of two tensors sharing a page: named, not a hang.
+  ASSERT_STRATA_OK(strata_acquire(rt, a, STRATA_READ, STRATA_TIER_HOST, &p));
+  EXPECT_EQ(strata_acquire(rt, b, STRATA_WRITE, STRATA_TIER_HOST, &q), STRATA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("shares a page with 'a'"), std::string::npos) << LastError();
+  EXPECT_STRATA_OK(strata_release(rt, a));
+  EXPECT_STRATA_OK(strata_runtime_close(rt));
+}
+
+TEST(CApiAcquire, WithoutNvmeTheStateMustFitTheHostPool) {
+  strata_runtime* rt = nullptr;
+  ASSERT_STRATA_OK(MakeRuntime({{"host_mem", "320K"}, {"page_size", "64K"}}, &rt));
+  strata_tensor t;
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_STRATA_OK(strata_register(rt, ("t" + std::to_string(i)).c_str(), 4096, STRATA_F32,
+                                     STRATA_ROLE_PARAMETER, ("g" + std::to_string(i)).c_str(),
+                                     &t));
+  }
+  void* p;
+  EXPECT_EQ(strata_acquire(rt, t, STRATA_READ, STRATA_TIER_HOST, &p), STRATA_RESOURCE_EXHAUSTED);
+  EXPECT_NE(LastError().find("set nvme_dir"), std::string::npos) << LastError();
+  EXPECT_STRATA_OK(strata_runtime_close(rt));
+}
+
+TEST(CApiStep, NeedsReleasedTensorsAndSaneHyperparameters) {
+  strata_runtime* rt = nullptr;
+  ASSERT_STRATA_OK(MakeRuntime(kSmall, &rt));
+  strata_tensor p, g;
+  ASSERT_STRATA_OK(strata_register(rt, "p", 64, STRATA_F32, STRATA_ROLE_PARAMETER, "l", &p));
+  ASSERT_STRATA_OK(strata_register(rt, "g", 64, STRATA_F32, STRATA_ROLE_GRADIENT, "l", &g));
+  ASSERT_STRATA_OK(strata_register_pair(rt, p, g, 0.0f));
+  strata_step_options so;
+  strata_step_options_init(&so);
+  so.beta1 = 1.5f;
+  EXPECT_EQ(strata_step(rt, &so), STRATA_INVALID_ARGUMENT);
+  strata_step_options_init(&so);
+  void* x;
+  ASSERT_STRATA_OK(strata_acquire(rt, g, STRATA_WRITE, STRATA_TIER_HOST, &x));
+  EXPECT_EQ(strata_step(rt, &so), STRATA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("'g' is still acquired"), std::string::npos) << LastError();
+  EXPECT_STRATA_OK(strata_release(rt, g));
+  EXPECT_STRATA_OK(strata_step(rt, &so));
+  EXPECT_STRATA_OK(strata_step_wait(rt));
+  int64_t n = 0;
+  EXPECT_STRATA_OK(strata_step_count(rt, &n));
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(strata_checkpoint(rt, "c"), STRATA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("checkpoint_dir"), std::string::npos) << LastError();
+  EXPECT_STRATA_OK(strata_runtime_close(rt));
+}
+
+TEST(CApiRuntime, NullArgumentsAreInvalidArguments) {
+  EXPECT_EQ(strata_runtime_create(nullptr, nullptr), STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_step(nullptr, nullptr), STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_get_stats(nullptr, nullptr), STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(strata_runtime_close(nullptr), STRATA_OK);
+  EXPECT_STREQ(strata_status_name(STRATA_TIMEOUT), "STRATA_TIMEOUT");
+}
+
+TEST(CApiRuntime, AStaleNvmeStoreIsRefused) {
+  const std::string dir = FreshDir("stale");
+  strata_runtime* rt = nullptr;
+  Options o = kSmall;
+  o.push_back({"nvme_dir", dir});
+  ASSERT_STRATA_OK(MakeRuntime(o, &rt));
+  strata_tensor t;
+  ASSERT_STRATA_OK(strata_register(rt, "t", 64, STRATA_F32, STRATA_ROLE_OTHER, nullptr, &t));
+  WriteFloats(rt, t, std::vector<float>(16, 1.0f));
+  EXPECT_STRATA_OK(strata_runtime_close(rt));
+  EXPECT_EQ(MakeRuntime(o, &rt), STRATA_FAILED_PRECONDITION);
+  EXPECT_NE(LastError().find("earlier runtime"), std::string::npos) << LastError();
+}
+
+}  // namespace
+}  // namespace strata::embed::test

@@ -1,0 +1,73 @@
+// Helpers for the C API tests: a runtime from key/value options, status checks that print
+// strata_last_error(), and float tensors.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strata.h"
+
+namespace strata::embed::test {
+
+#define EXPECT_STRATA_OK(expr)                                                \
+  do {                                                                        \
+    strata_status s_ = (expr);                                                \
+    EXPECT_EQ(s_, STRATA_OK) << #expr << ": " << strata_last_error();         \
+  } while (0)
+#define ASSERT_STRATA_OK(expr)                                                \
+  do {                                                                        \
+    strata_status s_ = (expr);                                                \
+    ASSERT_EQ(s_, STRATA_OK) << #expr << ": " << strata_last_error();         \
+  } while (0)
+
+using Options = std::vector<std::pair<std::string, std::string>>;
+
+// Creates a runtime; returns the status and leaves *out null on failure.
+inline strata_status MakeRuntime(const Options& kv, strata_runtime** out) {
+  strata_options* o = nullptr;
+  strata_status s = strata_options_create(&o);
+  for (const auto& [k, v] : kv) {
+    if (s == STRATA_OK) s = strata_options_set(o, k.c_str(), v.c_str());
+  }
+  if (s == STRATA_OK) s = strata_runtime_create(o, out);
+  strata_options_destroy(o);
+  return s;
+}
+
+inline std::string LastError() { return strata_last_error(); }
+
+// A fresh empty directory under the test's temp dir.
+inline std::string FreshDir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("strata_embed_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// Acquires `t` on the host, copies its floats out, releases it.
+inline std::vector<float> ReadFloats(strata_runtime* rt, strata_tensor t, size_t n) {
+  void* p = nullptr;
+  std::vector<float> out(n);
+  if (strata_acquire(rt, t, STRATA_READ, STRATA_TIER_HOST, &p) != STRATA_OK) {
+    ADD_FAILURE() << "acquire: " << strata_last_error();
+    return out;
+  }
+  std::memcpy(out.data(), p, n * sizeof(float));
+  EXPECT_EQ(strata_release(rt, t), STRATA_OK) << strata_last_error();
+  return out;
+}
+
+inline void WriteFloats(strata_runtime* rt, strata_tensor t, const std::vector<float>& v) {
+  void* p = nullptr;
+  ASSERT_EQ(strata_acquire(rt, t, STRATA_OVERWRITE, STRATA_TIER_HOST, &p), STRATA_OK)
+      << strata_last_error();
+  std::memcpy(p, v.data(), v.size() * sizeof(float));
+  ASSERT_EQ(strata_release(rt, t), STRATA_OK) << strata_last_error();
+}
+
+}  // namespace strata::embed::test
