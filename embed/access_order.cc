@@ -31,19 +31,23 @@ bool AccessOrder::on_acquire(size_t tensor, std::vector<memory::PageId>& to_pref
   return foreseen;
 }
 
+// The window counts pages, not tensor bytes: a prefetch loads a whole page. Consecutive entries
+// in one page count once.
 void AccessOrder::extend_window(std::vector<memory::PageId>& to_prefetch) {
   frontier_ = std::max(frontier_, cursor_);
-  // Bytes of the window already issued, counted from the cursor.
-  uint64_t ahead = 0;
-  for (size_t p = cursor_; p < frontier_; ++p) ahead += layout_->tensor(expected_[p]).bytes;
+  auto page_of = [&](size_t p) { return layout_->tensor(expected_[p]).page; };
+  uint64_t ahead = 0;  // bytes of the pages already issued, from the cursor
+  for (size_t p = cursor_; p < frontier_; ++p) {
+    if (p == cursor_ || page_of(p) != page_of(p - 1)) ahead += layout_->page_bytes();
+  }
   while (frontier_ < expected_.size() && ahead < window_bytes_) {
-    const size_t t = expected_[frontier_++];
-    ahead += layout_->tensor(t).bytes;
+    const size_t p = frontier_++;
+    if (p == cursor_ || page_of(p) != page_of(p - 1)) ahead += layout_->page_bytes();
+    const size_t t = expected_[p];
     if (prefetched_in_[t] == iteration_) continue;
     prefetched_in_[t] = iteration_;
-    const memory::PageId page = layout_->tensor(t).page;
-    if (std::find(to_prefetch.begin(), to_prefetch.end(), page) == to_prefetch.end()) {
-      to_prefetch.push_back(page);
+    if (std::find(to_prefetch.begin(), to_prefetch.end(), page_of(p)) == to_prefetch.end()) {
+      to_prefetch.push_back(page_of(p));
     }
   }
 }

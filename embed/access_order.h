@@ -28,7 +28,7 @@ namespace strata::embed {
 
 class AccessOrder {
  public:
-  // `window_bytes`: how far ahead of the cursor pages are prefetched.
+  // `window_bytes`: how many bytes of pages ahead of the cursor are prefetched.
   AccessOrder(const Layout* layout, uint64_t window_bytes);
 
   // Notes an acquire of `tensor`; returns whether it was foreseen (its prefetch was issued in
