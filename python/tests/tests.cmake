@@ -1,0 +1,20 @@
+# strata.torch's tests (label `embed`): /usr/bin/python3 (Debian's, with python3-torch) runs
+# each with PYTHONPATH=build/python, the package as built. Each gets an empty work directory
+# under the build tree for its NVMe pages.
+set(strata_py_tests_src ${CMAKE_CURRENT_SOURCE_DIR}/tests)
+set(strata_py_tests_work ${CMAKE_CURRENT_BINARY_DIR}/tests)
+
+# strata_py_test(<name> <script> <timeout s>)
+function(strata_py_test name script timeout)
+  add_test(NAME python.${name}
+           COMMAND "${STRATA_PYTHON}" ${strata_py_tests_src}/${script}
+                   ${strata_py_tests_work}/${name})
+  set_tests_properties(python.${name} PROPERTIES
+    LABELS embed TIMEOUT ${timeout}
+    ENVIRONMENT "PYTHONPATH=${CMAKE_CURRENT_BINARY_DIR}:${strata_py_tests_src}")
+endfunction()
+
+strata_py_test(exactness test_exactness.py 300)
+strata_py_test(zero_copy test_zero_copy.py 120)
+strata_py_test(bad_use test_bad_use.py 120)
+strata_py_test(memory test_memory.py 300)
