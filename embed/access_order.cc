@@ -46,8 +46,13 @@ void AccessOrder::extend_window(std::vector<memory::PageId>& to_prefetch) {
     const size_t t = expected_[p];
     if (prefetched_in_[t] == iteration_) continue;
     prefetched_in_[t] = iteration_;
-    if (std::find(to_prefetch.begin(), to_prefetch.end(), page_of(p)) == to_prefetch.end()) {
-      to_prefetch.push_back(page_of(p));
+    const TensorInfo& info = layout_->tensor(t);
+    ahead += (info.num_pages - 1) * layout_->page_bytes();
+    for (uint64_t i = 0; i < info.num_pages; ++i) {
+      const memory::PageId page = info.page + i;
+      if (std::find(to_prefetch.begin(), to_prefetch.end(), page) == to_prefetch.end()) {
+        to_prefetch.push_back(page);
+      }
     }
   }
 }

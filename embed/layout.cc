@@ -1,5 +1,6 @@
 #include "embed/layout.h"
 
+#include <algorithm>
 #include <map>
 
 #include "core/util/sizes.h"
@@ -40,14 +41,6 @@ Result<size_t> Layout::add(TensorInfo info) {
   if (info.bytes == 0) {
     return Status::InvalidArgument("tensor '" + info.name + "' has 0 bytes");
   }
-  if (info.bytes > page_bytes_) {
-    uint64_t need = page_bytes_;
-    while (need < info.bytes) need *= 2;
-    return Status::InvalidArgument(
-        "tensor '" + info.name + "' is " + FormatBytes(info.bytes) + ", larger than a page (" +
-        FormatBytes(page_bytes_) + "); a tensor must fit in one page to be used in place: set "
-        "page_size to at least " + FormatBytes(need));
-  }
   if (info.group.empty()) info.group = info.name;
   auto [it, inserted] = group_ids_.emplace(info.group, int(group_ids_.size()));
   (void)inserted;
@@ -80,6 +73,10 @@ Status Layout::add_pair(size_t param, size_t grad, float weight_decay) {
   STRATA_RETURN_IF_ERROR(check_pair_tensor(param, STRATA_ROLE_PARAMETER, "parameter"));
   STRATA_RETURN_IF_ERROR(check_pair_tensor(grad, STRATA_ROLE_GRADIENT, "gradient"));
   const TensorInfo& p = tensors_[param];
+  if (p.bytes % sizeof(float) != 0) {
+    return Status::InvalidArgument("strata_register_pair: '" + p.name + "' is " +
+                                   std::to_string(p.bytes) + " bytes, not whole float32s");
+  }
   if (tensors_[grad].bytes != p.bytes) {
     return Status::InvalidArgument("strata_register_pair: '" + p.name + "' is " +
                                    std::to_string(p.bytes) + " bytes but its gradient '" +
@@ -123,25 +120,62 @@ Status Layout::seal() {
   page_tensors_.assign(num_pages_, {});
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const auto spans = plan.spans_of(i);
-    STRATA_CHECK(spans.size() == 1) << "tensor " << tensors_[i].name << " straddles pages";
     tensors_[i].page = spans[0].page;
     tensors_[i].offset = spans[0].page_offset_bytes;
-    page_tensors_[spans[0].page].push_back(i);
+    tensors_[i].num_pages = spans.size();
+    for (const auto& span : spans) page_tensors_[span.page].push_back(i);
   }
   build_units();
   sealed_ = true;
   return Status::Ok();
 }
 
+std::pair<memory::PageId, uint64_t> Layout::locate(size_t tensor, uint64_t at) const {
+  const TensorInfo& t = tensors_[tensor];
+  const uint64_t from_first = t.offset + at;
+  return {t.page + from_first / page_bytes_, from_first % page_bytes_};
+}
+
+std::vector<Piece> Layout::pieces(size_t tensor) const {
+  const TensorInfo& t = tensors_[tensor];
+  std::vector<Piece> out;
+  for (uint64_t at = 0; at < t.bytes;) {
+    const auto [page, offset] = locate(tensor, at);
+    const uint64_t bytes = std::min(t.bytes - at, page_bytes_ - offset);
+    out.push_back({page, offset, at, bytes});
+    at += bytes;
+  }
+  return out;
+}
+
+Piece Layout::piece_in(size_t tensor, memory::PageId page) const {
+  for (const Piece& p : pieces(tensor)) {
+    if (p.page == page) return p;
+  }
+  return {page, 0, 0, 0};
+}
+
+// Splits each pair at every page boundary of any of its four tensors (Note [Update units]).
 void Layout::build_units() {
   std::map<std::array<memory::PageId, 4>, size_t> index;
   for (size_t k = 0; k < pairs_.size(); ++k) {
     const Pair& p = pairs_[k];
-    std::array<memory::PageId, 4> pages = {tensors_[p.param].page, tensors_[p.grad].page,
-                                           tensors_[p.exp_avg].page, tensors_[p.exp_avg_sq].page};
-    auto [it, inserted] = index.emplace(pages, units_.size());
-    if (inserted) units_.push_back({pages, {}});
-    units_[it->second].pairs.push_back(k);
+    const size_t members[4] = {p.param, p.grad, p.exp_avg, p.exp_avg_sq};
+    std::vector<uint64_t> cuts = {0, tensors_[p.param].bytes / 4};
+    for (size_t t : members) {
+      for (const Piece& piece : pieces(t)) cuts.push_back(piece.tensor_offset / 4);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      std::array<memory::PageId, 4> pages;
+      for (int r = 0; r < 4; ++r) pages[r] = locate(members[r], cuts[c] * 4).first;
+      const Chunk chunk{chunks_.size(), k, cuts[c], cuts[c + 1]};
+      chunks_.push_back(chunk);
+      auto [it, inserted] = index.emplace(pages, units_.size());
+      if (inserted) units_.push_back({pages, {}});
+      units_[it->second].chunks.push_back(chunk);
+    }
   }
   page_units_.assign(num_pages_, {});
   for (size_t u = 0; u < units_.size(); ++u) {

@@ -2,15 +2,17 @@
 //
 // Tensors are registered (name, bytes, dtype, role, group) until the layout is sealed; sealing
 // lays them into pages with memory::MakePagePlan: one page class per (group, role), tensors in
-// registration order, 256-byte aligned, never straddling a page (Note [Page packing] in
-// memory/page_plan.h: a tensor that fits in a page stays in one, so its pointer is usable in
-// place; a tensor larger than a page is refused at registration).
+// registration order, 256-byte aligned (Note [Page packing] in memory/page_plan.h: a tensor that
+// fits in a page stays in one, so a host pointer into its page is the tensor; a larger one
+// spans consecutive pages, and only a contiguous device copy can hold it whole).
 //
 // Note [Update units]
-// The optimizer updates pairs whose (parameter page, gradient page, first-moment page,
-// second-moment page) are the same together, holding those four pages at once. An acquire of
-// any page that an unfinished unit writes or reads waits for it, so a unit never waits on the
-// embedder and the embedder never sees a half-updated page.
+// The optimizer works in chunks: the pieces of a pair over which its parameter, gradient and
+// two moments each lie in one page (a pair inside one page per role is one chunk). Chunks with
+// the same (parameter page, gradient page, first-moment page, second-moment page) form a unit,
+// updated while the optimizer holds those four pages. An acquire of any page that an unfinished
+// unit writes or reads waits for it, so a unit never waits on the embedder and the embedder
+// never sees a half-updated page.
 //
 // Threads: not thread-safe; the Runtime guards it (registration) and reads it only after
 // sealing (immutable then).
@@ -32,8 +34,17 @@ struct TensorInfo {
   int role = 0;   // strata_role
   std::string group;
   // After sealing:
+  memory::PageId page = 0;  // the first page
+  uint64_t offset = 0;      // inside the first page
+  uint64_t num_pages = 1;   // consecutive pages it spans
+};
+
+// One contiguous piece of a tensor inside one page.
+struct Piece {
   memory::PageId page = 0;
-  uint64_t offset = 0;  // inside the page
+  uint64_t page_offset = 0;
+  uint64_t tensor_offset = 0;
+  uint64_t bytes = 0;
 };
 
 struct Pair {
@@ -41,9 +52,16 @@ struct Pair {
   float weight_decay = 0.0f;
 };
 
+// Floats [begin, end) of pair `pair`: one page per tensor (Note [Update units]).
+struct Chunk {
+  size_t id = 0;  // index into Layout::chunks()
+  size_t pair = 0;
+  uint64_t begin = 0, end = 0;
+};
+
 struct UpdateUnit {
   std::array<memory::PageId, 4> pages{};  // param, grad, exp_avg, exp_avg_sq
-  std::vector<size_t> pairs;              // indices into pairs()
+  std::vector<Chunk> chunks;              // in pair order, then float order
 };
 
 class Layout {
@@ -70,6 +88,14 @@ class Layout {
   const std::vector<size_t>& units_of(memory::PageId page) const { return page_units_[page]; }
   // Whether `tensor` is the parameter or gradient of a pair.
   bool in_pair(size_t tensor) const;
+  // The pieces of `tensor`, one per page it spans, in order.
+  std::vector<Piece> pieces(size_t tensor) const;
+  // Its piece in `page` (bytes 0 when it has none).
+  Piece piece_in(size_t tensor, memory::PageId page) const;
+  // Where byte `at` of `tensor` lies: its page and the offset in that page.
+  std::pair<memory::PageId, uint64_t> locate(size_t tensor, uint64_t at) const;
+  // The chunks of every pair, in pair order (their index is a chunk id).
+  const std::vector<Chunk>& chunks() const { return chunks_; }
 
  private:
   Status check_pair_tensor(size_t i, int role, const char* what) const;
@@ -84,6 +110,7 @@ class Layout {
   std::vector<Pair> pairs_;
   std::vector<int> pair_member_;  // per tensor: 1 when the param or grad of a pair
   std::vector<UpdateUnit> units_;
+  std::vector<Chunk> chunks_;
   uint64_t num_pages_ = 0;
   std::vector<std::vector<size_t>> page_tensors_;
   std::vector<std::vector<size_t>> page_units_;

@@ -13,8 +13,10 @@ namespace {
 
 constexpr uint8_t kOptimizerAcquirer = 1;  // its cursor in the host pool's plan
 
-float* At(const memory::PageRef& ref, const TensorInfo& t) {
-  return reinterpret_cast<float*>(static_cast<char*>(ref.data()) + t.offset);
+// The floats of `tensor` from float `begin` on, in the pinned page that holds them.
+float* At(const memory::PageRef& ref, const Layout& layout, size_t tensor, uint64_t begin) {
+  const uint64_t offset = layout.locate(tensor, begin * sizeof(float)).second;
+  return reinterpret_cast<float*>(static_cast<char*>(ref.data()) + offset);
 }
 
 }  // namespace
@@ -79,30 +81,40 @@ void Optimizer::run(strata_step_options options, std::vector<size_t> order, int6
   }
 }
 
+// Sums of squares per chunk, added in chunk order: the same bits whatever the unit order (the
+// learned access order) or the budgets.
 Status Optimizer::global_norm(const std::vector<size_t>& order, double* norm) {
-  std::vector<double> sums(layout_->pairs().size(), 0.0);
+  std::vector<double> sums(layout_->chunks().size(), 0.0);
   for (size_t u : order) {
     const UpdateUnit& unit = layout_->units()[u];
     STRATA_ASSIGN_OR_RETURN(memory::PageRef grads,
                             memory_->acquire_sync(unit.pages[1], memory::Access::kRead,
                                                   {"strata_step norm", kOptimizerAcquirer}));
-    for (size_t k : unit.pairs) {
-      const TensorInfo& g = layout_->tensor(layout_->pairs()[k].grad);
-      sums[k] = kernels::sum_of_squares(At(grads, g), long(g.bytes / sizeof(float)));
+    for (const Chunk& c : unit.chunks) {
+      const size_t g = layout_->pairs()[c.pair].grad;
+      sums[c.id] = kernels::sum_of_squares(At(grads, *layout_, g, c.begin), long(c.end - c.begin));
     }
   }
   double total = 0.0;
-  for (double s : sums) total += s;  // pair order: the same bits whatever the paging
+  for (double s : sums) total += s;
   *norm = std::sqrt(total);
   return Status::Ok();
+}
+
+// Whether the unit's chunks cover every tensor piece in its gradient page: then dropping the
+// page drops exactly the consumed gradients.
+static bool CoversGradientPage(const Layout& layout, const UpdateUnit& unit) {
+  uint64_t covered = 0, held = 0;
+  for (const Chunk& c : unit.chunks) covered += (c.end - c.begin) * sizeof(float);
+  for (size_t t : layout.tensors_in(unit.pages[1])) held += layout.piece_in(t, unit.pages[1]).bytes;
+  return covered == held;
 }
 
 Status Optimizer::update_unit(size_t u, const strata_step_options& o, float scale,
                               int64_t step) {
   const UpdateUnit& unit = layout_->units()[u];
   const memory::AcquireOptions who{"strata_step update", kOptimizerAcquirer};
-  const bool zero_in_place =
-      o.discard_grads && layout_->tensors_in(unit.pages[1]).size() != unit.pairs.size();
+  const bool zero_in_place = o.discard_grads && !CoversGradientPage(*layout_, unit);
   STRATA_ASSIGN_OR_RETURN(memory::PageRef p,
                           memory_->acquire_sync(unit.pages[0], memory::Access::kWrite, who));
   STRATA_ASSIGN_OR_RETURN(
@@ -113,15 +125,15 @@ Status Optimizer::update_unit(size_t u, const strata_step_options& o, float scal
                           memory_->acquire_sync(unit.pages[2], memory::Access::kWrite, who));
   STRATA_ASSIGN_OR_RETURN(memory::PageRef v,
                           memory_->acquire_sync(unit.pages[3], memory::Access::kWrite, who));
-  for (size_t k : unit.pairs) {
-    const Pair& pair = layout_->pairs()[k];
+  for (const Chunk& c : unit.chunks) {
+    const Pair& pair = layout_->pairs()[c.pair];
     kernels::AdamWParams hp{o.lr, o.beta1, o.beta2, o.eps, pair.weight_decay, long(step)};
-    const TensorInfo& pt = layout_->tensor(pair.param);
-    kernels::adamw_update(At(p, pt), At(g, layout_->tensor(pair.grad)),
-                          At(m, layout_->tensor(pair.exp_avg)),
-                          At(v, layout_->tensor(pair.exp_avg_sq)), long(pt.bytes / sizeof(float)),
-                          hp, scale);
-    if (zero_in_place) std::memset(At(g, layout_->tensor(pair.grad)), 0, pt.bytes);
+    float* grad = At(g, *layout_, pair.grad, c.begin);
+    kernels::adamw_update(At(p, *layout_, pair.param, c.begin), grad,
+                          At(m, *layout_, pair.exp_avg, c.begin),
+                          At(v, *layout_, pair.exp_avg_sq, c.begin), long(c.end - c.begin), hp,
+                          scale);
+    if (zero_in_place) std::memset(grad, 0, (c.end - c.begin) * sizeof(float));
   }
   p.release();
   g.release();

@@ -1,10 +1,11 @@
 // Optimizer: strata_step's AdamW, in the background, update unit by update unit.
 //
 // A step (one thread per step, joined by wait()) first computes the global gradient norm when
-// clipping is on (every unit's gradient page read once, sums of squares per pair added in pair
-// order), then updates the units in the order it is given (the embedder's last acquire order,
-// so the first parameters needed are the first ready). Per unit it holds the four pages (Note
-// [Update units] in layout.h), runs core/kernels/adamw.h's update on each pair (torch.optim
+// clipping is on, and only then (every unit's gradient page read once, sums of squares per
+// chunk added in chunk order), then updates the units in the order it is given (the embedder's
+// last acquire order, so the first parameters needed are the first ready). Per unit it holds
+// the four pages (Note [Update units] in layout.h), runs core/kernels/adamw.h's update on each
+// chunk (torch.optim
 // .AdamW's arithmetic, parallel inside a TBB arena of the runtime's thread count), releases
 // them, drops the consumed gradients when asked, and tells the runtime the unit is done.
 //

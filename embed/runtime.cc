@@ -112,7 +112,7 @@ Status Runtime::seal(std::unique_lock<std::mutex>&) {
   holds_.assign(layout_.tensors().size(), {});
   pins_ = std::vector<PagePin>(layout_.num_pages());
   pending_.assign(layout_.num_pages(), 0);
-  dead_.assign(layout_.tensors().size(), 0);
+  dead_in_page_.assign(layout_.num_pages(), {});
   order_ = std::make_unique<AccessOrder>(&layout_, options_.host_bytes / 4);
   optimizer_ = std::make_unique<Optimizer>(this, &layout_, memory_.get(), options_.threads,
                                            resumed_step_);
@@ -190,7 +190,7 @@ Status Runtime::step(const strata_step_options& o) {
       if (pins_[page].holds > 0 || pins_[page].pinning) {
         return Status::FailedPrecondition(
             "strata_step: a tensor sharing a page with parameter '" +
-            layout_.tensor(layout_.pairs()[u.pairs[0]].param).name +
+            layout_.tensor(layout_.pairs()[u.chunks[0].pair].param).name +
             "' (its group) is still acquired; release it before the step");
       }
     }
@@ -214,8 +214,9 @@ std::vector<size_t> Runtime::unit_order() const {
   std::vector<size_t> first(n, SIZE_MAX);
   const auto& expected = order_->expected();
   for (size_t pos = 0; pos < expected.size(); ++pos) {
-    for (size_t u : layout_.units_of(layout_.tensor(expected[pos]).page)) {
-      first[u] = std::min(first[u], pos);
+    const TensorInfo& t = layout_.tensor(expected[pos]);
+    for (uint64_t i = 0; i < t.num_pages; ++i) {
+      for (size_t u : layout_.units_of(t.page + i)) first[u] = std::min(first[u], pos);
     }
   }
   std::vector<size_t> order(n);
@@ -228,7 +229,10 @@ std::vector<size_t> Runtime::unit_order() const {
 // The host pool's Belady plan: the embedder's recorded order, then the optimizer's units.
 void Runtime::set_plan() {
   std::vector<memory::PlannedAccess> plan;
-  for (size_t t : order_->expected()) plan.push_back({layout_.tensor(t).page, 0});
+  for (size_t t : order_->expected()) {
+    const TensorInfo& info = layout_.tensor(t);
+    for (uint64_t i = 0; i < info.num_pages; ++i) plan.push_back({info.page + i, 0});
+  }
   for (size_t u : unit_order()) {
     for (memory::PageId page : layout_.units()[u].pages) plan.push_back({page, 1});
   }

@@ -11,15 +11,16 @@
 // - Optimizer (optimizer.h): the background AdamW step over update units.
 //
 // Note [Holds]
-// Tensors of one group and role share a page, so an acquire pins the page, not the tensor. A
+// Tensors of one group and role share a page, so an acquire pins the page (every page of a
+// tensor spanning several), not the tensor. A
 // page pinned for read by one tensor cannot be written through another tensor of that page at
 // the same time (the pin would have to change kind under the reader): such an acquire is
 // FailedPrecondition naming the reader. Per tensor: many readers on one tier, or one writer.
 //
 // Note [Dead tensors]
 // strata_discard drops a page (no write-back, reads as zeros) only once every tensor in it is
-// discarded: until then the discarded tensor is marked dead, and whoever next pins its page
-// for write zeroes the dead tensors in it (an acquire of a page with dead tensors pins it for
+// discarded: until then the discarded tensor's piece is marked dead in that page, and whoever
+// next pins the page zeroes the dead pieces (an acquire of a page with dead pieces pins it for
 // write). The optimizer and a checkpoint zero them first, since they read pages directly.
 //
 // Threads (Note [Runtime locking]): mu_ guards holds, pins, pending counts and the access order.
@@ -97,12 +98,17 @@ class Runtime {
   Status check_store();
   Status open_memory();
   Status check_hold(size_t tensor, strata_intent intent, strata_tier tier) const;
-  Status pin_page(std::unique_lock<std::mutex>& lock, size_t tensor, memory::Access access);
+  memory::Access page_access(size_t tensor, strata_intent intent) const;
+  Status pin_page(std::unique_lock<std::mutex>& lock, memory::PageId page, size_t tensor,
+                  memory::Access access);
   void unpin_page(memory::PageId page);
-  Result<void*> to_device(size_t tensor, void* host, bool load);
-  Status from_device(size_t tensor, void* host);
+  Status pin_tensor(std::unique_lock<std::mutex>& lock, size_t tensor, memory::Access access);
+  void unpin_tensor(size_t tensor);
+  Result<void*> to_device(size_t tensor, bool load);
+  Status copy_device(size_t tensor, CopyKind kind);
   void issue_prefetches(const std::vector<memory::PageId>& pages);
-  Status wait_unpending(std::unique_lock<std::mutex>& lock, memory::PageId page);
+  Status wait_unpending(std::unique_lock<std::mutex>& lock, size_t tensor);
+  Status discard_piece(std::unique_lock<std::mutex>& lock, size_t tensor, const Piece& piece);
   Status check_no_holds(const char* what) const;
   Status materialize_dead(std::unique_lock<std::mutex>& lock);
   std::vector<size_t> unit_order() const;
@@ -123,7 +129,8 @@ class Runtime {
   std::vector<Hold> holds_;    // per tensor
   std::vector<PagePin> pins_;  // per page
   std::vector<int> pending_;   // per page: unfinished update units that touch it
-  std::vector<char> dead_;     // per tensor: discarded, its page not yet zeroed (Note [Dead tensors])
+  // Per page: the tensors discarded there whose bytes are not zeroed yet (Note [Dead tensors]).
+  std::vector<std::vector<size_t>> dead_in_page_;
   bool closed_ = false;
   int64_t resumed_step_ = 0;
   std::string manifest_;  // of the checkpoint resumed from

@@ -25,6 +25,7 @@ float Init(int layer, size_t i) { return std::cos(0.003f * float(i * (layer + 1)
 struct Model {
   strata_runtime* rt = nullptr;
   std::vector<strata_tensor> params, grads;
+  strata_tier tier = STRATA_TIER_HOST;  // the device tier for pages smaller than a tensor
 
   void build(const Options& options, bool write_init = true) {
     ASSERT_STRATA_OK(MakeRuntime(options, &rt));
@@ -43,17 +44,17 @@ struct Model {
     for (int l = 0; l < kLayers; ++l) {
       std::vector<float> w(kFloats);
       for (size_t i = 0; i < kFloats; ++i) w[i] = Init(l, i);
-      WriteFloats(rt, params[l], w);
+      WriteFloats(rt, params[l], w, tier);
     }
   }
 
   // One iteration: read every parameter (forward), write every gradient, step.
   void iterate(int step, bool discard_grads = true, float clip = 0.5f) {
-    for (int l = 0; l < kLayers; ++l) ReadFloats(rt, params[l], 4);
+    for (int l = 0; l < kLayers; ++l) ReadFloats(rt, params[l], 4, tier);
     for (int l = kLayers - 1; l >= 0; --l) {
       std::vector<float> g(kFloats);
       for (size_t i = 0; i < kFloats; ++i) g[i] = Grad(step, l, i);
-      WriteFloats(rt, grads[l], g);
+      WriteFloats(rt, grads[l], g, tier);
     }
     strata_step_options so;
     strata_step_options_init(&so);
@@ -65,7 +66,7 @@ struct Model {
 
   std::vector<std::vector<float>> weights() {
     std::vector<std::vector<float>> w;
-    for (int l = 0; l < kLayers; ++l) w.push_back(ReadFloats(rt, params[l], kFloats));
+    for (int l = 0; l < kLayers; ++l) w.push_back(ReadFloats(rt, params[l], kFloats, tier));
     return w;
   }
 
@@ -106,9 +107,12 @@ TEST(CApiStep, BitIdenticalToTheKernelWhateverTheBudgets) {
   const std::vector<Options> budgets = {
       {{"host_mem", "8M"}, {"page_size", "64K"}},
       {{"host_mem", "320K"}, {"page_size", "64K"}, {"nvme_dir", nvme}},
-      {{"host_mem", "160K"}, {"page_size", "32K"}, {"nvme_dir", nvme + "/b"}, {"threads", "1"}}};
+      {{"host_mem", "160K"}, {"page_size", "32K"}, {"nvme_dir", nvme + "/b"}, {"threads", "1"}},
+      // 8 KiB pages: every tensor spans pages (acquired on the device tier, updated in chunks).
+      {{"host_mem", "40K"}, {"page_size", "8K"}, {"nvme_dir", nvme + "/c"}}};
   for (const Options& o : budgets) {
     Model model;
+    if (o[1].second == "8K") model.tier = STRATA_TIER_DEVICE;
     model.build(o);
     for (int s = 0; s < 5; ++s) model.iterate(s);
     EXPECT_EQ(model.weights(), want) << "host_mem " << o[0].second;

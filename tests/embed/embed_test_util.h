@@ -50,10 +50,11 @@ inline std::string FreshDir(const std::string& name) {
 }
 
 // Acquires `t` on the host, copies its floats out, releases it.
-inline std::vector<float> ReadFloats(strata_runtime* rt, strata_tensor t, size_t n) {
+inline std::vector<float> ReadFloats(strata_runtime* rt, strata_tensor t, size_t n,
+                                     strata_tier tier = STRATA_TIER_HOST) {
   void* p = nullptr;
   std::vector<float> out(n);
-  if (strata_acquire(rt, t, STRATA_READ, STRATA_TIER_HOST, &p) != STRATA_OK) {
+  if (strata_acquire(rt, t, STRATA_READ, tier, &p) != STRATA_OK) {
     ADD_FAILURE() << "acquire: " << strata_last_error();
     return out;
   }
@@ -62,9 +63,10 @@ inline std::vector<float> ReadFloats(strata_runtime* rt, strata_tensor t, size_t
   return out;
 }
 
-inline void WriteFloats(strata_runtime* rt, strata_tensor t, const std::vector<float>& v) {
+inline void WriteFloats(strata_runtime* rt, strata_tensor t, const std::vector<float>& v,
+                        strata_tier tier = STRATA_TIER_HOST) {
   void* p = nullptr;
-  ASSERT_EQ(strata_acquire(rt, t, STRATA_OVERWRITE, STRATA_TIER_HOST, &p), STRATA_OK)
+  ASSERT_EQ(strata_acquire(rt, t, STRATA_OVERWRITE, tier, &p), STRATA_OK)
       << strata_last_error();
   std::memcpy(p, v.data(), v.size() * sizeof(float));
   ASSERT_EQ(strata_release(rt, t), STRATA_OK) << strata_last_error();
