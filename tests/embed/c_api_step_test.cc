@@ -127,7 +127,7 @@ TEST(CApiStep, BitIdenticalToTheKernelWhateverTheBudgets) {
   }
 }
 
-TEST(CApiStep, AnAcquireWaitsForItsParametersUpdate) {
+TEST(CApiStepConcurrent, AnAcquireWaitsForItsParametersUpdate) {
   Model model;
   model.build({{"host_mem", "8M"}, {"page_size", "64K"}});
   model.iterate(0, true, 0.0f);  // no wait: the read below must see the update
