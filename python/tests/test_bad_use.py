@@ -50,9 +50,11 @@ def budget_too_small(workdir):
 
 
 def page_too_small():
-    model = nn.Linear(256, 256)  # a 256K weight
-    expect_error("STRATA_INVALID_ARGUMENT", ["weight", "larger than a page", "page_size"],
-                 lambda: st.offload(model, host_mem="1M", page_size="64K"))
+    model = nn.Linear(256, 256)  # a 256K weight: spans four 64K pages, no host pointer to it
+    before = [p.detach().clone() for p in model.parameters()]
+    expect_error("STRATA_FAILED_PRECONDITION", ["'weight'", "spans", "page_size"],
+                 lambda: st.offload(model, host_mem="4M", page_size="64K"))
+    assert all(torch.equal(a, p) for a, p in zip(before, model.parameters()))
 
 
 def acquired_twice_for_write():
