@@ -19,3 +19,9 @@ strata_py_test(zero_copy test_zero_copy.py 120)
 strata_py_test(bad_use test_bad_use.py 120)
 strata_py_test(memory test_memory.py 300)
 strata_py_test(save_load test_save_load.py 120)
+
+# The installed package, from an install prefix of its own.
+add_test(NAME python.installed
+         COMMAND "${STRATA_PYTHON}" ${strata_py_tests_src}/test_installed.py ${CMAKE_COMMAND}
+                 ${CMAKE_BINARY_DIR} ${strata_py_tests_work}/installed)
+set_tests_properties(python.installed PROPERTIES LABELS embed TIMEOUT 120)
