@@ -25,3 +25,12 @@ add_test(NAME python.installed
          COMMAND "${STRATA_PYTHON}" ${strata_py_tests_src}/test_installed.py ${CMAKE_COMMAND}
                  ${CMAKE_BINARY_DIR} ${strata_py_tests_work}/installed)
 set_tests_properties(python.installed PROPERTIES LABELS embed TIMEOUT 120)
+
+# The example of docs/embedding_torch.md, as a user runs it: an empty NVMe directory.
+set(example_work ${strata_py_tests_work}/example)
+add_test(NAME python.example_torch_offload
+         COMMAND sh -c "rm -rf '${example_work}' && mkdir -p '${example_work}/nvme' && \
+'${STRATA_PYTHON}' '${PROJECT_SOURCE_DIR}/examples/torch_offload.py' '${example_work}/nvme' \
+'${example_work}/model.safetensors'")
+set_tests_properties(python.example_torch_offload PROPERTIES
+  LABELS embed TIMEOUT 120 ENVIRONMENT "PYTHONPATH=${CMAKE_CURRENT_BINARY_DIR}")
