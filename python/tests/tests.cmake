@@ -19,6 +19,7 @@ strata_py_test(zero_copy test_zero_copy.py 120)
 strata_py_test(bad_use test_bad_use.py 120)
 strata_py_test(memory test_memory.py 300)
 strata_py_test(save_load test_save_load.py 120)
+strata_py_test(usage test_usage.py 120)
 
 # The installed package, from an install prefix of its own.
 add_test(NAME python.installed
