@@ -19,8 +19,8 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/StrataConfig.cmake.in
 # 0.x: a new minor version may break the API, so only the same minor version is compatible.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/StrataConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
-install(FILES ${PROJECT_BINARY_DIR}/StrataConfig.cmake ${PROJECT_BINARY_DIR}/StrataConfigVersion.cmake
-        DESTINATION ${strata_cmake_dir})
+install(FILES ${PROJECT_BINARY_DIR}/StrataConfig.cmake
+              ${PROJECT_BINARY_DIR}/StrataConfigVersion.cmake DESTINATION ${strata_cmake_dir})
 
 # strata.pc names its prefix literally, so it is written at install time, when the prefix
 # (--prefix P, not the configure-time CMAKE_INSTALL_PREFIX) is known.
