@@ -68,7 +68,8 @@ def main(nvme_dir, out=None):
     stats = st.stats(model)
     print(f"host pool peak {stats['host_peak_bytes'] >> 10} KiB of "
           f"{stats['host_budget_bytes'] >> 10} KiB; NVMe read {stats['nvme_read_bytes'] >> 20} "
-          f"MiB, written {stats['nvme_write_bytes'] >> 20} MiB")
+          f"MiB, written {stats['nvme_write_bytes'] >> 20} MiB; {stats['predicted_acquires']} of "
+          f"{stats['acquires']} acquires foreseen by the learned order")
     if out:
         st.save(model, out)
         print(f"saved {out}")
