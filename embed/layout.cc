@@ -84,11 +84,12 @@ Status Layout::add_pair(size_t param, size_t grad, float weight_decay) {
                                    std::to_string(tensors_[grad].bytes));
   }
   Pair pair{param, grad, 0, 0, weight_decay};
-  const std::string base = p.name;
-  const std::string group = p.group;
-  STRATA_ASSIGN_OR_RETURN(pair.exp_avg, add({base + ".exp_avg", p.bytes, STRATA_F32,
+  // Copies: add() grows tensors_, which moves `p`.
+  const std::string base = p.name, group = p.group;
+  const uint64_t bytes = p.bytes;
+  STRATA_ASSIGN_OR_RETURN(pair.exp_avg, add({base + ".exp_avg", bytes, STRATA_F32,
                                              STRATA_ROLE_OPTIMIZER_STATE, group}));
-  STRATA_ASSIGN_OR_RETURN(pair.exp_avg_sq, add({base + ".exp_avg_sq", p.bytes, STRATA_F32,
+  STRATA_ASSIGN_OR_RETURN(pair.exp_avg_sq, add({base + ".exp_avg_sq", bytes, STRATA_F32,
                                                 STRATA_ROLE_OPTIMIZER_STATE, group}));
   pair_member_[param] = pair_member_[grad] = 1;
   pairs_.push_back(pair);
