@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kKeys[] = {"device",  "gpu_mem",        "host_mem", "nvme_dir",
                                  "nvme_mem", "page_size",     "threads",  "checkpoint_dir",
-                                 "resume",  "stall_timeout_ms"};
+                                 "resume",  "stall_timeout_ms", "log_level"};
 
 std::string KnownKeys() {
   std::string all;
@@ -73,6 +73,13 @@ Status Apply(EmbedOptions& o, const std::string& key, const std::string& value) 
     o.checkpoint_dir = value;
   } else if (key == "resume") {
     o.resume = value;
+  } else if (key == "log_level") {
+    if (value != "debug" && value != "info" && value != "warn" && value != "error" &&
+        value != "off") {
+      return Status::InvalidArgument("option log_level: '" + value +
+                                     "' is not a level; use debug, info, warn, error or off");
+    }
+    o.log_level = value;
   } else if (key == "stall_timeout_ms") {
     STRATA_ASSIGN_OR_RETURN(o.stall_timeout_ms, ParseCount(key, value));
   }

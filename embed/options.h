@@ -22,6 +22,7 @@ struct EmbedOptions {
   std::string checkpoint_dir;
   std::string resume;  // a checkpoint name in checkpoint_dir
   uint64_t stall_timeout_ms = 30'000;
+  std::string log_level = "warn";  // spdlog's, process-wide
 };
 
 // The raw key/value pairs, in the order set (a key set twice keeps both values: nvme_dir).

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/device/create_device.h"
+#include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "embed/checkpoint_book.h"
 #include "embed/optimizer.h"
@@ -26,6 +27,9 @@ Runtime::~Runtime() {
 }
 
 Result<std::unique_ptr<Runtime>> Runtime::Create(const EmbedOptions& options) {
+  // Strata's loggers are process-wide (spdlog's registry): an embedder hears warnings and
+  // errors unless it asks for more.
+  SetLogLevel(options.log_level);
   std::unique_ptr<Runtime> rt(new Runtime(options));
   SimDeviceOptions sim;
   sim.capacity_bytes = options.gpu_bytes;
@@ -59,6 +63,12 @@ Status Runtime::check_store() {
         memory::NvmeStorePath(dirs[0]) + "); give an empty directory, or set resume to one of "
         "its checkpoints to continue from it");
   }
+  // The store opens when the layout is sealed; a directory that cannot be made fails now.
+  for (const std::string& d : dirs) {
+    std::error_code ec;
+    std::filesystem::create_directories(d, ec);
+    if (ec) return Status::IoError("cannot create nvme_dir '" + d + "': " + ec.message());
+  }
   return Status::Ok();
 }
 
@@ -68,11 +78,6 @@ Status Runtime::check_store() {
 Status Runtime::open_memory() {
   const std::vector<std::string> dirs = nvme_dirs();
   if (dirs.empty()) return Status::Ok();
-  for (const std::string& d : dirs) {
-    std::error_code ec;
-    std::filesystem::create_directories(d, ec);
-    if (ec) return Status::IoError("cannot create nvme_dir '" + d + "': " + ec.message());
-  }
   memory::NvmeStoreOptions so;
   so.dirs = dirs;
   so.page_bytes = options_.page_bytes;

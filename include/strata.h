@@ -117,6 +117,11 @@ STRATA_API const char* strata_version(void);
  *                     NVMe tier; without nvme_dir the store is made in <checkpoint_dir>/pages)
  *   "resume"          the name of a checkpoint in checkpoint_dir to reopen the runtime from
  *   "stall_timeout_ms" how long a request may make no progress before failing (default 30000)
+ *   "log_level"       "debug", "info", "warn" (default), "error" or "off": Strata's logging to
+ *                     stderr, process-wide (its loggers are shared by every runtime)
+ * The NVMe store is opened when the layout is sealed (its default capacity follows the
+ * registered tensors): a directory that cannot be created fails strata_runtime_create, and a
+ * disk without room for the store fails the first acquire.
  */
 STRATA_API strata_status strata_options_create(strata_options** out);
 STRATA_API strata_status strata_options_set(strata_options* options, const char* key,
@@ -206,7 +211,8 @@ typedef struct strata_stats {
   uint64_t nvme_read_bytes, nvme_write_bytes;          /* traffic between host and NVMe */
   double stall_seconds;      /* time acquires spent waiting (loads, the optimizer) */
   uint64_t acquires;         /* strata_acquire calls that succeeded */
-  uint64_t host_misses;      /* of those, pages that were not in the host pool */
+  uint64_t host_misses;      /* page pins that found the page not in the host pool, the
+                                embedder's acquires and the optimizer's */
   uint64_t predicted_acquires;   /* acquires the learned access order foresaw (prefetched) */
   uint64_t unpredicted_acquires; /* acquires it did not (first iteration, changed order) */
   uint64_t prefetches;       /* pages prefetched from the learned order or by strata_prefetch */

@@ -27,7 +27,22 @@ TEST(CApiOptions, BadValuesNameTheOption) {
   EXPECT_NE(LastError().find("host_mem is required"), std::string::npos) << LastError();
   EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "48K"}}, &rt), STRATA_INVALID_ARGUMENT);
   EXPECT_NE(LastError().find("power of two"), std::string::npos) << LastError();
-  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"device", "tpu"}}, &rt), STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"device", "tpu"}}, &rt),
+            STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"log_level", "loud"}}, &rt),
+            STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"nvme_dir", "/proc/x/y"}},
+                        &rt),
+            STRATA_IO_ERROR);
+  EXPECT_NE(LastError().find("cannot create nvme_dir '/proc/x/y'"), std::string::npos)
+      << LastError();
+  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"log_level", "loud"}}, &rt),
+            STRATA_INVALID_ARGUMENT);
+  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"nvme_dir", "/proc/x/y"}},
+                        &rt),
+            STRATA_IO_ERROR);
+  EXPECT_NE(LastError().find("cannot create nvme_dir '/proc/x/y'"), std::string::npos)
+      << LastError();
   EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"resume", "x"}}, &rt), STRATA_INVALID_ARGUMENT);
   EXPECT_NE(LastError().find("checkpoint_dir"), std::string::npos) << LastError();
   EXPECT_EQ(rt, nullptr);
