@@ -26,7 +26,7 @@ Status Runtime::check_hold(size_t t, strata_intent intent, strata_tier tier) con
   const TensorInfo& info = layout_.tensor(t);
   if (tier == STRATA_TIER_HOST && info.num_pages > 1) {
     uint64_t need = layout_.page_bytes();
-    while (need < info.bytes + 256) need *= 2;
+    while (need < info.bytes) need *= 2;  // a tensor that fits a page starts a new one
     return Status::FailedPrecondition(
         "tensor '" + info.name + "' (" + FormatBytes(info.bytes) + ") spans " +
         std::to_string(info.num_pages) + " pages of " + FormatBytes(layout_.page_bytes()) +

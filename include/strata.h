@@ -111,7 +111,8 @@ STRATA_API const char* strata_version(void);
  *                     directories (default: none, the host pool is the last tier)
  *   "nvme_mem"        NVMe tier capacity, a size (default: four times the registered
  *                     tensors' pages, at least 64M)
- *   "page_size"       page size, a power of two >= 4K (default 16M); a tensor must fit in one
+ *   "page_size"       page size, a power of two >= 4K (default 16M); a host pointer covers one
+ *                     page, so a tensor acquired on the host tier must fit in one
  *   "threads"         worker threads for the optimizer and copies, "0" = every core (default)
  *   "checkpoint_dir"  where strata_checkpoint records checkpoints (their pages live in the
  *                     NVMe tier; without nvme_dir the store is made in <checkpoint_dir>/pages)
@@ -139,7 +140,9 @@ STRATA_API strata_status strata_runtime_close(strata_runtime* runtime);
 
 /* ---- tensors ------------------------------------------------------------------------------
  * `group` (NULL: the tensor is a group of its own) is the unit that moves together, e.g. a
- * layer: tensors of one group and one role share pages. A tensor must fit in one page. */
+ * layer: tensors of one group and one role share pages. A tensor that fits in a page never
+ * straddles one (its host pointer is into the page itself); a larger tensor spans consecutive
+ * pages and is acquired whole only on the device tier (a contiguous copy). */
 STRATA_API strata_status strata_register(strata_runtime* runtime, const char* name,
                                          uint64_t bytes, strata_dtype dtype, strata_role role,
                                          const char* group, strata_tensor* out);
@@ -193,7 +196,9 @@ STRATA_API strata_status strata_step(strata_runtime* runtime, const strata_step_
 STRATA_API strata_status strata_step_wait(strata_runtime* runtime);
 /* The number of optimizer steps taken (restored from a checkpoint). */
 STRATA_API strata_status strata_step_count(strata_runtime* runtime, int64_t* out);
-/* The global gradient norm the last step computed (before clipping); 0 before any step. */
+/* The global gradient norm the last step computed (before clipping). It is computed only when
+ * the step clips (max_grad_norm > 0: one more read of every gradient); 0 otherwise and before
+ * any step. */
 STRATA_API strata_status strata_last_grad_norm(strata_runtime* runtime, double* out);
 
 /* ---- checkpoints --------------------------------------------------------------------------

@@ -29,6 +29,24 @@ _MIN_PAGE = 64 << 10
 _ROOT_GROUP = "(root)"  # the group of the model's own (not a submodule's) parameters
 
 
+def _group_of(model, mname):
+    """The Strata group (the unit that moves together, and shares pages per role) of the
+    parameters owned by module `mname`: a block of the model. Inside a container at the model's
+    top level (nn.ModuleList, nn.Sequential, nn.ModuleDict: a GPT's `h`), the container's
+    element (`h.3`); otherwise the model's top-level child (`wte`, `ln_f`); the model's own
+    parameters are "(root)". A group per owning module would give every layernorm a page per
+    role of its own: with pages sized for the largest parameter, most of the pages would be
+    padding, moved to and from NVMe all the same."""
+    if not mname:
+        return _ROOT_GROUP
+    parts = mname.split(".")
+    top = model.get_submodule(parts[0])
+    if len(parts) > 1 and isinstance(top, (torch.nn.ModuleList, torch.nn.Sequential,
+                                           torch.nn.ModuleDict)):
+        return ".".join(parts[:2])
+    return parts[0]
+
+
 def _collect(model, weight_decay):
     """(entries in model order, {module: entries of its direct parameters}). A parameter
     reachable from several modules (tied) is one entry, named and grouped where met first."""
@@ -48,7 +66,7 @@ def _collect(model, weight_decay):
                     raise ValueError(f"strata.torch: parameter '{name}' is on {p.device}; "
                                      "only CPU tensors are supported")
                 # As `strata train` does (GPT-2 practice): no decay for biases and norms.
-                e = ParamEntry(name, mname or _ROOT_GROUP, p,
+                e = ParamEntry(name, _group_of(model, mname), p,
                                weight_decay if p.dim() >= 2 else 0.0)
                 by_id[id(p)] = e
                 entries.append(e)

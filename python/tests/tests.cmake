@@ -20,6 +20,7 @@ strata_py_test(bad_use test_bad_use.py 120)
 strata_py_test(memory test_memory.py 300)
 strata_py_test(save_load test_save_load.py 120)
 strata_py_test(usage test_usage.py 120)
+strata_py_test(resume_after_kill test_resume_after_kill.py 300)
 
 # The installed package, from an install prefix of its own.
 add_test(NAME python.installed
