@@ -6,7 +6,7 @@
     PYTHONPATH=build/python /usr/bin/python3 examples/torch_offload.py /tmp/nvme-run [out.safetensors]
 
 The host pool gets 2 MiB, less than a quarter of the model's parameters and moments, so pages
-move to the (empty) directory given as the NVMe tier while it trains. docs/embedding_torch.md
+move to the (empty) directory given as the NVMe tier while it trains. docs/embedding.md
 explains what st.offload does."""
 import sys
 

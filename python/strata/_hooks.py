@@ -63,7 +63,7 @@ def _saved_tensor_hooks(state):
             raise RuntimeError(
                 f"strata.torch: backward needs parameter '{e.name}', which is not acquired: was "
                 "it used outside the forward of the module that owns it? (each module may use "
-                "only its own parameters; see docs/embedding_torch.md)")
+                "only its own parameters; see docs/embedding.md)")
         base = e.param.data
         if packed.dtype != base.dtype:
             base = base.view(packed.dtype)

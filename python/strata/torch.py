@@ -12,7 +12,7 @@
 
 After offload the model holds no copy of its parameters (each `p.data` is an empty
 placeholder); a module gets them only while its forward or backward runs (_hooks.py), and the
-gradients go to Strata as soon as they are final (_params.py). docs/embedding_torch.md has the
+gradients go to Strata as soon as they are final (_params.py). docs/embedding.md has the
 details and the limits (float32 CPU parameters; a module may use only its own parameters).
 """
 import contextlib

@@ -28,7 +28,7 @@ add_test(NAME python.installed
                  ${CMAKE_BINARY_DIR} ${strata_py_tests_work}/installed)
 set_tests_properties(python.installed PROPERTIES LABELS embed TIMEOUT 120)
 
-# The example of docs/embedding_torch.md, as a user runs it: an empty NVMe directory.
+# The example of docs/embedding.md, as a user runs it: an empty NVMe directory.
 set(example_work ${strata_py_tests_work}/example)
 add_test(NAME python.example_torch_offload
          COMMAND sh -c "rm -rf '${example_work}' && mkdir -p '${example_work}/nvme' && \
