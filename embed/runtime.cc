@@ -168,19 +168,10 @@ Status Runtime::check_no_holds(const char* what) const {
   return Status::Ok();
 }
 
-Status Runtime::step(const strata_step_options& o) {
-  if (!(o.lr >= 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
-      !(o.eps > 0) || !(o.max_grad_norm >= 0)) {
-    return Status::InvalidArgument(
-        "strata_step: lr must be >= 0, beta1 and beta2 in [0, 1), eps > 0 and max_grad_norm >= 0");
-  }
-  std::unique_lock<std::mutex> lock(mu_);
-  STRATA_RETURN_IF_ERROR(seal(lock));
-  lock.unlock();
-  // A failed step's error is returned by every later step and step_wait: its units were not
-  // updated, so training cannot go on exactly.
-  STRATA_RETURN_IF_ERROR(optimizer_->wait());
-  lock.lock();
+// Every pair's tensors and every page an update unit touches must be free: the optimizer takes
+// those pages directly, and an embedder holding one while it waits for an update would wait on
+// itself.
+Status Runtime::check_step_ready() const {
   for (const Pair& p : layout_.pairs()) {
     for (size_t t : {p.param, p.grad}) {
       if (holds_[t].writer || holds_[t].readers > 0) {
@@ -200,7 +191,25 @@ Status Runtime::step(const strata_step_options& o) {
       }
     }
   }
-  STRATA_RETURN_IF_ERROR(materialize_dead(lock));
+  return Status::Ok();
+}
+
+Status Runtime::step(const strata_step_options& o) {
+  if (!(o.lr >= 0) || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1) ||
+      !(o.eps > 0) || !(o.max_grad_norm >= 0)) {
+    return Status::InvalidArgument(
+        "strata_step: lr must be >= 0, beta1 and beta2 in [0, 1), eps > 0 and max_grad_norm >= 0");
+  }
+  std::lock_guard<std::mutex> steps(step_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  STRATA_RETURN_IF_ERROR(seal(lock));
+  lock.unlock();
+  // A failed step's error is returned by every later step and step_wait: its units were not
+  // updated, so training cannot go on exactly.
+  STRATA_RETURN_IF_ERROR(optimizer_->wait());
+  lock.lock();
+  STRATA_RETURN_IF_ERROR(materialize_dead(lock));  // may unlock: the checks come after it
+  STRATA_RETURN_IF_ERROR(check_step_ready());
   std::vector<memory::PageId> to_prefetch;
   if (order_->end_iteration(to_prefetch)) set_plan();
   std::vector<size_t> order = unit_order();
@@ -251,21 +260,39 @@ void Runtime::finish_unit(size_t unit) {
 }
 
 Status Runtime::step_wait() {
-  if (!optimizer_) return Status::Ok();
-  return optimizer_->wait();
+  std::lock_guard<std::mutex> steps(step_mu_);
+  return wait_for_step();
 }
 
-int64_t Runtime::step_count() { return optimizer_ ? optimizer_->steps_done() : resumed_step_; }
+// Under step_mu_: the optimizer exists once the layout is sealed, and only one thread at a time
+// starts or joins its step.
+Status Runtime::wait_for_step() {
+  Optimizer* optimizer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    optimizer = optimizer_.get();
+  }
+  return optimizer ? optimizer->wait() : Status::Ok();
+}
 
-double Runtime::last_grad_norm() { return optimizer_ ? optimizer_->last_grad_norm() : 0.0; }
+int64_t Runtime::step_count() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return optimizer_ ? optimizer_->steps_done() : resumed_step_;
+}
+
+double Runtime::last_grad_norm() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return optimizer_ ? optimizer_->last_grad_norm() : 0.0;
+}
 
 Status Runtime::close() {
+  std::lock_guard<std::mutex> steps(step_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return Status::Ok();
     STRATA_RETURN_IF_ERROR(check_no_holds("strata_runtime_close"));
   }
-  Status status = step_wait();
+  Status status = wait_for_step();
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
   return status;
@@ -297,7 +324,7 @@ strata_stats Runtime::stats() {
   s.predicted_acquires = predicted_;
   s.unpredicted_acquires = unpredicted_;
   s.prefetches = prefetches_;
-  s.steps = uint64_t(step_count());
+  s.steps = uint64_t(optimizer_ ? optimizer_->steps_done() : resumed_step_);
   s.tensors = layout_.tensors().size();
   s.pages = layout_.num_pages();
   s.page_bytes = layout_.page_bytes();

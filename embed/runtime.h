@@ -24,8 +24,10 @@
 // write). The optimizer and a checkpoint zero them first, since they read pages directly.
 //
 // Threads (Note [Runtime locking]): mu_ guards holds, pins, pending counts and the access order.
-// It is never held across a page load, a device copy or a wait: a page being pinned is marked
-// `pinning` and others wait on cv_ for it. The optimizer thread takes pages through the manager
+// It is never held across a page load or a wait (only across a device copy, a bounded memcpy
+// or DMA): a page being pinned is marked `pinning` and others wait on cv_ for it. step_mu_
+// (taken before mu_) lets one thread at a time start or join a step (step, step_wait, close,
+// checkpoint): the optimizer's thread is joined by one caller only. The optimizer thread takes pages through the manager
 // directly; the pages of unfinished update units are off limits to acquires until done.
 #pragma once
 #include <atomic>
@@ -110,6 +112,8 @@ class Runtime {
   Status wait_unpending(std::unique_lock<std::mutex>& lock, size_t tensor);
   Status discard_piece(std::unique_lock<std::mutex>& lock, size_t tensor, const Piece& piece);
   Status check_no_holds(const char* what) const;
+  Status check_step_ready() const;
+  Status wait_for_step();
   Status materialize_dead(std::unique_lock<std::mutex>& lock);
   std::vector<size_t> unit_order() const;
   void set_plan();
@@ -124,6 +128,7 @@ class Runtime {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<CheckpointBook> book_;
 
+  std::mutex step_mu_;  // serialises starting and joining steps; taken before mu_
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Hold> holds_;    // per tensor

@@ -9,6 +9,7 @@ namespace strata::embed {
 
 Status Runtime::checkpoint(const std::string& name) {
   STRATA_RETURN_IF_ERROR(CheckpointBook::CheckName(name));
+  std::lock_guard<std::mutex> steps(step_mu_);
   std::unique_lock<std::mutex> lock(mu_);
   STRATA_RETURN_IF_ERROR(seal(lock));
   if (!book_) {
@@ -17,8 +18,8 @@ Status Runtime::checkpoint(const std::string& name) {
   lock.unlock();
   STRATA_RETURN_IF_ERROR(optimizer_->wait());
   lock.lock();
+  STRATA_RETURN_IF_ERROR(materialize_dead(lock));  // may unlock: the check comes after it
   STRATA_RETURN_IF_ERROR(check_no_holds("strata_checkpoint"));
-  STRATA_RETURN_IF_ERROR(materialize_dead(lock));
   std::vector<memory::PageId> pages(layout_.num_pages());
   std::iota(pages.begin(), pages.end(), memory::PageId{0});
   // No acquire can start while mu_ is held, and none is running (no holds, no pins).

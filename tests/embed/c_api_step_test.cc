@@ -143,6 +143,29 @@ TEST(CApiStepConcurrent, AnAcquireWaitsForItsParametersUpdate) {
   model.close();
 }
 
+TEST(CApiStepConcurrent, StepsAndWaitsFromSeveralThreadsAreSerialised) {
+  Model model;
+  model.build({{"host_mem", "8M"}, {"page_size", "64K"}});
+  strata_step_options so;
+  strata_step_options_init(&so);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; ++i) {
+        EXPECT_STRATA_OK(strata_step(model.rt, &so));
+        EXPECT_STRATA_OK(strata_step_wait(model.rt));
+        int64_t n = 0;
+        EXPECT_STRATA_OK(strata_step_count(model.rt, &n));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  int64_t n = 0;
+  EXPECT_STRATA_OK(strata_step_count(model.rt, &n));
+  EXPECT_EQ(n, 15);
+  model.close();
+}
+
 TEST(CApiStep, DiscardedGradientsReadAsZeros) {
   Model model;
   model.build({{"host_mem", "320K"}, {"page_size", "64K"}, {"nvme_dir", FreshDir("discard")}});
