@@ -11,7 +11,9 @@ AccessOrder::AccessOrder(const Layout* layout, uint64_t window_bytes)
       prefetched_in_(layout->tensors().size(), 0) {}
 
 bool AccessOrder::on_acquire(size_t tensor, std::vector<memory::PageId>& to_prefetch) {
-  recording_.push_back(tensor);
+  // An embedder that never steps would record forever; past the cap the iteration is not
+  // learned (end_iteration keeps the order it had).
+  if (recording_.size() < kMaxRecorded) recording_.push_back(tensor);
   const bool foreseen = prefetched_in_[tensor] == iteration_;
   prefetched_in_[tensor] = 0;  // a second acquire of it this iteration needs a new prefetch
   // Note [Per-page fallback]: follow an acquire found in the window; one found further ahead
@@ -58,7 +60,7 @@ void AccessOrder::extend_window(std::vector<memory::PageId>& to_prefetch) {
 }
 
 bool AccessOrder::end_iteration(std::vector<memory::PageId>& to_prefetch) {
-  const bool changed = recording_ != expected_;
+  const bool changed = recording_.size() < kMaxRecorded && recording_ != expected_;
   if (changed) {
     expected_ = std::move(recording_);
     for (auto& p : positions_) p.clear();

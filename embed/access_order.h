@@ -28,6 +28,9 @@ namespace strata::embed {
 
 class AccessOrder {
  public:
+  // Acquires recorded per iteration at most (32 MiB of indices).
+  static constexpr size_t kMaxRecorded = size_t(1) << 22;
+
   // `window_bytes`: how many bytes of pages ahead of the cursor are prefetched.
   AccessOrder(const Layout* layout, uint64_t window_bytes);
 

@@ -56,7 +56,8 @@ class Runtime {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  // FailedPrecondition (nothing closed) while a tensor is acquired.
+  // FailedPrecondition (nothing closed) while a tensor is acquired; otherwise closed (a failed
+  // step's error is logged: step_wait reports it).
   Status close();
 
   Result<size_t> register_tensor(TensorInfo info);

@@ -134,8 +134,9 @@ STRATA_API void strata_options_destroy(strata_options* options);
 STRATA_API strata_status strata_runtime_create(const strata_options* options,
                                                strata_runtime** out);
 /* Waits for a running step, releases everything and closes the runtime. Every acquired tensor
- * must have been released (otherwise FAILED_PRECONDITION and nothing is closed). NULL is a
- * no-op. */
+ * must have been released (otherwise FAILED_PRECONDITION and nothing is closed); that is its only
+ * error. The error of a step that failed is strata_step_wait's to report (close logs it). NULL
+ * is a no-op. */
 STRATA_API strata_status strata_runtime_close(strata_runtime* runtime);
 
 /* ---- tensors ------------------------------------------------------------------------------
