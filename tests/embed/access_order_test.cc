@@ -20,17 +20,7 @@ struct Net {
   void build(const std::string& nvme) {
     ASSERT_STRATA_OK(MakeRuntime(
         {{"host_mem", "640K"}, {"page_size", "64K"}, {"nvme_dir", nvme}}, &rt));
-    for (int l = 0; l < kLayers; ++l) {
-      const std::string g = "l" + std::to_string(l);
-      strata_tensor p, d;
-      ASSERT_STRATA_OK(strata_register(rt, (g + ".w").c_str(), kFloats * 4, STRATA_F32,
-                                       STRATA_ROLE_PARAMETER, g.c_str(), &p));
-      ASSERT_STRATA_OK(strata_register(rt, (g + ".g").c_str(), kFloats * 4, STRATA_F32,
-                                       STRATA_ROLE_GRADIENT, g.c_str(), &d));
-      ASSERT_STRATA_OK(strata_register_pair(rt, p, d, 0.01f));
-      params.push_back(p);
-      grads.push_back(d);
-    }
+    RegisterLayers(rt, kLayers, kFloats, [](int) { return 0.01f; }, &params, &grads);
     for (int l = 0; l < kLayers; ++l) {
       WriteFloats(rt, params[l], std::vector<float>(kFloats, 0.1f * float(l)));
     }

@@ -169,10 +169,9 @@ TEST(CApiAcquire, WithoutNvmeTheStateMustFitTheHostPool) {
 TEST(CApiStep, NeedsReleasedTensorsAndSaneHyperparameters) {
   strata_runtime* rt = nullptr;
   ASSERT_STRATA_OK(MakeRuntime(kSmall, &rt));
-  strata_tensor p, g;
-  ASSERT_STRATA_OK(strata_register(rt, "p", 64, STRATA_F32, STRATA_ROLE_PARAMETER, "l", &p));
-  ASSERT_STRATA_OK(strata_register(rt, "g", 64, STRATA_F32, STRATA_ROLE_GRADIENT, "l", &g));
-  ASSERT_STRATA_OK(strata_register_pair(rt, p, g, 0.0f));
+  std::vector<strata_tensor> params, grads;
+  RegisterLayers(rt, 1, 16, [](int) { return 0.0f; }, &params, &grads);
+  const strata_tensor g = grads[0];
   strata_step_options so;
   strata_step_options_init(&so);
   so.beta1 = 1.5f;
@@ -181,7 +180,8 @@ TEST(CApiStep, NeedsReleasedTensorsAndSaneHyperparameters) {
   void* x;
   ASSERT_STRATA_OK(strata_acquire(rt, g, STRATA_WRITE, STRATA_TIER_HOST, &x));
   EXPECT_EQ(strata_step(rt, &so), STRATA_FAILED_PRECONDITION);
-  EXPECT_NE(LastError().find("'g' is still acquired"), std::string::npos) << LastError();
+  EXPECT_NE(LastError().find("'layer0.w.grad' is still acquired"), std::string::npos)
+      << LastError();
   EXPECT_STRATA_OK(strata_release(rt, g));
   EXPECT_STRATA_OK(strata_step(rt, &so));
   EXPECT_STRATA_OK(strata_step_wait(rt));

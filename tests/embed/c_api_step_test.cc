@@ -29,17 +29,8 @@ struct Model {
 
   void build(const Options& options, bool write_init = true) {
     ASSERT_STRATA_OK(MakeRuntime(options, &rt));
-    for (int l = 0; l < kLayers; ++l) {
-      const std::string g = "layer" + std::to_string(l);
-      strata_tensor p, d;
-      ASSERT_STRATA_OK(strata_register(rt, (g + ".w").c_str(), kFloats * 4, STRATA_F32,
-                                       STRATA_ROLE_PARAMETER, g.c_str(), &p));
-      ASSERT_STRATA_OK(strata_register(rt, (g + ".w.grad").c_str(), kFloats * 4, STRATA_F32,
-                                       STRATA_ROLE_GRADIENT, g.c_str(), &d));
-      ASSERT_STRATA_OK(strata_register_pair(rt, p, d, l % 2 ? 0.1f : 0.0f));
-      params.push_back(p);
-      grads.push_back(d);
-    }
+    RegisterLayers(rt, kLayers, kFloats, [](int l) { return l % 2 ? 0.1f : 0.0f; }, &params,
+                   &grads);
     if (!write_init) return;
     for (int l = 0; l < kLayers; ++l) {
       std::vector<float> w(kFloats);

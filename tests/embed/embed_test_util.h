@@ -72,4 +72,22 @@ inline void WriteFloats(strata_runtime* rt, strata_tensor t, const std::vector<f
   ASSERT_EQ(strata_release(rt, t), STRATA_OK) << strata_last_error();
 }
 
+// Registers `layers` groups "layer<l>", each with a float32 parameter "layer<l>.w" of `floats`
+// and its gradient "layer<l>.w.grad", paired with weight decay decay(l).
+template <typename Decay>
+void RegisterLayers(strata_runtime* rt, int layers, size_t floats, Decay decay,
+                    std::vector<strata_tensor>* params, std::vector<strata_tensor>* grads) {
+  for (int l = 0; l < layers; ++l) {
+    const std::string g = "layer" + std::to_string(l);
+    strata_tensor p, d;
+    ASSERT_STRATA_OK(strata_register(rt, (g + ".w").c_str(), floats * 4, STRATA_F32,
+                                     STRATA_ROLE_PARAMETER, g.c_str(), &p));
+    ASSERT_STRATA_OK(strata_register(rt, (g + ".w.grad").c_str(), floats * 4, STRATA_F32,
+                                     STRATA_ROLE_GRADIENT, g.c_str(), &d));
+    ASSERT_STRATA_OK(strata_register_pair(rt, p, d, decay(l)));
+    params->push_back(p);
+    grads->push_back(d);
+  }
+}
+
 }  // namespace strata::embed::test
