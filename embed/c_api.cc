@@ -122,6 +122,7 @@ const char* strata_status_name(strata_status status) {
     case STRATA_TIMEOUT: return "STRATA_TIMEOUT";
     case STRATA_ABORTED: return "STRATA_ABORTED";
     case STRATA_INTERNAL: return "STRATA_INTERNAL";
+    case STRATA_STATUS_MAX_ENUM: break;
   }
   return "STRATA_UNKNOWN_STATUS";
 }

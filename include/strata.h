@@ -57,8 +57,13 @@ typedef enum strata_status {
   STRATA_NOT_SUPPORTED = 9,     /* e.g. device "cuda" in a build without CUDA */
   STRATA_TIMEOUT = 10,          /* a request made no progress (the message lists the holders) */
   STRATA_ABORTED = 11,
-  STRATA_INTERNAL = 12
+  STRATA_INTERNAL = 12,
+  STRATA_STATUS_MAX_ENUM = 0x7FFFFFFF  /* Note [Enum range] */
 } strata_status;
+
+/* Note [Enum range]: each enum ends in a MAX_ENUM of 0x7FFFFFFF, never a valid value. It makes
+ * every int from 0 up a value of the enum's type in C++, so that a bad value a C caller passes
+ * is an error the call reports (INVALID_ARGUMENT), not undefined behaviour (Vulkan's practice). */
 
 typedef enum strata_dtype {
   STRATA_F32 = 0,
@@ -67,27 +72,31 @@ typedef enum strata_dtype {
   STRATA_F64 = 3,
   STRATA_I32 = 4,
   STRATA_I64 = 5,
-  STRATA_U8 = 6
+  STRATA_U8 = 6,
+  STRATA_DTYPE_MAX_ENUM = 0x7FFFFFFF
 } strata_dtype;
 
 typedef enum strata_role {
   STRATA_ROLE_PARAMETER = 0,
   STRATA_ROLE_GRADIENT = 1,
   STRATA_ROLE_OPTIMIZER_STATE = 2,
-  STRATA_ROLE_OTHER = 3
+  STRATA_ROLE_OTHER = 3,
+  STRATA_ROLE_MAX_ENUM = 0x7FFFFFFF
 } strata_role;
 
 typedef enum strata_intent {
   STRATA_READ = 0,      /* the contents are read; many readers at once */
   STRATA_WRITE = 1,     /* read and modified; one writer, no readers */
-  STRATA_OVERWRITE = 2  /* every byte will be written: nothing is loaded (the contents are
+  STRATA_OVERWRITE = 2, /* every byte will be written: nothing is loaded (the contents are
                            undefined until written) */
+  STRATA_INTENT_MAX_ENUM = 0x7FFFFFFF
 } strata_intent;
 
 typedef enum strata_tier {
   STRATA_TIER_DEVICE = 0, /* the device's memory (the sim backend: host memory counted as the
                              device's, under gpu_mem) */
-  STRATA_TIER_HOST = 1    /* the pinned host pool: a pointer into the page itself, no copy */
+  STRATA_TIER_HOST = 1,   /* the pinned host pool: a pointer into the page itself, no copy */
+  STRATA_TIER_MAX_ENUM = 0x7FFFFFFF
 } strata_tier;
 
 typedef struct strata_runtime strata_runtime;
