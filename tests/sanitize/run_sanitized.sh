@@ -11,7 +11,8 @@
 # only the module test binaries whose tests/<module>/*_test.cc exist. Any sanitizer report stops
 # the binary with a non-zero exit (halt_on_error), and any failing binary fails this script.
 # Environment: STRATA_SANITIZE_JOBS (build parallelism, default nproc), CMAKE_GENERATOR,
-# CC/CXX (passed by the ctest entry so the nested tree uses the outer tree's toolchain).
+# CC/CXX (passed by the ctest entry: the outer tree's toolchain, used when clang-16 is absent),
+# STRATA_SANITIZE_CC/CXX (a toolchain for the sanitized trees only).
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -41,6 +42,16 @@ if [[ ${#targets[@]} -eq 0 ]]; then
   echo "$0: no module tests under $src/tests; nothing to sanitize" >&2
   exit 1
 fi
+
+# clang-16 (installed for the fuzz targets) when present: it builds the sanitized trees about a
+# third faster than GCC 12 at -O1 (ASan + UBSan, every module's tests on 2 cores: 781 s vs
+# 1177 s, 2026-11-26), the largest part of CI's time. STRATA_SANITIZE_CC/CXX choose another.
+if [[ -n "${STRATA_SANITIZE_CXX:-}" ]]; then
+  export CC=${STRATA_SANITIZE_CC:-$CC} CXX=$STRATA_SANITIZE_CXX
+elif command -v clang++-16 > /dev/null && command -v clang-16 > /dev/null; then
+  export CC=clang-16 CXX=clang++-16
+fi
+echo "== sanitize $kind: compilers ${CC:-cc} / ${CXX:-c++}"
 
 generator_args=()
 if [[ -n "${CMAKE_GENERATOR:-}" ]]; then generator_args=(-G "$CMAKE_GENERATOR"); fi
