@@ -20,32 +20,32 @@ TEST(CApiOptions, UnknownKeyListsTheKnownOnes) {
 }
 
 TEST(CApiOptions, BadValuesNameTheOption) {
-  strata_runtime* rt = nullptr;
-  EXPECT_EQ(MakeRuntime({{"host_mem", "12X"}}, &rt), STRATA_INVALID_ARGUMENT);
-  EXPECT_NE(LastError().find("host_mem"), std::string::npos) << LastError();
-  EXPECT_EQ(MakeRuntime({{"page_size", "64K"}}, &rt), STRATA_INVALID_ARGUMENT);
-  EXPECT_NE(LastError().find("host_mem is required"), std::string::npos) << LastError();
-  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "48K"}}, &rt), STRATA_INVALID_ARGUMENT);
-  EXPECT_NE(LastError().find("power of two"), std::string::npos) << LastError();
-  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"device", "tpu"}}, &rt),
-            STRATA_INVALID_ARGUMENT);
-  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"log_level", "loud"}}, &rt),
-            STRATA_INVALID_ARGUMENT);
-  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"nvme_dir", "/proc/x/y"}},
-                        &rt),
-            STRATA_IO_ERROR);
-  EXPECT_NE(LastError().find("cannot create nvme_dir '/proc/x/y'"), std::string::npos)
-      << LastError();
-  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"log_level", "loud"}}, &rt),
-            STRATA_INVALID_ARGUMENT);
-  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"page_size", "64K"}, {"nvme_dir", "/proc/x/y"}},
-                        &rt),
-            STRATA_IO_ERROR);
-  EXPECT_NE(LastError().find("cannot create nvme_dir '/proc/x/y'"), std::string::npos)
-      << LastError();
-  EXPECT_EQ(MakeRuntime({{"host_mem", "1M"}, {"resume", "x"}}, &rt), STRATA_INVALID_ARGUMENT);
-  EXPECT_NE(LastError().find("checkpoint_dir"), std::string::npos) << LastError();
-  EXPECT_EQ(rt, nullptr);
+  struct Case {
+    Options options;
+    strata_status status;
+    const char* message;  // a part of strata_last_error()
+  };
+  const Options ok = {{"host_mem", "1M"}, {"page_size", "64K"}};
+  auto with = [&](const char* key, const char* value) {
+    Options o = ok;
+    o.push_back({key, value});
+    return o;
+  };
+  const Case cases[] = {
+      {{{"host_mem", "12X"}}, STRATA_INVALID_ARGUMENT, "host_mem"},
+      {{{"page_size", "64K"}}, STRATA_INVALID_ARGUMENT, "host_mem is required"},
+      {{{"host_mem", "1M"}, {"page_size", "48K"}}, STRATA_INVALID_ARGUMENT, "power of two"},
+      {with("device", "tpu"), STRATA_INVALID_ARGUMENT, "use \"sim\" or \"cuda\""},
+      {with("log_level", "loud"), STRATA_INVALID_ARGUMENT, "debug, info, warn, error or off"},
+      {with("nvme_dir", "/proc/x/y"), STRATA_IO_ERROR, "cannot create nvme_dir '/proc/x/y'"},
+      {with("resume", "x"), STRATA_INVALID_ARGUMENT, "needs checkpoint_dir"},
+  };
+  for (const Case& c : cases) {
+    strata_runtime* rt = nullptr;
+    EXPECT_EQ(MakeRuntime(c.options, &rt), c.status) << c.message;
+    EXPECT_NE(LastError().find(c.message), std::string::npos) << LastError();
+    EXPECT_EQ(rt, nullptr);
+  }
 }
 
 TEST(CApiOptions, HostBudgetBelowFivePagesIsResourceExhausted) {
