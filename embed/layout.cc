@@ -47,6 +47,7 @@ Result<size_t> Layout::add(TensorInfo info) {
   group_of_.push_back(it->second);
   by_name_[info.name] = tensors_.size();
   pair_member_.push_back(0);
+  grad_pair_.push_back(-1);
   tensors_.push_back(std::move(info));
   return tensors_.size() - 1;
 }
@@ -92,6 +93,7 @@ Status Layout::add_pair(size_t param, size_t grad, float weight_decay) {
   STRATA_ASSIGN_OR_RETURN(pair.exp_avg_sq, add({base + ".exp_avg_sq", bytes, STRATA_F32,
                                                 STRATA_ROLE_OPTIMIZER_STATE, group}));
   pair_member_[param] = pair_member_[grad] = 1;
+  grad_pair_[grad] = int64_t(pairs_.size());
   pairs_.push_back(pair);
   return Status::Ok();
 }
@@ -103,6 +105,8 @@ Result<size_t> Layout::find(const std::string& name) const {
 }
 
 bool Layout::in_pair(size_t tensor) const { return pair_member_[tensor] != 0; }
+
+int64_t Layout::grad_pair(size_t tensor) const { return grad_pair_[tensor]; }
 
 Status Layout::seal() {
   std::vector<memory::TensorEntry> entries;
@@ -160,6 +164,7 @@ Piece Layout::piece_in(size_t tensor, memory::PageId page) const {
 void Layout::build_units() {
   std::map<std::array<memory::PageId, 4>, size_t> index;
   for (size_t k = 0; k < pairs_.size(); ++k) {
+    pair_chunks_.push_back(chunks_.size());
     const Pair& p = pairs_[k];
     const size_t members[4] = {p.param, p.grad, p.exp_avg, p.exp_avg_sq};
     std::vector<uint64_t> cuts = {0, tensors_[p.param].bytes / 4};
@@ -178,6 +183,7 @@ void Layout::build_units() {
       units_[it->second].chunks.push_back(chunk);
     }
   }
+  pair_chunks_.push_back(chunks_.size());
   page_units_.assign(num_pages_, {});
   for (size_t u = 0; u < units_.size(); ++u) {
     for (memory::PageId page : units_[u].pages) {

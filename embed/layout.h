@@ -88,6 +88,12 @@ class Layout {
   const std::vector<size_t>& units_of(memory::PageId page) const { return page_units_[page]; }
   // Whether `tensor` is the parameter or gradient of a pair.
   bool in_pair(size_t tensor) const;
+  // The pair whose gradient `tensor` is, or -1.
+  int64_t grad_pair(size_t tensor) const;
+  // The chunk ids of pair `k`: [first, last).
+  std::pair<size_t, size_t> chunks_of(size_t k) const {
+    return {pair_chunks_[k], pair_chunks_[k + 1]};
+  }
   // The pieces of `tensor`, one per page it spans, in order.
   std::vector<Piece> pieces(size_t tensor) const;
   // Its piece in `page` (bytes 0 when it has none).
@@ -109,6 +115,8 @@ class Layout {
   std::vector<int> group_of_;  // per tensor
   std::vector<Pair> pairs_;
   std::vector<int> pair_member_;  // per tensor: 1 when the param or grad of a pair
+  std::vector<int64_t> grad_pair_;    // per tensor: the pair whose gradient it is, or -1
+  std::vector<size_t> pair_chunks_;   // per pair: its first chunk id (and one past the last)
   std::vector<UpdateUnit> units_;
   std::vector<Chunk> chunks_;
   uint64_t num_pages_ = 0;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/kernels/adamw.h"
+#include "embed/grad_sums.h"
 #include "embed/runtime.h"
 
 namespace strata::embed {
@@ -32,8 +33,11 @@ Optimizer::Optimizer(Runtime* runtime, const Layout* layout, memory::MemoryManag
 
 Optimizer::~Optimizer() { (void)wait(); }
 
-void Optimizer::start(const strata_step_options& options, std::vector<size_t> unit_order) {
+void Optimizer::start(const strata_step_options& options, std::vector<size_t> unit_order,
+                      std::vector<double> sums, std::vector<char> fresh) {
   STRATA_CHECK(!thread_.joinable()) << "a step started while another runs";
+  sums_ = std::move(sums);
+  fresh_ = std::move(fresh);
   int64_t step;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -81,23 +85,36 @@ void Optimizer::run(strata_step_options options, std::vector<size_t> order, int6
   }
 }
 
+bool Optimizer::unit_is_stale(const UpdateUnit& unit) const {
+  for (const Chunk& c : unit.chunks) {
+    if (!fresh_[c.pair]) return true;
+  }
+  return false;
+}
+
 // Sums of squares per chunk, added in chunk order: the same bits whatever the unit order (the
-// learned access order) or the budgets.
+// learned access order), the budgets, or whether a chunk's sum was measured at its release or
+// here (Note [Norms at release]).
 Status Optimizer::global_norm(const std::vector<size_t>& order, double* norm) {
-  std::vector<double> sums(layout_->chunks().size(), 0.0);
+  uint64_t reads = 0;
   for (size_t u : order) {
     const UpdateUnit& unit = layout_->units()[u];
+    if (!unit_is_stale(unit)) continue;
     STRATA_ASSIGN_OR_RETURN(memory::PageRef grads,
                             memory_->acquire_sync(unit.pages[1], memory::Access::kRead,
                                                   {"strata_step norm", kOptimizerAcquirer}));
+    ++reads;
     for (const Chunk& c : unit.chunks) {
+      if (fresh_[c.pair]) continue;
       const size_t g = layout_->pairs()[c.pair].grad;
-      sums[c.id] = kernels::sum_of_squares(At(grads, *layout_, g, c.begin), long(c.end - c.begin));
+      sums_[c.id] = ChunkSumOfSquares(At(grads, *layout_, g, c.begin), c.end - c.begin);
     }
   }
   double total = 0.0;
-  for (double s : sums) total += s;
+  for (double s : sums_) total += s;
   *norm = std::sqrt(total);
+  std::lock_guard<std::mutex> lock(mu_);
+  norm_page_reads_ += reads;
   return Status::Ok();
 }
 
@@ -156,6 +173,11 @@ Status Optimizer::last_status() const {
 int64_t Optimizer::steps_done() const {
   std::lock_guard<std::mutex> lock(mu_);
   return steps_done_;
+}
+
+uint64_t Optimizer::norm_page_reads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return norm_page_reads_;
 }
 
 double Optimizer::last_grad_norm() const {

@@ -33,8 +33,10 @@ class Optimizer {
   ~Optimizer();
 
   // Starts step steps_done()+1 over `unit_order` (every unit once). The previous step must
-  // have been waited for.
-  void start(const strata_step_options& options, std::vector<size_t> unit_order);
+  // have been waited for. `sums` / `fresh`: the gradients' chunk sums known at release (Note
+  // [Norms at release] in grad_sums.h); the norm reads only the pages of stale ones.
+  void start(const strata_step_options& options, std::vector<size_t> unit_order,
+             std::vector<double> sums, std::vector<char> fresh);
   // Waits for the running step (if any); returns the last step's status.
   Status wait();
   bool running() const { return thread_.joinable(); }
@@ -43,10 +45,12 @@ class Optimizer {
   Status last_status() const;
   int64_t steps_done() const;
   double last_grad_norm() const;
+  uint64_t norm_page_reads() const;  // gradient pages the clipping norms have read
 
  private:
   void run(strata_step_options options, std::vector<size_t> order, int64_t step);
   Status global_norm(const std::vector<size_t>& order, double* norm);
+  bool unit_is_stale(const UpdateUnit& unit) const;
   Status update_unit(size_t u, const strata_step_options& o, float scale, int64_t step);
   Status drop_gradients(size_t u);
 
@@ -60,6 +64,10 @@ class Optimizer {
   std::vector<char> failed_;
   int64_t steps_done_ = 0;
   double last_norm_ = 0.0;
+  uint64_t norm_page_reads_ = 0;
+  // The step's known chunk sums (owned by the step's thread while it runs).
+  std::vector<double> sums_;
+  std::vector<char> fresh_;
 };
 
 }  // namespace strata::embed

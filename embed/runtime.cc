@@ -9,6 +9,7 @@
 #include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "embed/checkpoint_book.h"
+#include "embed/grad_sums.h"
 #include "embed/optimizer.h"
 #include "memory/nvme_store.h"
 
@@ -121,6 +122,7 @@ Status Runtime::seal(std::unique_lock<std::mutex>&) {
   order_ = std::make_unique<AccessOrder>(&layout_, options_.host_bytes / 4);
   optimizer_ = std::make_unique<Optimizer>(this, &layout_, memory_.get(), options_.threads,
                                            resumed_step_);
+  grad_sums_ = std::make_unique<GradSums>(&layout_);
   return Status::Ok();
 }
 
@@ -216,7 +218,8 @@ Status Runtime::step(const strata_step_options& o) {
   for (const UpdateUnit& u : layout_.units()) {
     for (memory::PageId page : u.pages) ++pending_[page];
   }
-  optimizer_->start(o, std::move(order));
+  optimizer_->start(o, std::move(order), grad_sums_->sums(), grad_sums_->fresh());
+  if (o.discard_grads) grad_sums_->zero_all();  // the step leaves every gradient zero
   lock.unlock();
   issue_prefetches(to_prefetch);
   return Status::Ok();
@@ -320,6 +323,7 @@ strata_stats Runtime::stats() {
     s.nvme_write_bytes = m.nvme_write_bytes;
     s.host_misses = m.misses;
   }
+  if (optimizer_) s.norm_page_reads = optimizer_->norm_page_reads();
   s.stall_seconds = double(stall_ns_.load()) * 1e-9;
   s.acquires = acquires_;
   s.predicted_acquires = predicted_;

@@ -48,6 +48,7 @@ namespace strata::embed {
 
 class Optimizer;
 class CheckpointBook;
+class GradSums;
 
 class Runtime {
  public:
@@ -127,6 +128,7 @@ class Runtime {
   Layout layout_;
   std::unique_ptr<AccessOrder> order_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<GradSums> grad_sums_;  // Note [Norms at release] in grad_sums.h
   std::unique_ptr<CheckpointBook> book_;
 
   std::mutex step_mu_;  // serialises starting and joining steps; taken before mu_

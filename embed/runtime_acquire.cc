@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/util/sizes.h"
+#include "embed/grad_sums.h"
 #include "embed/optimizer.h"
 #include "embed/runtime.h"
 
@@ -180,6 +181,8 @@ Result<void*> Runtime::acquire(size_t t, strata_intent intent, strata_tier tier)
     }
     out = *dev;
   }
+  const int64_t pair = layout_.grad_pair(t);
+  if (pair >= 0 && intent != STRATA_READ) grad_sums_->stale(size_t(pair));
   ++acquires_;
   std::vector<memory::PageId> to_prefetch;
   (order_->on_acquire(t, to_prefetch) ? predicted_ : unpredicted_)++;
@@ -203,6 +206,11 @@ Status Runtime::release(size_t t) {
       device_->free(h.device_copy);
       h.device_copy = nullptr;
     }
+  }
+  const int64_t pair = layout_.grad_pair(t);
+  if (h.writer && pair >= 0 && status.ok()) {  // Note [Norms at release]
+    grad_sums_->measure(size_t(pair),
+                        [&](memory::PageId page) { return pins_[page].ref.data(); });
   }
   if (h.writer) h.writer = false; else --h.readers;
   unpin_tensor(t);
@@ -277,6 +285,8 @@ Status Runtime::discard(size_t t) {
   for (const Piece& piece : layout_.pieces(t)) {
     STRATA_RETURN_IF_ERROR(discard_piece(lock, t, piece));
   }
+  const int64_t pair = layout_.grad_pair(t);
+  if (pair >= 0) grad_sums_->zero(size_t(pair));  // it reads as zeros now
   return Status::Ok();
 }
 

@@ -207,8 +207,8 @@ STRATA_API strata_status strata_step_wait(strata_runtime* runtime);
 /* The number of optimizer steps taken (restored from a checkpoint). */
 STRATA_API strata_status strata_step_count(strata_runtime* runtime, int64_t* out);
 /* The global gradient norm the last step computed (before clipping). It is computed only when
- * the step clips (max_grad_norm > 0: one more read of every gradient); 0 otherwise and before
- * any step. */
+ * the step clips (max_grad_norm > 0); 0 otherwise and before any step. Each gradient's part of
+ * it is measured when its writer releases it, so the step rarely reads a gradient twice. */
 STRATA_API strata_status strata_last_grad_norm(strata_runtime* runtime, double* out);
 
 /* ---- checkpoints --------------------------------------------------------------------------
@@ -233,6 +233,9 @@ typedef struct strata_stats {
   uint64_t prefetches;       /* pages prefetched from the learned order or by strata_prefetch */
   uint64_t steps;            /* optimizer steps finished */
   uint64_t tensors, pages, page_bytes;
+  uint64_t norm_page_reads;  /* gradient pages a clipping step read for the norm: only those of
+                                gradients not measured when their writer released them (after
+                                a resume, say) */
 } strata_stats;
 STRATA_API strata_status strata_get_stats(strata_runtime* runtime, strata_stats* out);
 
