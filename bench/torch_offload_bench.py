@@ -35,32 +35,27 @@ def state_bytes(model):
     return sum(p.numel() * 4 for p in model.parameters())
 
 
-def timed_steps(model, opt, data, warmup):
-    """Trains on every batch of `data`; returns (seconds of the steps after `warmup`, losses)."""
+def timed_steps(model, opt, data, warmup, clip):
+    """Trains on every batch of `data` (`clip`: torch's clip_grad_norm_, for plain torch);
+    returns (seconds of the steps after `warmup`, losses)."""
     losses, start = [], None
     for i, (x, y) in enumerate(data):
         if i == warmup:
             start = time.perf_counter()
-        loss = gpt_model.loss_of(model, x, y)
-        opt.zero_grad()
-        loss.backward()
-        if isinstance(opt, torch.optim.Optimizer):
-            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-        opt.step()
-        losses.append(loss.item())
+        losses.append(gpt_model.train_step(model, opt, x, y, clip))
     return time.perf_counter() - start, losses
 
 
 def run_torch(model, data, warmup):
     opt = gpt_model.adamw_reference(model, LR, BETAS, EPS, WD)
-    return timed_steps(model, opt, data, warmup)
+    return timed_steps(model, opt, data, warmup, CLIP)
 
 
 def run_strata(model, data, warmup, host_mem, nvme_dir):
     model, opt = st.offload(model, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD, grad_clip=CLIP,
                             host_mem=host_mem, nvme_dir=nvme_dir)
     try:
-        seconds, losses = timed_steps(model, opt, data, warmup)
+        seconds, losses = timed_steps(model, opt, data, warmup, None)  # Strata clips itself
         st.runtime(model).step_wait()
         stats = st.stats(model)
     finally:

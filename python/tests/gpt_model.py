@@ -67,6 +67,18 @@ def loss_of(model, x, y):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
 
+def train_step(model, opt, x, y, clip=None):
+    """One step: forward, zero_grad, backward, (torch's clip_grad_norm_ when `clip`: plain
+    torch's clipping; Strata's optimizer clips itself), step. Returns the loss as a float."""
+    loss = loss_of(model, x, y)
+    opt.zero_grad()
+    loss.backward()
+    if clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    opt.step()
+    return loss.item()
+
+
 def batches(vocab, block, batch, steps, seed):
     """(x, y) windows of a token stream a model can learn (each token is a fixed function of
     the one before plus a little noise), y = x shifted by one; the same for every caller."""

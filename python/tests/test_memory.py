@@ -32,7 +32,7 @@ def peak_rss_bytes():
 def child(mode, workdir):
     import torch
 
-    from gpt_model import GPT, adamw_reference, batches, loss_of
+    from gpt_model import GPT, adamw_reference, batches, train_step
     torch.manual_seed(0)
     torch.set_num_threads(2)
     model = GPT(VOCAB, D, LAYERS, HEADS, BLOCK)
@@ -46,13 +46,7 @@ def child(mode, workdir):
         opt = adamw_reference(model, LR, BETAS, EPS, WD)
     losses = []
     for x, y in batches(VOCAB, BLOCK, BATCH, STEPS, seed=1):
-        loss = loss_of(model, x, y)
-        opt.zero_grad()
-        loss.backward()
-        if mode == "torch":
-            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
-        opt.step()
-        losses.append(loss.item())
+        losses.append(train_step(model, opt, x, y, clip=CLIP if mode == "torch" else None))
     extra = {}
     if mode == "offload":
         stats = st.stats(model)

@@ -26,7 +26,7 @@ VOCAB, D, LAYERS, HEADS, BLOCK, BATCH = 256, 64, 2, 4, 32, 4
 def child(workdir, resume):
     import torch
     import strata.torch as st
-    from gpt_model import GPT, batches, loss_of
+    from gpt_model import GPT, batches, train_step
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -37,12 +37,8 @@ def child(workdir, resume):
     start = st.runtime(model).step_count()
     data = list(batches(VOCAB, BLOCK, BATCH, STEPS, seed=1))
     for step in range(start, STEPS):
-        x, y = data[step]
-        loss = loss_of(model, x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        print(f"step {step} loss {loss.item()!r}", flush=True)
+        loss = train_step(model, opt, *data[step])
+        print(f"step {step} loss {loss!r}", flush=True)
         if (step + 1) % CKPT_EVERY == 0:
             st.checkpoint(model, f"step-{step + 1}")
     st.close(model)

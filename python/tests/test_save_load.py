@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 import strata.torch as st
-from gpt_model import GPT, batches, loss_of
+from gpt_model import GPT, batches, train_step
 
 CFG = dict(vocab=256, d=64, n_layer=2, n_head=4, block=32)
 OPT = dict(lr=3e-3, betas=(0.9, 0.95), weight_decay=0.1, grad_clip=1.0, host_mem="1M")
@@ -47,11 +47,7 @@ def read_safetensors(path):
 def train(model, opt, steps, seed):
     losses = []
     for x, y in batches(CFG["vocab"], CFG["block"], 4, steps, seed):
-        loss = loss_of(model, x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        losses.append(train_step(model, opt, x, y))
     return losses
 
 
@@ -113,11 +109,7 @@ def checkpoint_and_resume(workdir):
     for i, (x, y) in enumerate(all_batches):
         if i == 3:
             st.checkpoint(model, "step3")
-        loss = loss_of(model, x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        losses.append(train_step(model, opt, x, y))
     st.close(model)
 
     torch.manual_seed(7)  # the values must come from the checkpoint, not from these
@@ -126,11 +118,7 @@ def checkpoint_and_resume(workdir):
     assert st.runtime(model).step_count() == 3
     resumed = []
     for x, y in all_batches[3:]:
-        loss = loss_of(model, x, y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        resumed.append(loss.item())
+        resumed.append(train_step(model, opt, x, y))
     st.close(model)
     print(f"uninterrupted steps 4-6: {losses[3:]}\nresumed at step 3:      {resumed}")
     assert resumed == losses[3:], "the resumed run diverged"
