@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/kernels/adamw_math.h"
 #include "core/kernels/partition.h"
 
 namespace strata::kernels {
@@ -18,29 +19,11 @@ constexpr long kChunk = 16384;
 // Elements per partial sum of sum_of_squares.
 constexpr long kSquaresChunk = 65536;
 
-// The float scalars of one update, in torch's rounding (see adamw_update).
-struct AdamWScalars {
-  float decay, b1, one_minus_b1, b2, one_minus_b2, neg_step_size, bias_correction2_sqrt, eps,
-      grad_scale;
-};
-
-// One element, in torch.optim.AdamW's single-tensor order.
-inline void adamw_element(float& param, float grad, float& m, float& v, const AdamWScalars& k) {
-  const float g = grad * k.grad_scale;
-  const float p = param * k.decay;                     // param.mul_(1 - lr * wd)
-  const float mi = m * k.b1 + k.one_minus_b1 * g;      // exp_avg.mul_(b1).add_(g, alpha=1-b1)
-  const float vi = v * k.b2 + k.one_minus_b2 * g * g;  // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
-  const float denom = std::sqrt(vi) / k.bias_correction2_sqrt + k.eps;
-  param = p + k.neg_step_size * mi / denom;  // param.addcdiv_(exp_avg, denom, -step)
-  m = mi;
-  v = vi;
-}
-
-// The compiler does not vectorise the loop above: without -ffast-math, sqrtf may set errno and
-// stays a guarded call. AVX-512 (this machine's ISA under -march=native) gets the same
+// The compiler does not vectorise a loop of detail::AdamWElement: without -ffast-math, sqrtf may
+// set errno and stays a guarded call. AVX-512 (this machine's ISA under -march=native) gets the same
 // operations written with intrinsics; other builds run the scalar loop.
 void adamw_range(float* param, const float* grad, float* m, float* v, long n,
-                 const AdamWScalars& k) {
+                 const detail::AdamWScalars& k) {
   long i = 0;
 #if defined(__AVX512F__)
   const __m512 grad_scale = _mm512_set1_ps(k.grad_scale), decay = _mm512_set1_ps(k.decay),
@@ -63,31 +46,14 @@ void adamw_range(float* param, const float* grad, float* m, float* v, long n,
     _mm512_storeu_ps(v + i, vi);
   }
 #endif
-  for (; i < n; ++i) adamw_element(param[i], grad[i], m[i], v[i], k);
+  for (; i < n; ++i) detail::AdamWElement(param[i], grad[i], m[i], v[i], k);
 }
 
 }  // namespace
 
 void adamw_update(float* param, const float* grad, float* m, float* v, long n,
                   const AdamWParams& hp, float grad_scale) {
-  // The scalars are computed as torch computes them (Python floats, i.e. double) and rounded to
-  // float once, as torch does when it applies a Python scalar to a float tensor.
-  const double lr = hp.lr;
-  const double beta1 = hp.beta1;
-  const double beta2 = hp.beta2;
-  const auto step = static_cast<double>(hp.step);
-  const float decay = static_cast<float>(1.0 - lr * hp.weight_decay);
-  const float b1 = hp.beta1;
-  const float one_minus_b1 = static_cast<float>(1.0 - beta1);
-  const float b2 = hp.beta2;
-  const float one_minus_b2 = static_cast<float>(1.0 - beta2);
-  const double bias_correction1 = 1.0 - std::pow(beta1, step);
-  const double bias_correction2 = 1.0 - std::pow(beta2, step);
-  const float neg_step_size = static_cast<float>(-(lr / bias_correction1));
-  const float bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  const AdamWScalars k{
-      decay,  b1,        one_minus_b1, b2, one_minus_b2, neg_step_size, bias_correction2_sqrt,
-      hp.eps, grad_scale};
+  const detail::AdamWScalars k = detail::AdamWScalarsOf(hp, grad_scale);
   detail::for_each_chunk(n, kChunk, [&](long i0, long i1) {
     adamw_range(param + i0, grad + i0, m + i0, v + i0, i1 - i0, k);
   });

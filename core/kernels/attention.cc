@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/kernels/fast_math.h"
 #include "core/kernels/gemm_tiles.h"
 #include "core/kernels/partition.h"
+#include "core/kernels/softmax_math.h"
 #include "core/util/check.h"
 
 namespace strata::kernels {
@@ -34,7 +34,7 @@ constexpr int kBlock = 64;
 void softmax_row(float* row, int i, int T) {
   const int n = i + 1;
   const float max = detail::max_lanes(row, n);
-  for (int j = 0; j < n; ++j) row[j] = detail::exp_approx(row[j] - max);
+  for (int j = 0; j < n; ++j) row[j] = detail::SoftmaxExp(row[j], max);
   const float inv = 1.0f / detail::sum_lanes(row, n);
   for (int j = 0; j < n; ++j) row[j] *= inv;
   std::fill(row + n, row + T, 0.0f);
@@ -100,7 +100,7 @@ void attention_backward(float* dqkv, float* datt, const float* dout, const float
         float* dr = da + static_cast<long>(i) * T;
         const int n = i + 1;
         const float dot = detail::dot_lanes(ar, dr, n);
-        for (int j = 0; j < n; ++j) dr[j] = ar[j] * (dr[j] - dot);
+        for (int j = 0; j < n; ++j) dr[j] = detail::SoftmaxBackward(ar[j], dr[j], dot);
         std::fill(dr + n, dr + i1, 0.0f);
       }
       // dq[i0:i1] += scale * dpre[i0:i1, 0:i1] @ k[0:i1]

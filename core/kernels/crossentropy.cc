@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "core/kernels/fast_math.h"
 #include "core/kernels/partition.h"
+#include "core/kernels/softmax_math.h"
 
 namespace strata::kernels {
 namespace {
@@ -23,13 +23,11 @@ float crossentropy_forward(float* probs, const float* logits, const int32_t* tar
       float* p = probs + r * V;
       // Subtracting the row maximum keeps every exponent <= 0 (no overflow).
       const float max = detail::max_lanes(x, V);
-      for (int v = 0; v < V; ++v) p[v] = detail::exp_approx(x[v] - max);
+      for (int v = 0; v < V; ++v) p[v] = detail::SoftmaxExp(x[v], max);
       const float sum = detail::sum_lanes(p, V);
       const float inv = 1.0f / sum;
       for (int v = 0; v < V; ++v) p[v] *= inv;
-      // -log_softmax(x)[target] = max + log(sum) - x[target], as torch's log_softmax + nll.
-      losses[r] = static_cast<double>(max) + std::log(static_cast<double>(sum)) -
-                  static_cast<double>(x[targets[r]]);
+      losses[r] = detail::CrossEntropyRowLoss(max, sum, x[targets[r]]);
     }
   });
   // The mean, summed sequentially in double: a fixed order, and N is small next to V * N.
@@ -44,12 +42,12 @@ void crossentropy_backward(float* dlogits, const float* probs, const int32_t* ta
     for (long r = r0; r < r1; ++r) {
       const float* p = probs + r * V;
       float* d = dlogits + r * V;
-      // The loop stays branch-free; the target's element is then redone from its saved value
-      // so that it gets (p - 1) * dloss with one rounding, as the formula says.
+      // The loop stays branch-free (it vectorises); the target's element is then redone from
+      // its saved value, which gives CrossEntropyDlogit's bits for every element.
       const int t = targets[r];
       const float d_target = d[t];
-      for (int v = 0; v < V; ++v) d[v] += p[v] * dloss;
-      d[t] = d_target + (p[t] - 1.0f) * dloss;
+      for (int v = 0; v < V; ++v) d[v] = detail::CrossEntropyDlogit(d[v], p[v], false, dloss);
+      d[t] = detail::CrossEntropyDlogit(d_target, p[t], true, dloss);
     }
   });
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/kernels/layernorm_math.h"
 #include "core/kernels/partition.h"
 
 namespace strata::kernels {
@@ -32,9 +33,8 @@ constexpr long kRowsPerChunk = 32;
   }
   float sq = detail::reduce_lanes(acc);
   for (; i < C; ++i) sq += (x[i] - m) * (x[i] - m);
-  const float var = sq / static_cast<float>(C);  // biased, as torch
-  const float s = 1.0f / std::sqrt(var + kLayerNormEps);
-  for (int c = 0; c < C; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+  const float s = detail::LayerNormRstd(sq, C);
+  for (int c = 0; c < C; ++c) y[c] = detail::LayerNormOut(x[c], m, s, weight[c], bias[c]);
   *mean = m;
   *rstd = s;
 }
@@ -61,7 +61,7 @@ constexpr long kRowsPerChunk = 32;
   float sum_dnorm = detail::reduce_lanes(acc_dnorm);
   float sum_dnorm_norm = detail::reduce_lanes(acc_dnorm_norm);
   for (; i < C; ++i) {
-    const float norm = (x[i] - m) * s;
+    const float norm = detail::LayerNormNorm(x[i], m, s);
     const float dnorm = dy[i] * weight[i];
     sum_dnorm += dnorm;
     sum_dnorm_norm += dnorm * norm;
@@ -69,9 +69,9 @@ constexpr long kRowsPerChunk = 32;
   const float dnorm_mean = sum_dnorm / static_cast<float>(C);
   const float dnorm_norm_mean = sum_dnorm_norm / static_cast<float>(C);
   for (int c = 0; c < C; ++c) {
-    const float norm = (x[c] - m) * s;
+    const float norm = detail::LayerNormNorm(x[c], m, s);
     const float dnorm = dy[c] * weight[c];
-    dx[c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    dx[c] += detail::LayerNormDinp(dnorm, dnorm_mean, norm, dnorm_norm_mean, s);
     pw[c] += dy[c] * norm;
     pb[c] += dy[c];
   }

@@ -5,8 +5,8 @@
 #include <limits>
 #include <vector>
 
-#include "core/kernels/fast_math.h"
 #include "core/kernels/partition.h"
+#include "core/kernels/softmax_math.h"
 
 namespace strata::kernels {
 namespace {
@@ -53,7 +53,7 @@ void vocab_parallel_softmax_partial(float* probs, float* row_max, float* sums,
       row_max[r] = max;
       const float* x = logits + r * V;
       float* p = probs + r * V;
-      for (int v = 0; v < valid; ++v) p[v] = detail::exp_approx(x[v] - max);
+      for (int v = 0; v < valid; ++v) p[v] = detail::SoftmaxExp(x[v], max);
       std::fill(p + valid, p + V, 0.0f);
       sums[r] = detail::sum_lanes(p, valid);
       const int t = targets[r] - vocab_begin;
@@ -70,9 +70,7 @@ float vocab_parallel_crossentropy_forward(float* probs, const float* row_max, co
       float* p = probs + r * V;
       const float inv = 1.0f / sums[r];
       for (int v = 0; v < V; ++v) p[v] *= inv;
-      // -log_softmax(x)[target] = max + log(sum) - x[target], as crossentropy_forward.
-      losses[r] = static_cast<double>(row_max[r]) + std::log(static_cast<double>(sums[r])) -
-                  static_cast<double>(sums[N + r]);
+      losses[r] = detail::CrossEntropyRowLoss(row_max[r], sums[r], sums[N + r]);
     }
   });
   double total = 0.0;
@@ -92,8 +90,8 @@ void vocab_parallel_crossentropy_backward(float* dlogits, const float* probs,
       // As crossentropy_backward: a branch-free loop, then the target's element redone from its
       // saved value so that it gets (p - 1) * dloss with one rounding.
       const float d_target = owns ? d[t] : 0.0f;
-      for (int v = 0; v < V; ++v) d[v] += p[v] * dloss;
-      if (owns) d[t] = d_target + (p[t] - 1.0f) * dloss;
+      for (int v = 0; v < V; ++v) d[v] = detail::CrossEntropyDlogit(d[v], p[v], false, dloss);
+      if (owns) d[t] = detail::CrossEntropyDlogit(d_target, p[t], true, dloss);
     }
   });
 }
