@@ -188,6 +188,22 @@ float LearningRateAt(const TrainOptions& o, long step) {
   return o.lr;
 }
 
+namespace {
+
+// The CUDA kernels are complete (core/kernels/cuda/), but both engines still zero gradients,
+// measure gradient norms and place tokens with host code on device memory, which is host memory
+// only on the sim device. Until those steps go through the device, a GPU run is refused here,
+// before anything is planned, rather than crash on its first host access.
+Status CheckTrainsOn(const std::string& device) {
+  if (device != "cuda") return Status::Ok();
+  return Status::NotSupported(
+      "--device cuda: the CUDA kernels are built, but the trainers still zero gradients, "
+      "measure norms and place tokens from the host, which a GPU's memory does not allow yet; "
+      "use --device sim");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
   STRATA_RETURN_IF_ERROR(ValidateOptions(given));
   STRATA_RETURN_IF_ERROR(ValidateParallelOptions(given));
@@ -196,6 +212,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
   options.dp = ranks / (options.tp * options.pp);  // --dp 0: the ranks left by --tp and --pp
   // Before any data or planning work: a missing GPU is one line, not a failure halfway in.
   STRATA_RETURN_IF_ERROR(CheckDeviceChoice({.kind = options.device}));
+  STRATA_RETURN_IF_ERROR(CheckTrainsOn(options.device));
   STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveModelConfig(options));
   STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, config));
   const int seq = options.seq > 0 ? options.seq : std::min(config.block_size, 256);

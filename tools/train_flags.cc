@@ -56,7 +56,8 @@ void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
                   "Write step 1's gradients (before clipping) here (safetensors)");
   cmd->add_option("--device", o.device,
                   "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU; "
-                  "its kernel table is not filled in yet, so it refuses to train)")
+                  "its kernels are built, but training on it is refused until the trainers "
+                  "stop touching device memory from the host)")
       ->capture_default_str();
   cmd->add_option("--gpu-mem", flags->gpu_mem,
                   "Device memory budget (e.g. 512M, 2G); default: what the run needs");

@@ -30,8 +30,8 @@ Status CheckGpuUsable(const DeviceChoice& choice) {
 
 Status CheckKernelsComplete(const std::string& kind, const KernelTable& table) {
   if (table.complete()) return Status::Ok();
-  const std::string what = kind == "cuda" ? "the CUDA kernel table is not filled in yet"
-                                          : "the " + kind + " kernel table is incomplete";
+  const std::string what = "the " + std::string(kind == "cuda" ? "CUDA" : kind) +
+                           " kernel table is incomplete";
   const std::string missing =
       table.missing() == KernelTable{}.missing() ? "every op" : table.missing();
   return Status::NotSupported("--device " + kind + ": " + what + " (missing " + missing +

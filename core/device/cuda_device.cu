@@ -1,21 +1,21 @@
 // The `cuda` backend of Device (device.h). Compiled by nvcc as C++17 (CMake 3.25 has no CUDA20
-// dialect), so it includes only C++17-clean headers: device.h (with kernel_table.h and adamw.h),
-// device_accounting.h, status.h, sizes.h.
+// dialect), so it includes only C++17-clean headers.
 //
-// Kernels: kernels() returns CudaKernelTable(), whose entries are all nullptr until the CUDA
-// backend work fills them in.
+// Kernels: kernels() returns CudaKernelTable() (cuda_kernel_table.cu); its entries enqueue on
+// the stream whose launch() calls them (Note [CUDA kernels on the stream's thread]).
 //
 // Memory: each alloc is one cudaMalloc, accounted against the --gpu-mem budget before CUDA is
 // asked (the budget is hard even when the GPU has more). cudaMalloc guarantees only 256-byte
 // alignment; a block that is not kDeviceAlignment-aligned is re-requested with one alignment
 // unit of slack and the returned pointer is aligned up (the slack is not charged to the budget).
-// Streams are non-blocking cudaStreams, events cudaEvents without timing, launch a
-// cudaLaunchHostFunc callback. Copy byte counters count copies when they are enqueued.
+// Streams (cuda_stream.h, Note [CUDA streams with a host thread]) are non-blocking cudaStreams
+// with a host worker each, events cudaEvents without timing. Copy byte counters count copies
+// when they are enqueued.
 //
 // Threads: CUDA's current device is per host thread, so every method that calls CUDA first
 // makes this device current. The live-allocation map and memory stats are guarded by mu_
 // (alloc/free exclusive, is_device_memory/stats shared); the stream list by streams_mu_; each
-// stream's sticky error by its ErrorSlot's mutex (host callbacks run on a CUDA-owned thread).
+// stream's sticky error by its ErrorSlot's mutex.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,6 +31,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/device/cuda_status.h"
+#include "core/device/cuda_stream.h"
 #include "core/device/device.h"
 #include "core/device/device_accounting.h"
 #include "core/util/sizes.h"
@@ -38,148 +40,13 @@
 namespace strata {
 namespace {
 
-// The one place a cudaError_t becomes a Status.
-Status CudaStatus(cudaError_t err, const std::string& what) {
-  if (err == cudaSuccess) return Status::Ok();
-  std::string msg =
-      what + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
-  switch (err) {
-    case cudaErrorMemoryAllocation: return Status::ResourceExhausted(std::move(msg));
-    case cudaErrorInvalidValue: return Status::InvalidArgument(std::move(msg));
-    case cudaErrorHostMemoryAlreadyRegistered: return Status::AlreadyExists(std::move(msg));
-    case cudaErrorHostMemoryNotRegistered: return Status::NotFound(std::move(msg));
-    case cudaErrorNoDevice:
-    case cudaErrorInsufficientDriver: return Status::NotSupported(std::move(msg));
-    default: return Status::Internal(std::move(msg));
-  }
-}
+using cuda::CudaStatus;
+using cuda::CudaStream;
+using cuda::ErrorSlot;
 
 uint64_t RoundUp(uint64_t bytes) {
   return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
 }
-
-// The first error of one stream; shared by the stream, its host callbacks and the device.
-class ErrorSlot {
- public:
-  void set(const Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (first_.ok() && !status.ok()) first_ = status;
-  }
-  Status get() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return first_;
-  }
-  bool failed() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return !first_.ok();
-  }
-
- private:
-  std::mutex mu_;
-  Status first_;
-};
-
-class CudaEvent final : public Event {
- public:
-  CudaEvent(int ordinal, cudaEvent_t event) : ordinal_(ordinal), event_(event) {}
-  ~CudaEvent() override {
-    cudaSetDevice(ordinal_);
-    cudaEventDestroy(event_);  // an error here means a dead context; nothing left to release
-  }
-  // A failure (dead context) returns at once; the stream's synchronize reports it.
-  void synchronize() override {
-    cudaSetDevice(ordinal_);
-    cudaEventSynchronize(event_);
-  }
-  bool query() override {
-    cudaSetDevice(ordinal_);
-    // cudaErrorNotReady is the only "not yet"; any other error means the work is over.
-    return cudaEventQuery(event_) != cudaErrorNotReady;
-  }
-  cudaEvent_t handle() const { return event_; }
-
- private:
-  const int ordinal_;
-  const cudaEvent_t event_;
-};
-
-CudaEvent& AsCuda(Event& event) {
-  auto* cuda = dynamic_cast<CudaEvent*>(&event);
-  STRATA_CHECK(cuda != nullptr) << "an Event of another backend used on a cuda stream";
-  return *cuda;
-}
-
-// What a launch hands to its host callback; the callback owns and deletes it.
-struct HostTask {
-  std::function<void()> fn;
-  std::shared_ptr<ErrorSlot> error;
-  std::string stream_name;
-};
-
-void RunHostTask(void* arg) {
-  std::unique_ptr<HostTask> task(static_cast<HostTask*>(arg));
-  if (task->error->failed()) return;  // sticky: later launches are skipped, as on the sim device
-  try {
-    task->fn();
-  } catch (const std::exception& e) {
-    task->error->set(Status::Internal("stream '" + task->stream_name +
-                                      "': launched function threw: " + e.what()));
-  } catch (...) {
-    task->error->set(
-        Status::Internal("stream '" + task->stream_name + "': launched function threw"));
-  }
-}
-
-class CudaDevice;
-
-class CudaStream final : public Stream {
- public:
-  CudaStream(CudaDevice* device, int ordinal, std::string name, cudaStream_t stream,
-             std::shared_ptr<ErrorSlot> error)
-      : device_(device), ordinal_(ordinal), name_(std::move(name)), stream_(stream),
-        error_(std::move(error)) {}
-  ~CudaStream() override;
-
-  const std::string& name() const override { return name_; }
-
-  void launch(std::function<void()> fn) override {
-    cudaSetDevice(ordinal_);
-    auto task = std::make_unique<HostTask>(HostTask{std::move(fn), error_, name_});
-    cudaError_t err = cudaLaunchHostFunc(stream_, &RunHostTask, task.get());
-    if (err == cudaSuccess) {
-      task.release();  // owned by RunHostTask now
-    } else {
-      error_->set(CudaStatus(err, "stream '" + name_ + "': cudaLaunchHostFunc"));
-    }
-  }
-  void record(Event& event) override {
-    cudaSetDevice(ordinal_);
-    error_->set(CudaStatus(cudaEventRecord(AsCuda(event).handle(), stream_),
-                           "stream '" + name_ + "': cudaEventRecord"));
-  }
-  void wait(Event& event) override {
-    cudaSetDevice(ordinal_);
-    error_->set(CudaStatus(cudaStreamWaitEvent(stream_, AsCuda(event).handle(), 0),
-                           "stream '" + name_ + "': cudaStreamWaitEvent"));
-  }
-  Status synchronize() override {
-    cudaSetDevice(ordinal_);
-    error_->set(CudaStatus(cudaStreamSynchronize(stream_),
-                           "stream '" + name_ + "': cudaStreamSynchronize"));
-    return error_->get();
-  }
-
-  CudaDevice* device() const { return device_; }
-  cudaStream_t handle() const { return stream_; }
-  ErrorSlot& error() { return *error_; }
-
- private:
-  CudaDevice* const device_;
-  const int ordinal_;
-  const std::string name_;
-  const cudaStream_t stream_;
-  std::shared_ptr<ErrorSlot> error_;
-};
 
 class CudaDevice final : public Device {
  public:
@@ -268,19 +135,12 @@ class CudaDevice final : public Device {
   }
 
   std::unique_ptr<Stream> create_stream(const std::string& stream_name) override {
-    cudaSetDevice(ordinal_);
-    cudaStream_t stream = nullptr;
-    Status status = CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                               name() + ": cudaStreamCreate '" + stream_name + "'");
-    // The interface has no error path here: running out of streams is not something a user
-    // can cause with flags, so it is an invariant.
-    STRATA_CHECK(status.ok()) << status.to_string();
-    auto error = std::make_shared<ErrorSlot>();
-    {
-      std::lock_guard<std::mutex> lock(streams_mu_);
-      streams_.push_back(error);
-    }
-    return std::make_unique<CudaStream>(this, ordinal_, stream_name, stream, std::move(error));
+    auto stream = std::make_unique<CudaStream>(
+        this, ordinal_, stream_name, std::make_shared<ErrorSlot>(),
+        [this](CudaStream* gone) { release_stream(gone); });
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    streams_.push_back(stream.get());
+    return stream;
   }
 
   std::unique_ptr<Event> create_event() override {
@@ -289,13 +149,13 @@ class CudaDevice final : public Device {
     Status status = CudaStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
                                name() + ": cudaEventCreate");
     STRATA_CHECK(status.ok()) << status.to_string();
-    return std::make_unique<CudaEvent>(ordinal_, event);
+    return std::make_unique<cuda::CudaEvent>(std::make_shared<cuda::EventState>(ordinal_, event));
   }
 
   Status copy_async(void* dst, const void* src, size_t bytes, CopyKind kind,
                     Stream& stream) override {
     auto* cuda_stream = dynamic_cast<CudaStream*>(&stream);
-    if (cuda_stream == nullptr || cuda_stream->device() != this) {
+    if (cuda_stream == nullptr || cuda_stream->owner() != this) {
       return Status::InvalidArgument(name() + ": copy_async on stream '" + stream.name() +
                                      "', which belongs to another device");
     }
@@ -314,13 +174,7 @@ class CudaDevice final : public Device {
     const cudaMemcpyKind cuda_kind = kind == CopyKind::kHostToDevice   ? cudaMemcpyHostToDevice
                                      : kind == CopyKind::kDeviceToHost ? cudaMemcpyDeviceToHost
                                                                        : cudaMemcpyDeviceToDevice;
-    cudaSetDevice(ordinal_);
-    Status status = CudaStatus(cudaMemcpyAsync(dst, src, bytes, cuda_kind, cuda_stream->handle()),
-                               name() + ": cudaMemcpyAsync on stream '" + stream.name() + "'");
-    if (!status.ok()) {
-      cuda_stream->error().set(status);
-      return status;
-    }
+    cuda_stream->copy(dst, src, bytes, cuda_kind);
     copies_.of(kind).fetch_add(bytes, std::memory_order_relaxed);
     return Status::Ok();
   }
@@ -337,28 +191,26 @@ class CudaDevice final : public Device {
     return CudaStatus(cudaHostUnregister(ptr), name() + ": cudaHostUnregister");
   }
 
+  // Each stream drains its worker and then its cudaStream. streams_mu_ is held throughout, so
+  // a stream being destroyed (which unregisters first) stays alive until this is done.
   Status synchronize() override {
-    cudaSetDevice(ordinal_);
-    Status first = CudaStatus(cudaDeviceSynchronize(), name() + ": cudaDeviceSynchronize");
-    std::vector<std::shared_ptr<ErrorSlot>> streams;
-    {
-      std::lock_guard<std::mutex> lock(streams_mu_);
-      streams = streams_;
-    }
-    for (auto& slot : streams) {
-      Status status = slot->get();
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    Status first;
+    for (CudaStream* stream : streams_) {
+      Status status = stream->synchronize();
       if (first.ok() && !status.ok()) first = status;
     }
-    return first;
+    cudaSetDevice(ordinal_);
+    Status device = CudaStatus(cudaDeviceSynchronize(), name() + ": cudaDeviceSynchronize");
+    return first.ok() ? device : first;
   }
 
-  // All nullptr for now (CudaKernelTable below): CreateDevice refuses an incomplete table.
+  // The CUDA kernels (cuda_kernel_table.cu), called from this device's streams' launches.
   const KernelTable& kernels() const override { return CudaKernelTable(); }
 
-  void release_stream(const ErrorSlot* slot) {
+  void release_stream(const CudaStream* gone) {
     std::lock_guard<std::mutex> lock(streams_mu_);
-    auto it = std::find_if(streams_.begin(), streams_.end(),
-                           [&](const auto& s) { return s.get() == slot; });
+    auto it = std::find(streams_.begin(), streams_.end(), gone);
     STRATA_CHECK(it != streams_.end()) << name() << ": release of an unknown stream";
     streams_.erase(it);
   }
@@ -378,25 +230,10 @@ class CudaDevice final : public Device {
   CopyCounters copies_;
 
   std::mutex streams_mu_;
-  std::vector<std::shared_ptr<ErrorSlot>> streams_;
+  std::vector<CudaStream*> streams_;  // live streams; each unregisters in its destructor
 };
 
-CudaStream::~CudaStream() {
-  cudaSetDevice(ordinal_);
-  // Like the sim backend, destroying a stream lets its queued work finish first.
-  cudaStreamSynchronize(stream_);
-  cudaStreamDestroy(stream_);
-  device_->release_stream(error_.get());
-}
-
 }  // namespace
-
-// Every entry nullptr: the CUDA kernels are the CUDA backend work still to come, which fills
-// this table in. Until then a CUDA device cannot train (KernelTable::complete() is false).
-const KernelTable& CudaKernelTable() {
-  static const KernelTable table{};
-  return table;
-}
 
 int CudaDeviceCount() {
   // With no GPU, cudaGetDeviceCount returns cudaErrorInsufficientDriver and leaves count unset.

@@ -54,20 +54,17 @@ TEST(CreateDevice, CudaWithoutGpuIsNotSupported) {
   EXPECT_EQ(device.status().code(), StatusCode::kNotSupported);
 }
 
-// With a GPU, the CUDA table (all nullptr until the CUDA backend work) refuses to train rather
-// than crash. Changes when the table is filled in.
-TEST(CreateDevice, CudaWithGpuRefusesAnIncompleteKernelTable) {
+// With a GPU, the CUDA device is created with its complete kernel table.
+TEST(CreateDevice, CudaWithGpuHasACompleteKernelTable) {
   if (CudaDeviceCount() == 0) {
     GTEST_SKIP() << "no CUDA GPU: CudaDeviceCount() is 0 (no driver or device, or a build "
                     "without CUDA)";
   }
   const Status s = CheckDeviceChoice({.kind = "cuda"});
-  EXPECT_EQ(s.code(), StatusCode::kNotSupported) << s.to_string();
-  ExpectOneLineNamingDevice(s);
-  EXPECT_NE(s.message().find("the CUDA kernel table is not filled in yet"), std::string::npos)
-      << s.to_string();
+  EXPECT_TRUE(s.ok()) << s.to_string();
   auto device = CreateDevice({.kind = "cuda"}, {.capacity_bytes = kBudget});
-  EXPECT_EQ(device.status().code(), StatusCode::kNotSupported);
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
+  EXPECT_TRUE((*device)->kernels().complete()) << (*device)->kernels().missing();
 }
 
 }  // namespace

@@ -531,7 +531,8 @@ def compare(args):
                    "--vocab", str(V), "--block-size", str(maxT), "--seq", str(T),
                    "--batch", str(B), "--data", data, "--seed", str(seed),
                    "--lr-schedule", "constant", "--warmup", "0", "--weight-decay", "0.1",
-                   "--beta1", "0.9", "--beta2", "0.95", "--eps", "1e-8"]
+                   "--beta1", "0.9", "--beta2", "0.95", "--eps", "1e-8",
+                   "--device", args.device]
     strata = Strata(args.strata, workdir, shape_flags)
     failures = []
 
@@ -663,6 +664,14 @@ def compare(args):
           f"weights to {WEIGHT_TOL:g} ({n_clipped} of {steps} steps clipped)")
 
 
+def has_gpu():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -670,9 +679,15 @@ def main():
     c = sub.add_parser("compare", help="compare strata train with the reference")
     c.add_argument("--strata", required=True, help="path of the strata binary")
     c.add_argument("--workdir", required=True, help="scratch directory (recreated)")
+    c.add_argument("--device", default="sim", choices=["sim", "cuda"],
+                   help="strata's device backend (the gpu label runs this with cuda)")
     args = ap.parse_args()
     print(f"python {sys.version.split()[0]} ({sys.executable}), torch {torch.__version__}")
     try:
+        if args.command == "compare" and args.device == "cuda" and not has_gpu():
+            print("SKIP: no NVIDIA GPU (nvidia-smi lists none); the cuda comparison runs in the "
+                  "gpu label on a GPU machine")
+            return 77
         if args.command == "selfcheck":
             torch.set_num_threads(1)
             selfcheck()

@@ -1,6 +1,6 @@
 // `strata train --device sim|cuda`: sim trains exactly as without the flag; cuda without a usable
-// GPU (or, with one, while its kernel table is not filled in) fails before training with one
-// line naming --device and exit code 1; an unknown device is a usage error (exit code 2).
+// GPU (or, with one, while the trainers still touch device memory from the host) fails before
+// training with one line naming --device and exit code 1; an unknown device is a usage error (exit code 2).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -45,7 +45,7 @@ TEST_F(TrainDevice, CudaWithoutAGpuOrKernelsIsOneLineAndExitCode1) {
     if (CudaDeviceCount() == 0) {
       EXPECT_NE(r.err.find("--device sim"), std::string::npos) << r.err;
     } else {
-      EXPECT_NE(r.err.find("kernel table is not filled in yet"), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("the trainers still zero gradients"), std::string::npos) << r.err;
     }
   }
 }

@@ -1,0 +1,171 @@
+// Causal multi-head self-attention's CUDA kernels (core/kernels/attention.h): the GEMMs of the
+// NH heads of one batch row as one cuBLAS strided-batched call, and the causal softmax (and its
+// backward) as one block per row of scores.
+//
+// Unlike the CPU kernel (Note [Attention threading]), the GEMMs here are full T x T: causality
+// is only the exact zeros the softmax writes above the diagonal, which add nothing to att @ v
+// and to the backward's products. Simpler, and the cuBLAS calls are few and large.
+//
+// Layout: qkv (B, T, 3C) rows [q | k | v], head h at columns h*hs of each third, so head h of
+// batch row b is a (T, hs) matrix with row stride 3C starting at qkv + b*T*3C + h*hs, and the
+// next head starts hs floats later: a strided batch with stride hs. Likewise out / dout (B, T, C)
+// with row stride C, and att / datt (B, NH, T, T) with stride T*T between heads.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "core/device/cuda_launch.h"
+#include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/cuda/reduce.cuh"
+#include "core/kernels/softmax_math.h"
+#include "core/util/check.h"
+
+namespace strata::kernels::cuda {
+namespace {
+
+// Row-major C_i = alpha * op(A_i) @ op(B_i) + beta * C_i for i < batch, X_i = X + i * stride_x:
+// cublasSgemmStridedBatched with the operands swapped, as sgemm (matmul.cu) explains.
+void SgemmBatched(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                  int lda, long long stride_a, const float* B, int ldb, long long stride_b,
+                  float beta, float* C, int ldc, long long stride_c, int batch, const char* what) {
+  if (M <= 0 || N <= 0 || batch <= 0) return;
+  if (K <= 0) {  // only beta applies; sgemm's K = 0 path (cuBLAS rejects lda < 1)
+    for (int i = 0; i < batch; ++i) {
+      sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C + i * stride_c, ldc);
+    }
+    return;
+  }
+  const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  ::strata::cuda::CheckBlas(
+      cublasSgemmStridedBatched(l.blas, op_b, op_a, N, M, K, &alpha, B, ldb, stride_b, A, lda,
+                                stride_a, &beta, C, ldc, stride_c, batch),
+      what);
+}
+
+// Blocks for `rows` rows of one block each (the kernels loop over rows grid-stride).
+unsigned RowBlocks(long rows) {
+  constexpr long kMaxBlocks = 1L << 20;
+  return static_cast<unsigned>(rows < kMaxBlocks ? rows : kMaxBlocks);
+}
+
+// In-place causal softmax of the scaled scores att (rows of T; row r is query i = r % T):
+// entries [0, i] become probabilities, entries (i, T) exact zeros. As the CPU's softmax_row:
+// p_j = SoftmaxExp(x_j, max), then p_j *= 1 / sum. One kReduceThreads block per row.
+__global__ void __launch_bounds__(kReduceThreads) CausalSoftmax(float* att, long rows, int T) {
+  __shared__ float shared[kReduceThreads / 32];
+  for (long r = blockIdx.x; r < rows; r += gridDim.x) {
+    float* row = att + r * T;
+    const int n = static_cast<int>(r % T) + 1;  // entries [0, i]
+    float max = MaxOp::identity();
+    for (int j = threadIdx.x; j < n; j += kReduceThreads) max = MaxOp()(max, row[j]);
+    max = BlockReduce(max, shared, MaxOp());
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < n; j += kReduceThreads) {
+      const float p = detail::SoftmaxExp(row[j], max);
+      row[j] = p;
+      sum += p;
+    }
+    sum = BlockReduce(sum, shared, SumOp());
+    const float inv = 1.0f / sum;
+    // Each thread rescales the entries it wrote above, so no barrier is needed in between.
+    for (int j = threadIdx.x; j < T; j += kReduceThreads) row[j] = j < n ? row[j] * inv : 0.0f;
+  }
+}
+
+// In-place softmax backward of rows of T: datt_j = SoftmaxBackward(att_j, datt_j, dot) for
+// j <= i with dot = sum_{k <= i} att_k * datt_k, and 0 above the diagonal (so the full-size
+// GEMMs that read datt afterwards add nothing there). One kReduceThreads block per row.
+__global__ void __launch_bounds__(kReduceThreads)
+    CausalSoftmaxBackward(float* datt, const float* att, long rows, int T) {
+  __shared__ float shared[kReduceThreads / 32];
+  for (long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* a = att + r * T;
+    float* d = datt + r * T;
+    const int n = static_cast<int>(r % T) + 1;
+    float dot = 0.0f;
+    for (int j = threadIdx.x; j < n; j += kReduceThreads) dot += a[j] * d[j];
+    dot = BlockReduce(dot, shared, SumOp());
+    for (int j = threadIdx.x; j < T; j += kReduceThreads) {
+      d[j] = j < n ? detail::SoftmaxBackward(a[j], d[j], dot) : 0.0f;
+    }
+  }
+}
+
+}  // namespace
+
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  STRATA_CHECK(NH > 0 && C % NH == 0) << "attention_forward: C = " << C << ", NH = " << NH;
+  if (B <= 0 || T <= 0) return;
+  const int hs = C / NH;
+  const int ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));  // as attention.cc
+  const long long tt = static_cast<long long>(T) * T;
+  const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
+  for (int b = 0; b < B; ++b) {
+    const float* q = qkv + static_cast<long>(b) * T * ld;
+    const float* k = q + C;
+    float* a = att + static_cast<long>(b) * NH * tt;
+    // att[h] (T, T) = scale * q[h] (T, hs) @ k[h]^T.
+    SgemmBatched(false, true, T, T, hs, scale, q, ld, hs, k, ld, hs, 0.0f, a, T, tt, NH,
+                 "attention_forward: scores");
+  }
+  const long rows = static_cast<long>(B) * NH * T;
+  CausalSoftmax<<<RowBlocks(rows), kReduceThreads, 0, l.stream>>>(att, rows, T);
+  if (!::strata::cuda::CheckCuda(cudaGetLastError(), "attention_forward: CausalSoftmax")) return;
+  for (int b = 0; b < B; ++b) {
+    const float* v = qkv + static_cast<long>(b) * T * ld + 2 * C;
+    const float* a = att + static_cast<long>(b) * NH * tt;
+    float* o = out + static_cast<long>(b) * T * C;
+    // out[h] (T, hs) = att[h] (T, T) @ v[h] (T, hs).
+    SgemmBatched(false, false, T, hs, T, 1.0f, a, T, tt, v, ld, hs, 0.0f, o, C, hs, NH,
+                 "attention_forward: att @ v");
+  }
+}
+
+void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH) {
+  STRATA_CHECK(NH > 0 && C % NH == 0) << "attention_backward: C = " << C << ", NH = " << NH;
+  if (B <= 0 || T <= 0) return;
+  const int hs = C / NH;
+  const int ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));  // as attention.cc
+  const long long tt = static_cast<long long>(T) * T;
+  const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
+  for (int b = 0; b < B; ++b) {
+    const float* v = qkv + static_cast<long>(b) * T * ld + 2 * C;
+    const float* dy = dout + static_cast<long>(b) * T * C;
+    float* da = datt + static_cast<long>(b) * NH * tt;
+    // datt[h] (T, T) = dout[h] (T, hs) @ v[h]^T.
+    SgemmBatched(false, true, T, T, hs, 1.0f, dy, C, hs, v, ld, hs, 0.0f, da, T, tt, NH,
+                 "attention_backward: datt");
+  }
+  const long rows = static_cast<long>(B) * NH * T;
+  // datt becomes d(scores) / scale in place.
+  CausalSoftmaxBackward<<<RowBlocks(rows), kReduceThreads, 0, l.stream>>>(datt, att, rows, T);
+  if (!::strata::cuda::CheckCuda(cudaGetLastError(), "attention_backward: softmax")) return;
+  for (int b = 0; b < B; ++b) {
+    const long head0 = static_cast<long>(b) * T * ld;
+    const float* q = qkv + head0;
+    const float* k = q + C;
+    float* dq = dqkv + head0;
+    float* dk = dq + C;
+    float* dv = dq + 2 * C;
+    const float* a = att + static_cast<long>(b) * NH * tt;
+    const float* da = datt + static_cast<long>(b) * NH * tt;
+    const float* dy = dout + static_cast<long>(b) * T * C;
+    // dq[h] (T, hs) += scale * dpre[h] (T, T) @ k[h] (T, hs).
+    SgemmBatched(false, false, T, hs, T, scale, da, T, tt, k, ld, hs, 1.0f, dq, ld, hs, NH,
+                 "attention_backward: dq");
+    // dk[h] (T, hs) += scale * dpre[h]^T @ q[h].
+    SgemmBatched(true, false, T, hs, T, scale, da, T, tt, q, ld, hs, 1.0f, dk, ld, hs, NH,
+                 "attention_backward: dk");
+    // dv[h] (T, hs) += att[h]^T @ dout[h] (T, hs).
+    SgemmBatched(true, false, T, hs, T, 1.0f, a, T, tt, dy, C, hs, 1.0f, dv, ld, hs, NH,
+                 "attention_backward: dv");
+  }
+}
+
+}  // namespace strata::kernels::cuda

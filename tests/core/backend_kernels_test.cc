@@ -1,0 +1,329 @@
+// Every kernel-table entry on every backend present, against the CPU kernel called directly on
+// host vectors: per-element ops give the CPU's bits on every backend; ops with reductions give
+// them on the sim device and agree to rounding on CUDA. Each entry is also run twice to show
+// that a backend gives the same bits every time (no atomics, fixed reduction orders).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/kernels/adamw.h"
+#include "core/kernels/attention.h"
+#include "core/kernels/crossentropy.h"
+#include "core/kernels/embedding.h"
+#include "core/kernels/gelu.h"
+#include "core/kernels/layernorm.h"
+#include "core/kernels/linear.h"
+#include "core/kernels/matmul.h"
+#include "core/kernels/residual.h"
+#include "core/kernels/vocab_parallel.h"
+#include "tests/core/backend_kernel_util.h"
+
+namespace strata::kernels::testing {
+namespace {
+
+std::vector<int32_t> random_tokens(size_t n, int vocab, uint64_t seed) {
+  TestRng rng(seed);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
+  return t;
+}
+
+using BackendKernels = BackendKernelTest;
+
+TEST_P(BackendKernels, Sgemm) {
+  constexpr int M = 37, N = 29, K = 41, ld = 48;
+  for (int ta = 0; ta < 2; ++ta) {
+    for (int tb = 0; tb < 2; ++tb) {
+      const auto a = random_vector(size_t(ld) * ld, 1), b = random_vector(size_t(ld) * ld, 2);
+      const auto c0 = random_vector(size_t(M) * ld, 3);
+      std::vector<float> want = c0;
+      sgemm(ta, tb, M, N, K, 0.7f, a.data(), ld, b.data(), ld, 0.3f, want.data(), ld);
+      const float *da = upload(a), *db = upload(b);
+      float* dc = upload(c0);
+      run([&] { k().sgemm(ta, tb, M, N, K, 0.7f, da, ld, db, ld, 0.3f, dc, ld); });
+      expect_match(download(dc, c0.size()), want, Match::kRounding,
+                   "sgemm trans " + std::to_string(ta) + std::to_string(tb));
+    }
+  }
+}
+
+TEST_P(BackendKernels, LinearForwardBackwardAndRowSlices) {
+  constexpr int N = 24, C = 96, OC = 40;
+  const auto inp = random_vector(N * C, 4), w = random_vector(C * OC, 5), bias = random_vector(OC, 6);
+  const auto dout = random_vector(N * OC, 7), dinp0 = random_vector(N * C, 8);
+  const auto dw0 = random_vector(C * OC, 9), db0 = random_vector(OC, 10);
+  std::vector<float> out(N * OC), dinp = dinp0, dw = dw0, db = db0;
+  linear_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
+  linear_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+
+  const float *d_inp = upload(inp), *d_w = upload(w), *d_bias = upload(bias), *d_dout = upload(dout);
+  float *d_out = alloc<float>(N * OC), *d_dinp = upload(dinp0), *d_dw = upload(dw0),
+        *d_db = upload(db0);
+  run([&] {
+    k().linear_forward(d_out, d_inp, d_w, d_bias, N, C, OC);
+    k().linear_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, N, C, OC);
+  });
+  const auto got_out = download(d_out, out.size());
+  expect_match(got_out, out, Match::kRounding, "linear out");
+  const auto got_dinp = download(d_dinp, dinp.size()), got_dw = download(d_dw, dw.size());
+  expect_match(got_dinp, dinp, Match::kRounding, "linear dinp");
+  expect_match(got_dw, dw, Match::kRounding, "linear dweight");
+  expect_match(download(d_db, db.size()), db, Match::kRounding, "linear dbias");
+
+  // Two row slices on a chunk boundary give this backend's whole-linear bits (--split-ops).
+  const int mid = LinearChunkBegin(C, 2);
+  float *s_out = alloc<float>(N * OC), *s_dinp = upload(dinp0), *s_dw = upload(dw0);
+  run([&] {
+    k().linear_forward_rows(s_out, d_inp, d_w, d_bias, N, C, OC, 0, mid);
+    k().linear_forward_rows(s_out, d_inp, d_w + size_t(mid) * OC, d_bias, N, C, OC, mid, C);
+    k().linear_backward_rows(s_dinp, s_dw, nullptr, d_dout, d_inp, d_w, N, C, OC, 0, mid);
+    k().linear_backward_rows(s_dinp, s_dw + size_t(mid) * OC, nullptr, d_dout, d_inp,
+                             d_w + size_t(mid) * OC, N, C, OC, mid, C);
+  });
+  EXPECT_TRUE(bitwise_equal(download(s_out, out.size()), got_out)) << "forward row slices";
+  EXPECT_TRUE(bitwise_equal(download(s_dinp, dinp.size()), got_dinp)) << "dinp row slices";
+  EXPECT_TRUE(bitwise_equal(download(s_dw, dw.size()), got_dw)) << "dweight row slices";
+}
+
+TEST_P(BackendKernels, LayerNorm) {
+  constexpr int N = 19, C = 72;
+  const auto inp = random_vector(N * C, 11, -2, 3), w = random_vector(C, 12), b = random_vector(C, 13);
+  const auto dout = random_vector(N * C, 14), dinp0 = random_vector(N * C, 15);
+  const auto dw0 = random_vector(C, 16), db0 = random_vector(C, 17);
+  std::vector<float> out(N * C), mean(N), rstd(N), dinp = dinp0, dw = dw0, db = db0;
+  layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N, C);
+  layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(),
+                     mean.data(), rstd.data(), N, C);
+  const float *d_inp = upload(inp), *d_w = upload(w), *d_b = upload(b), *d_dout = upload(dout);
+  float *d_out = alloc<float>(N * C), *d_mean = alloc<float>(N), *d_rstd = alloc<float>(N);
+  float *d_dinp = upload(dinp0), *d_dw = upload(dw0), *d_db = upload(db0);
+  run([&] {
+    k().layernorm_forward(d_out, d_mean, d_rstd, d_inp, d_w, d_b, N, C);
+    k().layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, N, C);
+  });
+  expect_match(download(d_out, out.size()), out, Match::kRounding, "layernorm out");
+  expect_match(download(d_mean, N), mean, Match::kRounding, "layernorm mean");
+  expect_match(download(d_rstd, N), rstd, Match::kRounding, "layernorm rstd");
+  expect_match(download(d_dinp, dinp.size()), dinp, Match::kRounding, "layernorm dinp", 1e-4, 1e-5);
+  expect_match(download(d_dw, C), dw, Match::kRounding, "layernorm dweight", 1e-4, 1e-5);
+  expect_match(download(d_db, C), db, Match::kRounding, "layernorm dbias");
+}
+
+TEST_P(BackendKernels, GeluAndResidualGiveTheCpuBits) {
+  constexpr long n = 5000;
+  const auto x = random_vector(n, 18, -6, 6), y = random_vector(n, 19), dout = random_vector(n, 20);
+  const auto dx0 = random_vector(n, 21), dy0 = random_vector(n, 22);
+  std::vector<float> g(n), dg = dx0, r(n), da = dx0, db = dy0;
+  gelu_forward(g.data(), x.data(), n);
+  gelu_backward(dg.data(), x.data(), dout.data(), n);
+  residual_forward(r.data(), x.data(), y.data(), n);
+  residual_backward(da.data(), db.data(), dout.data(), n);
+  const float *d_x = upload(x), *d_y = upload(y), *d_dout = upload(dout);
+  float *d_g = alloc<float>(n), *d_dg = upload(dx0), *d_r = alloc<float>(n);
+  float *d_da = upload(dx0), *d_db = upload(dy0);
+  run([&] {
+    k().gelu_forward(d_g, d_x, n);
+    k().gelu_backward(d_dg, d_x, d_dout, n);
+    k().residual_forward(d_r, d_x, d_y, n);
+    k().residual_backward(d_da, d_db, d_dout, n);
+  });
+  expect_match(download(d_g, n), g, Match::kBits, "gelu");
+  expect_match(download(d_dg, n), dg, Match::kBits, "gelu backward");
+  expect_match(download(d_r, n), r, Match::kBits, "residual");
+  expect_match(download(d_da, n), da, Match::kBits, "residual da");
+  expect_match(download(d_db, n), db, Match::kBits, "residual db");
+}
+
+TEST_P(BackendKernels, Attention) {
+  constexpr int B = 2, T = 33, C = 48, NH = 4;
+  const auto qkv = random_vector(size_t(B) * T * 3 * C, 23), dout = random_vector(size_t(B) * T * C, 24);
+  const auto dqkv0 = random_vector(qkv.size(), 25);
+  const size_t att_n = size_t(B) * NH * T * T;
+  std::vector<float> out(size_t(B) * T * C), att(att_n), datt(att_n), dqkv = dqkv0;
+  attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  attention_backward(dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+  const float *d_qkv = upload(qkv), *d_dout = upload(dout);
+  float *d_out = alloc<float>(out.size()), *d_att = alloc<float>(att_n),
+        *d_datt = alloc<float>(att_n), *d_dqkv = upload(dqkv0);
+  run([&] {
+    k().attention_forward(d_out, d_att, d_qkv, B, T, C, NH);
+    k().attention_backward(d_dqkv, d_datt, d_dout, d_qkv, d_att, B, T, C, NH);
+  });
+  const auto got_att = download(d_att, att_n);
+  expect_match(got_att, att, Match::kRounding, "attention probabilities");
+  for (int bh = 0; bh < B * NH; ++bh) {  // exact zeros above the diagonal on every backend
+    for (int i = 0; i < T; ++i) {
+      for (int j = i + 1; j < T; ++j) ASSERT_EQ(got_att[(size_t(bh) * T + i) * T + j], 0.0f);
+    }
+  }
+  expect_match(download(d_out, out.size()), out, Match::kRounding, "attention out");
+  expect_match(download(d_dqkv, dqkv.size()), dqkv, Match::kRounding, "attention dqkv", 1e-4,
+               1e-5);
+}
+
+TEST_P(BackendKernels, Embedding) {
+  constexpr int B = 3, T = 17, C = 24, V = 11;  // few tokens: many repeats in the scatter-add
+  const auto tokens = random_tokens(size_t(B) * T, V, 26);
+  const auto wte = random_vector(size_t(V) * C, 27), wpe = random_vector(size_t(T) * C, 28);
+  const auto dout = random_vector(size_t(B) * T * C, 29);
+  const auto dwte0 = random_vector(wte.size(), 30), dwpe0 = random_vector(wpe.size(), 31);
+  std::vector<float> out(dout.size()), dwte = dwte0, dwpe = dwpe0;
+  embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  // The slice [2, 9) of the vocabulary, as a sharded embedding gradient is built.
+  std::vector<float> dslice(size_t(7) * C, 0.0f);
+  embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, 0, V);
+  embedding_backward(dslice.data(), nullptr, dout.data(), tokens.data(), B, T, C, 2, 9);
+  const int32_t* d_tok = upload(tokens);
+  const float *d_wte = upload(wte), *d_wpe = upload(wpe), *d_dout = upload(dout);
+  float *d_out = alloc<float>(out.size()), *d_dwte = upload(dwte0), *d_dwpe = upload(dwpe0);
+  float* d_slice = upload(std::vector<float>(dslice.size(), 0.0f));
+  run([&] {
+    k().embedding_forward(d_out, d_tok, d_wte, d_wpe, B, T, C);
+    k().embedding_backward(d_dwte, d_dwpe, d_dout, d_tok, B, T, C, 0, V);
+    k().embedding_backward(d_slice, nullptr, d_dout, d_tok, B, T, C, 2, 9);
+  });
+  expect_match(download(d_out, out.size()), out, Match::kBits, "embedding out");
+  expect_match(download(d_dwte, dwte.size()), dwte, Match::kRounding, "embedding dwte");
+  expect_match(download(d_dwpe, dwpe.size()), dwpe, Match::kRounding, "embedding dwpe");
+  expect_match(download(d_slice, dslice.size()), dslice, Match::kRounding, "dwte slice [2, 9)");
+}
+
+TEST_P(BackendKernels, CrossEntropy) {
+  constexpr int N = 13, V = 300;
+  const auto logits = random_vector(size_t(N) * V, 32, -4, 4);
+  const auto targets = random_tokens(N, V, 33);
+  const auto dlogits0 = random_vector(logits.size(), 34);
+  std::vector<float> probs(logits.size()), dlogits = dlogits0;
+  const float loss = crossentropy_forward(probs.data(), logits.data(), targets.data(), N, V);
+  crossentropy_backward(dlogits.data(), probs.data(), targets.data(), 1.0f / N, N, V);
+  const float* d_logits = upload(logits);
+  const int32_t* d_targets = upload(targets);
+  float *d_probs = alloc<float>(probs.size()), *d_dlogits = upload(dlogits0);
+  float got_loss = NAN;
+  run([&] { got_loss = k().crossentropy_forward(d_probs, d_logits, d_targets, N, V); });
+  const auto got_probs = download(d_probs, probs.size());
+  expect_match(got_probs, probs, Match::kRounding, "crossentropy probs");
+  expect_match({got_loss}, {loss}, Match::kRounding, "crossentropy loss");
+  // The backward from the CPU's probabilities: per element, so the CPU's bits on every backend.
+  const float* d_cpu_probs = upload(probs);
+  run([&] { k().crossentropy_backward(d_dlogits, d_cpu_probs, d_targets, 1.0f / N, N, V); });
+  expect_match(download(d_dlogits, dlogits.size()), dlogits, Match::kBits, "crossentropy dlogits");
+}
+
+TEST_P(BackendKernels, VocabParallelCrossEntropy) {
+  // One rank's slice: ids [vocab_begin, vocab_begin + V), the last 5 columns padding.
+  constexpr int N = 9, V = 64, valid = 59, vocab_begin = 128, B = 3, T = 3, C = 8, tp = 2;
+  const auto logits = random_vector(size_t(N) * V, 35, -3, 3);
+  auto targets = random_tokens(N, 200, 36);
+  targets[0] = vocab_begin + 3;  // at least one target inside the slice
+  const auto rank_max = random_vector(size_t(tp) * N, 37, -1, 1);
+  const auto wte_rows = random_vector(size_t(V) * C, 38);
+  std::vector<float> emb(size_t(B) * T * C), row_max(N), probs(logits.size()), sums(2 * N);
+  std::vector<float> local_max(N), dlogits(logits.size(), 0.5f);
+  vocab_parallel_embedding_forward(emb.data(), targets.data(), wte_rows.data(), B, T, C,
+                                   vocab_begin, vocab_begin + valid);
+  vocab_parallel_logit_max(local_max.data(), logits.data(), N, V, valid);
+  vocab_parallel_softmax_partial(probs.data(), row_max.data(), sums.data(), rank_max.data(), tp,
+                                 logits.data(), targets.data(), N, V, valid, vocab_begin);
+  const float loss =
+      vocab_parallel_crossentropy_forward(probs.data(), row_max.data(), sums.data(), N, V);
+  vocab_parallel_crossentropy_backward(dlogits.data(), probs.data(), targets.data(), 0.25f, N, V,
+                                       vocab_begin);
+
+  const int32_t* d_targets = upload(targets);
+  const float *d_logits = upload(logits), *d_rank_max = upload(rank_max), *d_wte = upload(wte_rows);
+  float *d_emb = alloc<float>(emb.size()), *d_local = alloc<float>(N), *d_row_max = alloc<float>(N);
+  float *d_probs = alloc<float>(probs.size()), *d_sums = alloc<float>(2 * N);
+  float* d_dlogits = upload(std::vector<float>(logits.size(), 0.5f));
+  float got_loss = NAN;
+  run([&] {
+    k().vocab_parallel_embedding_forward(d_emb, d_targets, d_wte, B, T, C, vocab_begin,
+                                         vocab_begin + valid);
+    k().vocab_parallel_logit_max(d_local, d_logits, N, V, valid);
+    k().vocab_parallel_softmax_partial(d_probs, d_row_max, d_sums, d_rank_max, tp, d_logits,
+                                       d_targets, N, V, valid, vocab_begin);
+  });
+  expect_match(download(d_emb, emb.size()), emb, Match::kBits, "vocab-parallel embedding");
+  expect_match(download(d_local, N), local_max, Match::kBits, "logit max");
+  expect_match(download(d_row_max, N), row_max, Match::kBits, "rank-order max");
+  expect_match(download(d_sums, 2 * N), sums, Match::kRounding, "partial sums");
+  // The rest from the CPU's partial results, so each step is compared on its own.
+  std::vector<float> probs_pre(logits.size()), max_pre(N), sums_pre(2 * N);
+  vocab_parallel_softmax_partial(probs_pre.data(), max_pre.data(), sums_pre.data(),
+                                 rank_max.data(), tp, logits.data(), targets.data(), N, V, valid,
+                                 vocab_begin);
+  float* d_cpu_probs_pre = upload(probs_pre);
+  const float *d_max_pre = upload(max_pre), *d_sums_pre = upload(sums_pre);
+  run([&] {
+    got_loss = k().vocab_parallel_crossentropy_forward(d_cpu_probs_pre, d_max_pre, d_sums_pre, N, V);
+  });
+  expect_match(download(d_cpu_probs_pre, probs.size()), probs, Match::kBits, "normalised probs");
+  expect_match({got_loss}, {loss}, Match::kRounding, "vocab-parallel loss");
+  const float* d_probs_final = upload(probs);
+  run([&] {
+    k().vocab_parallel_crossentropy_backward(d_dlogits, d_probs_final, d_targets, 0.25f, N, V,
+                                             vocab_begin);
+  });
+  expect_match(download(d_dlogits, dlogits.size()), dlogits, Match::kBits, "vocab-parallel dlogits");
+}
+
+TEST_P(BackendKernels, AdamWGivesTheCpuBits) {
+  constexpr long n = 4099;
+  const auto p0 = random_vector(n, 39), g = random_vector(n, 40), m0 = random_vector(n, 41);
+  const auto v0 = random_vector(n, 42, 0, 1);
+  std::vector<float> p = p0, m = m0, v = v0;
+  AdamWParams hp;
+  hp.lr = 1e-3f;
+  hp.weight_decay = 0.1f;
+  hp.step = 7;
+  adamw_update(p.data(), g.data(), m.data(), v.data(), n, hp, 0.5f);
+  float *d_p = upload(p0), *d_m = upload(m0), *d_v = upload(v0);
+  const float* d_g = upload(g);
+  run([&] { k().adamw_update(d_p, d_g, d_m, d_v, n, hp, 0.5f); });
+  expect_match(download(d_p, n), p, Match::kBits, "adamw param");
+  expect_match(download(d_m, n), m, Match::kBits, "adamw m");
+  expect_match(download(d_v, n), v, Match::kBits, "adamw v");
+}
+
+// The ops with reductions, twice on the same inputs: the same bits both times.
+TEST_P(BackendKernels, ReductionsGiveTheSameBitsEveryRun) {
+  constexpr int B = 2, T = 64, C = 64, NH = 4, V = 37, N = B * T;
+  const auto x = random_vector(size_t(N) * C, 43), w = random_vector(C, 44);
+  const auto qkv = random_vector(size_t(N) * 3 * C, 45), dout = random_vector(size_t(N) * C, 46);
+  const auto tokens = random_tokens(N, V, 47);
+  const float *d_x = upload(x), *d_w = upload(w), *d_qkv = upload(qkv), *d_dout = upload(dout);
+  const int32_t* d_tok = upload(tokens);
+  std::vector<std::vector<float>> runs;
+  for (int r = 0; r < 2; ++r) {
+    float *ln = alloc<float>(x.size()), *mean = alloc<float>(N), *rstd = alloc<float>(N);
+    float *dx = upload(std::vector<float>(x.size())), *dw = upload(std::vector<float>(C)),
+          *db = upload(std::vector<float>(C));
+    float *out = alloc<float>(x.size()), *att = alloc<float>(size_t(B) * NH * T * T),
+          *datt = alloc<float>(size_t(B) * NH * T * T),
+          *dqkv = upload(std::vector<float>(qkv.size()));
+    float* dwte = upload(std::vector<float>(size_t(V) * C));
+    run([&] {
+      k().layernorm_forward(ln, mean, rstd, d_x, d_w, d_w, N, C);
+      k().layernorm_backward(dx, dw, db, d_dout, d_x, d_w, mean, rstd, N, C);
+      k().attention_forward(out, att, d_qkv, B, T, C, NH);
+      k().attention_backward(dqkv, datt, d_dout, d_qkv, att, B, T, C, NH);
+      k().embedding_backward(dwte, nullptr, d_dout, d_tok, B, T, C, 0, V);
+    });
+    std::vector<float> all;
+    for (auto part : {download(dx, x.size()), download(dw, C), download(db, C),
+                      download(dqkv, qkv.size()), download(dwte, size_t(V) * C)}) {
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    runs.push_back(std::move(all));
+  }
+  EXPECT_TRUE(bitwise_equal(runs[0], runs[1])) << GetParam() << ": two runs differ";
+}
+
+INSTANTIATE_TEST_SUITE_P(EachBackend, BackendKernels, ::testing::Values("sim", "cuda"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace strata::kernels::testing

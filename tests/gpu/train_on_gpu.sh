@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The training checks of the `gpu` label (tests/gpu/README.md): `strata train --device cuda`
+# against the sim device, against itself, and with two NCCL ranks. Exit 77 (ctest: skipped) with
+# the reason when the machine lacks what a check needs; 0 when it holds; 1 when it does not.
+#
+#   train_on_gpu.sh STRATA_BIN WORKDIR sim_vs_cuda|run_to_run|nccl_dp2
+set -euo pipefail
+
+readonly strata=$1 work=$2 check=$3
+readonly kSkip=77
+# A small paged run that moves pages every step: parameters and optimizer state on NVMe.
+readonly kPaged=(--model tiny --batch 4 --seq 64 --steps 5 --threads 2 --page-size 16K
+                 --engine paged --host-mem 160K --params-on nvme --optimizer-on nvme)
+
+gpus() { nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true; }
+
+# The losses of a --log-json file, one per line, as printed (enough digits to read back exactly).
+losses() { grep -o '"loss":[^,}]*' "$1" | cut -d: -f2; }
+
+train() {  # train NAME DEVICE [flags...]: writes $work/NAME.jsonl
+  local name=$1 device=$2
+  shift 2
+  mkdir -p "$work/$name.nvme"
+  "$strata" train "${kPaged[@]}" --nvme-dir "$work/$name.nvme" --device "$device" \
+    --log-json "$work/$name.jsonl" "$@" 2> "$work/$name.err" ||
+    { echo "FAIL: strata train ($name, --device $device):"; tail -5 "$work/$name.err"; exit 1; }
+}
+
+rm -rf "$work" && mkdir -p "$work"
+if [[ $(gpus) -lt 1 ]]; then
+  echo "SKIP: no NVIDIA GPU (nvidia-smi lists none); these checks run on a GPU machine"
+  exit $kSkip
+fi
+
+case $check in
+  sim_vs_cuda)
+    # fp32 on both: every step's loss within 1e-5 relative (reductions differ in order).
+    train sim sim
+    train cuda cuda
+    paste <(losses "$work/sim.jsonl") <(losses "$work/cuda.jsonl") | awk '
+      { n++; d = $1 - $2; if (d < 0) d = -d; a = $1 < 0 ? -$1 : $1
+        printf "step %d: sim %s cuda %s relative %.3g\n", n, $1, $2, d / a
+        if (d > 1e-5 * a) bad++ }
+      END { if (n < 5) { print "FAIL: only " n " losses"; exit 1 }
+            if (bad) { print "FAIL: " bad " step(s) beyond 1e-5 relative"; exit 1 }
+            print "PASS: " n " losses within 1e-5 relative" }'
+    ;;
+  run_to_run)
+    # No atomics in any reduction: two GPU runs give the same bits.
+    train first cuda
+    train second cuda
+    if cmp -s <(losses "$work/first.jsonl") <(losses "$work/second.jsonl"); then
+      echo "PASS: $(losses "$work/first.jsonl" | wc -l) losses bit-identical over two runs"
+    else
+      echo "FAIL: two GPU runs gave different losses"
+      paste <(losses "$work/first.jsonl") <(losses "$work/second.jsonl")
+      exit 1
+    fi
+    ;;
+  nccl_dp2)
+    # Two data-parallel ranks over NCCL, one GPU each (NCCL refuses two ranks on one GPU), must
+    # give the single-rank losses within 1e-5 relative.
+    if [[ $(gpus) -lt 2 ]]; then
+      echo "SKIP: the NCCL dp2 check needs 2 GPUs (NCCL runs one rank per GPU); found $(gpus)"
+      exit $kSkip
+    fi
+    command -v mpirun > /dev/null || { echo "SKIP: no mpirun on this machine"; exit $kSkip; }
+    train one cuda
+    mkdir -p "$work/dp2.nvme"
+    timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 "$strata" train "${kPaged[@]}" \
+      --nvme-dir "$work/dp2.nvme" --device cuda --comm nccl --dp 2 \
+      --log-json "$work/dp2.jsonl" 2> "$work/dp2.err" ||
+      { echo "FAIL: mpirun -np 2 strata train --comm nccl:"; tail -5 "$work/dp2.err"; exit 1; }
+    paste <(losses "$work/one.jsonl") <(losses "$work/dp2.jsonl") | awk '
+      { n++; d = $1 - $2; if (d < 0) d = -d; a = $1 < 0 ? -$1 : $1; if (d > 1e-5 * a) bad++ }
+      END { if (n < 5 || bad) { print "FAIL: " bad "/" n " losses differ"; exit 1 }
+            print "PASS: dp2 over NCCL matches one rank, " n " losses" }'
+    ;;
+  *) echo "usage: $0 STRATA_BIN WORKDIR sim_vs_cuda|run_to_run|nccl_dp2" >&2; exit 2 ;;
+esac
