@@ -1,5 +1,7 @@
 // `strata bench step`: training throughput of one model and batch, as tokens/s and as the
-// fraction of this machine's sgemm peak that the step achieves (both measured in this run).
+// fraction of this machine's sgemm peak that the step achieves (both measured in this run). With
+// --device cuda the peak is the GPU's (core/device/gpu_peak.h: a table of known GPUs, else its
+// properties), reported as TFLOP/s and peak_fraction next to the same fields.
 //
 // FLOPs per token (PaLM's accounting, what llm.c reports): 6 * N_matmul + 12 * L * C * T, with
 // N_matmul = 12 * L * C^2 + V * C the weights that take part in matmuls (the tied head
@@ -11,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/device/gpu_peak.h"
 #include "scheduler/trainer.h"
 #include "tools/bench_gemm.h"
 #include "tools/command.h"
@@ -38,6 +41,9 @@ void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
   cmd->add_option("--steps", f->o.steps, "Timed steps")->capture_default_str();
   cmd->add_option("--warmup-steps", f->warmup_steps, "Untimed steps first")->capture_default_str();
   cmd->add_option("--threads", f->o.threads, "Compute threads")->capture_default_str();
+  cmd->add_option("--device", f->o.device, "Device backend: sim or cuda")
+      ->check(CLI::IsMember({"sim", "cuda"}))
+      ->capture_default_str();
   cmd->callback([f, &ctx] {
     TrainOptions o = f->o;
     if (o.steps <= 0 || f->warmup_steps < 0) {
@@ -63,9 +69,20 @@ void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
     const GptConfig& c = (*trainer)->config();
     const int T = (*trainer)->seq();
     const double gflops = median * FlopsPerToken(c, T) / 1e9;
-    const double peak = MeasureSgemmPeak(2048, o.threads, 3).peak();
+    GpuPeak gpu;
+    if (o.device == "cuda") {
+      auto peak = CudaGpuPeak(0);
+      if (!peak.ok()) {
+        ctx.status = peak.status();
+        return;
+      }
+      gpu = *peak;
+    }
+    const double peak =
+        o.device == "cuda" ? gpu.fp32_tflops * 1e3 : MeasureSgemmPeak(2048, o.threads, 3).peak();
     nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
     out["bench"] = "step";
+    out["device"] = o.device;
     out["model"] = o.model.preset;
     out["params"] = c.num_params();
     out["batch"] = o.batch;
@@ -77,6 +94,13 @@ void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
     out["gflops"] = gflops;
     out["gemm_peak_gflops"] = peak;
     out["gemm_fraction"] = gflops / peak;
+    if (o.device == "cuda") {
+      out["gpu"] = gpu.name;
+      out["tflops"] = gflops / 1e3;
+      out["peak_tflops"] = gpu.fp32_tflops;  // fp32: the step computes in fp32
+      out["peak_source"] = gpu.source;
+      out["peak_fraction"] = gflops / peak;
+    }
     std::printf("%s\n", out.dump().c_str());
   });
 }

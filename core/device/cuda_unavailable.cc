@@ -3,6 +3,7 @@
 #ifndef STRATA_WITH_CUDA
 
 #include "core/device/device.h"
+#include "core/device/gpu_peak.h"
 
 namespace strata {
 
@@ -19,6 +20,11 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t /*capacit
       "cuda:" + std::to_string(ordinal) +
       ": built without CUDA; rebuild with the CUDA toolkit installed (-DSTRATA_WITH_CUDA=ON) "
       "or use the sim device");
+}
+
+Result<GpuPeak> CudaGpuPeak(int ordinal) {
+  return Status::NotSupported("cuda:" + std::to_string(ordinal) +
+                              ": built without CUDA; no GPU peak to report (use --device sim)");
 }
 
 }  // namespace strata
