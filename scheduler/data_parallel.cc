@@ -60,12 +60,12 @@ Status ReduceShardedEmbeddingGradient(parallel::Comm& comm, const KernelTable& k
   return comm.reduce_scatter_sum(embedding_part, shard, size_t(shard_floats)).wait();
 }
 
-Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const float* shard, int64_t owned,
-                                       int64_t shard_floats) {
+Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const KernelTable& k,
+                                       const float* shard, int64_t owned, int64_t shard_floats) {
   STRATA_CHECK(shard_floats % kNormChunkFloats == 0 && owned >= 0 && owned <= shard_floats);
   const size_t chunks = size_t(shard_floats / kNormChunkFloats);
   std::vector<double> mine(chunks, 0.0), all(chunks * comm.size());
-  ChunkSumsOfSquares(shard, owned, mine.data());
+  ChunkSumsOfSquares(k, shard, owned, mine.data());
   STRATA_RETURN_IF_ERROR(
       comm.all_gather(mine.data(), all.data(), chunks * sizeof(double)).wait());
   return SumInChunkOrder(all);

@@ -70,8 +70,8 @@ Status ReduceShardedEmbeddingGradient(parallel::Comm& comm, const KernelTable& k
 // BlockGradSumOfSquares (Note [Shards]): this rank's `owned` floats of its shard (of
 // shard_floats, a multiple of the norm chunk) as chunk partials, gathered in rank order.
 // Collective.
-Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const float* shard, int64_t owned,
-                                       int64_t shard_floats);
+Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const KernelTable& k,
+                                       const float* shard, int64_t owned, int64_t shard_floats);
 
 // The first line of a job of several ranks (docs/parallel.md): the grid, each block's decision
 // and what a rank holds per tier (`per_tier`, the engine's words), then the micro-batch order

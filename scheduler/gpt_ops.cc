@@ -1,7 +1,6 @@
 #include "scheduler/gpt_ops.h"
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "core/nn/tp_head.h"
@@ -196,12 +195,12 @@ void GptOps::run(const Op& op, const std::vector<float*>& slots) {
       for (size_t i = 0; i < op.uses.size(); ++i) {
         if (StartsGrad(op, i)) {
           // The whole slot: a sharded block's tail beyond its layout is reduce-scattered too.
-          std::memset(slots[i], 0, size_t(slot_floats_[op.uses[i].block]) * 4);
+          device_.kernels().zero(slots[i], long(slot_floats_[op.uses[i].block]));
         }
       }
     }
     if (op.kind == OpKind::kEmbedBwd && op.micro_batch == 0 && embedding_part_ != nullptr) {
-      std::memset(embedding_part_, 0, size_t(slot_floats_[0]) * 4);
+      device_.kernels().zero(embedding_part_, long(slot_floats_[0]));
     }
     if (!(piped() && op.kind == OpKind::kEmbedBwd && pipe_tied(op, slots[0]))) compute(op, slots);
     for (int b : op.grads_final) {
@@ -294,7 +293,8 @@ Status GptOps::reduce_over_dp(int block, float* slot) {
     }
     const int64_t owned = shards.owned_end(block) - shards.owned_begin(block);
     STRATA_ASSIGN_OR_RETURN(block_sums_[block],
-                            ShardedGradSumOfSquares(comm, mine, owned, shards.shard_floats(block)));
+                            ShardedGradSumOfSquares(comm, device_.kernels(), mine, owned,
+                                                    shards.shard_floats(block)));
     if (o_.skip_kernels) block_sums_[block] = 0.0;
     return Status::Ok();
   }

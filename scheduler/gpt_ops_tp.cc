@@ -71,8 +71,9 @@ void GptOps::compute_tp(const Op& op, const std::vector<float*>& p) {
 
 double GptOps::grad_sum_of_squares(int block, const float* grads) const {
   const BlockSpec& spec = layout_.blocks[block];
-  if (!tensor_parallel()) return BlockGradSumOfSquares(spec, grads);
-  return TpBlockGradSumOfSquares(spec, grads, /*with_replicated=*/o_.tp_comm->rank() == 0);
+  const KernelTable& k = device_.kernels();
+  if (!tensor_parallel()) return BlockGradSumOfSquares(k, spec, grads);
+  return TpBlockGradSumOfSquares(k, spec, grads, /*with_replicated=*/o_.tp_comm->rank() == 0);
 }
 
 // Each block's sum over the tp group's slices, in rank order (the Comm's deterministic sum), so

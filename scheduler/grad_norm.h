@@ -16,26 +16,31 @@
 #include <cstdint>
 #include <span>
 
+#include "core/device/kernel_table.h"
+#include "core/kernels/norms.h"
 #include "core/nn/gpt_layout.h"
 
 namespace strata {
 
-inline constexpr int64_t kNormChunkFloats = 1024;
+inline constexpr int64_t kNormChunkFloats = kernels::kNormChunkFloats;
 
-// The partial sums of squares of `n` floats from a chunk boundary: (n + 1023) / 1024 of them
-// into `out`, in chunk order. Runs on the calling thread's TBB arena; deterministic.
-void ChunkSumsOfSquares(const float* x, int64_t n, double* out);
+// The partial sums of squares of `n` floats of device memory from a chunk boundary:
+// (n + 1023) / 1024 of them into the host array `out`, in chunk order, through the device's
+// table (k.chunk_sums_of_squares: the same bits on every backend). Call it from a function given
+// to the device's Stream::launch; deterministic.
+void ChunkSumsOfSquares(const KernelTable& k, const float* x, int64_t n, double* out);
 
-// Sum of squares of one block's gradient (block.numel floats, laid out as its BlockSpec says):
-// its chunks' partial sums added in order (Note [Norm in chunk order]).
-double BlockGradSumOfSquares(const BlockSpec& block, const float* block_grads);
+// Sum of squares of one block's gradient (block.numel floats of device memory, laid out as its
+// BlockSpec says): its chunks' partial sums added in order (Note [Norm in chunk order]).
+double BlockGradSumOfSquares(const KernelTable& k, const BlockSpec& block,
+                             const float* block_grads);
 
 // Tensor parallelism: the sum of squares of a rank's slice of a block (MakeTpLayout's), tensor by
 // tensor, each in chunk order; the replicated tensors (TpReplicated) only `with_replicated`, so
 // that the tp group's sums add up to the whole block's once (tp rank 0 counts them). Equal to the
 // whole block's sum up to rounding: the chunks and their order differ.
-double TpBlockGradSumOfSquares(const BlockSpec& block, const float* block_grads,
-                               bool with_replicated);
+double TpBlockGradSumOfSquares(const KernelTable& k, const BlockSpec& block,
+                               const float* block_grads, bool with_replicated);
 
 // Partial sums added in order, from 0.0: the block's sum from its chunk partials.
 double SumInChunkOrder(std::span<const double> partials);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "core/device/create_device.h"
@@ -122,8 +121,11 @@ class InMemoryTrainer final : public Trainer {
     if (ranks() > 1) {
       STRATA_RETURN_IF_ERROR(alloc(layout_.embedding().numel, &embedding_part_));
     }
-    std::memset(m_.f(), 0, P * 4);
-    std::memset(v_.f(), 0, P * 4);
+    const KernelTable& k = device_->kernels();
+    compute_->launch([&] {
+      k.zero(m_.f(), long(P));
+      k.zero(v_.f(), long(P));
+    });
 
     scheduler::Activations acts = scheduler::CarveActivations(act_layout, acts_.f());
     emb_out_ = acts.emb_out;
@@ -132,13 +134,7 @@ class InMemoryTrainer final : public Trainer {
     scratch_ = acts.scratch;
     dres_ = acts.dres;
 
-    if (!o_.init_path.empty()) {
-      STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, layout_, params_.f()));
-    } else {
-      for (int b = 0; b < layout_.num_blocks(); ++b) {
-        InitBlockParams(layout_.blocks[b], o_.seed, block(params_, b));
-      }
-    }
+    STRATA_RETURN_IF_ERROR(upload_initial_params());
     log_first_line();
     return Status::Ok();
   }
@@ -173,9 +169,15 @@ class InMemoryTrainer final : public Trainer {
       const auto t0 = Clock::now();
       StepStats s;
       Status status;
+      STRATA_RETURN_IF_ERROR(upload_tokens(step));
       compute_->launch([&] { arena.execute([&] { status = train_step(step, &s); }); });
       STRATA_RETURN_IF_ERROR(compute_->synchronize());
       STRATA_RETURN_IF_ERROR(status);
+      if (step == 0 && !o_.export_grads_path.empty() && rank() == 0) {
+        // The update reads the gradients but leaves them as they were: step 1's, unclipped.
+        STRATA_ASSIGN_OR_RETURN(std::vector<float> grads, download(grads_));
+        STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_grads_path, layout_, grads.data()));
+      }
       const auto t1 = Clock::now();
       s.step = step + 1;
       s.step_s = std::chrono::duration<double>(t1 - t0).count();
@@ -187,7 +189,8 @@ class InMemoryTrainer final : public Trainer {
       if (StopRequested(o_) && step + 1 < o_.steps) return Status::Ok();
     }
     if (!o_.export_path.empty() && rank() == 0) {  // every rank holds the same weights
-      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_path, layout_, params_.f()));
+      STRATA_ASSIGN_OR_RETURN(std::vector<float> params, download(params_));
+      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_path, layout_, params.data()));
       Logger("train")->info("wrote weights to {}", o_.export_path);
     }
     return Status::Ok();
@@ -195,6 +198,41 @@ class InMemoryTrainer final : public Trainer {
 
  private:
   float* block(const DeviceBuffer& buf, int b) const { return buf.f() + layout_.block_offset[b]; }
+
+  // The first weights (--init's, or the seed's) are made on the host and copied up: host code
+  // never writes device memory. Waits for the setup's work on the compute stream too.
+  Status upload_initial_params() {
+    std::vector<float> initial(size_t(layout_.total_numel), 0.0f);
+    if (!o_.init_path.empty()) {
+      STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, layout_, initial.data()));
+    } else {
+      for (int b = 0; b < layout_.num_blocks(); ++b) {
+        InitBlockParams(layout_.blocks[b], o_.seed, initial.data() + layout_.block_offset[b]);
+      }
+    }
+    STRATA_RETURN_IF_ERROR(device_->copy_async(params_.f(), initial.data(), initial.size() * 4,
+                                               CopyKind::kHostToDevice, *compute_));
+    return compute_->synchronize().with_context("setting up the device state");
+  }
+
+  // Batch `step`'s tokens and targets, made on the host and copied up on the compute stream,
+  // before the step's launch (the previous step's synchronize freed tokens_host_).
+  Status upload_tokens(long step) {
+    const int64_t n = int64_t(o_.batch) * seq_;
+    tokens_host_.resize(size_t(2 * n));
+    data_.batch(step, o_.batch, seq_, tokens_host_.data(), tokens_host_.data() + n);
+    return device_->copy_async(tokens_.i(), tokens_host_.data(), tokens_host_.size() * 4,
+                               CopyKind::kHostToDevice, *compute_);
+  }
+
+  // A whole-model buffer (parameters or gradients) copied down to the host.
+  Result<std::vector<float>> download(const DeviceBuffer& buf) {
+    std::vector<float> host(size_t(layout_.total_numel));
+    STRATA_RETURN_IF_ERROR(device_->copy_async(host.data(), buf.f(), host.size() * 4,
+                                               CopyKind::kDeviceToHost, *compute_));
+    STRATA_RETURN_IF_ERROR(compute_->synchronize());
+    return host;
+  }
 
   // Rows per micro-batch: --micro-batch, else one micro-batch per rank.
   int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch / ranks(); }
@@ -211,10 +249,9 @@ class InMemoryTrainer final : public Trainer {
   Status train_step(long step, StepStats* s) {
     const int T = seq_, B = micro_rows();
     const scheduler::RankMicroBatches mine = my_micro_batches();
-    int32_t* xs = tokens_.i();
-    int32_t* ys = xs + int64_t(o_.batch) * T;
-    data_.batch(step, o_.batch, T, xs, ys);
-    std::memset(grads_.f(), 0, layout_.total_numel * 4);
+    const int32_t* xs = tokens_.i();
+    const int32_t* ys = xs + int64_t(o_.batch) * T;
+    device_->kernels().zero(grads_.f(), long(layout_.total_numel));
     std::vector<float> losses;
     // Micro-batches add up into grads_ (Note [Gradient contributions]); the embedding's
     // backwards follow every micro-batch's (Note [Tied gradient order]).
@@ -233,9 +270,6 @@ class InMemoryTrainer final : public Trainer {
     double loss_sum = 0.0;  // in micro-batch order, whatever the ranks
     for (float loss : losses) loss_sum += loss;
     s->loss = static_cast<float>(loss_sum / double(losses.size()));
-    if (step == 0 && !o_.export_grads_path.empty() && rank() == 0) {
-      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_grads_path, layout_, grads_.f()));
-    }
     update(step, s);
     return Status::Ok();
   }
@@ -247,7 +281,7 @@ class InMemoryTrainer final : public Trainer {
     const int T = seq_, B = micro_rows();
     const bool apart = ranks() > 1;
     float* into = apart ? embedding_part_.f() : block(grads_, 0);
-    if (apart) std::memset(into, 0, sizeof(float) * layout_.embedding().numel);
+    if (apart) device_->kernels().zero(into, long(layout_.embedding().numel));
     for (int i = 0; i < count; ++i) {
       EmbeddingBackward(device_->kernels(), layout_, into, dres_[i], x + int64_t(i) * B * T, B, T,
                         scratch_, /*first_wpe=*/i == 0, /*first_wte=*/apart && i == 0);
@@ -293,7 +327,7 @@ class InMemoryTrainer final : public Trainer {
   void update(long step, StepStats* s) {
     std::vector<double> block_sums(layout_.num_blocks());
     for (int b = 0; b < layout_.num_blocks(); ++b) {
-      block_sums[b] = BlockGradSumOfSquares(layout_.blocks[b], block(grads_, b));
+      block_sums[b] = BlockGradSumOfSquares(device_->kernels(), layout_.blocks[b], block(grads_, b));
     }
     s->grad_norm = GlobalGradNorm(block_sums);
     float coef = 1.0f;
@@ -325,6 +359,7 @@ class InMemoryTrainer final : public Trainer {
   std::unique_ptr<Stream> compute_;
   DeviceBuffer params_, grads_, m_, v_, acts_, tokens_;
   DeviceBuffer embedding_part_;  // dp: this rank's embedding contributions
+  std::vector<int32_t> tokens_host_;  // the batch on its way to tokens_
   float* emb_out_ = nullptr;
   std::vector<TransformerActs> layer_acts_;
   HeadActs head_acts_{};

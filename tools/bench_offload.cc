@@ -23,6 +23,8 @@
 //    Reported beside it (overlap_clipped_*): the earlier configuration, parameters streamed from
 //    the host through the minimal device slots with clipping, the link calibrated to the
 //    compute-only time.
+//    With --device cuda every run is on the GPU and the link is PCIe itself: nothing is
+//    calibrated or throttled, and overlap_link_gbps is the rate the movement-only run achieved.
 // 2. Cost of offload: --gpu-mem 25% and --host-mem 50% of the model states (params, grads and
 //    the two AdamW moments), the rest on NVMe, vs the in-memory trainer on the same model and
 //    batch: tokens/s ratio >= 0.8. The model is its own (--cost-*): wide and shallow with few
@@ -88,6 +90,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/device/create_device.h"
 #include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "tools/command.h"
@@ -114,6 +117,13 @@ Status CheckFlags(const Flags& f) {
                                    std::to_string(f.overlap_rounds));
   }
   if (f.sim_link_gbps < 0) return Status::InvalidArgument("--sim-link-gbps must be >= 0");
+  if (f.device == "cuda" && f.sim_link_gbps > 0) {
+    return Status::InvalidArgument(
+        "--sim-link-gbps models the sim device's link; --device cuda measures the real one: "
+        "drop --sim-link-gbps");
+  }
+  // Before any run: without a GPU, one line now rather than after the first measurement.
+  STRATA_RETURN_IF_ERROR(CheckDeviceChoice({.kind = f.device}));
   if (f.cost_rounds <= 0) {
     return Status::InvalidArgument("--cost-rounds must be positive, got " +
                                    std::to_string(f.cost_rounds));
@@ -131,9 +141,13 @@ void AddOverlap(const Flags& f, const OverlapResult& r, nlohmann::ordered_json& 
   const OverlapRound& clr = r.clipped.median();
   const uint64_t ov_nvme = ovr.step.moved.nvme_read + ovr.step.moved.nvme_write;
   const double movement_s = ovr.movement.median_step_s;
-  const double link_s =
-      double(std::max(ovr.step.moved.h2d, ovr.step.moved.d2h)) / (r.resident.link_gbps * 1e9);
+  const double link_bytes = double(std::max(ovr.step.moved.h2d, ovr.step.moved.d2h));
+  // On a GPU the link is PCIe itself: its rate is what the movement-only run achieved.
+  const double link_gbps =
+      r.resident.link_gbps > 0 ? r.resident.link_gbps : link_bytes / movement_s / 1e9;
+  const double link_s = link_bytes / (link_gbps * 1e9);
   out["bench"] = "offload";
+  out["device"] = f.device;
   out["model"] = f.model;
   out["batch"] = f.batch;
   out["seq"] = r.in_memory.seq;
@@ -147,8 +161,8 @@ void AddOverlap(const Flags& f, const OverlapResult& r, nlohmann::ordered_json& 
   out["overlap_step_factor_rounds"] = r.resident.factors();
   out["overlap_movement_only_s"] = movement_s;
   out["overlap_link_model_s"] = link_s;
-  out["overlap_link_gbps"] = r.resident.link_gbps;
-  out["overlap_link_calibrated"] = f.sim_link_gbps == 0;
+  out["overlap_link_gbps"] = link_gbps;
+  out["overlap_link_calibrated"] = f.sim_link_gbps == 0 && f.device == "sim";
   out["overlap_link_share"] = offload::kBackwardShare;
   out["overlap_placement"] = "params device, optimizer host, no clipping";
   out["overlap_movement_to_compute"] = movement_s / ovr.compute_s;
@@ -271,6 +285,7 @@ Status RunBenchOffload(const Flags& f) {
   base.seq = f.seq;
   base.threads = f.threads;
   base.steps = f.warmup_steps + f.steps;
+  base.device = f.device;
 
   STRATA_ASSIGN_OR_RETURN(const OverlapResult overlap, offload::MeasureOverlap(f, base, page));
   STRATA_ASSIGN_OR_RETURN(const CostResult cost, offload::MeasureCost(f, base, page, nvme_parent));
@@ -320,6 +335,10 @@ void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx) {
   cmd->add_option("--overlap-rounds", f->overlap_rounds,
                   "Run 1: rounds of (compute-only, paged, movement-only); the median round's "
                   "factor is reported (Note [Overlap rounds])")
+      ->capture_default_str();
+  cmd->add_option("--device", f->device,
+                  "sim, or cuda: every run on the GPU over real PCIe (no link model)")
+      ->check(CLI::IsMember({"sim", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--sim-link-gbps", f->sim_link_gbps,
                   "Run 1's link rate; 0: calibrated so link time per step = backward's share "

@@ -40,6 +40,9 @@ struct Flags {
   int overlap_layers = 12;   // Note [Overlap configuration]
   int overlap_rounds = 3;    // Note [Overlap rounds]
   double sim_link_gbps = 0;  // 0: calibrated (see the header)
+  // sim, or cuda: every run on the GPU, over the real PCIe link (nothing calibrated; the
+  // reported link rate is the one the movement-only run achieved).
+  std::string device = "sim";
   std::string nvme_dir;
   int scale_layers = 32, scale_embd = 192, scale_heads = 6, scale_batch = 2, scale_seq = 64;
   int scale_steps = 3;

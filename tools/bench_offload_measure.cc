@@ -21,6 +21,7 @@ namespace {
 Result<double> CalibrateLink(TrainOptions o, double link_s, const Flags& f,
                              const std::string& what) {
   if (f.sim_link_gbps > 0) return f.sim_link_gbps;
+  if (o.device == "cuda") return 0.0;  // the real link: nothing to model (0 = unthrottled)
   o.steps = 2;
   STRATA_ASSIGN_OR_RETURN(RunSummary c, RunTrainer(o, 1, (what + " calibration").c_str()));
   return double(std::max(c.moved.h2d, c.moved.d2h)) / link_s / 1e9;

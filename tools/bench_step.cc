@@ -25,6 +25,43 @@ double FlopsPerToken(const GptConfig& c, int T) {
   return 6.0 * (12.0 * L * C * C + V * C) + 12.0 * L * C * T;
 }
 
+// The report of a run of `o` (`steps` timed) whose median step made `median` tokens/s: against
+// the sgemm peak measured now (sim), or the GPU's fp32 peak (cuda).
+Result<nlohmann::ordered_json> StepReport(const TrainOptions& o, int steps, const Trainer& trainer,
+                                          double median) {
+  const GptConfig& c = trainer.config();
+  const int T = trainer.seq();
+  const double gflops = median * FlopsPerToken(c, T) / 1e9;
+  GpuPeak gpu;
+  if (o.device == "cuda") {
+    STRATA_ASSIGN_OR_RETURN(gpu, CudaGpuPeak(0));
+  }
+  const double peak =
+      o.device == "cuda" ? gpu.fp32_tflops * 1e3 : MeasureSgemmPeak(2048, o.threads, 3).peak();
+  nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
+  out["bench"] = "step";
+  out["device"] = o.device;
+  out["model"] = o.model.preset;
+  out["params"] = c.num_params();
+  out["batch"] = o.batch;
+  out["seq"] = T;
+  out["threads"] = o.threads;
+  out["steps"] = steps;
+  out["tokens_per_s"] = median;
+  out["flops_per_token"] = FlopsPerToken(c, T);
+  out["gflops"] = gflops;
+  out["gemm_peak_gflops"] = peak;
+  out["gemm_fraction"] = gflops / peak;
+  if (o.device == "cuda") {
+    out["gpu"] = gpu.name;
+    out["tflops"] = gflops / 1e3;
+    out["peak_tflops"] = gpu.fp32_tflops;  // fp32: the step computes in fp32
+    out["peak_source"] = gpu.source;
+    out["peak_fraction"] = gflops / peak;
+  }
+  return out;
+}
+
 void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
   struct Flags {
     TrainOptions o;
@@ -65,43 +102,12 @@ void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
       return;
     }
     std::sort(tps.begin(), tps.end());
-    const double median = tps[tps.size() / 2];
-    const GptConfig& c = (*trainer)->config();
-    const int T = (*trainer)->seq();
-    const double gflops = median * FlopsPerToken(c, T) / 1e9;
-    GpuPeak gpu;
-    if (o.device == "cuda") {
-      auto peak = CudaGpuPeak(0);
-      if (!peak.ok()) {
-        ctx.status = peak.status();
-        return;
-      }
-      gpu = *peak;
+    auto report = StepReport(o, f->o.steps, **trainer, tps[tps.size() / 2]);
+    if (!report.ok()) {
+      ctx.status = report.status();
+      return;
     }
-    const double peak =
-        o.device == "cuda" ? gpu.fp32_tflops * 1e3 : MeasureSgemmPeak(2048, o.threads, 3).peak();
-    nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
-    out["bench"] = "step";
-    out["device"] = o.device;
-    out["model"] = o.model.preset;
-    out["params"] = c.num_params();
-    out["batch"] = o.batch;
-    out["seq"] = T;
-    out["threads"] = o.threads;
-    out["steps"] = f->o.steps;
-    out["tokens_per_s"] = median;
-    out["flops_per_token"] = FlopsPerToken(c, T);
-    out["gflops"] = gflops;
-    out["gemm_peak_gflops"] = peak;
-    out["gemm_fraction"] = gflops / peak;
-    if (o.device == "cuda") {
-      out["gpu"] = gpu.name;
-      out["tflops"] = gflops / 1e3;
-      out["peak_tflops"] = gpu.fp32_tflops;  // fp32: the step computes in fp32
-      out["peak_source"] = gpu.source;
-      out["peak_fraction"] = gflops / peak;
-    }
-    std::printf("%s\n", out.dump().c_str());
+    std::printf("%s\n", report->dump().c_str());
   });
 }
 

@@ -23,7 +23,7 @@ pack() {
   mkdir -p "$stage/bin" "$stage/lib" "$stage/mpi"
   local bins=("$build/tools/strata" "$build/tests/strata_core_tests"
               "$build/tests/strata_parallel_tests")
-  cp "${bins[@]}" "$stage/bin/"
+  cp "${bins[@]}" "$(dirname "$0")/../tests/gpu/train_on_gpu.sh" "$stage/bin/"
   ldd "${bins[@]}" | awk '$3 ~ /^\// {print $1, $3}' | sort -u |
     grep -v -E '^(libc|libm|libdl|libpthread|librt|libcuda|libnccl)\.so' |
     while read -r name path; do cp -L "$path" "$stage/lib/$name"; done
@@ -54,10 +54,16 @@ run() {
     "$root/bin/$t" --gtest_filter="$kGpuTests" --gtest_color=no 2>&1 | tee "$out/$t.log" ||
       rc=1
   done
-  # Training on the cuda device waits for its kernel table (the CUDA backend issue): until then
-  # this prints the one-line refusal, which is what it must do.
-  "$root/bin/strata" train --device cuda --model tiny --steps 1 2>&1 | tee "$out/train_cuda.log" ||
-    true
+  # Training on the GPU (tests/gpu/README.md): against the sim device, run to run, NCCL dp2
+  # (skipped, exit code 77, with one GPU), and the step benchmark.
+  for check in sim_vs_cuda run_to_run nccl_dp2; do
+    local check_rc=0
+    bash "$root/bin/train_on_gpu.sh" "$root/bin/strata" "$root/work_$check" "$check" 2>&1 |
+      tee "$out/train_$check.log" || check_rc=${PIPESTATUS[0]}
+    [[ $check_rc -eq 0 || $check_rc -eq 77 ]] || rc=1
+  done
+  "$root/bin/strata" bench step --device cuda --model small --batch 8 --steps 5 2>&1 |
+    tee "$out/bench_step_cuda.json" || rc=1
   return $rc
 }
 

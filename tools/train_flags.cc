@@ -55,9 +55,8 @@ void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
   cmd->add_option("--export-grads", o.export_grads_path,
                   "Write step 1's gradients (before clipping) here (safetensors)");
   cmd->add_option("--device", o.device,
-                  "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU; "
-                  "its kernels are built, but training on it is refused until the trainers "
-                  "stop touching device memory from the host)")
+                  "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU, "
+                  "the CUDA kernels; one rank so far)")
       ->capture_default_str();
   cmd->add_option("--gpu-mem", flags->gpu_mem,
                   "Device memory budget (e.g. 512M, 2G); default: what the run needs");

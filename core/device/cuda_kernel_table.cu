@@ -33,6 +33,8 @@ const KernelTable& CudaKernelTable() {
       k::vocab_parallel_crossentropy_forward,
       k::vocab_parallel_crossentropy_backward,
       k::adamw_update,
+      k::zero,
+      k::chunk_sums_of_squares,
   };
   return table;
 }

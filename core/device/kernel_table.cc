@@ -7,6 +7,7 @@
 #include "core/kernels/layernorm.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/norms.h"
 #include "core/kernels/residual.h"
 #include "core/kernels/vocab_parallel.h"
 
@@ -42,6 +43,8 @@ std::string KernelTable::missing() const {
       {"vocab_parallel_crossentropy_forward", vocab_parallel_crossentropy_forward != nullptr},
       {"vocab_parallel_crossentropy_backward", vocab_parallel_crossentropy_backward != nullptr},
       {"adamw_update", adamw_update != nullptr},
+      {"zero", zero != nullptr},
+      {"chunk_sums_of_squares", chunk_sums_of_squares != nullptr},
   };
   // A field added to KernelTable but not listed here would let complete() skip it.
   static_assert(sizeof(entries) / sizeof(entries[0]) * sizeof(void (*)()) == sizeof(KernelTable),
@@ -80,6 +83,8 @@ const KernelTable& CpuKernelTable() {
       .vocab_parallel_crossentropy_forward = kernels::vocab_parallel_crossentropy_forward,
       .vocab_parallel_crossentropy_backward = kernels::vocab_parallel_crossentropy_backward,
       .adamw_update = kernels::adamw_update,
+      .zero = kernels::zero,
+      .chunk_sums_of_squares = kernels::chunk_sums_of_squares,
   };
   return table;
 }

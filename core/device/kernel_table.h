@@ -10,10 +10,13 @@
 //   results (the sim backend gives its bits).
 // - Pointer arguments are device memory of the device that owns the table (on the sim device,
 //   host-addressable arena memory); scalars and the AdamWParams struct are host values.
-//   crossentropy_forward returns the loss to the host, so it completes before returning.
-// - Entries run on the calling thread: on the sim device that is a stream's worker (inside the
-//   caller's tbb::task_arena, which bounds the threads). How CUDA entries map onto streams is
-//   for the CUDA backend work to define (its entries are all nullptr today).
+//   crossentropy_forward returns the loss to the host, and chunk_sums_of_squares writes its sums
+//   to host memory, so those complete before returning. Host code must not read or write
+//   device memory itself: everything a step does to it goes through this table or copy_async.
+// - Entries run on the calling thread, inside a function given to Stream::launch: on the sim
+//   device a stream's worker (inside the caller's tbb::task_arena, which bounds the threads); on
+//   CUDA the stream's host thread, where an entry enqueues its kernels on that stream (Note
+//   [CUDA kernels on the stream's thread] in cuda_launch.h).
 // - A nullptr entry means the backend lacks that op. complete() says whether every entry is
 //   there; a device whose table is not complete cannot train (CreateDevice refuses it).
 //
@@ -102,6 +105,11 @@ struct KernelTable {
   void (*adamw_update)(float* param, const float* grad, float* m, float* v, long n,
                        const kernels::AdamWParams& hp, float grad_scale) = nullptr;
 
+  // Zeroing and the gradient norm's partial sums (core/kernels/norms.h). chunk_sums_of_squares
+  // writes its sums to HOST memory, so it completes before returning, like crossentropy_forward.
+  void (*zero)(float* x, long n) = nullptr;
+  void (*chunk_sums_of_squares)(const float* x, long n, double* host_out) = nullptr;
+
   // True when every entry is set.
   bool complete() const;
   // The names of the nullptr entries, comma-separated, in declaration order ("" when complete).
@@ -111,9 +119,9 @@ struct KernelTable {
 // The CPU kernels of core/kernels/; what the sim device's kernels() returns.
 const KernelTable& CpuKernelTable();
 
-// The CUDA backend's table; what a CUDA device's kernels() returns. Every entry is nullptr
-// until the CUDA backend work fills it in (defined in core/device/cuda_device.cu, or in
-// core/device/cuda_unavailable.cc when built without CUDA).
+// The CUDA backend's table; what a CUDA device's kernels() returns: the kernels of
+// core/kernels/cuda/ (core/device/cuda_kernel_table.cu), or every entry nullptr in a build
+// without CUDA (core/device/cuda_unavailable.cc).
 const KernelTable& CudaKernelTable();
 
 }  // namespace strata

@@ -257,18 +257,18 @@ void TransformerBackward(const KernelTable& k, const GptLayout& layout, int laye
   };
   // dres holds d(out); the residual adds pass it through unchanged, so every branch's input
   // gradient accumulates into the same buffer and it ends as d(x).
-  Zero(s.dfch_gelu, 4 * NC);
+  Zero(k, s.dfch_gelu, 4 * NC);
   linear(s.dfch_gelu, kFcProjW, kFcProjB, dres, a.fch_gelu, 4 * C, C);
-  Zero(s.dfch, 4 * NC);
+  Zero(k, s.dfch, 4 * NC);
   k.gelu_backward(s.dfch, a.fch, s.dfch_gelu, 4 * NC);
-  Zero(s.dln, NC);
+  Zero(k, s.dln, NC);
   linear(s.dln, kFcW, kFcB, s.dfch, a.ln2, C, 4 * C);
   layernorm(kLn2W, kLn2B, s.dln, a.res2, a.ln2_mean, a.ln2_rstd);
-  Zero(s.datty, NC);
+  Zero(k, s.datty, NC);
   linear(s.datty, kAttProjW, kAttProjB, dres, a.atty, C, C);
-  Zero(s.dqkv, 3 * NC);
+  Zero(k, s.dqkv, 3 * NC);
   k.attention_backward(s.dqkv, s.datt, s.datty, a.qkv, a.att, B, T, C, c.n_head);
-  Zero(s.dln, NC);
+  Zero(k, s.dln, NC);
   linear(s.dln, kQkvW, kQkvB, s.dqkv, a.ln1, C, 3 * C);
   layernorm(kLn1W, kLn1B, s.dln, x, a.ln1_mean, a.ln1_rstd);
 }
@@ -292,7 +292,7 @@ void HeadBackward(const KernelTable& k, const GptLayout& layout, const float* pa
                   bool first) {
   const GptConfig& c = layout.config;
   const int N = B * T, C = c.n_embd, V = c.vocab_size;
-  Zero(s.dlogits, int64_t(N) * V);
+  Zero(k, s.dlogits, int64_t(N) * V);
   k.crossentropy_backward(s.dlogits, a.probs, targets, dloss, N, V);
   // dlnf (N, C) = dlogits (N, V) @ wte (V, C); dwte (V, C) += dlogits^T @ lnf, in slices of
   // rows (Note [Gradient contributions]).
@@ -315,7 +315,7 @@ void HeadParamsBackward(const KernelTable& k, const GptLayout& layout, const flo
                             d[0], C);
                   });
   }
-  Zero(dres, int64_t(N) * C);
+  Zero(k, dres, int64_t(N) * C);
   float* dlnf_w = grads + t[kLnfW].offset;
   float* dlnf_b = grads + t[kLnfB].offset;
   Contribute<2>(k, first, s.dparam, {{{dlnf_w, C}, {dlnf_b, C}}}, [&](auto& d) {

@@ -87,9 +87,8 @@ int64_t BackwardScratchFloats(const GptConfig& c, int B, int T, int tp = 1);
 BackwardScratch CarveBackwardScratch(const GptConfig& c, int B, int T, float* base, int tp = 1);
 
 // Every function below computes through `k`, the kernel table of the device that holds the
-// pointers (Device::kernels()), and calls no kernel directly; `k` must be complete. The one
-// exception: backward scratch and dres are zeroed with memset, which needs host-addressable
-// device memory (the sim device's); a CUDA backend needs a fill op for these.
+// pointers (Device::kernels()), and calls no kernel directly; `k` must be complete. Backward
+// scratch and dres are zeroed through k.zero too: host code never touches device memory.
 
 // out (BT, C) = wte[tokens] + wpe[t]. Token ids must be < vocab (checked by the data loader).
 void EmbeddingForward(const KernelTable& k, const GptLayout& layout, const float* params,

@@ -3,7 +3,6 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 
 #include "core/device/kernel_table.h"
@@ -15,7 +14,8 @@ inline int64_t Align(int64_t n) {
   return (n + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
 }
 
-inline void Zero(float* p, int64_t n) { std::memset(p, 0, sizeof(float) * n); }
+// Zeroes device memory through the table (host code must not touch it: kernel_table.h).
+inline void Zero(const KernelTable& k, float* p, int64_t n) { k.zero(p, long(n)); }
 
 // One backward call's contribution to the gradient tensors `grads` (pointer, floats), made by
 // `make`, kernels that accumulate (+=) into the pointers they are given: straight into the
@@ -32,7 +32,7 @@ void Contribute(const KernelTable& k, bool first, float* scratch,
       continue;
     }
     into[i] = next;
-    Zero(next, grads[i].second);
+    Zero(k, next, grads[i].second);
     next += Align(grads[i].second);
   }
   make(into);

@@ -67,19 +67,19 @@ void TpTransformerBackward(const KernelTable& k, const GptLayout& layout, int la
       k.layernorm_backward(dres, d[0], d[1], dout, inp, p(wi), mean, rstd, N, C);
     });
   };
-  Zero(s.dfch_gelu, 4 * NCl);
+  Zero(k, s.dfch_gelu, 4 * NCl);
   linear(s.dfch_gelu, kFcProjW, kFcProjB, dres, a.fch_gelu, 4 * Cl, C);  // row-parallel
-  Zero(s.dfch, 4 * NCl);
+  Zero(k, s.dfch, 4 * NCl);
   k.gelu_backward(s.dfch, a.fch, s.dfch_gelu, 4 * NCl);
-  Zero(s.dln, NC);
+  Zero(k, s.dln, NC);
   linear(s.dln, kFcW, kFcB, s.dfch, a.ln2, C, 4 * Cl);  // column-parallel: a partial sum
   all_reduce(s.dln, NC);
   layernorm(kLn2W, kLn2B, s.dln, a.res2, a.ln2_mean, a.ln2_rstd);
-  Zero(s.datty, NCl);
+  Zero(k, s.datty, NCl);
   linear(s.datty, kAttProjW, kAttProjB, dres, a.atty, Cl, C);  // row-parallel
-  Zero(s.dqkv, 3 * NCl);
+  Zero(k, s.dqkv, 3 * NCl);
   k.attention_backward(s.dqkv, s.datt, s.datty, a.qkv, a.att, B, T, Cl, heads);
-  Zero(s.dln, NC);
+  Zero(k, s.dln, NC);
   linear(s.dln, kQkvW, kQkvB, s.dqkv, a.ln1, C, 3 * Cl);  // column-parallel: a partial sum
   all_reduce(s.dln, NC);
   layernorm(kLn1W, kLn1B, s.dln, x, a.ln1_mean, a.ln1_rstd);

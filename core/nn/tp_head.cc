@@ -99,7 +99,7 @@ float TpHeadForward(const KernelTable& k, const GptLayout& layout, int tp_rank, 
                       params + t[kLnfB].offset, N, C);
   // The rank's logits (N, Vl) = lnf @ wte_local^T, real columns only (padding never read).
   k.sgemm(false, true, N, v.valid, C, 1.0f, a.lnf, C, wte, C, 0.0f, a.logits, v.rows);
-  Zero(st.rank_max, int64_t(v.tp) * N);
+  Zero(k, st.rank_max, int64_t(v.tp) * N);
   k.vocab_parallel_logit_max(st.rank_max + int64_t(tp_rank) * N, a.logits, N, v.rows, v.valid);
   all_reduce(st.rank_max, int64_t(v.tp) * N);
   k.vocab_parallel_softmax_partial(a.probs, st.row_max, st.sums, st.rank_max, v.tp, a.logits,
@@ -115,7 +115,7 @@ void TpHeadBackward(const KernelTable& k, const GptLayout& layout, int tp_rank, 
                     const TpAllReduce& all_reduce) {
   const int N = B * T, C = layout.config.n_embd;
   const VocabSlice v = SliceOf(layout, tp_rank);
-  Zero(s.dlogits, int64_t(N) * v.rows);
+  Zero(k, s.dlogits, int64_t(N) * v.rows);
   k.vocab_parallel_crossentropy_backward(s.dlogits, a.probs, targets, dloss, N, v.rows, v.begin);
   // dlnf (N, C) = dlogits (N, Vl) @ wte_local (Vl, C) over the real rows: a partial sum.
   k.sgemm(false, false, N, C, v.valid, 1.0f, s.dlogits, v.rows, wte, C, 0.0f, s.dln, C);

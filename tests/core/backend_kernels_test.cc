@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "core/kernels/layernorm.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/norms.h"
 #include "core/kernels/residual.h"
 #include "core/kernels/vocab_parallel.h"
 #include "tests/core/backend_kernel_util.h"
@@ -286,6 +288,29 @@ TEST_P(BackendKernels, AdamWGivesTheCpuBits) {
   expect_match(download(d_p, n), p, Match::kBits, "adamw param");
   expect_match(download(d_m, n), m, Match::kBits, "adamw m");
   expect_match(download(d_v, n), v, Match::kBits, "adamw v");
+}
+
+// The gradient norm's partials follow the CPU's lane order on every backend: a clipping norm is
+// the same number on the sim device and on a GPU. zero zeroes exactly its range.
+TEST_P(BackendKernels, ZeroAndNormPartialsGiveTheCpuBits) {
+  constexpr long n = 5 * kNormChunkFloats + 333;  // a partial last chunk
+  const auto x = random_vector(n, 48, -3, 3);
+  std::vector<double> want((n + kNormChunkFloats - 1) / kNormChunkFloats);
+  chunk_sums_of_squares(x.data(), n, want.data());
+  const float* d_x = upload(x);
+  float* d_z = upload(x);
+  std::vector<double> got(want.size(), -1.0);
+  run([&] {
+    k().chunk_sums_of_squares(d_x, n, got.data());
+    k().zero(d_z + 7, n - 9);
+  });
+  const auto z = download(d_z, n);  // synchronizes: `got` is written by now
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(double)), 0)
+      << GetParam() << ": norm partials differ from the CPU's";
+  for (long i = 0; i < n; ++i) {
+    const float expected = i < 7 || i >= n - 2 ? x[i] : 0.0f;
+    ASSERT_EQ(z[i], expected) << "element " << i;
+  }
 }
 
 // The ops with reductions, twice on the same inputs: the same bits both times.

@@ -29,13 +29,13 @@ std::vector<float> Gradient(int64_t n, uint32_t seed) {
 TEST(GradNorm, RangesOnChunkBoundariesSummedInOrderGiveTheBlockSum) {
   const int64_t n = 5 * 16384 + 777;  // not a whole number of ranges or chunks
   const std::vector<float> g = Gradient(n, 3);
-  const double block = BlockGradSumOfSquares(OddBlock(n), g.data());
+  const double block = BlockGradSumOfSquares(CpuKernelTable(), OddBlock(n), g.data());
   for (int64_t range_floats : {1024, 4096, 16384}) {
     std::vector<double> partials;
     for (int64_t p = 0; p < n; p += range_floats) {  // what each range's holder computes
       const int64_t len = std::min(range_floats, n - p);
       std::vector<double> mine((len + kNormChunkFloats - 1) / kNormChunkFloats);
-      ChunkSumsOfSquares(g.data() + p, len, mine.data());
+      ChunkSumsOfSquares(CpuKernelTable(), g.data() + p, len, mine.data());
       partials.insert(partials.end(), mine.begin(), mine.end());
     }
     double sum = 0.0;

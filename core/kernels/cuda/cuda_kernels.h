@@ -72,4 +72,8 @@ void vocab_parallel_crossentropy_backward(float* dlogits, const float* probs,
 void adamw_update(float* param, const float* grad, float* m, float* v, long n,
                   const AdamWParams& hp, float grad_scale);
 
+void zero(float* x, long n);
+// Writes host memory; waits for the sums.
+void chunk_sums_of_squares(const float* x, long n, double* host_out);
+
 }  // namespace strata::kernels::cuda
