@@ -74,6 +74,17 @@ Status ValidateOptions(const TrainOptions& o) {
   if (o.device == "cuda" && o.sim_link_gbps != 0) {
     return bad("--sim-link-gbps models the sim device's link; drop it or use --device sim");
   }
+  if (o.gds != "auto" && o.gds != "on" && o.gds != "off") {
+    return bad("--gds must be auto, on or off, got '" + o.gds + "'");
+  }
+  if (o.gds == "on" && o.device != "cuda") {
+    return bad("--gds on moves NVMe pages straight to GPU memory: it needs --device cuda");
+  }
+  if (o.gds == "on") {
+    return Status::NotSupported(
+        "--gds on: this strata has no GPUDirect Storage path (cuFile is not built in); NVMe "
+        "pages go through the pinned host pool: use --gds auto or off");
+  }
   return Status::Ok();
 }
 

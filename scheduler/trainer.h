@@ -81,6 +81,10 @@ struct TrainOptions {
   int micro_batch = 0;            // --micro-batch: rows per micro-batch; 0 = --batch (one)
   double sim_link_gbps = 0;       // --sim-link-gbps: host<->device copy rate of the sim device
   std::string device = "sim";     // --device: sim | cuda (core/device/create_device.h)
+  // --gds auto | on | off: GPUDirect Storage (cuFile) for NVMe <-> GPU pages without a host
+  // bounce. auto uses it when the build has it and the filesystem supports it; this build has no
+  // cuFile path yet, so auto means off and on is refused with the reason.
+  std::string gds = "auto";
 
   // Paging (the paged trainer; see the header comment for when it runs).
   std::string engine = "auto";         // auto | memory | paged

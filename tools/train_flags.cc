@@ -58,6 +58,11 @@ void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
                   "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU, "
                   "the CUDA kernels; one rank so far)")
       ->capture_default_str();
+  cmd->add_option("--gds", o.gds,
+                  "GPUDirect Storage for NVMe <-> GPU pages: auto (when built with cuFile and "
+                  "the filesystem supports it; this build: off), on (refused without it), off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--gpu-mem", flags->gpu_mem,
                   "Device memory budget (e.g. 512M, 2G); default: what the run needs");
   cmd->add_option("--sim-link-gbps", o.sim_link_gbps,

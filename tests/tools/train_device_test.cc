@@ -58,6 +58,23 @@ TEST_F(TrainDevice, CudaWithAGpuTrainsOneRank) {
   }
 }
 
+// GPUDirect Storage: off and auto train as without the flag (this build has no cuFile path); on
+// needs the cuda device and is refused with the reason rather than silently bounced via the host.
+TEST_F(TrainDevice, GdsOnIsRefusedWithTheReasonOffAndAutoTrain) {
+  auto sim_on = Train({"--gds", "on"});
+  EXPECT_EQ(sim_on.exit_code, 2) << sim_on.err;
+  ExpectExactlyOneLine(sim_on, {"--gds on", "--device cuda"});
+  auto cuda_on = Train({"--device", "cuda", "--gds", "on"});
+  EXPECT_EQ(cuda_on.exit_code, 1) << cuda_on.err;
+  ExpectExactlyOneLine(cuda_on, {"--gds on", "cuFile", "--gds auto or off"});
+  for (const char* mode : {"off", "auto"}) {
+    auto r = Train({"--gds", mode});
+    EXPECT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+  }
+  auto bad = Train({"--gds", "maybe"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
 TEST_F(TrainDevice, UnknownDeviceIsAUsageError) {
   auto r = Train({"--device", "tpu"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
