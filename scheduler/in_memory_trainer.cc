@@ -85,6 +85,11 @@ class InMemoryTrainer final : public Trainer {
  public:
   InMemoryTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
       : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
+  // Queued work may still use the buffers (a setup that failed halfway): let it finish before
+  // the members free them.
+  ~InMemoryTrainer() override {
+    if (compute_ != nullptr) compute_->synchronize().ignore_error();
+  }
 
   Status setup() {
     const GptConfig& c = layout_.config;
@@ -121,10 +126,9 @@ class InMemoryTrainer final : public Trainer {
     if (ranks() > 1) {
       STRATA_RETURN_IF_ERROR(alloc(layout_.embedding().numel, &embedding_part_));
     }
-    const KernelTable& k = device_->kernels();
-    compute_->launch([&] {
-      k.zero(m_.f(), long(P));
-      k.zero(v_.f(), long(P));
+    compute_->launch([k = &device_->kernels(), m = m_.f(), v = v_.f(), P] {
+      k->zero(m, long(P));
+      k->zero(v, long(P));
     });
 
     scheduler::Activations acts = scheduler::CarveActivations(act_layout, acts_.f());

@@ -192,7 +192,8 @@ class CudaDevice final : public Device {
   }
 
   // Each stream drains its worker and then its cudaStream. streams_mu_ is held throughout, so
-  // a stream being destroyed (which unregisters first) stays alive until this is done.
+  // a stream being destroyed (which unregisters first) stays alive until this is done. So a
+  // function given to launch() must not create or destroy a stream, nor synchronize the device.
   Status synchronize() override {
     std::lock_guard<std::mutex> lock(streams_mu_);
     Status first;

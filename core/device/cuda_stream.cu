@@ -217,6 +217,7 @@ void CudaStream::copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind k
 
 void CudaStream::record(Event& event) {
   std::shared_ptr<EventState> state = AsCuda(event).state();
+  std::lock_guard<std::mutex> order(state->order_mu());
   const uint64_t number = state->ask_record();
   submit([this, state, number] {
     error_->set(CudaStatus(cudaEventRecord(state->handle(), launch_.stream),
@@ -227,6 +228,7 @@ void CudaStream::record(Event& event) {
 
 void CudaStream::wait(Event& event) {
   std::shared_ptr<EventState> state = AsCuda(event).state();
+  std::lock_guard<std::mutex> order(state->order_mu());
   const uint64_t number = state->asked();
   if (number == 0) return;  // never recorded: complete, as in CUDA
   submit([this, state, number] {

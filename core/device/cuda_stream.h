@@ -57,6 +57,9 @@ class EventState {
   ~EventState();
   cudaEvent_t handle() const { return event_; }
   int ordinal() const { return ordinal_; }
+  // Held by record() from taking its number until its op is queued, and by wait() while it
+  // reads the count and queues its op: a record a wait sees is already in its stream's queue.
+  std::mutex& order_mu() { return order_mu_; }
   uint64_t ask_record();            // record() was called; returns its number
   void issued(uint64_t number);     // the worker has issued record `number`
   uint64_t asked();                 // records asked so far (0: never recorded)
@@ -66,7 +69,8 @@ class EventState {
  private:
   const int ordinal_;
   const cudaEvent_t event_;
-  std::mutex mu_;
+  std::mutex order_mu_;
+  std::mutex mu_;  // guards the counts; never held while taking order_mu_
   std::condition_variable cv_;
   uint64_t asked_ = 0;
   uint64_t issued_ = 0;

@@ -4,8 +4,10 @@
 //
 // Note [Same bits on both backends]
 // Per-element results agree bit for bit between the backends because:
-// - both compilers keep every multiply and add separate: GCC in ISO C++ mode defaults to
-//   -ffp-contract=off, and the CUDA sources are compiled with --fmad=false (CMakeLists.txt);
+// - both compilers keep every multiply and add separate: the C++ sources (and the host code of
+//   the .cu files) are compiled with -ffp-contract=off, the device code with --fmad=false
+//   (CMakeLists.txt). GCC's default in C++ is to contract a*b+c into FMAs, measured here to
+//   change the bits of a quarter of GeluGrad's and AdamW's elements;
 // - add, multiply, divide and square root are correctly rounded on both (nvcc's defaults
 //   -prec-div=true -prec-sqrt=true), and the transcendental functions the kernels need are
 //   written out as float arithmetic (fast_math.h), not taken from libm or CUDA's math library.

@@ -30,7 +30,8 @@ struct SumOp {
   static __device__ __forceinline__ float identity() { return 0.0f; }
 };
 struct MaxOp {
-  // fmaxf would drop NaNs; a NaN logit must show in the loss, as on the CPU.
+  // The CPU's std::max(a, b) order: a NaN in `b` is dropped, as in its fold; a NaN logit still
+  // shows in the loss, through the sum of exponentials.
   __device__ __forceinline__ float operator()(float a, float b) const { return b > a ? b : a; }
   static __device__ __forceinline__ float identity() { return -INFINITY; }
 };
@@ -47,8 +48,8 @@ __device__ __forceinline__ float BlockReduce(float value, float* shared, Op op) 
   __syncthreads();  // `shared` may still be read by an earlier call
   if (lane == 0) shared[warp] = value;
   __syncthreads();
-  value = lane < kReduceThreads / 32 ? shared[lane] : Op::identity();
-  if (warp == 0) {
+  if (warp == 0) {  // only warp 0 reads the warps' results: no read beside lane 0's write
+    value = lane < kReduceThreads / 32 ? shared[lane] : Op::identity();
     for (int offset = 16; offset > 0; offset /= 2) {
       value = op(value, __shfl_down_sync(0xffffffffu, value, offset));
     }
