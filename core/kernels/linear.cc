@@ -27,13 +27,6 @@ void fill_bias(void* ctx, float* C, int ldc, int m0, int m1, int n0, int n1) {
   }
 }
 
-bool IsChunkBegin(int C, int r) {
-  for (int c = 0; c <= kLinearChunks; ++c) {
-    if (LinearChunkBegin(C, c) == r) return true;
-  }
-  return false;
-}
-
 // The chunk that starts at row 0: out = bias + inp[:, 0:rows] @ weight[0:rows, :] (rows may be
 // 0: out = bias, or zeros without bias).
 void FirstChunk(float* out, const float* inp, const float* weight, const float* bias, int N,
@@ -72,25 +65,25 @@ int LinearChunkBegin(int C, int c) {
   return static_cast<int>(static_cast<long>(C) * c / kLinearChunks / 16 * 16);
 }
 
+bool IsLinearChunkBegin(int C, int r) {
+  for (int c = 0; c <= kLinearChunks; ++c) {
+    if (LinearChunkBegin(C, c) == r) return true;
+  }
+  return false;
+}
+
 void linear_forward_rows(float* out, const float* inp, const float* weight_rows,
                          const float* bias, int N, int C, int OC, int r0, int r1) {
-  STRATA_CHECK(0 <= r0 && r0 <= r1 && r1 <= C && IsChunkBegin(C, r0) && IsChunkBegin(C, r1))
+  STRATA_CHECK(0 <= r0 && r0 <= r1 && r1 <= C && IsLinearChunkBegin(C, r0) &&
+               IsLinearChunkBegin(C, r1))
       << "linear_forward_rows: rows [" << r0 << ", " << r1 << ") of C = " << C
       << " are not chunk boundaries (Note [Linear forward in row chunks])";
-  if (C == 0) {  // no chunk holds a row: only the bias (or zeros)
-    FirstChunk(out, inp, weight_rows, bias, N, C, OC, 0);
-    return;
-  }
-  for (int c = 0; c < kLinearChunks; ++c) {
-    const int a = LinearChunkBegin(C, c), b = LinearChunkBegin(C, c + 1);
-    if (a == b || a < r0 || b > r1) continue;
-    const float* w = weight_rows + static_cast<long>(a - r0) * OC;
-    if (a == 0) {
-      FirstChunk(out, inp, w, bias, N, C, OC, b);
-    } else {
-      sgemm(false, false, N, OC, b - a, 1.0f, inp + a, C, w, OC, 1.0f, out, OC);
-    }
-  }
+  ForEachForwardChunk(
+      C, r0, r1, [&](int b) { FirstChunk(out, inp, weight_rows, bias, N, C, OC, b); },
+      [&](int a, int b) {
+        sgemm(false, false, N, OC, b - a, 1.0f, inp + a, C,
+              weight_rows + static_cast<long>(a - r0) * OC, OC, 1.0f, out, OC);
+      });
 }
 
 void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const float* dout,

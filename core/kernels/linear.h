@@ -42,6 +42,30 @@ constexpr int kLinearChunks = 4;
 // kLinearChunks begins at C. Chunks may be empty for small C.
 int LinearChunkBegin(int C, int c);
 
+// True when row r is a chunk boundary of a linear with C input features (a LinearChunkBegin).
+bool IsLinearChunkBegin(int C, int r);
+
+// The forward's chunks inside [r0, r1) (chunk boundaries), in order: first(b) for the chunk
+// [0, b), the one that writes the bias, and rest(a, b) for each later non-empty chunk [a, b);
+// C == 0 calls first(0) alone (out = bias, or zeros). Every backend's linear_forward_rows walks
+// the chunks through this, so they issue the same GEMMs in the same order.
+template <typename First, typename Rest>
+void ForEachForwardChunk(int C, int r0, int r1, const First& first, const Rest& rest) {
+  if (C == 0) {
+    first(0);
+    return;
+  }
+  for (int c = 0; c < kLinearChunks; ++c) {
+    const int a = LinearChunkBegin(C, c), b = LinearChunkBegin(C, c + 1);
+    if (a == b || a < r0 || b > r1) continue;
+    if (a == 0) {
+      first(b);
+    } else {
+      rest(a, b);
+    }
+  }
+}
+
 // out (N, OC), inp (N, C), weight (C, OC), bias (OC) or nullptr.
 // Exactly linear_forward_rows(out, inp, weight, bias, N, C, OC, 0, C).
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
