@@ -30,15 +30,21 @@ def ratio_row(name, value, target, what):
 
 
 def step_rows(j):
+    def rounds(key, what):
+        if key not in j:
+            return ""
+        return f"; {what} of {j['rounds']} rounds: " + ", ".join(f"{x:.3f}" for x in j[key])
     return [
         ratio_row("torch_ratio", j["torch_ratio"], 1.2,
                   f"Strata {j['strata_tokens_per_s']:.0f} tokens/s vs PyTorch "
                   f"{j['torch_tokens_per_s']:.0f} (its best thread split: "
                   f"torch {j['torch_best_setting']['torch_threads']} x OpenBLAS "
-                  f"{j['torch_best_setting']['blas_threads']})"),
+                  f"{j['torch_best_setting']['blas_threads']})"
+                  + rounds("torch_ratio_rounds", "the median round")),
         ratio_row("gemm_fraction", j["gemm_fraction"], 0.6,
                   f"step {j['gflops']:.1f} GFLOP/s vs sgemm 2048^3 {j['gemm_peak_gflops']:.1f} "
-                  f"GFLOP/s, {j['threads']} threads"),
+                  f"GFLOP/s, {j['threads']} threads, in the median ratio's round"
+                  + rounds("gemm_fraction_rounds", "each")),
     ]
 
 
@@ -517,7 +523,7 @@ BENCHES = {
                     "GFLOP/s (6N + attention FLOPs per token) against OpenBLAS sgemm 2048^3 "
                     "measured in the same process.",
         "cmd": ["bench/step_vs_torch.sh", "--model", "small", "--batch", "8", "--seq", "256",
-                "--threads", "2", "--steps", "5"],
+                "--threads", "2", "--steps", "5", "--rounds", "3"],
         "rows": step_rows,
     },
     "io": {
