@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/kernels/adamw_math.h"
+#include "core/kernels/bf16_math.h"
 #include "core/kernels/gelu_math.h"
 #include "core/kernels/hd.h"
 #include "core/kernels/layernorm_math.h"
@@ -82,6 +83,30 @@ TEST(ElementMath, AdamWElementIsTorchsOrderOfOperations) {
   EXPECT_NEAR(m, m_ref, 1e-7);
   EXPECT_NEAR(v, v_ref, 1e-8);
   EXPECT_NEAR(p, p_ref, 1e-6);
+}
+
+// Round to nearest even on the 16 bits bf16 keeps, as torch's float -> bfloat16 conversion.
+TEST(ElementMath, RoundToBf16IsNearestEven) {
+  EXPECT_EQ(RoundToBf16(1.0f), 1.0f);
+  // 1 + 2^-8 is half way between bf16 neighbours 1 and 1 + 2^-7: ties go to the even one, 1.
+  EXPECT_EQ(RoundToBf16(1.0f + 0x1p-8f), 1.0f);
+  // 1 + 3 * 2^-8 is half way between 1 + 2^-7 (odd) and 1 + 2^-6 (even): up.
+  EXPECT_EQ(RoundToBf16(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f);
+  EXPECT_EQ(RoundToBf16(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);  // just above half: up
+  EXPECT_EQ(RoundToBf16(-2.5f), -2.5f);                                // exact values stay
+  // The largest bf16 is (2 - 2^-7) * 2^127, about 3.39e38: FLT_MAX lies past its midpoint with
+  // infinity, so it becomes infinity; 3e38 stays finite.
+  EXPECT_EQ(RoundToBf16(3.4028235e38f), INFINITY);
+  EXPECT_TRUE(std::isfinite(RoundToBf16(3.0e38f)));
+  EXPECT_TRUE(std::isinf(RoundToBf16(INFINITY)) && RoundToBf16(-INFINITY) < 0);
+  const float nan = RoundToBf16(std::nanf(""));
+  EXPECT_TRUE(std::isnan(nan));
+  // Every result has its low 16 bits zero, and is within half a bf16 ulp (2^-8 relative).
+  for (float x = 1e-30f; x < 1e30f; x *= 1.0173f) {
+    const float r = RoundToBf16(x);
+    EXPECT_EQ(FloatBits(r) & 0xffff, 0) << x;
+    EXPECT_LE(std::abs(double(r) - x), std::abs(double(x)) * 0x1p-8) << x;
+  }
 }
 
 }  // namespace
