@@ -9,11 +9,11 @@
 //   stream has run) and can be waited on from another stream or from the host.
 // - copy_async moves bytes host<->device or device<->device in stream order. Host memory given
 //   to copies should be pinned (register_host) on CUDA; the sim backend does not care.
-// - Kernels are enqueued with Stream::launch. On the sim backend the callable runs on the
-//   stream's worker thread; on CUDA, launch enqueues a host callback. The compute itself goes
-//   through the device's KernelTable (kernels(), kernel_table.h): the sim device's is the CPU
-//   kernels, the CUDA device's will launch the CUDA kernels (its entries are nullptr until the
-//   CUDA backend work fills them in).
+// - Kernels are enqueued with Stream::launch: the callable runs on the stream's own host thread
+//   once the stream's earlier work has completed (both backends). The compute itself goes
+//   through the device's KernelTable (kernels(), kernel_table.h) called from there: the sim
+//   device's is the CPU kernels, which compute on the spot; the CUDA device's enqueue CUDA
+//   kernels on that stream (Note [CUDA streams with a host thread] in cuda_stream.h).
 //
 // Threads: every method of Device, Stream and Event may be called from any thread. Errors
 // raised inside a stream (a failed copy) are sticky: Stream::synchronize returns the first.
@@ -63,8 +63,10 @@ class Stream {
  public:
   virtual ~Stream() = default;
   virtual const std::string& name() const = 0;
-  // Enqueues `fn` in stream order. Sim: runs on this stream's worker thread. CUDA: a host
-  // callback (cudaLaunchHostFunc) — it must not call CUDA APIs.
+  // Enqueues `fn` in stream order: it runs on this stream's worker thread after everything
+  // enqueued before it has completed. It may call the device's kernel-table entries (on CUDA
+  // they enqueue on this stream), but must not submit work to this same stream (copy_async,
+  // record, wait, launch, synchronize on it): the CUDA backend checks that.
   virtual void launch(std::function<void()> fn) = 0;
   // The event completes when all work enqueued on this stream before this call has run.
   virtual void record(Event& event) = 0;
