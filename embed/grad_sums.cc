@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/kernels/adamw.h"
+#include "core/kernels/norms.h"
 
 namespace strata::embed {
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -16,8 +15,6 @@ namespace {
 
 // Elements per task (Note [Fixed partitions]).
 constexpr long kChunk = 16384;
-// Elements per partial sum of sum_of_squares.
-constexpr long kSquaresChunk = 65536;
 
 // The compiler does not vectorise a loop of detail::AdamWElement: without -ffast-math, sqrtf may
 // set errno and stays a guarded call. AVX-512 (this machine's ISA under -march=native) gets the same
@@ -57,34 +54,6 @@ void adamw_update(float* param, const float* grad, float* m, float* v, long n,
   detail::for_each_chunk(n, kChunk, [&](long i0, long i1) {
     adamw_range(param + i0, grad + i0, m + i0, v + i0, i1 - i0, k);
   });
-}
-
-double sum_of_squares(const float* x, long n) {
-  if (n <= 0) return 0.0;
-  const long chunks = (n + kSquaresChunk - 1) / kSquaresChunk;
-  std::vector<double> partials(static_cast<size_t>(chunks), 0.0);
-  detail::for_each_chunk(chunks, 1, [&](long k, long) {
-    const long i0 = k * kSquaresChunk;
-    const long i1 = std::min(n, i0 + kSquaresChunk);
-    // Eight double lanes, combined in a fixed order: vectorisable and deterministic.
-    double lanes[8] = {};
-    long i = i0;
-    for (; i + 8 <= i1; i += 8) {
-      for (int l = 0; l < 8; ++l) {
-        const double d = x[i + l];
-        lanes[l] += d * d;
-      }
-    }
-    for (int l = 0; i < i1; ++i, ++l) {
-      const double d = x[i];
-      lanes[l] += d * d;
-    }
-    partials[k] = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
-                  ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
-  });
-  double total = 0.0;
-  for (double p : partials) total += p;
-  return total;
 }
 
 float clip_coefficient(double total_norm, float max_norm) {

@@ -16,8 +16,7 @@ struct AdamWParams {
 // (the clipping coefficient; 1 = none).
 void adamw_update(float* param, const float* grad, float* m, float* v, long n,
                   const AdamWParams& hp, float grad_scale);
-// Sum of squares of x[0..n) in double, deterministic for any thread count.
-double sum_of_squares(const float* x, long n);
+// (Sums of squares for the global norm: core/kernels/norms.h.)
 // torch's clip_grad_norm_ coefficient: min(1, max_norm / (total_norm + 1e-6)).
 float clip_coefficient(double total_norm, float max_norm);
 }  // namespace strata::kernels

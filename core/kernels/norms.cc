@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/kernels/partition.h"
 
@@ -12,6 +13,8 @@ namespace {
 constexpr long kZeroChunk = 1 << 16;
 // Norm chunks per task: enough work to be worth a task, the same sums whatever runs.
 constexpr long kChunksPerTask = 64;
+// Elements per partial sum of sum_of_squares.
+constexpr long kSquaresChunk = 65536;
 
 // One chunk in the lane order of chunk_sums_of_squares (vectorisable, deterministic). The CUDA
 // kernel (core/kernels/cuda/norms.cu) follows the same order.
@@ -48,6 +51,19 @@ void chunk_sums_of_squares(const float* x, long n, double* out) {
       out[c] = ChunkSumOfSquares(x + begin, std::min(kNormChunkFloats, n - begin));
     }
   });
+}
+
+double sum_of_squares(const float* x, long n) {
+  if (n <= 0) return 0.0;
+  const long chunks = (n + kSquaresChunk - 1) / kSquaresChunk;
+  std::vector<double> partials(static_cast<size_t>(chunks), 0.0);
+  detail::for_each_chunk(chunks, 1, [&](long k, long) {
+    const long i0 = k * kSquaresChunk;
+    partials[k] = ChunkSumOfSquares(x + i0, std::min(kSquaresChunk, n - i0));
+  });
+  double total = 0.0;
+  for (double p : partials) total += p;
+  return total;
 }
 
 }  // namespace strata::kernels

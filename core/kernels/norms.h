@@ -19,4 +19,9 @@ void zero(float* x, long n);
 // returns. Deterministic for any thread count.
 void chunk_sums_of_squares(const float* x, long n, double* out);
 
+// Sum of squares of x[0..n) of host memory in double: partial sums over chunks of 65536 floats,
+// each in chunk_sums_of_squares's lane order, added in chunk order. Deterministic for any thread
+// count. (The embedding runtime's chunk norms.)
+double sum_of_squares(const float* x, long n);
+
 }  // namespace strata::kernels

@@ -1,4 +1,5 @@
 #include "core/kernels/adamw.h"
+#include "core/kernels/norms.h"
 
 #include <gtest/gtest.h>
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/kernels/adamw.h"
+#include "core/kernels/norms.h"
 #include "core/kernels/attention.h"
 #include "core/kernels/crossentropy.h"
 #include "core/kernels/embedding.h"

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/kernels/adamw.h"
+#include "core/kernels/norms.h"
 #include "tests/embed/embed_test_util.h"
 
 namespace strata::embed::test {

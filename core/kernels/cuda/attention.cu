@@ -59,9 +59,7 @@ __global__ void __launch_bounds__(kReduceThreads) CausalSoftmax(float* att, long
   for (long r = blockIdx.x; r < rows; r += gridDim.x) {
     float* row = att + r * T;
     const int n = static_cast<int>(r % T) + 1;  // entries [0, i]
-    float max = MaxOp::identity();
-    for (int j = threadIdx.x; j < n; j += kReduceThreads) max = MaxOp()(max, row[j]);
-    max = BlockReduce(max, shared, MaxOp());
+    const float max = BlockRowMax(row, n, shared);
     float sum = 0.0f;
     for (int j = threadIdx.x; j < n; j += kReduceThreads) {
       const float p = detail::SoftmaxExp(row[j], max);

@@ -23,9 +23,7 @@ __global__ void SoftmaxLossRows(float* probs, double* losses, const float* logit
   const int tid = static_cast<int>(threadIdx.x);
   for (long r = blockIdx.x; r < N; r += gridDim.x) {
     const float* x = logits + r * V;
-    float max = MaxOp::identity();
-    for (int v = tid; v < V; v += kReduceThreads) max = MaxOp()(max, x[v]);
-    max = BlockReduce(max, shared, MaxOp());
+    const float max = BlockRowMax(x, V, shared);
     float sum = 0.0f;
     for (int v = tid; v < V; v += kReduceThreads) sum += detail::SoftmaxExp(x[v], max);
     sum = BlockReduce(sum, shared, SumOp());

@@ -59,6 +59,15 @@ __device__ __forceinline__ float BlockReduce(float value, float* shared, Op op) 
   return shared[0];
 }
 
+// The maximum of x[0, n) over a block of kReduceThreads threads (thread i folds elements i,
+// i + kReduceThreads, ... with MaxOp, then BlockReduce); every thread gets it; -inf when n is 0.
+// Call from every thread of the block.
+__device__ __forceinline__ float BlockRowMax(const float* x, long n, float* shared) {
+  float max = MaxOp::identity();
+  for (long j = threadIdx.x; j < n; j += kReduceThreads) max = MaxOp()(max, x[j]);
+  return BlockReduce(max, shared, MaxOp());
+}
+
 // out[c] += sum over rows r of in[r * ld + c], for c < cols, in the fixed chunk order of Note
 // [Deterministic CUDA reductions]. Enqueued on the current launch's stream.
 void ColumnSumsAccumulate(float* out, const float* in, long rows, int cols, long ld,

@@ -34,9 +34,7 @@ __global__ void LogitMaxRows(float* row_max, const float* logits, int N, int V, 
   const int tid = static_cast<int>(threadIdx.x);
   for (long r = blockIdx.x; r < N; r += gridDim.x) {
     const float* x = logits + r * V;
-    float max = MaxOp::identity();
-    for (int v = tid; v < valid; v += kReduceThreads) max = MaxOp()(max, x[v]);
-    max = BlockReduce(max, shared, MaxOp());
+    const float max = BlockRowMax(x, valid, shared);
     if (tid == 0) row_max[r] = valid > 0 ? max : -INFINITY;
   }
 }
