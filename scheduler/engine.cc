@@ -61,6 +61,7 @@ Status Engine::setup() {
                                                 .seq = o_.seq,
                                                 .threads = o_.threads,
                                                 .skip_kernels = o_.skip_kernels,
+                                                .dtype = o_.dtype,
                                                 .lender = host_frame_lender(),
                                                 .comm = o_.comm,
                                                 .global_batch = o_.global_batch,

@@ -113,6 +113,7 @@ struct EngineOptions {
   // --movement-only: every op keeps its slots, events and moves, but its kernels do not run
   // (losses and gradient sums read 0). Measures movement alone in the same program.
   bool skip_kernels = false;
+  kernels::Dtype dtype = kernels::Dtype::kFp32;  // --dtype: the kernel table the ops run
   // Learn the host tier's access plan from the second step and set it on the memory manager
   // (Note [Host access plan] in host_pages.h); false: the pool stays LRU steered by demote.
   bool host_access_plan = false;

@@ -22,7 +22,11 @@ bool StartsGrad(const Op& op, size_t i) {
 }  // namespace
 
 GptOps::GptOps(const GptOpsOptions& o)
-    : o_(o), layout_(*o.layout), device_(*o.device), buffers_(*o.device) {
+    : o_(o),
+      layout_(*o.layout),
+      device_(*o.device),
+      k_(o.device->kernels(o.dtype)),
+      buffers_(*o.device) {
   for (int b = 0; b < layout_.num_blocks(); ++b) {
     slot_floats_.push_back(o.shards ? o.shards->gathered_floats(b) : layout_.blocks[b].numel);
   }
@@ -195,12 +199,12 @@ void GptOps::run(const Op& op, const std::vector<float*>& slots) {
       for (size_t i = 0; i < op.uses.size(); ++i) {
         if (StartsGrad(op, i)) {
           // The whole slot: a sharded block's tail beyond its layout is reduce-scattered too.
-          device_.kernels().zero(slots[i], long(slot_floats_[op.uses[i].block]));
+          k_.zero(slots[i], long(slot_floats_[op.uses[i].block]));
         }
       }
     }
     if (op.kind == OpKind::kEmbedBwd && op.micro_batch == 0 && embedding_part_ != nullptr) {
-      device_.kernels().zero(embedding_part_, long(slot_floats_[0]));
+      k_.zero(embedding_part_, long(slot_floats_[0]));
     }
     if (!(piped() && op.kind == OpKind::kEmbedBwd && pipe_tied(op, slots[0]))) compute(op, slots);
     for (int b : op.grads_final) {
@@ -220,7 +224,7 @@ void GptOps::run(const Op& op, const std::vector<float*>& slots) {
 // grad}.
 void GptOps::compute(const Op& op, const std::vector<float*>& p) {
   if (tensor_parallel()) return compute_tp(op, p);
-  const KernelTable& k = device_.kernels();  // the compute runs on the device's kernels
+  const KernelTable& k = k_;  // the compute runs on the device's kernels
   const int B = o_.micro_rows, T = o_.seq, L = layout_.config.n_layer;
   const int32_t* x = tokens_ + int64_t(op.micro_batch) * B * T;
   const int32_t* y = tokens_ + int64_t(o_.batch) * T + int64_t(op.micro_batch) * B * T;
@@ -284,7 +288,7 @@ Status GptOps::reduce_over_dp(int block, float* slot) {
     const ShardPlan& shards = *o_.shards;
     float* mine = slot + int64_t(comm.rank()) * shards.shard_floats(block);
     if (block == 0) {
-      STRATA_RETURN_IF_ERROR(ReduceShardedEmbeddingGradient(comm, device_.kernels(), layout_, slot,
+      STRATA_RETURN_IF_ERROR(ReduceShardedEmbeddingGradient(comm, k_, layout_, slot,
                                                             embedding_part_, mine,
                                                             shards.shard_floats(0)));
     } else {
@@ -293,13 +297,13 @@ Status GptOps::reduce_over_dp(int block, float* slot) {
     }
     const int64_t owned = shards.owned_end(block) - shards.owned_begin(block);
     STRATA_ASSIGN_OR_RETURN(block_sums_[block],
-                            ShardedGradSumOfSquares(comm, device_.kernels(), mine, owned,
+                            ShardedGradSumOfSquares(comm, k_, mine, owned,
                                                     shards.shard_floats(block)));
     if (o_.skip_kernels) block_sums_[block] = 0.0;
     return Status::Ok();
   }
   if (block == 0) {
-    STRATA_RETURN_IF_ERROR(ReduceEmbeddingGradient(comm, device_.kernels(), layout_, slot,
+    STRATA_RETURN_IF_ERROR(ReduceEmbeddingGradient(comm, k_, layout_, slot,
                                                    embedding_part_, /*heads_summed=*/false));
   } else {
     STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(slot, slot, size_t(spec.numel)).wait());

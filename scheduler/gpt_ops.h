@@ -44,6 +44,7 @@ struct GptOpsOptions {
   int threads = 1;
   // --movement-only: ops run no kernels (losses and gradient sums read 0).
   bool skip_kernels = false;
+  kernels::Dtype dtype = kernels::Dtype::kFp32;  // --dtype: which of the device's kernel tables
   // Layer-major: where the boundary store borrows its frames (Note [Boundaries in borrowed
   // frames] in boundary_store.h).
   FrameLender lender;
@@ -134,6 +135,7 @@ class GptOps final : public BlockOps {
   const GptOpsOptions o_;
   const GptLayout& layout_;
   Device& device_;
+  const KernelTable& k_;  // the device's kernels at o_.dtype
   DeviceBuffers buffers_;
   std::unique_ptr<tbb::task_arena> arena_;
   float dloss_ = 0;

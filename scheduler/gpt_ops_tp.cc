@@ -24,7 +24,7 @@ void GptOps::tp_all_reduce(float* data, int64_t count) {
 }
 
 void GptOps::compute_tp(const Op& op, const std::vector<float*>& p) {
-  const KernelTable& k = device_.kernels();
+  const KernelTable& k = k_;
   const int B = o_.micro_rows, T = o_.seq, L = layout_.config.n_layer;
   const int r = o_.tp_comm->rank();
   const TpAllReduce sum = [this](float* data, int64_t n) { tp_all_reduce(data, n); };
@@ -71,7 +71,7 @@ void GptOps::compute_tp(const Op& op, const std::vector<float*>& p) {
 
 double GptOps::grad_sum_of_squares(int block, const float* grads) const {
   const BlockSpec& spec = layout_.blocks[block];
-  const KernelTable& k = device_.kernels();
+  const KernelTable& k = k_;
   if (!tensor_parallel()) return BlockGradSumOfSquares(k, spec, grads);
   return TpBlockGradSumOfSquares(k, spec, grads, /*with_replicated=*/o_.tp_comm->rank() == 0);
 }

@@ -126,7 +126,7 @@ class InMemoryTrainer final : public Trainer {
     if (ranks() > 1) {
       STRATA_RETURN_IF_ERROR(alloc(layout_.embedding().numel, &embedding_part_));
     }
-    compute_->launch([k = &device_->kernels(), m = m_.f(), v = v_.f(), P] {
+    compute_->launch([k = &kernels(), m = m_.f(), v = v_.f(), P] {
       k->zero(m, long(P));
       k->zero(v, long(P));
     });
@@ -255,7 +255,7 @@ class InMemoryTrainer final : public Trainer {
     const scheduler::RankMicroBatches mine = my_micro_batches();
     const int32_t* xs = tokens_.i();
     const int32_t* ys = xs + int64_t(o_.batch) * T;
-    device_->kernels().zero(grads_.f(), long(layout_.total_numel));
+    kernels().zero(grads_.f(), long(layout_.total_numel));
     std::vector<float> losses;
     // Micro-batches add up into grads_ (Note [Gradient contributions]); the embedding's
     // backwards follow every micro-batch's (Note [Tied gradient order]).
@@ -268,7 +268,7 @@ class InMemoryTrainer final : public Trainer {
     embedding_backwards(xs + int64_t(mine.first) * B * T, mine.count);
     if (ranks() > 1) {
       STRATA_RETURN_IF_ERROR(scheduler::ReduceReplicatedGradients(
-          *o_.ranks, device_->kernels(), layout_, grads_.f(), embedding_part_.f()));
+          *o_.ranks, kernels(), layout_, grads_.f(), embedding_part_.f()));
       STRATA_ASSIGN_OR_RETURN(losses, scheduler::GatherMicroBatchLosses(*o_.ranks, losses));
     }
     double loss_sum = 0.0;  // in micro-batch order, whatever the ranks
@@ -285,9 +285,9 @@ class InMemoryTrainer final : public Trainer {
     const int T = seq_, B = micro_rows();
     const bool apart = ranks() > 1;
     float* into = apart ? embedding_part_.f() : block(grads_, 0);
-    if (apart) device_->kernels().zero(into, long(layout_.embedding().numel));
+    if (apart) kernels().zero(into, long(layout_.embedding().numel));
     for (int i = 0; i < count; ++i) {
-      EmbeddingBackward(device_->kernels(), layout_, into, dres_[i], x + int64_t(i) * B * T, B, T,
+      EmbeddingBackward(kernels(), layout_, into, dres_[i], x + int64_t(i) * B * T, B, T,
                         scratch_, /*first_wpe=*/i == 0, /*first_wte=*/apart && i == 0);
     }
   }
@@ -298,7 +298,7 @@ class InMemoryTrainer final : public Trainer {
   // through the device's table.
   Result<float> forward_backward(long step, const int32_t* x, const int32_t* y, float* dres,
                                  bool first) {
-    const KernelTable& k = device_->kernels();
+    const KernelTable& k = kernels();
     const int T = seq_, L = layout_.config.n_layer, B = micro_rows();
     const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
     float* dwte = block(grads_, 0) + layout_.embedding().tensors[kWte].offset;
@@ -331,7 +331,7 @@ class InMemoryTrainer final : public Trainer {
   void update(long step, StepStats* s) {
     std::vector<double> block_sums(layout_.num_blocks());
     for (int b = 0; b < layout_.num_blocks(); ++b) {
-      block_sums[b] = BlockGradSumOfSquares(device_->kernels(), layout_.blocks[b], block(grads_, b));
+      block_sums[b] = BlockGradSumOfSquares(kernels(), layout_.blocks[b], block(grads_, b));
     }
     s->grad_norm = GlobalGradNorm(block_sums);
     float coef = 1.0f;
@@ -344,7 +344,7 @@ class InMemoryTrainer final : public Trainer {
     hp.beta2 = o_.beta2;
     hp.eps = o_.eps;
     hp.step = step + 1;
-    const KernelTable& k = device_->kernels();
+    const KernelTable& k = kernels();
     for (int b = 0; b < layout_.num_blocks(); ++b) {
       for (const auto& t : layout_.blocks[b].tensors) {
         hp.weight_decay = t.decay ? o_.weight_decay : 0.0f;
@@ -354,6 +354,9 @@ class InMemoryTrainer final : public Trainer {
       }
     }
   }
+
+  // The device's kernels at --dtype.
+  const KernelTable& kernels() const { return device_->kernels(ComputeDtype(o_)); }
 
   TrainOptions o_;
   GptLayout layout_;

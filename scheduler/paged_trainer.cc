@@ -200,6 +200,7 @@ Status PagedTrainer::create_engine() {
   eo.grad_clip = o_.grad_clip;
   eo.delayed_update = o_.delayed_update;
   eo.skip_kernels = o_.movement_only;
+  eo.dtype = ComputeDtype(o_);
   eo.host_access_plan = belady() && nvme_ != nullptr;
   STRATA_ASSIGN_OR_RETURN(engine_, Engine::Create(eo));
   return Status::Ok();

@@ -32,11 +32,12 @@ constexpr std::pair<const char*, std::string RunFingerprint::*> kFields[] = {
     {"--page-size", &RunFingerprint::page_size},
     {"--delayed-update", &RunFingerprint::delayed_update},
     {"--shard", &RunFingerprint::shard},
+    {"--dtype", &RunFingerprint::dtype},
 };
 
 // Fields added after the first records: a record without one held its default.
 bool IsDefaultOfLaterField(const std::string& flag, const std::string& value) {
-  return flag == "--shard" && value == "none";
+  return (flag == "--shard" && value == "none") || (flag == "--dtype" && value == "fp32");
 }
 
 constexpr const char* kMayChange =
@@ -119,6 +120,7 @@ Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig
   f.seq = std::to_string(seq);
   f.page_size = std::to_string(page_bytes);
   f.delayed_update = o.delayed_update ? "on" : "off";
+  f.dtype = o.dtype;
   return f;
 }
 

@@ -1,7 +1,7 @@
 // RunFingerprint: what a resumed run must share with its checkpoint, one named field per flag
 // that changes the arithmetic of a step (the model, the data, the optimizer and its schedule,
 // the seed, the batch and its cut into micro-batches, the page size, --delayed-update, the
-// initial weights). Everything else may change on --resume: --steps, the budgets (--gpu-mem,
+// initial weights, the compute dtype). Everything else may change on --resume: --steps, the budgets (--gpu-mem,
 // --host-mem, --nvme-mem), --threads, the outputs (--log-json, --trace, --export, ...),
 // --log-level, --ckpt-every, --keep-checkpoints, and where pages live (--params-on, ...), which
 // never changes a value (Note [Canonical arithmetic] in scheduler/trainer.h).
@@ -42,6 +42,9 @@ struct RunFingerprint {
   // decision (a rank's pages are its shards). Left out of to_map when "none", so records from
   // before sharding still match.
   std::string shard = "none";
+  // --dtype: "fp32" or "bf16" (the GEMMs' operand rounding changes every step's values). Left
+  // out of to_map when "fp32", so records from before --dtype still match.
+  std::string dtype = "fp32";
 
   // flag -> value, the form kept in checkpoint.json.
   std::map<std::string, std::string> to_map() const;

@@ -38,6 +38,10 @@ Result<GptConfig> ResolveModelConfig(const TrainOptions& o) {
   return c;
 }
 
+kernels::Dtype ComputeDtype(const TrainOptions& o) {
+  return o.dtype == "bf16" ? kernels::Dtype::kBf16 : kernels::Dtype::kFp32;
+}
+
 namespace {
 
 Status ValidateOptions(const TrainOptions& o) {
@@ -73,6 +77,9 @@ Status ValidateOptions(const TrainOptions& o) {
   }
   if (o.device == "cuda" && o.sim_link_gbps != 0) {
     return bad("--sim-link-gbps models the sim device's link; drop it or use --device sim");
+  }
+  if (o.dtype != "fp32" && o.dtype != "bf16") {
+    return bad("--dtype must be fp32 or bf16, got '" + o.dtype + "'");
   }
   if (o.gds != "auto" && o.gds != "on" && o.gds != "off") {
     return bad("--gds must be auto, on or off, got '" + o.gds + "'");

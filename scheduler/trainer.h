@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels/dtype.h"
 #include "core/nn/gpt_config.h"
 #include "core/util/status.h"
 
@@ -85,6 +86,9 @@ struct TrainOptions {
   // bounce. auto uses it when the build has it and the filesystem supports it; this build has no
   // cuFile path yet, so auto means off and on is refused with the reason.
   std::string gds = "auto";
+  // --dtype fp32 | bf16: the compute dtype (Note [bf16 compute] in core/kernels/dtype.h); the
+  // pages (weights, gradients, AdamW moments) are fp32 either way.
+  std::string dtype = "fp32";
 
   // Paging (the paged trainer; see the header comment for when it runs).
   std::string engine = "auto";         // auto | memory | paged
@@ -195,6 +199,10 @@ inline bool StopRequested(const TrainOptions& options) {
 
 // The learning rate of 0-based step `step` under the options' schedule.
 float LearningRateAt(const TrainOptions& options, long step);
+
+// --dtype as the kernels' enum (kFp32 for anything but "bf16"; Trainer::Create refuses other
+// text before this is asked).
+kernels::Dtype ComputeDtype(const TrainOptions& o);
 
 // The model a run of `options` trains: --init's shape (unless --model was given) or the preset,
 // then the shape flags; validated (InvalidArgument naming the flag, or --init's file errors).

@@ -1,7 +1,9 @@
 // `strata bench step`: training throughput of one model and batch, as tokens/s and as the
 // fraction of this machine's sgemm peak that the step achieves (both measured in this run). With
 // --device cuda the peak is the GPU's (core/device/gpu_peak.h: a table of known GPUs, else its
-// properties), reported as TFLOP/s and peak_fraction next to the same fields.
+// properties), reported as TFLOP/s and peak_fraction next to the same fields: its fp32 peak, or
+// with --dtype bf16 its bf16 tensor-core peak (null when the table does not know the GPU). On
+// the sim device bf16 runs the fp32 GEMMs on rounded operands, so the sgemm peak stays the limit.
 //
 // FLOPs per token (PaLM's accounting, what llm.c reports): 6 * N_matmul + 12 * L * C * T, with
 // N_matmul = 12 * L * C^2 + V * C the weights that take part in matmuls (the tied head
@@ -26,7 +28,7 @@ double FlopsPerToken(const GptConfig& c, int T) {
 }
 
 // The report of a run of `o` (`steps` timed) whose median step made `median` tokens/s: against
-// the sgemm peak measured now (sim), or the GPU's fp32 peak (cuda).
+// the sgemm peak measured now (sim), or the GPU's peak at --dtype (cuda).
 Result<nlohmann::ordered_json> StepReport(const TrainOptions& o, int steps, const Trainer& trainer,
                                           double median) {
   const GptConfig& c = trainer.config();
@@ -36,11 +38,14 @@ Result<nlohmann::ordered_json> StepReport(const TrainOptions& o, int steps, cons
   if (o.device == "cuda") {
     STRATA_ASSIGN_OR_RETURN(gpu, CudaGpuPeak(0));
   }
+  const bool bf16 = o.dtype == "bf16";
+  const double gpu_tflops = bf16 ? gpu.bf16_tflops : gpu.fp32_tflops;
   const double peak =
-      o.device == "cuda" ? gpu.fp32_tflops * 1e3 : MeasureSgemmPeak(2048, o.threads, 3).peak();
+      o.device == "cuda" ? gpu_tflops * 1e3 : MeasureSgemmPeak(2048, o.threads, 3).peak();
   nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
   out["bench"] = "step";
   out["device"] = o.device;
+  out["dtype"] = o.dtype;
   out["model"] = o.model.preset;
   out["params"] = c.num_params();
   out["batch"] = o.batch;
@@ -51,13 +56,13 @@ Result<nlohmann::ordered_json> StepReport(const TrainOptions& o, int steps, cons
   out["flops_per_token"] = FlopsPerToken(c, T);
   out["gflops"] = gflops;
   out["gemm_peak_gflops"] = peak;
-  out["gemm_fraction"] = gflops / peak;
+  out["gemm_fraction"] = peak > 0 ? nlohmann::ordered_json(gflops / peak) : nullptr;
   if (o.device == "cuda") {
     out["gpu"] = gpu.name;
     out["tflops"] = gflops / 1e3;
-    out["peak_tflops"] = gpu.fp32_tflops;  // fp32: the step computes in fp32
+    out["peak_tflops"] = gpu_tflops;  // at the step's dtype; 0: not known for bf16
     out["peak_source"] = gpu.source;
-    out["peak_fraction"] = gflops / peak;
+    out["peak_fraction"] = out["gemm_fraction"];
   }
   return out;
 }
@@ -80,6 +85,9 @@ void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx) {
   cmd->add_option("--threads", f->o.threads, "Compute threads")->capture_default_str();
   cmd->add_option("--device", f->o.device, "Device backend: sim or cuda")
       ->check(CLI::IsMember({"sim", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--dtype", f->o.dtype, "Compute dtype: fp32 or bf16 (as strata train)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->callback([f, &ctx] {
     TrainOptions o = f->o;

@@ -14,7 +14,7 @@
 # with the reasons of any skip. OpenMPI starts as an isolated singleton (no orted).
 set -euo pipefail
 
-readonly kGpuTests='CudaDevice*:CreateDevice.CudaWith*:EachBackend/BackendKernels.*/cuda:NcclCommGpu*:RankFoldGpu*:CApiDeviceGpu*'  # ctest -L gpu's
+readonly kGpuTests='CudaDevice*:CreateDevice.CudaWith*:EachBackend/BackendKernels.*/cuda:EachBackend/BackendBf16Kernels.*/cuda:NcclCommGpu*:RankFoldGpu*:CApiDeviceGpu*'  # ctest -L gpu's
 readonly kMpiDirs=(/usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2
                    /usr/share/openmpi /usr/share/pmix /etc/openmpi)
 
@@ -63,16 +63,18 @@ run() {
     "$root/bin/$t" --gtest_filter="$kGpuTests" --gtest_color=no 2>&1 | tee "$out/$t.log" ||
       rc=1
   done
-  # Training on the GPU (tests/gpu/README.md): against the sim device, run to run, NCCL dp2
-  # (skipped, exit code 77, with one GPU), and the step benchmark.
-  for check in sim_vs_cuda run_to_run nccl_dp2; do
+  # Training on the GPU (tests/gpu/README.md): against the sim device (fp32, bf16), run to run,
+  # NCCL dp2 (skipped, exit code 77, with one GPU), and the step benchmark at each dtype.
+  for check in sim_vs_cuda bf16 run_to_run nccl_dp2; do
     local check_rc=0
     bash "$root/bin/train_on_gpu.sh" "$root/bin/strata" "$root/work_$check" "$check" 2>&1 |
       tee "$out/train_$check.log" || check_rc=${PIPESTATUS[0]}
     [[ $check_rc -eq 0 || $check_rc -eq 77 ]] || rc=1
   done
-  "$root/bin/strata" bench step --device cuda --model small --batch 8 --steps 5 2>&1 |
-    tee "$out/bench_step_cuda.json" || rc=1
+  for dtype in fp32 bf16; do
+    "$root/bin/strata" bench step --device cuda --dtype "$dtype" --model small --batch 8 \
+      --steps 5 2>&1 | tee "$out/bench_step_cuda_$dtype.json" || rc=1
+  done
   return $rc
 }
 

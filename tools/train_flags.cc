@@ -58,6 +58,11 @@ void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
                   "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU, "
                   "the CUDA kernels; one rank so far)")
       ->capture_default_str();
+  cmd->add_option("--dtype", o.dtype,
+                  "Compute dtype: fp32, or bf16 (GEMM operands rounded to bf16, fp32 "
+                  "accumulation; weights, gradients and AdamW moments stay fp32)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("--gds", o.gds,
                   "GPUDirect Storage for NVMe <-> GPU pages: auto (when built with cuFile and "
                   "the filesystem supports it; this build: off), on (refused without it), off")

@@ -207,7 +207,10 @@ class CudaDevice final : public Device {
   }
 
   // The CUDA kernels (cuda_kernel_table.cu), called from this device's streams' launches.
-  const KernelTable& kernels() const override { return CudaKernelTable(); }
+  using Device::kernels;
+  const KernelTable& kernels(kernels::Dtype dtype) const override {
+    return dtype == kernels::Dtype::kBf16 ? CudaBf16KernelTable() : CudaKernelTable();
+  }
 
   void release_stream(const CudaStream* gone) {
     std::lock_guard<std::mutex> lock(streams_mu_);

@@ -39,4 +39,20 @@ const KernelTable& CudaKernelTable() {
   return table;
 }
 
+const KernelTable& CudaBf16KernelTable() {
+  namespace k = kernels::cuda;
+  static const KernelTable table = [] {
+    KernelTable t = CudaKernelTable();
+    t.sgemm = k::sgemm_bf16;
+    t.linear_forward = k::linear_forward_bf16;
+    t.linear_backward = k::linear_backward_bf16;
+    t.linear_forward_rows = k::linear_forward_rows_bf16;
+    t.linear_backward_rows = k::linear_backward_rows_bf16;
+    t.attention_forward = k::attention_forward_bf16;
+    t.attention_backward = k::attention_backward_bf16;
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace strata

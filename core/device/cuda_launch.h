@@ -43,7 +43,9 @@ bool CheckBlas(cublasStatus_t status, const char* what);
 // Device scratch for one entry's temporaries (a reduction's partial sums, an index), from
 // CUDA's stream-ordered pool on the current stream and returned to it in stream order when the
 // object goes out of scope. Outside the --gpu-mem budget: entries ask for O(rows + columns)
-// bytes, never a matrix. get() is nullptr when the allocation failed (the error is recorded).
+// bytes, except the bf16 GEMMs' operand copies (gemm.cuh), half the bytes of the fp32 operands
+// of one GEMM, freed when it is enqueued. get() is nullptr when the allocation failed (the error
+// is recorded).
 class StreamScratch {
  public:
   StreamScratch(size_t bytes, const char* what);

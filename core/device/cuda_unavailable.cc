@@ -13,6 +13,8 @@ const KernelTable& CudaKernelTable() {
   return table;
 }
 
+const KernelTable& CudaBf16KernelTable() { return CudaKernelTable(); }
+
 int CudaDeviceCount() { return 0; }
 
 Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t /*capacity_bytes*/) {

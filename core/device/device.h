@@ -109,9 +109,12 @@ class Device {
   // Blocks until every stream of this device is idle; returns the first error of any stream.
   virtual Status synchronize() = 0;
 
-  // The kernels that compute on this device's memory (kernel_table.h). Lives as long as the
-  // program; a nullptr entry is an op this backend lacks.
-  virtual const KernelTable& kernels() const = 0;
+  // The kernels that compute on this device's memory at a compute dtype (kernel_table.h; Note
+  // [bf16 compute] in core/kernels/dtype.h). Lives as long as the program; a nullptr entry is an
+  // op this backend lacks.
+  virtual const KernelTable& kernels(kernels::Dtype dtype) const = 0;
+  // The fp32 kernels.
+  const KernelTable& kernels() const { return kernels(kernels::Dtype::kFp32); }
 };
 
 struct SimDeviceOptions {

@@ -89,4 +89,19 @@ const KernelTable& CpuKernelTable() {
   return table;
 }
 
+const KernelTable& CpuBf16KernelTable() {
+  static const KernelTable table = [] {
+    KernelTable t = CpuKernelTable();
+    t.sgemm = kernels::sgemm_bf16;
+    t.linear_forward = kernels::linear_forward_bf16;
+    t.linear_backward = kernels::linear_backward_bf16;
+    t.linear_forward_rows = kernels::linear_forward_rows_bf16;
+    t.linear_backward_rows = kernels::linear_backward_rows_bf16;
+    t.attention_forward = kernels::attention_forward_bf16;
+    t.attention_backward = kernels::attention_backward_bf16;
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace strata

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "core/kernels/adamw.h"
+#include "core/kernels/dtype.h"
 
 namespace strata {
 
@@ -118,10 +119,16 @@ struct KernelTable {
 
 // The CPU kernels of core/kernels/; what the sim device's kernels() returns.
 const KernelTable& CpuKernelTable();
+// The CPU kernels at --dtype bf16 (Note [bf16 compute] in core/kernels/dtype.h): CpuKernelTable()
+// with the GEMM entries (sgemm, linear_*, attention_*) replaced by their *_bf16 kernels.
+const KernelTable& CpuBf16KernelTable();
 
 // The CUDA backend's table; what a CUDA device's kernels() returns: the kernels of
 // core/kernels/cuda/ (core/device/cuda_kernel_table.cu), or every entry nullptr in a build
 // without CUDA (core/device/cuda_unavailable.cc).
 const KernelTable& CudaKernelTable();
+// The CUDA backend at --dtype bf16: CudaKernelTable() with the GEMM entries on bf16 tensor cores
+// (cublasGemmEx, fp32 accumulation); every entry nullptr without CUDA.
+const KernelTable& CudaBf16KernelTable();
 
 }  // namespace strata

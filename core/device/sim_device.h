@@ -95,7 +95,10 @@ class SimDevice final : public Device {
   Status synchronize() override;
 
   // The CPU kernels (CpuKernelTable()): sim device memory is host-addressable.
-  const KernelTable& kernels() const override { return CpuKernelTable(); }
+  using Device::kernels;
+  const KernelTable& kernels(kernels::Dtype dtype) const override {
+    return dtype == kernels::Dtype::kBf16 ? CpuBf16KernelTable() : CpuKernelTable();
+  }
 
   // Sim-only introspection (tests, diagnostics). Both take the arena lock shared.
   size_t free_block_count() const;

@@ -40,9 +40,8 @@ void softmax_row(float* row, int i, int T) {
   std::fill(row + n, row + T, 0.0f);
 }
 
-}  // namespace
-
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+// attention_forward at a compute dtype (the GEMM operands rounded to bf16 or not).
+void Forward(Dtype dtype, float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   STRATA_CHECK(NH > 0 && C % NH == 0) << "attention_forward: C = " << C << ", NH = " << NH;
   const int hs = C / NH;
   const int ld = 3 * C;
@@ -59,17 +58,18 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
       const int i1 = std::min(T, i0 + kBlock);
       // scores[i0:i1, 0:i1] = scale * q[i0:i1] @ k[0:i1]^T
       detail::sgemm_one_thread(false, true, i1 - i0, i1, hs, scale, q + static_cast<long>(i0) * ld,
-                               ld, k, ld, 0.0f, a + static_cast<long>(i0) * T, T);
+                               ld, k, ld, 0.0f, a + static_cast<long>(i0) * T, T, dtype);
       for (int i = i0; i < i1; ++i) softmax_row(a + static_cast<long>(i) * T, i, T);
       // out[i0:i1] = att[i0:i1, 0:i1] @ v[0:i1]
       detail::sgemm_one_thread(false, false, i1 - i0, hs, i1, 1.0f, a + static_cast<long>(i0) * T,
-                               T, v, ld, 0.0f, o + static_cast<long>(i0) * C, C);
+                               T, v, ld, 0.0f, o + static_cast<long>(i0) * C, C, dtype);
     }
   });
 }
 
-void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                        const float* att, int B, int T, int C, int NH) {
+// attention_backward at a compute dtype.
+void Backward(Dtype dtype, float* dqkv, float* datt, const float* dout, const float* qkv,
+              const float* att, int B, int T, int C, int NH) {
   STRATA_CHECK(NH > 0 && C % NH == 0) << "attention_backward: C = " << C << ", NH = " << NH;
   const int hs = C / NH;
   const int ld = 3 * C;
@@ -91,7 +91,7 @@ void attention_backward(float* dqkv, float* datt, const float* dout, const float
       const int i1 = std::min(T, i0 + kBlock);
       // datt[i0:i1, 0:i1] = dout[i0:i1] @ v[0:i1]^T
       detail::sgemm_one_thread(false, true, i1 - i0, i1, hs, 1.0f, dy + static_cast<long>(i0) * C,
-                               C, v, ld, 0.0f, da + static_cast<long>(i0) * T, T);
+                               C, v, ld, 0.0f, da + static_cast<long>(i0) * T, T, dtype);
       // Softmax backward: dpre[j] = att[j] * (datt[j] - sum_k att[k] datt[k]) for j <= i;
       // 0 for i < j < i1, the part above the diagonal that the GEMMs below read (the dk, dv
       // GEMMs of keys [j0, j1) read rows >= j0, whose blocks end at or after j1).
@@ -105,7 +105,7 @@ void attention_backward(float* dqkv, float* datt, const float* dout, const float
       }
       // dq[i0:i1] += scale * dpre[i0:i1, 0:i1] @ k[0:i1]
       detail::sgemm_one_thread(false, false, i1 - i0, hs, i1, scale, da + static_cast<long>(i0) * T,
-                               T, k, ld, 1.0f, dq + static_cast<long>(i0) * ld, ld);
+                               T, k, ld, 1.0f, dq + static_cast<long>(i0) * ld, ld, dtype);
     }
     // Keys and values [j0, j1) are seen by queries [j0, T).
     for (int j0 = 0; j0 < T; j0 += kBlock) {
@@ -115,14 +115,34 @@ void attention_backward(float* dqkv, float* datt, const float* dout, const float
       detail::sgemm_one_thread(true, false, j1 - j0, hs, static_cast<int>(rows), scale,
                                da + static_cast<long>(j0) * T + j0, T,
                                q + static_cast<long>(j0) * ld, ld, 1.0f,
-                               dk + static_cast<long>(j0) * ld, ld);
+                               dk + static_cast<long>(j0) * ld, ld, dtype);
       // dv[j0:j1] += att[j0:T, j0:j1]^T @ dout[j0:T]
       detail::sgemm_one_thread(true, false, j1 - j0, hs, static_cast<int>(rows), 1.0f,
                                a + static_cast<long>(j0) * T + j0, T,
                                dy + static_cast<long>(j0) * C, C, 1.0f,
-                               dv + static_cast<long>(j0) * ld, ld);
+                               dv + static_cast<long>(j0) * ld, ld, dtype);
     }
   });
+}
+
+}  // namespace
+
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  Forward(Dtype::kFp32, out, att, qkv, B, T, C, NH);
+}
+
+void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH) {
+  Backward(Dtype::kFp32, dqkv, datt, dout, qkv, att, B, T, C, NH);
+}
+
+void attention_forward_bf16(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  Forward(Dtype::kBf16, out, att, qkv, B, T, C, NH);
+}
+
+void attention_backward_bf16(float* dqkv, float* datt, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH) {
+  Backward(Dtype::kBf16, dqkv, datt, dout, qkv, att, B, T, C, NH);
 }
 
 }  // namespace strata::kernels

@@ -8,4 +8,11 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 // dqkv (B, T, 3C) +=. datt (B, NH, T, T) is scratch the caller provides (contents ignored).
 void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH);
+// The two above at --dtype bf16 (Note [bf16 compute] in dtype.h): the operands of each GEMM
+// (q, k, v, att, dout, d(scores)) rounded to bf16 as it reads them, products summed in fp32;
+// the softmax, its backward and the stored att stay fp32.
+void attention_forward_bf16(float* out, float* att, const float* qkv, int B, int T, int C,
+                            int NH);
+void attention_backward_bf16(float* dqkv, float* datt, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH);
 }  // namespace strata::kernels

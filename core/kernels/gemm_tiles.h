@@ -17,13 +17,17 @@
 
 #include <vector>
 
+#include "core/kernels/dtype.h"
+
 namespace strata::kernels::detail {
 
 // One single-threaded OpenBLAS sgemm, row-major (see kernels::sgemm for the arguments). Safe to
 // call concurrently from several threads. Used inside kernels that parallelise themselves
-// (attention runs one of these per (batch, head) task).
+// (attention runs one of these per (batch, head) task). With Dtype::kBf16 it multiplies copies
+// of op(A) and op(B) rounded to bf16 (Note [bf16 compute] in dtype.h).
 void sgemm_one_thread(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                      int lda, const float* B, int ldb, float beta, float* C, int ldc);
+                      int lda, const float* B, int ldb, float beta, float* C, int ldc,
+                      Dtype dtype = Dtype::kFp32);
 
 // The tile grid of an M x N x K product: tiles_m x tiles_n tiles.
 struct TileGrid {
@@ -43,7 +47,7 @@ using TilePrologue = void (*)(void* ctx, float* C, int ldc, int m0, int m1, int 
 // kernels::sgemm with an optional per-tile prologue (may be nullptr).
 void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                  int lda, const float* B, int ldb, float beta, float* C, int ldc,
-                 TilePrologue prologue, void* prologue_ctx);
+                 TilePrologue prologue, void* prologue_ctx, Dtype dtype = Dtype::kFp32);
 
 // Tile boundaries along one side of C: 0 = b[0] <= b[1] <= ... <= b.back() = the side's length.
 using TileBounds = std::vector<int>;
@@ -59,6 +63,7 @@ TileBounds grid_n_bounds(int M, int N, int K);
 void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
                     const TileBounds& n_bounds, int K, float alpha, const float* A, int lda,
                     const float* B, int ldb, float beta, float* C, int ldc,
-                    TilePrologue prologue = nullptr, void* prologue_ctx = nullptr);
+                    TilePrologue prologue = nullptr, void* prologue_ctx = nullptr,
+                    Dtype dtype = Dtype::kFp32);
 
 }  // namespace strata::kernels::detail

@@ -29,15 +29,16 @@ void fill_bias(void* ctx, float* C, int ldc, int m0, int m1, int n0, int n1) {
 
 // The chunk that starts at row 0: out = bias + inp[:, 0:rows] @ weight[0:rows, :] (rows may be
 // 0: out = bias, or zeros without bias).
-void FirstChunk(float* out, const float* inp, const float* weight, const float* bias, int N,
-                int C, int OC, int rows) {
+void FirstChunk(Dtype dtype, float* out, const float* inp, const float* weight, const float* bias,
+                int N, int C, int OC, int rows) {
   if (bias == nullptr) {
-    sgemm(false, false, N, OC, rows, 1.0f, inp, C, weight, OC, 0.0f, out, OC);
+    detail::sgemm_tiled(false, false, N, OC, rows, 1.0f, inp, C, weight, OC, 0.0f, out, OC, nullptr,
+                        nullptr, dtype);
     return;
   }
   BiasFill ctx{bias};
   detail::sgemm_tiled(false, false, N, OC, rows, 1.0f, inp, C, weight, OC, 1.0f, out, OC,
-                      &fill_bias, &ctx);
+                      &fill_bias, &ctx, dtype);
 }
 
 // The backward's tile boundaries along the weight rows for the rows [r0, r1), relative to r0:
@@ -72,23 +73,28 @@ bool IsLinearChunkBegin(int C, int r) {
   return false;
 }
 
-void linear_forward_rows(float* out, const float* inp, const float* weight_rows,
-                         const float* bias, int N, int C, int OC, int r0, int r1) {
+namespace {
+
+// linear_forward_rows at a compute dtype (the GEMM operands rounded to bf16 or not).
+void ForwardRows(Dtype dtype, float* out, const float* inp, const float* weight_rows,
+                 const float* bias, int N, int C, int OC, int r0, int r1) {
   STRATA_CHECK(0 <= r0 && r0 <= r1 && r1 <= C && IsLinearChunkBegin(C, r0) &&
                IsLinearChunkBegin(C, r1))
       << "linear_forward_rows: rows [" << r0 << ", " << r1 << ") of C = " << C
       << " are not chunk boundaries (Note [Linear forward in row chunks])";
   ForEachForwardChunk(
-      C, r0, r1, [&](int b) { FirstChunk(out, inp, weight_rows, bias, N, C, OC, b); },
+      C, r0, r1, [&](int b) { FirstChunk(dtype, out, inp, weight_rows, bias, N, C, OC, b); },
       [&](int a, int b) {
-        sgemm(false, false, N, OC, b - a, 1.0f, inp + a, C,
-              weight_rows + static_cast<long>(a - r0) * OC, OC, 1.0f, out, OC);
+        detail::sgemm_tiled(false, false, N, OC, b - a, 1.0f, inp + a, C,
+                            weight_rows + static_cast<long>(a - r0) * OC, OC, 1.0f, out, OC,
+                            nullptr, nullptr, dtype);
       });
 }
 
-void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const float* dout,
-                          const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
-                          int r1) {
+// linear_backward_rows at a compute dtype; dbias sums the fp32 dout (not a GEMM).
+void BackwardRows(Dtype dtype, float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                  const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
+                  int r1) {
   STRATA_CHECK(0 <= r0 && r0 <= r1 && r1 <= C)
       << "linear_backward_rows: rows [" << r0 << ", " << r1 << ") of C = " << C;
   // Tiles along the weight rows: the whole GEMM's, cut at the chunk boundaries (Note [Linear
@@ -96,13 +102,13 @@ void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const 
   if (dinp != nullptr) {
     // dinp[:, r0:r1] (N, r1-r0) += dout (N, OC) @ weight_rows^T, weight_rows stored (r1-r0, OC).
     detail::sgemm_on_tiles(false, true, detail::grid_m_bounds(N, C, OC),
-                           SliceBounds(detail::grid_n_bounds(N, C, OC), C, r0, r1), OC, 1.0f,
-                           dout, OC, weight_rows, OC, 1.0f, dinp + r0, C);
+                           SliceBounds(detail::grid_n_bounds(N, C, OC), C, r0, r1), OC, 1.0f, dout,
+                           OC, weight_rows, OC, 1.0f, dinp + r0, C, nullptr, nullptr, dtype);
   }
   // dweight_rows (r1-r0, OC) += inp[:, r0:r1]^T @ dout, inp stored (N, C).
   detail::sgemm_on_tiles(true, false, SliceBounds(detail::grid_m_bounds(C, OC, N), C, r0, r1),
                          detail::grid_n_bounds(C, OC, N), N, 1.0f, inp + r0, C, dout, OC, 1.0f,
-                         dweight_rows, OC);
+                         dweight_rows, OC, nullptr, nullptr, dtype);
   if (dbias != nullptr) {
     detail::reduce_rows(dbias, OC, N, kBiasRowsPerChunk, [&](long n0, long n1, float* partial) {
       for (long r = n0; r < n1; ++r) {
@@ -113,6 +119,19 @@ void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const 
   }
 }
 
+}  // namespace
+
+void linear_forward_rows(float* out, const float* inp, const float* weight_rows, const float* bias,
+                         int N, int C, int OC, int r0, int r1) {
+  ForwardRows(Dtype::kFp32, out, inp, weight_rows, bias, N, C, OC, r0, r1);
+}
+
+void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                          const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
+                          int r1) {
+  BackwardRows(Dtype::kFp32, dinp, dweight_rows, dbias, dout, inp, weight_rows, N, C, OC, r0, r1);
+}
+
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                     int C, int OC) {
   linear_forward_rows(out, inp, weight, bias, N, C, OC, 0, C);
@@ -121,6 +140,27 @@ void linear_forward(float* out, const float* inp, const float* weight, const flo
 void linear_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
   linear_backward_rows(dinp, dweight, dbias, dout, inp, weight, N, C, OC, 0, C);
+}
+
+void linear_forward_rows_bf16(float* out, const float* inp, const float* weight_rows,
+                              const float* bias, int N, int C, int OC, int r0, int r1) {
+  ForwardRows(Dtype::kBf16, out, inp, weight_rows, bias, N, C, OC, r0, r1);
+}
+
+void linear_backward_rows_bf16(float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                               const float* inp, const float* weight_rows, int N, int C, int OC,
+                               int r0, int r1) {
+  BackwardRows(Dtype::kBf16, dinp, dweight_rows, dbias, dout, inp, weight_rows, N, C, OC, r0, r1);
+}
+
+void linear_forward_bf16(float* out, const float* inp, const float* weight, const float* bias,
+                         int N, int C, int OC) {
+  linear_forward_rows_bf16(out, inp, weight, bias, N, C, OC, 0, C);
+}
+
+void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, int N, int C, int OC) {
+  linear_backward_rows_bf16(dinp, dweight, dbias, dout, inp, weight, N, C, OC, 0, C);
 }
 
 }  // namespace strata::kernels

@@ -92,4 +92,17 @@ void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const 
                           const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
                           int r1);
 
+// The four above at --dtype bf16 (Note [bf16 compute] in dtype.h): every GEMM operand (inp,
+// weight, dout) rounded to bf16, products summed in fp32; the bias and dbias stay fp32. The same
+// chunks and tiles, so the same contracts between them.
+void linear_forward_bf16(float* out, const float* inp, const float* weight, const float* bias,
+                         int N, int C, int OC);
+void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, int N, int C, int OC);
+void linear_forward_rows_bf16(float* out, const float* inp, const float* weight_rows,
+                              const float* bias, int N, int C, int OC, int r0, int r1);
+void linear_backward_rows_bf16(float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                               const float* inp, const float* weight_rows, int N, int C, int OC,
+                               int r0, int r1);
+
 }  // namespace strata::kernels

@@ -3,12 +3,14 @@
 #include <cblas.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 #include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
+#include "core/kernels/bf16_math.h"
 #include "core/kernels/gemm_tiles.h"
 #include "core/util/check.h"
 
@@ -32,13 +34,34 @@ constexpr double kMinTileFlops = 16e6;
 constexpr int kMaxTiles = 8;
 constexpr int kMinTileSide = 64;
 
+// The `rows` x `cols` matrix stored with row stride `ld` at `x`, rounded to bf16, packed densely
+// (row stride `cols`) into `out`.
+void RoundedCopy(const float* x, int rows, int cols, int ld, std::vector<float>* out) {
+  out->resize(static_cast<size_t>(rows) * cols);
+  for (int i = 0; i < rows; ++i) {
+    const float* src = x + static_cast<long>(i) * ld;
+    float* dst = out->data() + static_cast<long>(i) * cols;
+    for (int j = 0; j < cols; ++j) dst[j] = detail::RoundToBf16(src[j]);
+  }
+}
+
 }  // namespace
 
 namespace detail {
 
 void sgemm_one_thread(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                      int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+                      int lda, const float* B, int ldb, float beta, float* C, int ldc,
+                      Dtype dtype) {
   if (M <= 0 || N <= 0) return;
+  if (dtype == Dtype::kBf16 && K > 0) {
+    // The operands as stored: A is M x K (K x M transposed), B is K x N (N x K transposed).
+    std::vector<float> a, b;
+    RoundedCopy(A, trans_a ? K : M, trans_a ? M : K, lda, &a);
+    RoundedCopy(B, trans_b ? N : K, trans_b ? K : N, ldb, &b);
+    sgemm_one_thread(trans_a, trans_b, M, N, K, alpha, a.data(), trans_a ? M : K, b.data(),
+                     trans_b ? K : N, beta, C, ldc);
+    return;
+  }
   ensure_openblas_single_threaded();
   if (K <= 0) {
     // BLAS rejects lda = 0; the product is empty, so only beta applies.
@@ -100,8 +123,8 @@ TileBounds grid_n_bounds(int M, int N, int K) {
 
 void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
                     const TileBounds& n_bounds, int K, float alpha, const float* A, int lda,
-                    const float* B, int ldb, float beta, float* C, int ldc,
-                    TilePrologue prologue, void* prologue_ctx) {
+                    const float* B, int ldb, float beta, float* C, int ldc, TilePrologue prologue,
+                    void* prologue_ctx, Dtype dtype) {
   const int tiles_m = static_cast<int>(m_bounds.size()) - 1;
   const int tiles_n = static_cast<int>(n_bounds.size()) - 1;
   if (tiles_m <= 0 || tiles_n <= 0) return;
@@ -116,7 +139,7 @@ void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
     const float* a = trans_a ? A + m0 : A + static_cast<long>(m0) * lda;
     const float* b = trans_b ? B + static_cast<long>(n0) * ldb : B + n0;
     sgemm_one_thread(trans_a, trans_b, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
-                     C + static_cast<long>(m0) * ldc + n0, ldc);
+                     C + static_cast<long>(m0) * ldc + n0, ldc, dtype);
   };
   const int tiles = tiles_m * tiles_n;
   // The caller's arena bounds the threads: in a one-thread arena the tiles run in order here.
@@ -134,10 +157,10 @@ void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
 
 void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                  int lda, const float* B, int ldb, float beta, float* C, int ldc,
-                 TilePrologue prologue, void* prologue_ctx) {
+                 TilePrologue prologue, void* prologue_ctx, Dtype dtype) {
   if (M <= 0 || N <= 0) return;
-  sgemm_on_tiles(trans_a, trans_b, grid_m_bounds(M, N, K), grid_n_bounds(M, N, K), K, alpha, A,
-                 lda, B, ldb, beta, C, ldc, prologue, prologue_ctx);
+  sgemm_on_tiles(trans_a, trans_b, grid_m_bounds(M, N, K), grid_n_bounds(M, N, K), K, alpha, A, lda,
+                 B, ldb, beta, C, ldc, prologue, prologue_ctx, dtype);
 }
 
 }  // namespace detail
@@ -146,6 +169,12 @@ void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const f
            const float* B, int ldb, float beta, float* C, int ldc) {
   detail::sgemm_tiled(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr,
                       nullptr);
+}
+
+void sgemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  detail::sgemm_tiled(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr,
+                      nullptr, Dtype::kBf16);
 }
 
 }  // namespace strata::kernels

@@ -13,4 +13,8 @@ namespace strata::kernels {
 // safe when their C do not overlap. K = 0 leaves C = beta * C; M = 0 or N = 0 does nothing.
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
            const float* B, int ldb, float beta, float* C, int ldc);
+// sgemm with the operands rounded to bf16 as the tiles read them, products accumulated in fp32
+// (Note [bf16 compute] in dtype.h); the same tiles, so the same determinism.
+void sgemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                int lda, const float* B, int ldb, float beta, float* C, int ldc);
 }  // namespace strata::kernels

@@ -51,6 +51,7 @@ class BackendKernelTest : public ::testing::TestWithParam<std::string> {
   }
 
   const KernelTable& k() const { return device_->kernels(); }
+  const KernelTable& k(Dtype dtype) const { return device_->kernels(dtype); }
   bool on_sim() const { return GetParam() == "sim"; }
 
   // A device copy of `host` (the copy is in stream order before later launches). The bytes are

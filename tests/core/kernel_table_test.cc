@@ -91,9 +91,28 @@ TEST(KernelTable, MissingNamesTheNullEntriesInOrder) {
 TEST(KernelTable, CudaTableIsCompleteInACudaBuild) {
 #ifdef STRATA_WITH_CUDA
   EXPECT_TRUE(CudaKernelTable().complete()) << "missing " << CudaKernelTable().missing();
+  const KernelTable& f = CudaKernelTable();
+  const KernelTable& h = CudaBf16KernelTable();
+  EXPECT_TRUE(h.complete()) << "missing " << h.missing();
+  // bf16 swaps the GEMM entries (Note [bf16 compute]) and keeps every other one.
+  EXPECT_NE(h.sgemm, f.sgemm);
+  EXPECT_NE(h.linear_forward_rows, f.linear_forward_rows);
+  EXPECT_NE(h.linear_backward_rows, f.linear_backward_rows);
+  EXPECT_NE(h.attention_forward, f.attention_forward);
+  EXPECT_NE(h.attention_backward, f.attention_backward);
+  EXPECT_EQ(h.layernorm_forward, f.layernorm_forward);
+  EXPECT_EQ(h.adamw_update, f.adamw_update);
 #else
   EXPECT_EQ(CudaKernelTable().missing(), KernelTable{}.missing());
+  EXPECT_EQ(CudaBf16KernelTable().missing(), KernelTable{}.missing());
 #endif
+}
+
+TEST(KernelTable, SimDeviceGivesTheTableOfEachDtype) {
+  auto device = MakeSimDevice();
+  EXPECT_EQ(&device->kernels(kernels::Dtype::kFp32), &CpuKernelTable());
+  EXPECT_EQ(&device->kernels(kernels::Dtype::kBf16), &CpuBf16KernelTable());
+  EXPECT_EQ(&device->kernels(), &CpuKernelTable());
 }
 
 // Layernorm and GELU through the sim device's table, on device memory, from a stream's worker:

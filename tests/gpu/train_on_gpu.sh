@@ -3,7 +3,7 @@
 # against the sim device, against itself, and with two NCCL ranks. Exit 77 (ctest: skipped) with
 # the reason when the machine lacks what a check needs; 0 when it holds; 1 when it does not.
 #
-#   train_on_gpu.sh STRATA_BIN WORKDIR sim_vs_cuda|run_to_run|nccl_dp2
+#   train_on_gpu.sh STRATA_BIN WORKDIR sim_vs_cuda|bf16|run_to_run|nccl_dp2
 set -euo pipefail
 
 readonly strata=$1 work=$2 check=$3
@@ -26,6 +26,17 @@ train() {  # train NAME DEVICE [flags...]: writes $work/NAME.jsonl
     { echo "FAIL: strata train ($name, --device $device):"; tail -5 "$work/$name.err"; exit 1; }
 }
 
+# within A.jsonl B.jsonl TOL: every step's loss of B within TOL relative of A's, at least 5 steps.
+within() {
+  paste <(losses "$work/$1.jsonl") <(losses "$work/$2.jsonl") | awk -v tol="$3" -v a="$1" -v b="$2" '
+    { n++; d = $1 - $2; if (d < 0) d = -d; m = $1 < 0 ? -$1 : $1
+      printf "step %d: %s %s %s %s relative %.3g\n", n, a, $1, b, $2, d / m
+      if (d > tol * m) bad++ }
+    END { if (n < 5) { print "FAIL: only " n " losses"; exit 1 }
+          if (bad) { print "FAIL: " bad " step(s) beyond " tol " relative"; exit 1 }
+          print "PASS: " n " losses within " tol " relative" }'
+}
+
 rm -rf "$work" && mkdir -p "$work"
 if [[ $(gpus) -lt 1 ]]; then
   echo "SKIP: no NVIDIA GPU (nvidia-smi lists none); these checks run on a GPU machine"
@@ -37,13 +48,19 @@ case $check in
     # fp32 on both: every step's loss within 1e-5 relative (reductions differ in order).
     train sim sim
     train cuda cuda
-    paste <(losses "$work/sim.jsonl") <(losses "$work/cuda.jsonl") | awk '
-      { n++; d = $1 - $2; if (d < 0) d = -d; a = $1 < 0 ? -$1 : $1
-        printf "step %d: sim %s cuda %s relative %.3g\n", n, $1, $2, d / a
-        if (d > 1e-5 * a) bad++ }
-      END { if (n < 5) { print "FAIL: only " n " losses"; exit 1 }
-            if (bad) { print "FAIL: " bad " step(s) beyond 1e-5 relative"; exit 1 }
-            print "PASS: " n " losses within 1e-5 relative" }'
+    within sim cuda 1e-5
+    ;;
+  bf16)
+    # --dtype bf16 (Note [bf16 compute]): the tensor cores against the CPU's bf16 kernels, whose
+    # sums differ in order only (a last-bit difference can move one later bf16 rounding, hence
+    # bf16's tolerance), and two GPU runs give the same bits.
+    train sim_bf16 sim --dtype bf16
+    train cuda_bf16 cuda --dtype bf16
+    train cuda_bf16_again cuda --dtype bf16
+    within sim_bf16 cuda_bf16 1e-3
+    cmp -s <(losses "$work/cuda_bf16.jsonl") <(losses "$work/cuda_bf16_again.jsonl") ||
+      { echo "FAIL: two bf16 GPU runs gave different losses"; exit 1; }
+    echo "PASS: two bf16 GPU runs bit-identical"
     ;;
   run_to_run)
     # No atomics in any reduction: two GPU runs give the same bits.
@@ -71,10 +88,7 @@ case $check in
       --nvme-dir "$work/dp2.nvme" --device cuda --comm nccl --dp 2 \
       --log-json "$work/dp2.jsonl" 2> "$work/dp2.err" ||
       { echo "FAIL: mpirun -np 2 strata train --comm nccl:"; tail -5 "$work/dp2.err"; exit 1; }
-    paste <(losses "$work/one.jsonl") <(losses "$work/dp2.jsonl") | awk '
-      { n++; d = $1 - $2; if (d < 0) d = -d; a = $1 < 0 ? -$1 : $1; if (d > 1e-5 * a) bad++ }
-      END { if (n < 5 || bad) { print "FAIL: " bad "/" n " losses differ"; exit 1 }
-            print "PASS: dp2 over NCCL matches one rank, " n " losses" }'
+    within one dp2 1e-5
     ;;
-  *) echo "usage: $0 STRATA_BIN WORKDIR sim_vs_cuda|run_to_run|nccl_dp2" >&2; exit 2 ;;
+  *) echo "usage: $0 STRATA_BIN WORKDIR sim_vs_cuda|bf16|run_to_run|nccl_dp2" >&2; exit 2 ;;
 esac

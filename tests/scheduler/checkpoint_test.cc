@@ -106,5 +106,27 @@ TEST(RunFingerprint, ADifferenceNamesTheFlagAndBothValues) {
       << s.to_string();
 }
 
+// --dtype joined the fingerprint after the first records: a record without it was fp32, and a
+// bf16 run does not resume an fp32 checkpoint (or the reverse).
+TEST(RunFingerprint, DtypeIsCheckedAndOlderRecordsAreFp32) {
+  TrainOptions o;
+  GptConfig c;
+  auto fp32 = MakeRunFingerprint(o, c, 64, 16384);
+  ASSERT_TRUE(fp32.ok());
+  EXPECT_EQ(fp32->to_map().count("--dtype"), 0u);  // the default is left out, as --shard none
+  o.dtype = "bf16";
+  auto bf16 = MakeRunFingerprint(o, c, 64, 16384);
+  ASSERT_TRUE(bf16.ok());
+  EXPECT_EQ(bf16->to_map().at("--dtype"), "bf16");
+  EXPECT_TRUE(CheckSameRun(*fp32, fp32->to_map()).ok());
+  Status s = CheckSameRun(*bf16, fp32->to_map());
+  EXPECT_NE(s.message().find("--dtype bf16 differs from the checkpoint's (not recorded)"),
+            std::string::npos)
+      << s.to_string();
+  s = CheckSameRun(*fp32, bf16->to_map());
+  EXPECT_NE(s.message().find("--dtype fp32 differs from the checkpoint's bf16"), std::string::npos)
+      << s.to_string();
+}
+
 }  // namespace
 }  // namespace strata::scheduler

@@ -10,40 +10,19 @@
 // batch row b is a (T, hs) matrix with row stride 3C starting at qkv + b*T*3C + h*hs, and the
 // next head starts hs floats later: a strided batch with stride hs. Likewise out / dout (B, T, C)
 // with row stride C, and att / datt (B, NH, T, T) with stride T*T between heads.
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
 
 #include "core/device/cuda_launch.h"
 #include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/cuda/gemm.cuh"
 #include "core/kernels/cuda/reduce.cuh"
 #include "core/kernels/softmax_math.h"
 #include "core/util/check.h"
 
 namespace strata::kernels::cuda {
 namespace {
-
-// Row-major C_i = alpha * op(A_i) @ op(B_i) + beta * C_i for i < batch, X_i = X + i * stride_x:
-// cublasSgemmStridedBatched with the operands swapped, as sgemm (matmul.cu) explains.
-void SgemmBatched(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
-                  int lda, long long stride_a, const float* B, int ldb, long long stride_b,
-                  float beta, float* C, int ldc, long long stride_c, int batch, const char* what) {
-  if (M <= 0 || N <= 0 || batch <= 0) return;
-  if (K <= 0) {  // only beta applies; sgemm's K = 0 path (cuBLAS rejects lda < 1)
-    for (int i = 0; i < batch; ++i) {
-      sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C + i * stride_c, ldc);
-    }
-    return;
-  }
-  const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
-  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  ::strata::cuda::CheckBlas(
-      cublasSgemmStridedBatched(l.blas, op_b, op_a, N, M, K, &alpha, B, ldb, stride_b, A, lda,
-                                stride_a, &beta, C, ldc, stride_c, batch),
-      what);
-}
 
 // Blocks for `rows` rows of one block each (the kernels loop over rows grid-stride).
 unsigned RowBlocks(long rows) {
@@ -92,9 +71,8 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 }
 
-}  // namespace
-
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+// attention_forward at a compute dtype (gemm.cuh).
+void Forward(Dtype dtype, float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   STRATA_CHECK(NH > 0 && C % NH == 0) << "attention_forward: C = " << C << ", NH = " << NH;
   if (B <= 0 || T <= 0) return;
   const int hs = C / NH;
@@ -107,8 +85,8 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
     const float* k = q + C;
     float* a = att + static_cast<long>(b) * NH * tt;
     // att[h] (T, T) = scale * q[h] (T, hs) @ k[h]^T.
-    SgemmBatched(false, true, T, T, hs, scale, q, ld, hs, k, ld, hs, 0.0f, a, T, tt, NH,
-                 "attention_forward: scores");
+    Gemm(dtype, false, true, T, T, hs, scale, q, ld, hs, k, ld, hs, 0.0f, a, T, tt, NH,
+         "attention_forward: scores");
   }
   const long rows = static_cast<long>(B) * NH * T;
   CausalSoftmax<<<RowBlocks(rows), kReduceThreads, 0, l.stream>>>(att, rows, T);
@@ -118,13 +96,14 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
     const float* a = att + static_cast<long>(b) * NH * tt;
     float* o = out + static_cast<long>(b) * T * C;
     // out[h] (T, hs) = att[h] (T, T) @ v[h] (T, hs).
-    SgemmBatched(false, false, T, hs, T, 1.0f, a, T, tt, v, ld, hs, 0.0f, o, C, hs, NH,
-                 "attention_forward: att @ v");
+    Gemm(dtype, false, false, T, hs, T, 1.0f, a, T, tt, v, ld, hs, 0.0f, o, C, hs, NH,
+         "attention_forward: att @ v");
   }
 }
 
-void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                        const float* att, int B, int T, int C, int NH) {
+// attention_backward at a compute dtype.
+void Backward(Dtype dtype, float* dqkv, float* datt, const float* dout, const float* qkv,
+              const float* att, int B, int T, int C, int NH) {
   STRATA_CHECK(NH > 0 && C % NH == 0) << "attention_backward: C = " << C << ", NH = " << NH;
   if (B <= 0 || T <= 0) return;
   const int hs = C / NH;
@@ -137,8 +116,8 @@ void attention_backward(float* dqkv, float* datt, const float* dout, const float
     const float* dy = dout + static_cast<long>(b) * T * C;
     float* da = datt + static_cast<long>(b) * NH * tt;
     // datt[h] (T, T) = dout[h] (T, hs) @ v[h]^T.
-    SgemmBatched(false, true, T, T, hs, 1.0f, dy, C, hs, v, ld, hs, 0.0f, da, T, tt, NH,
-                 "attention_backward: datt");
+    Gemm(dtype, false, true, T, T, hs, 1.0f, dy, C, hs, v, ld, hs, 0.0f, da, T, tt, NH,
+         "attention_backward: datt");
   }
   const long rows = static_cast<long>(B) * NH * T;
   // datt becomes d(scores) / scale in place.
@@ -155,15 +134,35 @@ void attention_backward(float* dqkv, float* datt, const float* dout, const float
     const float* da = datt + static_cast<long>(b) * NH * tt;
     const float* dy = dout + static_cast<long>(b) * T * C;
     // dq[h] (T, hs) += scale * dpre[h] (T, T) @ k[h] (T, hs).
-    SgemmBatched(false, false, T, hs, T, scale, da, T, tt, k, ld, hs, 1.0f, dq, ld, hs, NH,
-                 "attention_backward: dq");
+    Gemm(dtype, false, false, T, hs, T, scale, da, T, tt, k, ld, hs, 1.0f, dq, ld, hs, NH,
+         "attention_backward: dq");
     // dk[h] (T, hs) += scale * dpre[h]^T @ q[h].
-    SgemmBatched(true, false, T, hs, T, scale, da, T, tt, q, ld, hs, 1.0f, dk, ld, hs, NH,
-                 "attention_backward: dk");
+    Gemm(dtype, true, false, T, hs, T, scale, da, T, tt, q, ld, hs, 1.0f, dk, ld, hs, NH,
+         "attention_backward: dk");
     // dv[h] (T, hs) += att[h]^T @ dout[h] (T, hs).
-    SgemmBatched(true, false, T, hs, T, 1.0f, a, T, tt, dy, C, hs, 1.0f, dv, ld, hs, NH,
-                 "attention_backward: dv");
+    Gemm(dtype, true, false, T, hs, T, 1.0f, a, T, tt, dy, C, hs, 1.0f, dv, ld, hs, NH,
+         "attention_backward: dv");
   }
+}
+
+}  // namespace
+
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  Forward(Dtype::kFp32, out, att, qkv, B, T, C, NH);
+}
+
+void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH) {
+  Backward(Dtype::kFp32, dqkv, datt, dout, qkv, att, B, T, C, NH);
+}
+
+void attention_forward_bf16(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  Forward(Dtype::kBf16, out, att, qkv, B, T, C, NH);
+}
+
+void attention_backward_bf16(float* dqkv, float* datt, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH) {
+  Backward(Dtype::kBf16, dqkv, datt, dout, qkv, att, B, T, C, NH);
 }
 
 }  // namespace strata::kernels::cuda

@@ -43,6 +43,23 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH);
 
+// The GEMM entries at --dtype bf16 (Note [bf16 compute] in core/kernels/dtype.h; gemm.cuh).
+void sgemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                int lda, const float* B, int ldb, float beta, float* C, int ldc);
+void linear_forward_bf16(float* out, const float* inp, const float* weight, const float* bias,
+                         int N, int C, int OC);
+void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, int N, int C, int OC);
+void linear_forward_rows_bf16(float* out, const float* inp, const float* weight_rows,
+                              const float* bias, int N, int C, int OC, int r0, int r1);
+void linear_backward_rows_bf16(float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                               const float* inp, const float* weight_rows, int N, int C, int OC,
+                               int r0, int r1);
+void attention_forward_bf16(float* out, float* att, const float* qkv, int B, int T, int C,
+                            int NH);
+void attention_backward_bf16(float* dqkv, float* datt, const float* dout, const float* qkv,
+                             const float* att, int B, int T, int C, int NH);
+
 void residual_forward(float* out, const float* a, const float* b, long n);
 void residual_backward(float* da, float* db, const float* dout, long n);
 

@@ -20,6 +20,7 @@
 
 #include "core/device/cuda_launch.h"
 #include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/cuda/gemm.cuh"
 #include "core/kernels/cuda/reduce.cuh"
 #include "core/kernels/linear.h"
 #include "core/util/check.h"
@@ -36,12 +37,19 @@ __global__ void FillRows(float* out, const float* bias, int N, int OC) {
   }
 }
 
+// One GEMM of the linear at `dtype` (gemm.cuh), not batched.
+void LinearGemm(Dtype dtype, bool trans_a, bool trans_b, int M, int N, int K, const float* A,
+                int lda, const float* B, int ldb, float beta, float* C, int ldc, const char* what) {
+  Gemm(dtype, trans_a, trans_b, M, N, K, 1.0f, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, what);
+}
+
 // The chunk that starts at row 0: out = bias + inp[:, 0:rows] @ weight[0:rows, :] (rows may be
-// 0: out = bias, or zeros without bias; sgemm's K = 0 path), as the CPU's FirstChunk.
-void FirstChunk(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
-                int OC, int rows) {
+// 0: out = bias, or zeros without bias; Gemm's K = 0 path), as the CPU's FirstChunk.
+void FirstChunk(Dtype dtype, float* out, const float* inp, const float* weight, const float* bias,
+                int N, int C, int OC, int rows) {
+  constexpr const char* kWhat = "linear_forward_rows";
   if (bias == nullptr) {
-    sgemm(false, false, N, OC, rows, 1.0f, inp, C, weight, OC, 0.0f, out, OC);
+    LinearGemm(dtype, false, false, N, OC, rows, inp, C, weight, OC, 0.0f, out, OC, kWhat);
     return;
   }
   const long n = static_cast<long>(N) * OC;
@@ -50,28 +58,29 @@ void FirstChunk(float* out, const float* inp, const float* weight, const float* 
   FillRows<<<::strata::cuda::BlocksFor(n), ::strata::cuda::kThreads, 0, l.stream>>>(out, bias, N,
                                                                                     OC);
   if (!::strata::cuda::CheckCuda(cudaGetLastError(), "linear_forward_rows: FillRows")) return;
-  sgemm(false, false, N, OC, rows, 1.0f, inp, C, weight, OC, 1.0f, out, OC);
+  LinearGemm(dtype, false, false, N, OC, rows, inp, C, weight, OC, 1.0f, out, OC, kWhat);
 }
 
-}  // namespace
-
-void linear_forward_rows(float* out, const float* inp, const float* weight_rows, const float* bias,
-                         int N, int C, int OC, int r0, int r1) {
+// linear_forward_rows at a compute dtype.
+void ForwardRows(Dtype dtype, float* out, const float* inp, const float* weight_rows,
+                 const float* bias, int N, int C, int OC, int r0, int r1) {
   STRATA_CHECK(0 <= r0 && r0 <= r1 && r1 <= C && IsLinearChunkBegin(C, r0) &&
                IsLinearChunkBegin(C, r1))
       << "linear_forward_rows: rows [" << r0 << ", " << r1 << ") of C = " << C
       << " are not chunk boundaries (Note [Linear forward in row chunks])";
   ForEachForwardChunk(
-      C, r0, r1, [&](int b) { FirstChunk(out, inp, weight_rows, bias, N, C, OC, b); },
+      C, r0, r1, [&](int b) { FirstChunk(dtype, out, inp, weight_rows, bias, N, C, OC, b); },
       [&](int a, int b) {
-        sgemm(false, false, N, OC, b - a, 1.0f, inp + a, C,
-              weight_rows + static_cast<long>(a - r0) * OC, OC, 1.0f, out, OC);
+        LinearGemm(dtype, false, false, N, OC, b - a, inp + a, C,
+                   weight_rows + static_cast<long>(a - r0) * OC, OC, 1.0f, out, OC,
+                   "linear_forward_rows");
       });
 }
 
-void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const float* dout,
-                          const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
-                          int r1) {
+// linear_backward_rows at a compute dtype; dbias sums the fp32 dout (not a GEMM).
+void BackwardRows(Dtype dtype, float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                  const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
+                  int r1) {
   STRATA_CHECK(0 <= r0 && r0 <= r1 && r1 <= C)
       << "linear_backward_rows: rows [" << r0 << ", " << r1 << ") of C = " << C;
   // One pair of GEMMs per chunk's part inside [r0, r1) (Note [CUDA linear GEMMs per chunk]).
@@ -83,16 +92,51 @@ void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const 
     const float* w = weight_rows + static_cast<long>(a - r0) * OC;  // W[a:b, :], (b-a, OC)
     if (dinp != nullptr) {
       // dinp[:, a:b] (N, b-a) += dout (N, OC) @ W[a:b, :]^T.
-      sgemm(false, true, N, b - a, OC, 1.0f, dout, OC, w, OC, 1.0f, dinp + a, C);
+      LinearGemm(dtype, false, true, N, b - a, OC, dout, OC, w, OC, 1.0f, dinp + a, C,
+                 "linear_backward_rows: dinp");
     }
     // dweight[a:b, :] (b-a, OC) += inp[:, a:b]^T @ dout, inp stored (N, C).
-    sgemm(true, false, b - a, OC, N, 1.0f, inp + a, C, dout, OC, 1.0f,
-          dweight_rows + static_cast<long>(a - r0) * OC, OC);
+    LinearGemm(dtype, true, false, b - a, OC, N, inp + a, C, dout, OC, 1.0f,
+               dweight_rows + static_cast<long>(a - r0) * OC, OC, "linear_backward_rows: dweight");
   }
   if (dbias != nullptr) {
     // Over all N rows, whatever [r0, r1), as the CPU kernel.
     ColumnSumsAccumulate(dbias, dout, N, OC, OC, "linear_backward_rows: dbias");
   }
+}
+
+}  // namespace
+
+void linear_forward_rows(float* out, const float* inp, const float* weight_rows, const float* bias,
+                         int N, int C, int OC, int r0, int r1) {
+  ForwardRows(Dtype::kFp32, out, inp, weight_rows, bias, N, C, OC, r0, r1);
+}
+
+void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                          const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
+                          int r1) {
+  BackwardRows(Dtype::kFp32, dinp, dweight_rows, dbias, dout, inp, weight_rows, N, C, OC, r0, r1);
+}
+
+void linear_forward_rows_bf16(float* out, const float* inp, const float* weight_rows,
+                              const float* bias, int N, int C, int OC, int r0, int r1) {
+  ForwardRows(Dtype::kBf16, out, inp, weight_rows, bias, N, C, OC, r0, r1);
+}
+
+void linear_backward_rows_bf16(float* dinp, float* dweight_rows, float* dbias, const float* dout,
+                               const float* inp, const float* weight_rows, int N, int C, int OC,
+                               int r0, int r1) {
+  BackwardRows(Dtype::kBf16, dinp, dweight_rows, dbias, dout, inp, weight_rows, N, C, OC, r0, r1);
+}
+
+void linear_forward_bf16(float* out, const float* inp, const float* weight, const float* bias,
+                         int N, int C, int OC) {
+  linear_forward_rows_bf16(out, inp, weight, bias, N, C, OC, 0, C);
+}
+
+void linear_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const float* inp, const float* weight, int N, int C, int OC) {
+  linear_backward_rows_bf16(dinp, dweight, dbias, dout, inp, weight, N, C, OC, 0, C);
 }
 
 void linear_forward(float* out, const float* inp, const float* weight, const float* bias, int N,

@@ -1,20 +1,31 @@
-// kernels::cuda::sgemm: the row-major GEMM of core/kernels/matmul.h through cuBLAS.
+// kernels::cuda::sgemm (the row-major GEMM of core/kernels/matmul.h) and gemm.cuh's Gemm, through
+// cuBLAS.
 //
 // cuBLAS is column-major. A row-major (M, N) matrix with row stride ld is, read column-major,
 // its transpose (N, M) with leading dimension ld. So row-major C = op(A) @ op(B) is computed as
-// the column-major C^T = op(B)^T @ op(A)^T: cublasSgemm with the operands swapped (B first, A
-// second), m = N, n = M, and each operand keeping its own transpose flag and leading dimension.
-// cuBLAS's leading-dimension rules then read, in row-major terms: lda >= K (A not transposed,
-// stored M x K) or M (transposed, stored K x M); ldb >= N or K likewise; ldc >= N: exactly the
-// row strides of the matrices as stored.
+// the column-major C^T = op(B)^T @ op(A)^T: the cuBLAS call with the operands swapped (B first,
+// A second), m = N, n = M, and each operand keeping its own transpose flag and leading
+// dimension. cuBLAS's leading-dimension rules then read, in row-major terms: lda >= K (A not
+// transposed, stored M x K) or M (transposed, stored K x M); ldb >= N or K likewise; ldc >= N:
+// exactly the row strides of the matrices as stored.
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "core/device/cuda_launch.h"
+#include "core/kernels/bf16_math.h"
 #include "core/kernels/cuda/cuda_kernels.h"
+#include "core/kernels/cuda/gemm.cuh"
 
 namespace strata::kernels::cuda {
 namespace {
+
+using ::strata::cuda::BlocksFor;
+using ::strata::cuda::CheckBlas;
+using ::strata::cuda::CheckCuda;
+using ::strata::cuda::kThreads;
 
 // C (M, N), row stride ldc: C = beta * C, with beta == 0 writing zeros (not 0 * C, which would
 // keep NaNs), as the CPU's K = 0 path.
@@ -27,28 +38,111 @@ __global__ void ScaleRows(float* C, int M, int N, int ldc, float beta) {
   }
 }
 
+// out[i] = x[i] rounded to bf16 (detail::RoundToBf16, so the CPU's bits), as __nv_bfloat16.
+__global__ void RoundToBf16Copy(const float* x, __nv_bfloat16* out, long n) {
+  for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<long>(gridDim.x) * blockDim.x) {
+    const auto bits = static_cast<uint32_t>(detail::FloatBits(detail::RoundToBf16(x[i])));
+    __nv_bfloat16_raw raw;
+    raw.x = static_cast<uint16_t>(bits >> 16);  // the low 16 bits are zero after rounding
+    out[i] = raw;
+  }
+}
+
+// Elements from an operand's first to its last, stored `rows` x `cols` with row stride ld, for
+// `batch` matrices `stride` apart.
+long StoredSpan(int rows, int cols, int ld, long long stride, int batch) {
+  return static_cast<long>(batch - 1) * stride + static_cast<long>(rows - 1) * ld + cols;
+}
+
+// A bf16 copy of an operand's stored span in stream scratch (bf16() is nullptr after an error,
+// which is recorded).
+class Bf16Operand {
+ public:
+  Bf16Operand(const float* x, long span, const char* what)
+      : scratch_(static_cast<size_t>(span) * sizeof(__nv_bfloat16), what) {
+    if (scratch_.get() == nullptr) return;
+    const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
+    RoundToBf16Copy<<<BlocksFor(span), kThreads, 0, l.stream>>>(x, scratch_.as<__nv_bfloat16>(),
+                                                                span);
+    ok_ = CheckCuda(cudaGetLastError(), what);
+  }
+  const __nv_bfloat16* bf16() const { return ok_ ? scratch_.as<__nv_bfloat16>() : nullptr; }
+
+ private:
+  ::strata::cuda::StreamScratch scratch_;
+  bool ok_ = false;
+};
+
+void Bf16Gemm(cublasOperation_t op_a, cublasOperation_t op_b, int M, int N, int K, float alpha,
+              const float* A, int lda, long long stride_a, const float* B, int ldb,
+              long long stride_b, float beta, float* C, int ldc, long long stride_c, int batch,
+              const char* what) {
+  const bool ta = op_a == CUBLAS_OP_T, tb = op_b == CUBLAS_OP_T;
+  const Bf16Operand a(A, StoredSpan(ta ? K : M, ta ? M : K, lda, stride_a, batch), what);
+  const Bf16Operand b(B, StoredSpan(tb ? N : K, tb ? K : N, ldb, stride_b, batch), what);
+  if (a.bf16() == nullptr || b.bf16() == nullptr) return;
+  const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
+  if (batch == 1) {
+    CheckBlas(cublasGemmEx(l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(), CUDA_R_16BF, ldb,
+                           a.bf16(), CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc,
+                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+              what);
+    return;
+  }
+  CheckBlas(cublasGemmStridedBatchedEx(l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(), CUDA_R_16BF,
+                                       ldb, stride_b, a.bf16(), CUDA_R_16BF, lda, stride_a, &beta,
+                                       C, CUDA_R_32F, ldc, stride_c, batch, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT),
+            what);
+}
+
 }  // namespace
 
-void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
-           const float* B, int ldb, float beta, float* C, int ldc) {
-  if (M <= 0 || N <= 0) return;
+void Gemm(Dtype dtype, bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+          int lda, long long stride_a, const float* B, int ldb, long long stride_b, float beta,
+          float* C, int ldc, long long stride_c, int batch, const char* what) {
+  if (M <= 0 || N <= 0 || batch <= 0) return;
   const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
   if (K <= 0) {
     // The product is empty: C = beta * C. Done here, not by cuBLAS, because callers pass
     // lda = K = 0 for an empty A (linear with C = 0), which cuBLAS rejects (lda >= max(1, K)).
     if (beta == 1.0f) return;  // 1 * x == x for every x
-    const long n = static_cast<long>(M) * N;
-    ScaleRows<<<::strata::cuda::BlocksFor(n), ::strata::cuda::kThreads, 0, l.stream>>>(C, M, N, ldc,
-                                                                                       beta);
-    ::strata::cuda::CheckCuda(cudaGetLastError(), "sgemm: ScaleRows");
+    for (int i = 0; i < batch; ++i) {
+      ScaleRows<<<BlocksFor(static_cast<long>(M) * N), kThreads, 0, l.stream>>>(C + i * stride_c, M,
+                                                                                N, ldc, beta);
+      if (!CheckCuda(cudaGetLastError(), what)) return;
+    }
     return;
   }
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (dtype == Dtype::kBf16) {
+    Bf16Gemm(op_a, op_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b, beta, C, ldc, stride_c,
+             batch, what);
+    return;
+  }
   // Column-major C^T (N, M) = op(B)^T (N, K) @ op(A)^T (K, M); see the top of the file.
-  ::strata::cuda::CheckBlas(
-      cublasSgemm(l.blas, op_b, op_a, N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
-      "sgemm: cublasSgemm");
+  if (batch == 1) {
+    CheckBlas(cublasSgemm(l.blas, op_b, op_a, N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
+              what);
+    return;
+  }
+  CheckBlas(cublasSgemmStridedBatched(l.blas, op_b, op_a, N, M, K, &alpha, B, ldb, stride_b, A, lda,
+                                      stride_a, &beta, C, ldc, stride_c, batch),
+            what);
+}
+
+void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+           const float* B, int ldb, float beta, float* C, int ldc) {
+  Gemm(Dtype::kFp32, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1,
+       "sgemm");
+}
+
+void sgemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
+                int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+  Gemm(Dtype::kBf16, trans_a, trans_b, M, N, K, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1,
+       "sgemm_bf16");
 }
 
 }  // namespace strata::kernels::cuda
