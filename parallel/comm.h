@@ -10,7 +10,9 @@
 //   and one op may consume what the previous one produced. Issue from one thread at a time (the
 //   calls' order is the issue order); waiting on a CommWork is safe from any thread.
 // - Buffers. MPI and Local take host pointers; NCCL takes device pointers on the GPU that the
-//   Comm chose (device()). A buffer must stay valid and untouched until its op's work completes.
+//   Comm chose (device()), or host pointers, whose ops it runs over its MPI bootstrap (an op's
+//   buffers all on one side: routed_comm.h). A buffer must stay valid and untouched until its
+//   op's work completes.
 // - Every rank issues the same collectives in the same order with the same sizes (counts and
 //   roots included); a rank that does not makes its peers' ops fail with a timeout.
 // - Deterministic reductions (Note [Deterministic reductions] in docs/parallel.md): the reduced

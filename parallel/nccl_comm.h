@@ -1,4 +1,5 @@
-// The NCCL backend of Comm (comm.h): device buffers, ops on one CUDA stream.
+// The NCCL backend of Comm (comm.h): device buffers, ops on one CUDA stream; an op on host
+// buffers goes to the MPI bootstrap instead (a RoutedComm, routed_comm.h).
 //
 // - Bootstrap over MPI: the backend owns an MPI Comm (mpi_comm.h) that carries the NCCL unique
 //   id from rank 0, finds each rank's local rank (ranks with the same host name) to pick GPU

@@ -15,6 +15,7 @@
 #include "parallel/nccl_comm.h"
 #include "parallel/nccl_ops.h"
 #include "parallel/op_status.h"
+#include "parallel/routed_comm.h"
 
 namespace strata::parallel {
 namespace {
@@ -22,7 +23,7 @@ namespace {
 // Concurrency: ops are issued from one thread at a time (comm.h); the channel is thread-safe.
 class NcclComm final : public Comm {
  public:
-  NcclComm(std::unique_ptr<Comm> bootstrap, std::shared_ptr<NcclChannel> channel)
+  NcclComm(std::shared_ptr<Comm> bootstrap, std::shared_ptr<NcclChannel> channel)
       : bootstrap_(std::move(bootstrap)), channel_(std::move(channel)) {}
 
   // ncclCommSplit would do it; not wired until a tensor- or pipeline-parallel run needs NCCL
@@ -73,7 +74,7 @@ class NcclComm final : public Comm {
  private:
   CommWork issue(const OpInfo& op, const std::function<Status()>& enqueue);
 
-  const std::unique_ptr<Comm> bootstrap_;  // MPI: unique id, barrier, abort
+  const std::shared_ptr<Comm> bootstrap_;  // MPI: unique id, barrier, abort (and host ops)
   const std::shared_ptr<NcclChannel> channel_;
 };
 
@@ -136,6 +137,17 @@ CommWork NcclComm::send_recv(const void* send, size_t send_bytes, int to, void* 
 Status NcclComm::barrier() {
   STRATA_RETURN_IF_ERROR(issue({.name = "barrier"}, [] { return Status::Ok(); }).wait());
   return bootstrap_->barrier();
+}
+
+// True for memory a GPU holds (device or managed), which NCCL can read; host memory, pinned or
+// not, is the MPI side's (routed_comm.h).
+bool IsGpuMemory(const void* ptr) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    cudaGetLastError();  // clear it: an unknown pointer is host memory
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
 // This rank's index among the ranks on the same host (by host name), which picks its GPU.
@@ -203,14 +215,16 @@ Result<std::unique_ptr<Comm>> CreateNcclComm(const CommOptions& options) {
   }
   CommOptions bootstrap_options = options;
   bootstrap_options.backend = CommBackend::kMpi;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Comm> bootstrap, CreateMpiComm(bootstrap_options));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Comm> bootstrap, CreateMpiComm(bootstrap_options));
   STRATA_ASSIGN_OR_RETURN(int local_rank, LocalRank(*bootstrap));
   auto channel = OpenChannel(*bootstrap, local_rank % devices, options.timeout_s);
   if (!channel.ok()) {
     return channel.status().with_context("creating the NCCL comm on rank " +
                                          std::to_string(bootstrap->rank()));
   }
-  return std::unique_ptr<Comm>(std::make_unique<NcclComm>(std::move(bootstrap), *channel));
+  // Device buffers go to NCCL, host buffers (losses, norm partials, agreements) to the MPI
+  // bootstrap.
+  return CreateRoutedComm(std::make_unique<NcclComm>(bootstrap, *channel), bootstrap, IsGpuMemory);
 }
 
 }  // namespace strata::parallel

@@ -1,7 +1,6 @@
 #include "scheduler/data_parallel.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/util/check.h"
 #include "scheduler/grad_norm.h"
@@ -10,6 +9,9 @@ namespace strata::scheduler {
 
 int RankOf(const TrainOptions& o) { return o.ranks != nullptr ? o.ranks->rank() : 0; }
 int RanksOf(const TrainOptions& o) { return o.ranks != nullptr ? o.ranks->size() : 1; }
+int CudaOrdinalOf(const TrainOptions& o) {
+  return o.ranks != nullptr && o.ranks->device() >= 0 ? o.ranks->device() : 0;
+}
 
 RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks) {
   STRATA_CHECK(ranks > 0 && micro_batches % ranks == 0 && rank >= 0 && rank < ranks)
@@ -28,6 +30,7 @@ Status StartEmbeddingFold(parallel::Comm& comm, const KernelTable& k, const GptL
   STRATA_CHECK(comm.size() > 1) << "one rank keeps its embedding contributions in place";
   const TensorSpec& wte = layout.embedding().tensors[kWte];
   if (!heads_summed) {
+    k.finish();  // the comm reads what the backwards wrote
     STRATA_RETURN_IF_ERROR(
         comm.all_reduce_sum(emb_grads + wte.offset, emb_grads + wte.offset, size_t(wte.numel))
             .wait());
@@ -36,6 +39,7 @@ Status StartEmbeddingFold(parallel::Comm& comm, const KernelTable& k, const GptL
     k.residual_forward(embedding_part + wte.offset, emb_grads + wte.offset,
                        embedding_part + wte.offset, wte.numel);
   }
+  k.finish();  // the next collective reads embedding_part
   return Status::Ok();
 }
 
@@ -48,7 +52,7 @@ Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const
   const BlockSpec& emb = layout.embedding();
   STRATA_RETURN_IF_ERROR(
       comm.all_reduce_sum(embedding_part, embedding_part, size_t(emb.numel)).wait());
-  std::memcpy(emb_grads, embedding_part, sizeof(float) * emb.numel);
+  k.copy(emb_grads, embedding_part, emb.numel);  // device memory: through the table
   return Status::Ok();
 }
 
@@ -74,6 +78,7 @@ Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const KernelTable& 
 Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
                                  const GptLayout& layout, float* grads, float* embedding_part) {
   // Every block, and wte's head contributions: one fold over the ranks.
+  k.finish();
   STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(grads, grads, size_t(layout.total_numel)).wait());
   return ReduceEmbeddingGradient(comm, k, layout, grads + layout.block_offset[0], embedding_part,
                                  /*heads_summed=*/true);

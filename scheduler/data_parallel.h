@@ -34,6 +34,9 @@ namespace strata::scheduler {
 // This process's rank in the job of `o.ranks`, and the job's size: 0 of 1 without a Comm.
 int RankOf(const TrainOptions& o);
 int RanksOf(const TrainOptions& o);
+// The GPU of this rank for --device cuda: the one its Comm moves device memory on (NCCL picks
+// local rank % GPUs), else 0.
+int CudaOrdinalOf(const TrainOptions& o);
 
 // The micro-batches of one rank: [first, first + count).
 struct RankMicroBatches {
@@ -47,7 +50,10 @@ RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks);
 // block's gradient (P floats in the layout's order) with only the head's contributions in wte;
 // `embedding_part` the embedding block's gradient made by this rank's embedding backwards, from
 // zero. More than one rank. On return `grads` holds the step's gradient, the same bits on every
-// rank; `embedding_part` is clobbered. Host-addressable buffers (the MPI backend). Errors: the Comm's.
+// rank; `embedding_part` is clobbered. Buffers are device memory of the device whose table `k`
+// is (the Comm must be able to read them: MPI on the sim device, NCCL on a GPU), and the call
+// runs inside a launch of that device's stream (k.finish orders the kernels before each
+// collective). Errors: the Comm's.
 Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
                                  const GptLayout& layout, float* grads, float* embedding_part);
 

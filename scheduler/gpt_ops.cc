@@ -284,6 +284,7 @@ Status GptOps::reduce_over_dp(int block, float* slot) {
   // --movement-only still runs the collectives (they are movement), on whatever the slot holds.
   const BlockSpec& spec = layout_.blocks[block];
   parallel::Comm& comm = *o_.comm;
+  k_.finish();  // the collectives read the slot that this launch's kernels may have written
   if (sharded(block)) {
     const ShardPlan& shards = *o_.shards;
     float* mine = slot + int64_t(comm.rank()) * shards.shard_floats(block);

@@ -109,7 +109,7 @@ class InMemoryTrainer final : public Trainer {
     SimDeviceOptions dopt;
     dopt.capacity_bytes = capacity;
     dopt.link_gbps = o_.sim_link_gbps;
-    STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device}, dopt));
+    STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_)}, dopt));
     compute_ = device_->create_stream("compute");
 
     auto alloc = [&](int64_t floats, DeviceBuffer* out) -> Status {

@@ -57,7 +57,7 @@ Status PagedTrainer::setup() {
   SimDeviceOptions dopt;
   dopt.capacity_bytes = plan_.device_bytes;
   dopt.link_gbps = o_.sim_link_gbps;
-  STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device}, dopt));
+  STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_)}, dopt));
   if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(open_nvme(pages_->plan().total_bytes()));
   STRATA_RETURN_IF_ERROR(create_memory());
   if (resume_from_) {

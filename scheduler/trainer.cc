@@ -213,12 +213,37 @@ namespace {
 // collectives, folds them on the host and reads host vectors through NCCL (docs/parallel.md);
 // until those go through the device, such a job is refused here, before anything is planned,
 // rather than crash on its first collective.
+// What a job of several ranks can run on the CUDA backend so far: data parallelism over NCCL
+// (which moves device memory; MPI collectives take host buffers), with replicated state or every
+// block sharded, whole (no split operators).
 Status CheckTrainsOn(const TrainOptions& o) {
   if (o.device != "cuda" || scheduler::RanksOf(o) == 1) return Status::Ok();
-  return Status::NotSupported(
-      "--device cuda: a job of " + std::to_string(scheduler::RanksOf(o)) +
-      " ranks; the CUDA backend trains one rank so far (data, tensor and pipeline parallelism "
-      "still exchange device memory through the host); run one rank, or use --device sim");
+  const std::string job =
+      "--device cuda: a job of " + std::to_string(scheduler::RanksOf(o)) + " ranks";
+  if (o.ranks->backend() != parallel::CommBackend::kNccl) {
+    return Status::InvalidArgument(job + " over --comm " +
+                                   parallel::CommBackendName(o.ranks->backend()) +
+                                   ", whose collectives take host memory; use --comm nccl (or "
+                                   "auto) with --device cuda");
+  }
+  if (o.tp > 1 || o.pp > 1) {
+    return Status::NotSupported(
+        job + " with --tp/--pp: tensor and pipeline parallelism on the CUDA backend need NCCL "
+              "groups (Comm::split over NCCL), not built yet; use --tp 1 --pp 1 (data "
+              "parallelism), or --device sim");
+  }
+  if (o.shard == "auto") {
+    return Status::NotSupported(
+        job + " with --shard auto: its cost model measures the CPU kernels and MPI, not the GPU "
+              "and NCCL; use --shard all or none, or --device sim");
+  }
+  if (o.split_ops != "1") {
+    return Status::NotSupported(
+        job + " with --split-ops " + o.split_ops +
+        ": split operators on the CUDA backend are not built yet (their slice buffers are "
+        "host-side); use --split-ops 1, or --device sim");
+  }
+  return Status::Ok();
 }
 
 }  // namespace

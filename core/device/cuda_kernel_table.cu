@@ -35,6 +35,8 @@ const KernelTable& CudaKernelTable() {
       k::adamw_update,
       k::zero,
       k::chunk_sums_of_squares,
+      k::copy,
+      k::finish,
   };
   return table;
 }

@@ -1,6 +1,7 @@
 #include "core/device/kernel_table.h"
 
 #include "core/kernels/attention.h"
+#include "core/kernels/copy.h"
 #include "core/kernels/crossentropy.h"
 #include "core/kernels/embedding.h"
 #include "core/kernels/gelu.h"
@@ -45,6 +46,8 @@ std::string KernelTable::missing() const {
       {"adamw_update", adamw_update != nullptr},
       {"zero", zero != nullptr},
       {"chunk_sums_of_squares", chunk_sums_of_squares != nullptr},
+      {"copy", copy != nullptr},
+      {"finish", finish != nullptr},
   };
   // A field added to KernelTable but not listed here would let complete() skip it.
   static_assert(sizeof(entries) / sizeof(entries[0]) * sizeof(void (*)()) == sizeof(KernelTable),
@@ -85,6 +88,8 @@ const KernelTable& CpuKernelTable() {
       .adamw_update = kernels::adamw_update,
       .zero = kernels::zero,
       .chunk_sums_of_squares = kernels::chunk_sums_of_squares,
+      .copy = kernels::copy,
+      .finish = kernels::finish,
   };
   return table;
 }

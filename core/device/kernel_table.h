@@ -111,6 +111,13 @@ struct KernelTable {
   void (*zero)(float* x, long n) = nullptr;
   void (*chunk_sums_of_squares)(const float* x, long n, double* host_out) = nullptr;
 
+  // Around the collectives (core/kernels/copy.h): a device-to-device copy in the launch's order,
+  // and finish, which returns once every kernel the launch has started has completed, so that a
+  // Comm's own stream (NCCL) may read their results. Call finish before a collective that reads
+  // what kernels of the same launch wrote.
+  void (*copy)(float* dst, const float* src, long n) = nullptr;
+  void (*finish)() = nullptr;
+
   // True when every entry is set.
   bool complete() const;
   // The names of the nullptr entries, comma-separated, in declaration order ("" when complete).

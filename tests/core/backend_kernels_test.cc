@@ -313,6 +313,23 @@ TEST_P(BackendKernels, ZeroAndNormPartialsGiveTheCpuBits) {
   }
 }
 
+// copy moves device memory in the launch's order, after the zero before it; finish returns
+// inside a launch (on CUDA it waits for the launch's stream).
+TEST_P(BackendKernels, CopyAndFinish) {
+  const auto x = random_vector(1000, 49);
+  const float* d_x = upload(x);
+  float* d_y = alloc<float>(x.size());
+  run([&] {
+    k().zero(d_y, long(x.size()));
+    k().copy(d_y + 10, d_x + 10, long(x.size()) - 20);
+    k().finish();
+  });
+  const auto y = download(d_y, x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(y[i], i < 10 || i >= x.size() - 10 ? 0.0f : x[i]) << "element " << i;
+  }
+}
+
 // The ops with reductions, twice on the same inputs: the same bits both times.
 TEST_P(BackendKernels, ReductionsGiveTheSameBitsEveryRun) {
   constexpr int B = 2, T = 64, C = 64, NH = 4, V = 37, N = B * T;

@@ -83,12 +83,15 @@ case $check in
     fi
     command -v mpirun > /dev/null || { echo "SKIP: no mpirun on this machine"; exit $kSkip; }
     train one cuda
-    mkdir -p "$work/dp2.nvme"
-    timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 "$strata" train "${kPaged[@]}" \
-      --nvme-dir "$work/dp2.nvme" --device cuda --comm nccl --dp 2 \
-      --log-json "$work/dp2.jsonl" 2> "$work/dp2.err" ||
-      { echo "FAIL: mpirun -np 2 strata train --comm nccl:"; tail -5 "$work/dp2.err"; exit 1; }
-    within one dp2 1e-5
+    for shard in none all; do
+      mkdir -p "$work/dp2_$shard.nvme"
+      timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 "$strata" train "${kPaged[@]}" \
+        --nvme-dir "$work/dp2_$shard.nvme" --device cuda --comm nccl --dp 2 --shard "$shard" \
+        --log-json "$work/dp2_$shard.jsonl" 2> "$work/dp2_$shard.err" ||
+        { echo "FAIL: mpirun -np 2 strata train --comm nccl --shard $shard:"
+          tail -5 "$work/dp2_$shard.err"; exit 1; }
+      within one "dp2_$shard" 1e-5
+    done
     ;;
   *) echo "usage: $0 STRATA_BIN WORKDIR sim_vs_cuda|bf16|run_to_run|nccl_dp2" >&2; exit 2 ;;
 esac

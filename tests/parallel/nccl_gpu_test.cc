@@ -71,6 +71,19 @@ TEST(NcclCommGpu, OneRankCollectivesOnDeviceBuffers) {
   ASSERT_TRUE((*comm)->broadcast(b.get(), kFloats * sizeof(float), 0).wait().ok());
   ASSERT_TRUE(b.copy_out(out).ok());
   EXPECT_EQ(0, std::memcmp(in.data(), out.data(), kFloats * sizeof(float)));
+  // Host buffers (pinned here, or not) go over the MPI bootstrap (routed_comm.h), in order
+  // with the device ops around them.
+  std::vector<double> sums = {1.5, -2.25, 3.0}, summed(3, 0.0);
+  ASSERT_TRUE((*comm)->all_reduce_sum(sums.data(), summed.data(), 3).wait().ok());
+  EXPECT_EQ(sums, summed);
+  std::vector<float> pinned_copy(kFloats, -1.0f);
+  ASSERT_TRUE((*comm)->all_gather(in.data(), out.data(), kFloats * sizeof(float)).wait().ok());
+  ASSERT_TRUE((*comm)->all_gather(out.data(), pinned_copy.data(), kFloats * sizeof(float))
+                  .wait()
+                  .ok());
+  EXPECT_EQ(in, pinned_copy);
+  EXPECT_EQ((*comm)->all_gather(in.data(), b.get(), 4).wait().code(),
+            StatusCode::kInvalidArgument);  // a host and a device buffer in one op
   EXPECT_TRUE((*comm)->barrier().ok());
   ASSERT_TRUE((*device)->unregister_host(in.data()).ok());
   ASSERT_TRUE((*device)->unregister_host(out.data()).ok());

@@ -1,6 +1,6 @@
 // `strata train --device sim|cuda`: sim trains exactly as without the flag; cuda without a usable
 // GPU fails before training with one line naming --device and exit code 1 (with one, a single
-// rank trains; a job of several ranks is refused the same way); an unknown device is a usage error (exit code 2).
+// rank trains, and several ranks need NCCL); an unknown device is a usage error (exit code 2).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,6 +56,21 @@ TEST_F(TrainDevice, CudaWithAGpuTrainsOneRank) {
     EXPECT_EQ(r.exit_code, 0) << engine << ": " << r.err;
     EXPECT_NE(r.err.find("done: 2 steps"), std::string::npos) << engine << ": " << r.err;
   }
+}
+
+// With a GPU, a job of several ranks on cuda runs data parallelism over NCCL (gpu_train_nccl_dp2
+// checks it on two GPUs); over MPI, whose collectives take host memory, it is refused with the
+// way out. One GPU is enough for the refusal: it comes before any rank touches the GPU's data.
+TEST_F(TrainDevice, CudaWithAGpuRefusesSeveralRanksOverMpi) {
+  if (CudaDeviceCount() == 0) {
+    GTEST_SKIP() << "no CUDA GPU: CudaDeviceCount() is 0; training on cuda runs on a GPU machine";
+  }
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  RunResult r = RunMpi({{"train", "--model", "tiny", "--steps", "1", "--batch", "2", "--seq",
+                         "32", "--device", "cuda", "--comm", "mpi"}},
+                       2, dir_);
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("use --comm nccl"), std::string::npos) << r.err;
 }
 
 // GPUDirect Storage: off and auto train as without the flag (this build has no cuFile path); on

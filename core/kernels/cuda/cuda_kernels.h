@@ -93,4 +93,8 @@ void zero(float* x, long n);
 // Writes host memory; waits for the sums.
 void chunk_sums_of_squares(const float* x, long n, double* host_out);
 
+void copy(float* dst, const float* src, long n);
+// Waits for the current launch's stream.
+void finish();
+
 }  // namespace strata::kernels::cuda
