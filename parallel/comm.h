@@ -127,8 +127,8 @@ class Comm {
   // one tensor-, data- or pipeline-parallel group of the grid (parallel/grid.h). Collective: every
   // rank calls it, in its stream order, after the ops issued before it have completed; it fails
   // like an op after timeout_s. The new Comm has its own queue, communicator and timeout, and may
-  // outlive this one. kInvalidArgument for a negative color; kNotSupported where the backend
-  // cannot (NCCL, for now).
+  // outlive this one. kInvalidArgument for a negative color. NCCL splits its MPI bootstrap, then
+  // its communicator (ncclCommSplit); the new Comm routes host buffers as its parent does.
   virtual Result<std::unique_ptr<Comm>> split(int color, int key) = 0;
 
   // Ends this process and, for MPI and NCCL, every rank of the job (MPI_Abort) with exit code

@@ -41,6 +41,7 @@ class NcclChannel {
   int size() const { return size_; }
   cudaStream_t stream() const { return stream_; }
   ncclComm_t comm() const { return comm_; }
+  double timeout_s() const { return timeout_s_; }
 
   // Polls `event` until it completes (OK), NCCL reports an asynchronous error, or timeout_s
   // passes from now; a failure is recorded (fail) and returned, worded for `op`.

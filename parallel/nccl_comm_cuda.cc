@@ -20,17 +20,24 @@
 namespace strata::parallel {
 namespace {
 
+// True for memory a GPU holds (device or managed), which NCCL can read; host memory, pinned or
+// not, is the MPI side's (routed_comm.h).
+bool IsGpuMemory(const void* ptr) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    cudaGetLastError();  // clear it: an unknown pointer is host memory
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
 // Concurrency: ops are issued from one thread at a time (comm.h); the channel is thread-safe.
 class NcclComm final : public Comm {
  public:
   NcclComm(std::shared_ptr<Comm> bootstrap, std::shared_ptr<NcclChannel> channel)
       : bootstrap_(std::move(bootstrap)), channel_(std::move(channel)) {}
 
-  // ncclCommSplit would do it; not wired until a tensor- or pipeline-parallel run needs NCCL
-  // groups (docs/parallel.md).
-  Result<std::unique_ptr<Comm>> split(int /*color*/, int /*key*/) override {
-    return Status::NotSupported("split of an NCCL comm is not built yet; use --comm mpi");
-  }
+  Result<std::unique_ptr<Comm>> split(int color, int key) override;
   int rank() const override { return channel_->rank(); }
   int size() const override { return channel_->size(); }
   CommBackend backend() const override { return CommBackend::kNccl; }
@@ -139,15 +146,39 @@ Status NcclComm::barrier() {
   return bootstrap_->barrier();
 }
 
-// True for memory a GPU holds (device or managed), which NCCL can read; host memory, pinned or
-// not, is the MPI side's (routed_comm.h).
-bool IsGpuMemory(const void* ptr) {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
-    cudaGetLastError();  // clear it: an unknown pointer is host memory
-    return false;
+// The ops issued before it complete first (stream order); then the MPI bootstrap splits, which
+// checks within the timeout that every rank has come this far, before ncclCommSplit blocks on
+// all of them. The new Comm has its own stream and, like this one, routes host buffers to its
+// own MPI bootstrap.
+Result<std::unique_ptr<Comm>> NcclComm::split(int color, int key) {
+  if (color < 0) {
+    return Status::InvalidArgument("split: color " + std::to_string(color) + " is negative");
   }
-  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  STRATA_RETURN_IF_ERROR(issue({.name = "split"}, [] { return Status::Ok(); }).wait());
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Comm> host, bootstrap_->split(color, key));
+  STRATA_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(channel_->device()), "cudaSetDevice"));
+  cudaStream_t stream = nullptr;
+  STRATA_RETURN_IF_ERROR(
+      CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  ncclComm_t comm = nullptr;
+  int nccl_rank = -1, nccl_size = 0;
+  Status made = NcclStatus(ncclCommSplit(channel_->comm(), color, key, &comm, nullptr),
+                           "ncclCommSplit");
+  if (made.ok()) made = NcclStatus(ncclCommUserRank(comm, &nccl_rank), "ncclCommUserRank");
+  if (made.ok()) made = NcclStatus(ncclCommCount(comm, &nccl_size), "ncclCommCount");
+  if (made.ok() && (nccl_rank != host->rank() || nccl_size != host->size())) {
+    made = Status::Internal("ncclCommSplit ranked this process " + std::to_string(nccl_rank) +
+                            " of " + std::to_string(nccl_size) + ", MPI " +
+                            std::to_string(host->rank()) + " of " + std::to_string(host->size()));
+  }
+  if (!made.ok()) {
+    if (comm != nullptr) ncclCommDestroy(comm);
+    cudaStreamDestroy(stream);
+    return made.with_context("split of the NCCL comm on rank " + std::to_string(rank()));
+  }
+  auto channel = std::make_shared<NcclChannel>(channel_->device(), nccl_rank, nccl_size, stream,
+                                               comm, channel_->timeout_s());
+  return CreateRoutedComm(std::make_unique<NcclComm>(host, std::move(channel)), host, IsGpuMemory);
 }
 
 // This rank's index among the ranks on the same host (by host name), which picks its GPU.

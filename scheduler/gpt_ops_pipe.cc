@@ -83,9 +83,11 @@ void GptOps::pipe_send(const Op& op) {
   const size_t bytes = ResidualBytes(o_.micro_rows, o_.seq, layout_.config.n_embd);
   if (!ops_error_.ok()) return;
   if (op.kind == OpKind::kBlockFwd && layer == s.first_layer() + s.layers() - 1 && !s.last()) {
+    k_.finish();  // the send reads the forward's output
     pipe_sends_.push_back(
         s.fwd_out()->send(cur_->outputs[layer], bytes, s.stage + 1, op.micro_batch));
   } else if (op.kind == OpKind::kBlockBwd && layer == s.first_layer() && !s.first()) {
+    k_.finish();  // the send reads the backward's output; the receives reuse what it read
     pipe_sends_.push_back(
         s.bwd_out()->send(dres_[op.micro_batch], bytes, s.stage - 1, op.micro_batch));
     ++pipe_receives_.backwards_done;  // its set is free: the next activation may come in
@@ -103,6 +105,7 @@ bool GptOps::pipe_tied(const Op& op, float* embedding_grad) {
   float* at = embedding_grad + wte.offset;
   const size_t bytes = size_t(wte.numel) * sizeof(float);
   if (!ops_error_.ok()) return !s.first();
+  k_.finish();  // the heads' fold is sent, or the zeroed slot received into, after the kernels
   if (s.first()) {
     if (op.micro_batch == 0) {
       keep_error(s.tied->recv(at, bytes, s.stages - 1, 0).wait(),
@@ -126,6 +129,7 @@ Status GptOps::pipe_reduce_tied(float* slot) {
     mine = slot + int64_t(o_.comm->rank()) * floats;
   }
   const size_t bytes = size_t(floats) * sizeof(float);
+  k_.finish();  // after the embedding fold's kernels on this launch
   if (s.first()) {
     return s.tied->send(mine, bytes, s.stages - 1, 1)
         .wait()

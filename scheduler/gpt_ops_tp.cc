@@ -18,6 +18,7 @@ namespace strata::scheduler {
 void GptOps::tp_all_reduce(float* data, int64_t count) {
   if (!ops_error_.ok()) return;
   const auto t0 = std::chrono::steady_clock::now();
+  k_.finish();  // the all-reduce reads what this launch's kernels wrote
   Status s = o_.tp_comm->all_reduce_sum(data, data, size_t(count)).wait();
   compute_comm_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   keep_error(s, "tensor-parallel all-reduce");

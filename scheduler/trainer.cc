@@ -208,14 +208,10 @@ float LearningRateAt(const TrainOptions& o, long step) {
 
 namespace {
 
-// A GPU trains one rank so far. Both engines keep device memory to the kernel table and
-// copy_async (docs/core.md), but a job of several ranks still hands device buffers to MPI
-// collectives, folds them on the host and reads host vectors through NCCL (docs/parallel.md);
-// until those go through the device, such a job is refused here, before anything is planned,
-// rather than crash on its first collective.
-// What a job of several ranks can run on the CUDA backend so far: data parallelism over NCCL
-// (which moves device memory; MPI collectives take host buffers), with replicated state or every
-// block sharded, whole (no split operators).
+// What a job of several ranks can run on the CUDA backend so far: the 3D grid over NCCL (which
+// moves device memory; MPI collectives take host buffers), with replicated state or every block
+// sharded, whole (no split operators). The rest is refused here, before anything is planned,
+// rather than failing on its first collective.
 Status CheckTrainsOn(const TrainOptions& o) {
   if (o.device != "cuda" || scheduler::RanksOf(o) == 1) return Status::Ok();
   const std::string job =
@@ -225,12 +221,6 @@ Status CheckTrainsOn(const TrainOptions& o) {
                                    parallel::CommBackendName(o.ranks->backend()) +
                                    ", whose collectives take host memory; use --comm nccl (or "
                                    "auto) with --device cuda");
-  }
-  if (o.tp > 1 || o.pp > 1) {
-    return Status::NotSupported(
-        job + " with --tp/--pp: tensor and pipeline parallelism on the CUDA backend need NCCL "
-              "groups (Comm::split over NCCL), not built yet; use --tp 1 --pp 1 (data "
-              "parallelism), or --device sim");
   }
   if (o.shard == "auto") {
     return Status::NotSupported(

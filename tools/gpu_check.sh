@@ -64,8 +64,8 @@ run() {
       rc=1
   done
   # Training on the GPU (tests/gpu/README.md): against the sim device (fp32, bf16), run to run,
-  # NCCL dp2 (skipped, exit code 77, with one GPU), and the step benchmark at each dtype.
-  for check in sim_vs_cuda bf16 run_to_run nccl_dp2; do
+  # NCCL dp2 and tp2/pp2 (skipped, exit code 77, with one GPU), and the step benchmark per dtype.
+  for check in sim_vs_cuda bf16 run_to_run nccl_dp2 nccl_tp2_pp2; do
     local check_rc=0
     bash "$root/bin/train_on_gpu.sh" "$root/bin/strata" "$root/work_$check" "$check" 2>&1 |
       tee "$out/train_$check.log" || check_rc=${PIPESTATUS[0]}

@@ -56,7 +56,7 @@ void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
                   "Write step 1's gradients (before clipping) here (safetensors)");
   cmd->add_option("--device", o.device,
                   "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU, "
-                  "the CUDA kernels; several ranks: data parallelism over NCCL)")
+                  "the CUDA kernels; several ranks: over NCCL)")
       ->capture_default_str();
   cmd->add_option("--dtype", o.dtype,
                   "Compute dtype: fp32, or bf16 (GEMM operands rounded to bf16, fp32 "

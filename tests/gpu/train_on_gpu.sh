@@ -3,7 +3,7 @@
 # against the sim device, against itself, and with two NCCL ranks. Exit 77 (ctest: skipped) with
 # the reason when the machine lacks what a check needs; 0 when it holds; 1 when it does not.
 #
-#   train_on_gpu.sh STRATA_BIN WORKDIR sim_vs_cuda|bf16|run_to_run|nccl_dp2
+#   train_on_gpu.sh STRATA_BIN WORKDIR sim_vs_cuda|bf16|run_to_run|nccl_dp2|nccl_tp2_pp2
 set -euo pipefail
 
 readonly strata=$1 work=$2 check=$3
@@ -93,5 +93,24 @@ case $check in
       within one "dp2_$shard" 1e-5
     done
     ;;
-  *) echo "usage: $0 STRATA_BIN WORKDIR sim_vs_cuda|bf16|run_to_run|nccl_dp2" >&2; exit 2 ;;
+  nccl_tp2_pp2)
+    # Two tensor-parallel ranks, then two pipeline stages, over NCCL groups (ncclCommSplit), one
+    # GPU each: each within 1e-5 relative of one rank's losses.
+    if [[ $(gpus) -lt 2 ]]; then
+      echo "SKIP: the NCCL tp2/pp2 check needs 2 GPUs (NCCL runs one rank per GPU); found $(gpus)"
+      exit $kSkip
+    fi
+    command -v mpirun > /dev/null || { echo "SKIP: no mpirun on this machine"; exit $kSkip; }
+    train one cuda
+    for grid in tp pp; do
+      mkdir -p "$work/${grid}2.nvme"
+      timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 "$strata" train "${kPaged[@]}" \
+        --nvme-dir "$work/${grid}2.nvme" --device cuda --comm nccl "--$grid" 2 \
+        --log-json "$work/${grid}2.jsonl" 2> "$work/${grid}2.err" ||
+        { echo "FAIL: mpirun -np 2 strata train --comm nccl --$grid 2:"
+          tail -5 "$work/${grid}2.err"; exit 1; }
+      within one "${grid}2" 1e-5
+    done
+    ;;
+  *) echo "usage: $0 STRATA_BIN WORKDIR sim_vs_cuda|bf16|run_to_run|nccl_dp2|nccl_tp2_pp2" >&2; exit 2 ;;
 esac

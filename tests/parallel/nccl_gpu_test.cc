@@ -1,5 +1,5 @@
 // The NCCL backend on a GPU: a job of one process (MPI starts as a singleton to carry the unique
-// id), its collectives on buffers of the cuda device. A job of several NCCL ranks needs a GPU per
+// id), its collectives on buffers of the cuda device, host buffers over MPI, and a split. A job of several NCCL ranks needs a GPU per
 // rank. Without a GPU the test skips with the reason; GPU machines run it (docs/parallel.md).
 #include <gtest/gtest.h>
 
@@ -85,6 +85,24 @@ TEST(NcclCommGpu, OneRankCollectivesOnDeviceBuffers) {
   EXPECT_EQ((*comm)->all_gather(in.data(), b.get(), 4).wait().code(),
             StatusCode::kInvalidArgument);  // a host and a device buffer in one op
   EXPECT_TRUE((*comm)->barrier().ok());
+
+  // A group of the one rank (ncclCommSplit, with its MPI bootstrap split): its own collectives
+  // on device buffers, and host buffers over the group's MPI side. (In this test: MPI starts
+  // once per process, so the process keeps one top-level Comm.)
+  auto group = (*comm)->split(/*color=*/0, /*key=*/0);
+  ASSERT_TRUE(group.ok()) << group.status().to_string();
+  EXPECT_EQ((*group)->size(), 1);
+  EXPECT_EQ((*group)->backend(), CommBackend::kNccl);
+  EXPECT_EQ((*comm)->split(-1, 0).status().code(), StatusCode::kInvalidArgument);
+  std::fill(out.begin(), out.end(), -1.0f);
+  ASSERT_TRUE(b.copy_in(out).ok());
+  ASSERT_TRUE((*group)->all_reduce_sum(a.get(), b.get(), kFloats).wait().ok());
+  ASSERT_TRUE(b.copy_out(out).ok());
+  EXPECT_EQ(0, std::memcmp(in.data(), out.data(), kFloats * sizeof(float)));
+  std::fill(summed.begin(), summed.end(), 0.0);
+  ASSERT_TRUE((*group)->all_reduce_sum(sums.data(), summed.data(), 3).wait().ok());
+  EXPECT_EQ(sums, summed);
+  EXPECT_TRUE((*group)->barrier().ok());
   ASSERT_TRUE((*device)->unregister_host(in.data()).ok());
   ASSERT_TRUE((*device)->unregister_host(out.data()).ok());
 }
