@@ -75,7 +75,7 @@ Status GptOps::allocate() {
     STRATA_ASSIGN_OR_RETURN(void* a, buffers_.alloc(bytes, "a slice buffer of split blocks"));
     STRATA_ASSIGN_OR_RETURN(void* b, buffers_.alloc(bytes, "a slice buffer of split blocks"));
     slices_ = std::make_unique<SliceGather>(
-        device_, *o_.slice_comm, *o_.split,
+        device_, k_, *o_.slice_comm, *o_.split,
         std::make_pair(static_cast<float*>(a), static_cast<float*>(b)), o_.timeline);
   }
   if (tensor_parallel()) {

@@ -7,9 +7,11 @@
 
 namespace strata::scheduler {
 
-SliceGather::SliceGather(Device& device, parallel::Comm& comm, const SplitPlan& plan,
-                         std::pair<float*, float*> buffers, Timeline* timeline)
+SliceGather::SliceGather(Device& device, const KernelTable& kernels, parallel::Comm& comm,
+                         const SplitPlan& plan, std::pair<float*, float*> buffers,
+                         Timeline* timeline)
     : device_(device),
+      kernels_(kernels),
       comm_(comm),
       plan_(plan),
       buffers_{buffers.first, buffers.second},
@@ -44,6 +46,7 @@ const float* SliceGather::next(int tensor, int slice) {
 void SliceGather::issue(size_t i) {
   const auto [tensor, slice] = order_[i];
   float* buffer = buffers_[i % 2];
+  kernels_.finish();  // the kernels that read this buffer's last slice are done (see Reuse)
   const std::vector<SlicePiece> pieces = plan_.slice_pieces(block_, tensor, slice);
   uint64_t bytes = 0;
   for (const SlicePiece& p : pieces) bytes += uint64_t(p.floats) * 4;

@@ -8,6 +8,11 @@
 // from this stream, so its collectives come in program order on every rank and never interleave
 // with the engine's gathers and reductions on the first.
 //
+// Reuse: a buffer is gathered into again two slices later. On the sim device the kernels that
+// read it have finished by then; on a GPU they may only be enqueued, so every gather first waits
+// for the compute stream's kernels (KernelTable::finish; correct, and a serialization point the
+// GPU pays until the reuse is ordered by events).
+//
 // Threads: begin, next and finish from the compute stream's thread (inside an op), in program
 // order.
 #pragma once
@@ -27,9 +32,10 @@ namespace strata::scheduler {
 
 class SliceGather {
  public:
-  // `buffers`: two device buffers of plan.slice_buffer_floats() floats each.
-  SliceGather(Device& device, parallel::Comm& comm, const SplitPlan& plan,
-              std::pair<float*, float*> buffers, Timeline* timeline);
+  // `buffers`: two device buffers of plan.slice_buffer_floats() floats each; `kernels`: the
+  // table the compute stream's ops run (its finish orders a buffer's reuse).
+  SliceGather(Device& device, const KernelTable& kernels, parallel::Comm& comm,
+              const SplitPlan& plan, std::pair<float*, float*> buffers, Timeline* timeline);
   ~SliceGather();
 
   // An op of step `step` on split block `block`, whose parameter slot is `slot`, will ask for the
@@ -46,6 +52,7 @@ class SliceGather {
   void issue(size_t i);
 
   Device& device_;
+  const KernelTable& kernels_;
   parallel::Comm& comm_;
   const SplitPlan& plan_;
   float* buffers_[2];

@@ -210,7 +210,7 @@ namespace {
 
 // What a job of several ranks can run on the CUDA backend so far: the 3D grid over NCCL (which
 // moves device memory; MPI collectives take host buffers), with replicated state or every block
-// sharded, whole (no split operators). The rest is refused here, before anything is planned,
+// sharded (--shard all, split or not). The rest is refused here, before anything is planned,
 // rather than failing on its first collective.
 Status CheckTrainsOn(const TrainOptions& o) {
   if (o.device != "cuda" || scheduler::RanksOf(o) == 1) return Status::Ok();
@@ -226,12 +226,6 @@ Status CheckTrainsOn(const TrainOptions& o) {
     return Status::NotSupported(
         job + " with --shard auto: its cost model measures the CPU kernels and MPI, not the GPU "
               "and NCCL; use --shard all or none, or --device sim");
-  }
-  if (o.split_ops != "1") {
-    return Status::NotSupported(
-        job + " with --split-ops " + o.split_ops +
-        ": split operators on the CUDA backend are not built yet (their slice buffers are "
-        "host-side); use --split-ops 1, or --device sim");
   }
   return Status::Ok();
 }

@@ -83,12 +83,14 @@ case $check in
     fi
     command -v mpirun > /dev/null || { echo "SKIP: no mpirun on this machine"; exit $kSkip; }
     train one cuda
-    for shard in none all; do
+    for shard in none all split; do  # split: --shard all with --split-ops 2
+      shard_flags=(--shard "${shard/split/all}")
+      [[ $shard == split ]] && shard_flags+=(--split-ops 2)
       mkdir -p "$work/dp2_$shard.nvme"
       timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 "$strata" train "${kPaged[@]}" \
-        --nvme-dir "$work/dp2_$shard.nvme" --device cuda --comm nccl --dp 2 --shard "$shard" \
+        --nvme-dir "$work/dp2_$shard.nvme" --device cuda --comm nccl --dp 2 "${shard_flags[@]}" \
         --log-json "$work/dp2_$shard.jsonl" 2> "$work/dp2_$shard.err" ||
-        { echo "FAIL: mpirun -np 2 strata train --comm nccl --shard $shard:"
+        { echo "FAIL: mpirun -np 2 strata train --comm nccl ${shard_flags[*]}:"
           tail -5 "$work/dp2_$shard.err"; exit 1; }
       within one "dp2_$shard" 1e-5
     done
