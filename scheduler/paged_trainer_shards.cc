@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/device/kernel_table.h"
+#include "core/device/create_device.h"
 #include "core/util/machine_memory.h"
 #include "core/util/sizes.h"
 #include "scheduler/paged_trainer_impl.h"
@@ -106,11 +106,23 @@ Result<std::vector<bool>> PagedTrainer::search_shards() {
   for (size_t i = 0; i < every.size(); ++i) {
     setting.sharded_bytes[i % n] = std::max(setting.sharded_bytes[i % n], every[i]);
   }
+  // Measured on a scratch device of the run's kind and GPU, sized for the measurements (the
+  // run's own device is sized by the plan they decide).
+  const uint64_t comm_bytes = std::min<uint64_t>(largest, 16 * kMiB);
+  const int rows = micro_rows() * seq_;
+  SimDeviceOptions scratch;
+  scratch.capacity_bytes =
+      std::max(scheduler::CollectiveRatesBytes(*o_.ranks, comm_bytes),
+               scheduler::BlockForwardBytes(layout_.config, rows)) +
+      kMiB;  // alignment
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<Device> device,
+      CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_)}, scratch));
   STRATA_ASSIGN_OR_RETURN(setting.rates,
-                          scheduler::MeasureCollectiveRates(*o_.ranks,
-                                                            std::min<uint64_t>(largest, 16 * kMiB)));
-  setting.forward = scheduler::MeasureBlockForwards(CpuKernelTable(), layout_.config,
-                                                    micro_rows() * seq_, threads_);
+                          scheduler::MeasureCollectiveRates(*o_.ranks, *device, comm_bytes));
+  STRATA_ASSIGN_OR_RETURN(setting.forward,
+                          scheduler::MeasureBlockForwards(*device, ComputeDtype(o_),
+                                                          layout_.config, rows, threads_));
   // The rank's budget for its state: --host-mem (less the pool's working pages when pages may
   // pass through it from NVMe); without it, an even share of what this machine has available.
   const uint64_t working = o_.nvme_dirs.empty() ? 0 : scheduler::kHostWorkingPages * page;

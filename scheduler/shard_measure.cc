@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <vector>
 
 #include "core/util/check.h"
+#include "scheduler/device_buffers.h"
 
 namespace strata::scheduler {
 
@@ -36,50 +39,105 @@ Result<double> TimeCollective(parallel::Comm& comm, const std::function<Status()
 
 }  // namespace
 
-Result<CollectiveRates> MeasureCollectiveRates(parallel::Comm& comm, uint64_t bytes) {
-  const size_t each = std::max<size_t>(1, size_t(bytes / 4 / comm.size()));
+namespace {
+
+// Floats per rank of MeasureCollectiveRates's buffer.
+size_t CollectiveFloatsPerRank(const parallel::Comm& comm, uint64_t bytes) {
+  return std::max<size_t>(1, size_t(bytes / 4 / comm.size()));
+}
+
+// The shapes MeasureBlockForwards times. GEMM time grows linearly with the rows and the output
+// columns once they fill the kernel's tiles: time at most kRows rows and kLogits columns of the
+// logits, and scale, so that a large micro-batch or vocabulary costs no large buffers at start-up.
+struct ForwardShapes {
+  ForwardShapes(const GptConfig& c, int rows)
+      : n(std::min(rows, kRows)),
+        C(c.n_embd),
+        V(std::min(c.vocab_size, kLogits)),
+        scale_rows(double(rows) / n),
+        scale_vocab(double(c.vocab_size) / V),
+        widest(size_t(std::max(4 * C, V))) {}
+  static constexpr int kRows = 512, kLogits = 8192;
+  int n, C, V;
+  double scale_rows, scale_vocab;
+  size_t widest;
+  size_t in_floats() const { return size_t(n) * 4 * C; }
+  size_t out_floats() const { return size_t(n) * widest; }
+  size_t w_floats() const { return std::max(size_t(4) * C * C, size_t(C) * V); }
+  size_t floats() const { return in_floats() + out_floats() + w_floats() + widest; }
+};
+
+}  // namespace
+
+uint64_t CollectiveRatesBytes(const parallel::Comm& comm, uint64_t bytes) {
+  return uint64_t(CollectiveFloatsPerRank(comm, bytes)) * comm.size() * 4;
+}
+
+Result<CollectiveRates> MeasureCollectiveRates(parallel::Comm& comm, Device& device,
+                                               uint64_t bytes) {
+  const size_t each = CollectiveFloatsPerRank(comm, bytes);
   const size_t n = each * comm.size();
-  std::vector<float> buf(n, 1.0f);
-  float* mine = buf.data() + each * comm.rank();
+  DeviceBuffers buffers(device);
+  STRATA_ASSIGN_OR_RETURN(void* mem, buffers.alloc(n * 4, "the collectives' timing buffer"));
+  float* buf = static_cast<float*>(mem);
+  const std::vector<float> ones(n, 1.0f);  // finite values (the reduce-scatter adds them)
+  std::unique_ptr<Stream> stream = device.create_stream("measure");
+  STRATA_RETURN_IF_ERROR(
+      device.copy_async(buf, ones.data(), n * 4, CopyKind::kHostToDevice, *stream));
+  STRATA_RETURN_IF_ERROR(stream->synchronize());
+  float* mine = buf + each * comm.rank();
   const double whole = double(n) * 4;
   CollectiveRates r;
   STRATA_ASSIGN_OR_RETURN(double ag, TimeCollective(comm, [&] {
-                            return comm.all_gather(mine, buf.data(), each * 4).wait();
+                            return comm.all_gather(mine, buf, each * 4).wait();
                           }));
   STRATA_ASSIGN_OR_RETURN(double rs, TimeCollective(comm, [&] {
-                            return comm.reduce_scatter_sum(buf.data(), mine, each).wait();
+                            return comm.reduce_scatter_sum(buf, mine, each).wait();
                           }));
   r.all_gather = whole / ag;
   r.reduce_scatter = whole / rs;
   return r;
 }
 
-BlockForwardTimes MeasureBlockForwards(const KernelTable& k, const GptConfig& c, int rows,
-                                       int threads) {
-  // GEMM time grows linearly with the rows and the output columns once they fill the kernel's
-  // tiles: time at most kRows rows and kLogits columns of the logits, and scale, so that a large
-  // micro-batch or vocabulary costs no large buffers at start-up.
-  constexpr int kRows = 512, kLogits = 8192;
-  const int n = std::min(rows, kRows), C = c.n_embd, V = std::min(c.vocab_size, kLogits);
-  const double scale_rows = double(rows) / n, scale_vocab = double(c.vocab_size) / V;
-  const size_t widest = size_t(std::max(4 * C, V));
-  std::vector<float> in(size_t(n) * 4 * C, 0.01f), out(size_t(n) * widest);
-  std::vector<float> w(std::max(size_t(4) * C * C, size_t(C) * V), 0.01f), bias(widest, 0.0f);
-  tbb::task_arena arena(std::max(1, threads));
-  BlockForwardTimes t;
+uint64_t BlockForwardBytes(const GptConfig& config, int rows) {
+  return uint64_t(ForwardShapes(config, rows).floats()) * 4;
+}
+
+Result<BlockForwardTimes> MeasureBlockForwards(Device& device, kernels::Dtype dtype,
+                                               const GptConfig& c, int rows, int threads) {
+  const ForwardShapes s(c, rows);
+  DeviceBuffers buffers(device);
+  STRATA_ASSIGN_OR_RETURN(void* mem, buffers.alloc(s.floats() * 4, "the kernels' timing buffers"));
+  float* in = static_cast<float*>(mem);
+  float* out = in + s.in_floats();
+  float* w = out + s.out_floats();
+  float* bias = w + s.w_floats();
+  const KernelTable& k = device.kernels(dtype);
+  const int n = s.n, C = s.C, V = s.V;
   auto transformer = [&] {
-    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), n, C, 3 * C);
-    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), n, C, C);
-    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), n, C, 4 * C);
-    k.linear_forward(out.data(), in.data(), w.data(), bias.data(), n, 4 * C, C);
+    k.linear_forward(out, in, w, bias, n, C, 3 * C);
+    k.linear_forward(out, in, w, bias, n, C, C);
+    k.linear_forward(out, in, w, bias, n, C, 4 * C);
+    k.linear_forward(out, in, w, bias, n, 4 * C, C);
   };
-  auto logits = [&] { k.linear_forward(out.data(), in.data(), w.data(), nullptr, n, C, V); };
-  arena.execute([&] {
-    transformer();
-    t.transformer = Seconds(transformer) * scale_rows;
-    logits();
-    t.logits = Seconds(logits) * scale_rows * scale_vocab;
-  });
+  auto logits = [&] { k.linear_forward(out, in, w, nullptr, n, C, V); };
+  std::unique_ptr<Stream> stream = device.create_stream("measure");
+  tbb::task_arena arena(std::max(1, threads));
+  // One launch per run, waited for: the device's time, with its kernels in the arena.
+  auto timed = [&](const std::function<void()>& run) -> Result<double> {
+    const auto t0 = std::chrono::steady_clock::now();
+    stream->launch([&] { arena.execute(run); });
+    STRATA_RETURN_IF_ERROR(stream->synchronize());
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  stream->launch([&] { k.zero(in, long(s.floats())); });  // finite operands
+  BlockForwardTimes t;
+  STRATA_RETURN_IF_ERROR(timed(transformer).status());  // warm-up
+  STRATA_ASSIGN_OR_RETURN(const double transformer_s, timed(transformer));
+  STRATA_RETURN_IF_ERROR(timed(logits).status());
+  STRATA_ASSIGN_OR_RETURN(const double logits_s, timed(logits));
+  t.transformer = transformer_s * s.scale_rows;
+  t.logits = logits_s * s.scale_rows * s.scale_vocab;
   return t;
 }
 

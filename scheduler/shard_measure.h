@@ -1,13 +1,14 @@
 // The inputs of --shard auto's search (shard_search.h, Note [OSDP's choice]), measured at start-up
 // on this machine: the collectives' rates over the job's Comm, and each block's compute from the
-// kernels of its shapes.
+// kernels of its shapes, both on the device the run trains on (a scratch device of the same kind
+// and GPU: the run's own is sized by the plan these measurements decide).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/device/kernel_table.h"
+#include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
@@ -26,20 +27,27 @@ struct CollectiveRates {
   double all_reduce_s(double bytes) const { return bytes / reduce_scatter + bytes / all_gather; }
 };
 
-// Times each collective on a buffer of `bytes` (rounded to whole floats per rank): one warm-up
+// Times each collective on a buffer of `bytes` (rounded to whole floats per rank) of `device`'s
+// memory (what the run's collectives move: NCCL on a GPU's, MPI on the sim device's): one warm-up
 // and the median of three, the slowest rank's. Collective: every rank calls it; the same result
-// on every rank. Errors: the Comm's.
-Result<CollectiveRates> MeasureCollectiveRates(parallel::Comm& comm, uint64_t bytes);
+// on every rank. Errors: the Comm's, or the device's when the buffer does not fit it.
+Result<CollectiveRates> MeasureCollectiveRates(parallel::Comm& comm, Device& device,
+                                               uint64_t bytes);
+// The device bytes MeasureCollectiveRates(..., bytes) allocates.
+uint64_t CollectiveRatesBytes(const parallel::Comm& comm, uint64_t bytes);
 
 // Seconds of one forward of a transformer block and of the tied head's logits on `rows` rows of
-// the model's width (a micro-batch's tokens), timed on the CPU kernels in a TBB arena of
-// `threads`: their linears, which are nearly all of the work. One run after a warm-up, of at most
-// 512 rows and 8192 logits, scaled linearly to the whole.
+// the model's width (a micro-batch's tokens), timed on `device`'s kernels at `dtype` (launched on
+// a stream of its own, within a TBB arena of `threads` on the sim device): their linears, which
+// are nearly all of the work. One run after a warm-up, of at most 512 rows and 8192 logits,
+// scaled linearly to the whole. Errors: the device's (the buffers, a failed kernel).
 struct BlockForwardTimes {
   double transformer = 0, logits = 0;
 };
-BlockForwardTimes MeasureBlockForwards(const KernelTable& k, const GptConfig& config, int rows,
-                                       int threads);
+Result<BlockForwardTimes> MeasureBlockForwards(Device& device, kernels::Dtype dtype,
+                                               const GptConfig& config, int rows, int threads);
+// The device bytes MeasureBlockForwards allocates.
+uint64_t BlockForwardBytes(const GptConfig& config, int rows);
 
 struct ShardSearchSetting {
   const GptLayout* layout = nullptr;

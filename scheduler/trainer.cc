@@ -209,9 +209,8 @@ float LearningRateAt(const TrainOptions& o, long step) {
 namespace {
 
 // What a job of several ranks can run on the CUDA backend so far: the 3D grid over NCCL (which
-// moves device memory; MPI collectives take host buffers), with replicated state or every block
-// sharded (--shard all, split or not). The rest is refused here, before anything is planned,
-// rather than failing on its first collective.
+// moves device memory; MPI collectives take host buffers). The rest is refused here, before
+// anything is planned, rather than failing on its first collective.
 Status CheckTrainsOn(const TrainOptions& o) {
   if (o.device != "cuda" || scheduler::RanksOf(o) == 1) return Status::Ok();
   const std::string job =
@@ -221,11 +220,6 @@ Status CheckTrainsOn(const TrainOptions& o) {
                                    parallel::CommBackendName(o.ranks->backend()) +
                                    ", whose collectives take host memory; use --comm nccl (or "
                                    "auto) with --device cuda");
-  }
-  if (o.shard == "auto") {
-    return Status::NotSupported(
-        job + " with --shard auto: its cost model measures the CPU kernels and MPI, not the GPU "
-              "and NCCL; use --shard all or none, or --device sim");
   }
   return Status::Ok();
 }

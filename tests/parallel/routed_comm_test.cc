@@ -1,6 +1,7 @@
 // RoutedComm (parallel/routed_comm.h): ops go to the backend that can read their buffers, a mix
 // is refused, stream order holds across the two backends (an op on the other side waits for the
 // last one), and a failure seen there breaks the comm. Two recording fakes stand for NCCL and MPI.
+// `Concurrent`: the ordering tests issue from a second thread (the sanitize label runs them).
 #include "parallel/routed_comm.h"
 
 #include <gtest/gtest.h>
@@ -55,9 +56,9 @@ class RecordingComm final : public Comm {
   }
 };
 
-class RoutedCommTest : public ::testing::Test {
+class RoutedCommConcurrent : public ::testing::Test {
  protected:
-  RoutedCommTest() {
+  RoutedCommConcurrent() {
     auto device = std::make_unique<RecordingComm>();
     device_ = device.get();
     host_ = std::make_shared<RecordingComm>();
@@ -76,7 +77,7 @@ class RoutedCommTest : public ::testing::Test {
   std::unique_ptr<Comm> comm_;
 };
 
-TEST_F(RoutedCommTest, EachOpGoesToTheSideOfItsBuffers) {
+TEST_F(RoutedCommConcurrent, EachOpGoesToTheSideOfItsBuffers) {
   EXPECT_TRUE(comm_->all_reduce_sum(gpu_.data(), gpu_.data(), 8).wait().ok());
   EXPECT_TRUE(comm_->all_gather(host_mem_.data(), host_mem_.data() + 8, 4).wait().ok());
   EXPECT_TRUE(comm_->broadcast(gpu_.data(), 16, 0).wait().ok());
@@ -87,7 +88,7 @@ TEST_F(RoutedCommTest, EachOpGoesToTheSideOfItsBuffers) {
   EXPECT_EQ(comm_->size(), 2);
 }
 
-TEST_F(RoutedCommTest, MixedBuffersAreRefusedAndRunNowhere) {
+TEST_F(RoutedCommConcurrent, MixedBuffersAreRefusedAndRunNowhere) {
   Status s = comm_->all_gather(host_mem_.data(), gpu_.data(), 4).wait();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("all_gather"), std::string::npos) << s.to_string();
@@ -97,14 +98,14 @@ TEST_F(RoutedCommTest, MixedBuffersAreRefusedAndRunNowhere) {
   EXPECT_TRUE(comm_->all_reduce_sum(gpu_.data(), gpu_.data(), 8).wait().ok());
 }
 
-TEST_F(RoutedCommTest, AnOpWithoutBuffersStaysOnTheLastSide) {
+TEST_F(RoutedCommConcurrent, AnOpWithoutBuffersStaysOnTheLastSide) {
   EXPECT_TRUE(comm_->all_gather(host_mem_.data(), host_mem_.data() + 8, 4).wait().ok());
   EXPECT_TRUE(comm_->send_recv(nullptr, 0, 1, nullptr, 0, 1, 0).wait().ok());
   EXPECT_EQ(host_->ops.size(), 2u);
   EXPECT_TRUE(device_->ops.empty());
 }
 
-TEST_F(RoutedCommTest, SwitchingSidesWaitsForTheOtherSidesLastOp) {
+TEST_F(RoutedCommConcurrent, SwitchingSidesWaitsForTheOtherSidesLastOp) {
   auto flag = std::make_shared<CompletionFlag>();
   device_->pending = flag;
   CommWork device_work = comm_->all_reduce_sum(gpu_.data(), gpu_.data(), 8);
@@ -117,7 +118,7 @@ TEST_F(RoutedCommTest, SwitchingSidesWaitsForTheOtherSidesLastOp) {
   EXPECT_EQ(host_->issued.load(), 1);
 }
 
-TEST_F(RoutedCommTest, AFailureSeenWhenSwitchingBreaksTheComm) {
+TEST_F(RoutedCommConcurrent, AFailureSeenWhenSwitchingBreaksTheComm) {
   auto flag = std::make_shared<CompletionFlag>();
   device_->pending = flag;
   CommWork failed = comm_->all_reduce_sum(gpu_.data(), gpu_.data(), 8);
@@ -130,7 +131,7 @@ TEST_F(RoutedCommTest, AFailureSeenWhenSwitchingBreaksTheComm) {
   EXPECT_EQ(device_->ops.size(), 1u);
 }
 
-TEST_F(RoutedCommTest, BarrierWaitsForTheLastHostOpThenBarriersTheDeviceSide) {
+TEST_F(RoutedCommConcurrent, BarrierWaitsForTheLastHostOpThenBarriersTheDeviceSide) {
   auto flag = std::make_shared<CompletionFlag>();
   host_->pending = flag;
   comm_->all_gather(host_mem_.data(), host_mem_.data() + 8, 4);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -121,7 +122,13 @@ inline bool WaitForLines(const std::string& path, size_t lines, std::chrono::sec
 // `programs` has several).
 inline RunResult RunMpi(const std::vector<std::vector<std::string>>& programs, int ranks_each,
                         const std::string& dir) {
-  std::string cmd = ShellQuote(kMpirun) + " --allow-run-as-root --oversubscribe --timeout 100";
+  // Each launch keeps its session directory under `dir`: two mpiruns at once (ctest -j) sharing
+  // /tmp/ompi.<host>.<uid> raced there, one removing it while the other created its own in it
+  // ("orte_session_dir failed", seen 2026-11-26).
+  const std::string session = dir + "/ompi-session";
+  std::filesystem::create_directories(session);
+  std::string cmd = ShellQuote(kMpirun) + " --allow-run-as-root --oversubscribe --timeout 100" +
+                    " --mca orte_tmpdir_base " + ShellQuote(session);
   for (size_t p = 0; p < programs.size(); ++p) {
     if (p > 0) cmd += " :";
     cmd += " -np " + std::to_string(ranks_each) + " " + ShellQuote(STRATA_BINARY);
