@@ -14,7 +14,7 @@
 # with the reasons of any skip. OpenMPI starts as an isolated singleton (no orted).
 set -euo pipefail
 
-readonly kGpuTests='CudaDevice*:CreateDevice.CudaWith*:EachBackend/BackendKernels.*/cuda:EachBackend/BackendBf16Kernels.*/cuda:NcclCommGpu*:RankFoldGpu*:CApiDeviceGpu*'  # ctest -L gpu's
+readonly kGpuTests='CudaDevice*:CreateDevice.CudaWith*:EachBackend/BackendKernels.*/cuda:EachBackend/BackendGemmKernels.*/cuda:NcclCommGpu*:RankFoldGpu*:CApiDeviceGpu*'  # ctest -L gpu's
 readonly kMpiDirs=(/usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2
                    /usr/share/openmpi /usr/share/pmix /etc/openmpi)
 

@@ -1,5 +1,5 @@
-// Every kernel-table entry on every backend present, against the CPU kernel called directly on
-// host vectors: per-element ops give the CPU's bits on every backend; ops with reductions give
+// Every kernel-table entry on every backend present (the GEMM entries, at each dtype, in
+// backend_gemm_kernels_test.cc), against the CPU kernel called directly on host vectors: per-element ops give the CPU's bits on every backend; ops with reductions give
 // them on the sim device and agree to rounding on CUDA. Each entry is also run twice to show
 // that a backend gives the same bits every time (no atomics, fixed reduction orders).
 #include <gtest/gtest.h>
@@ -34,61 +34,6 @@ std::vector<int32_t> random_tokens(size_t n, int vocab, uint64_t seed) {
 }
 
 using BackendKernels = BackendKernelTest;
-
-TEST_P(BackendKernels, Sgemm) {
-  constexpr int M = 37, N = 29, K = 41, ld = 48;
-  for (int ta = 0; ta < 2; ++ta) {
-    for (int tb = 0; tb < 2; ++tb) {
-      const auto a = random_vector(size_t(ld) * ld, 1), b = random_vector(size_t(ld) * ld, 2);
-      const auto c0 = random_vector(size_t(M) * ld, 3);
-      std::vector<float> want = c0;
-      sgemm(ta, tb, M, N, K, 0.7f, a.data(), ld, b.data(), ld, 0.3f, want.data(), ld);
-      const float *da = upload(a), *db = upload(b);
-      float* dc = upload(c0);
-      run([&] { k().sgemm(ta, tb, M, N, K, 0.7f, da, ld, db, ld, 0.3f, dc, ld); });
-      expect_match(download(dc, c0.size()), want, Match::kRounding,
-                   "sgemm trans " + std::to_string(ta) + std::to_string(tb));
-    }
-  }
-}
-
-TEST_P(BackendKernels, LinearForwardBackwardAndRowSlices) {
-  constexpr int N = 24, C = 96, OC = 40;
-  const auto inp = random_vector(N * C, 4), w = random_vector(C * OC, 5), bias = random_vector(OC, 6);
-  const auto dout = random_vector(N * OC, 7), dinp0 = random_vector(N * C, 8);
-  const auto dw0 = random_vector(C * OC, 9), db0 = random_vector(OC, 10);
-  std::vector<float> out(N * OC), dinp = dinp0, dw = dw0, db = db0;
-  linear_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
-  linear_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C, OC);
-
-  const float *d_inp = upload(inp), *d_w = upload(w), *d_bias = upload(bias), *d_dout = upload(dout);
-  float *d_out = alloc<float>(N * OC), *d_dinp = upload(dinp0), *d_dw = upload(dw0),
-        *d_db = upload(db0);
-  run([&] {
-    k().linear_forward(d_out, d_inp, d_w, d_bias, N, C, OC);
-    k().linear_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, N, C, OC);
-  });
-  const auto got_out = download(d_out, out.size());
-  expect_match(got_out, out, Match::kRounding, "linear out");
-  const auto got_dinp = download(d_dinp, dinp.size()), got_dw = download(d_dw, dw.size());
-  expect_match(got_dinp, dinp, Match::kRounding, "linear dinp");
-  expect_match(got_dw, dw, Match::kRounding, "linear dweight");
-  expect_match(download(d_db, db.size()), db, Match::kRounding, "linear dbias");
-
-  // Two row slices on a chunk boundary give this backend's whole-linear bits (--split-ops).
-  const int mid = LinearChunkBegin(C, 2);
-  float *s_out = alloc<float>(N * OC), *s_dinp = upload(dinp0), *s_dw = upload(dw0);
-  run([&] {
-    k().linear_forward_rows(s_out, d_inp, d_w, d_bias, N, C, OC, 0, mid);
-    k().linear_forward_rows(s_out, d_inp, d_w + size_t(mid) * OC, d_bias, N, C, OC, mid, C);
-    k().linear_backward_rows(s_dinp, s_dw, nullptr, d_dout, d_inp, d_w, N, C, OC, 0, mid);
-    k().linear_backward_rows(s_dinp, s_dw + size_t(mid) * OC, nullptr, d_dout, d_inp,
-                             d_w + size_t(mid) * OC, N, C, OC, mid, C);
-  });
-  EXPECT_TRUE(bitwise_equal(download(s_out, out.size()), got_out)) << "forward row slices";
-  EXPECT_TRUE(bitwise_equal(download(s_dinp, dinp.size()), got_dinp)) << "dinp row slices";
-  EXPECT_TRUE(bitwise_equal(download(s_dw, dw.size()), got_dw)) << "dweight row slices";
-}
 
 TEST_P(BackendKernels, LayerNorm) {
   constexpr int N = 19, C = 72;
@@ -137,33 +82,6 @@ TEST_P(BackendKernels, GeluAndResidualGiveTheCpuBits) {
   expect_match(download(d_r, n), r, Match::kBits, "residual");
   expect_match(download(d_da, n), da, Match::kBits, "residual da");
   expect_match(download(d_db, n), db, Match::kBits, "residual db");
-}
-
-TEST_P(BackendKernels, Attention) {
-  constexpr int B = 2, T = 33, C = 48, NH = 4;
-  const auto qkv = random_vector(size_t(B) * T * 3 * C, 23), dout = random_vector(size_t(B) * T * C, 24);
-  const auto dqkv0 = random_vector(qkv.size(), 25);
-  const size_t att_n = size_t(B) * NH * T * T;
-  std::vector<float> out(size_t(B) * T * C), att(att_n), datt(att_n), dqkv = dqkv0;
-  attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
-  attention_backward(dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
-  const float *d_qkv = upload(qkv), *d_dout = upload(dout);
-  float *d_out = alloc<float>(out.size()), *d_att = alloc<float>(att_n),
-        *d_datt = alloc<float>(att_n), *d_dqkv = upload(dqkv0);
-  run([&] {
-    k().attention_forward(d_out, d_att, d_qkv, B, T, C, NH);
-    k().attention_backward(d_dqkv, d_datt, d_dout, d_qkv, d_att, B, T, C, NH);
-  });
-  const auto got_att = download(d_att, att_n);
-  expect_match(got_att, att, Match::kRounding, "attention probabilities");
-  for (int bh = 0; bh < B * NH; ++bh) {  // exact zeros above the diagonal on every backend
-    for (int i = 0; i < T; ++i) {
-      for (int j = i + 1; j < T; ++j) ASSERT_EQ(got_att[(size_t(bh) * T + i) * T + j], 0.0f);
-    }
-  }
-  expect_match(download(d_out, out.size()), out, Match::kRounding, "attention out");
-  expect_match(download(d_dqkv, dqkv.size()), dqkv, Match::kRounding, "attention dqkv", 1e-4,
-               1e-5);
 }
 
 TEST_P(BackendKernels, Embedding) {

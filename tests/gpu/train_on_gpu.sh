@@ -26,6 +26,24 @@ train() {  # train NAME DEVICE [flags...]: writes $work/NAME.jsonl
     { echo "FAIL: strata train ($name, --device $device):"; tail -5 "$work/$name.err"; exit 1; }
 }
 
+need_two_gpus() {  # need_two_gpus CHECK: exit 77 (skip) unless 2 GPUs and mpirun are here
+  if [[ $(gpus) -lt 2 ]]; then
+    echo "SKIP: the $1 check needs 2 GPUs (NCCL runs one rank per GPU); found $(gpus)"
+    exit $kSkip
+  fi
+  command -v mpirun > /dev/null || { echo "SKIP: no mpirun on this machine"; exit $kSkip; }
+}
+
+train_ranks() {  # train_ranks NAME [flags...]: 2 ranks over NCCL, one GPU each; $work/NAME.jsonl
+  local name=$1
+  shift
+  mkdir -p "$work/$name.nvme"
+  timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 "$strata" train "${kPaged[@]}" \
+    --nvme-dir "$work/$name.nvme" --device cuda --comm nccl --log-json "$work/$name.jsonl" "$@" \
+    2> "$work/$name.err" ||
+    { echo "FAIL: mpirun -np 2 strata train --comm nccl $*:"; tail -5 "$work/$name.err"; exit 1; }
+}
+
 # within A.jsonl B.jsonl TOL: every step's loss of B within TOL relative of A's, at least 5 steps.
 within() {
   paste <(losses "$work/$1.jsonl") <(losses "$work/$2.jsonl") | awk -v tol="$3" -v a="$1" -v b="$2" '
@@ -77,42 +95,21 @@ case $check in
   nccl_dp2)
     # Two data-parallel ranks over NCCL, one GPU each (NCCL refuses two ranks on one GPU), must
     # give the single-rank losses within 1e-5 relative.
-    if [[ $(gpus) -lt 2 ]]; then
-      echo "SKIP: the NCCL dp2 check needs 2 GPUs (NCCL runs one rank per GPU); found $(gpus)"
-      exit $kSkip
-    fi
-    command -v mpirun > /dev/null || { echo "SKIP: no mpirun on this machine"; exit $kSkip; }
+    need_two_gpus "NCCL dp2"
     train one cuda
-    for shard in none all split; do  # split: --shard all with --split-ops 2
-      shard_flags=(--shard "${shard/split/all}")
-      [[ $shard == split ]] && shard_flags+=(--split-ops 2)
-      mkdir -p "$work/dp2_$shard.nvme"
-      timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 "$strata" train "${kPaged[@]}" \
-        --nvme-dir "$work/dp2_$shard.nvme" --device cuda --comm nccl --dp 2 "${shard_flags[@]}" \
-        --log-json "$work/dp2_$shard.jsonl" 2> "$work/dp2_$shard.err" ||
-        { echo "FAIL: mpirun -np 2 strata train --comm nccl ${shard_flags[*]}:"
-          tail -5 "$work/dp2_$shard.err"; exit 1; }
-      within one "dp2_$shard" 1e-5
-    done
+    train_ranks dp2_none --dp 2 --shard none
+    train_ranks dp2_all --dp 2 --shard all
+    train_ranks dp2_split --dp 2 --shard all --split-ops 2
+    for name in dp2_none dp2_all dp2_split; do within one "$name" 1e-5; done
     ;;
   nccl_tp2_pp2)
     # Two tensor-parallel ranks, then two pipeline stages, over NCCL groups (ncclCommSplit), one
     # GPU each: each within 1e-5 relative of one rank's losses.
-    if [[ $(gpus) -lt 2 ]]; then
-      echo "SKIP: the NCCL tp2/pp2 check needs 2 GPUs (NCCL runs one rank per GPU); found $(gpus)"
-      exit $kSkip
-    fi
-    command -v mpirun > /dev/null || { echo "SKIP: no mpirun on this machine"; exit $kSkip; }
+    need_two_gpus "NCCL tp2/pp2"
     train one cuda
-    for grid in tp pp; do
-      mkdir -p "$work/${grid}2.nvme"
-      timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 "$strata" train "${kPaged[@]}" \
-        --nvme-dir "$work/${grid}2.nvme" --device cuda --comm nccl "--$grid" 2 \
-        --log-json "$work/${grid}2.jsonl" 2> "$work/${grid}2.err" ||
-        { echo "FAIL: mpirun -np 2 strata train --comm nccl --$grid 2:"
-          tail -5 "$work/${grid}2.err"; exit 1; }
-      within one "${grid}2" 1e-5
-    done
+    train_ranks tp2 --tp 2
+    train_ranks pp2 --pp 2
+    for name in tp2 pp2; do within one "$name" 1e-5; done
     ;;
   *) echo "usage: $0 STRATA_BIN WORKDIR sim_vs_cuda|bf16|run_to_run|nccl_dp2|nccl_tp2_pp2" >&2; exit 2 ;;
 esac
