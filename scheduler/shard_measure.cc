@@ -125,10 +125,13 @@ Result<BlockForwardTimes> MeasureBlockForwards(Device& device, kernels::Dtype dt
   tbb::task_arena arena(std::max(1, threads));
   // One launch per run, waited for: the device's time, with its kernels in the arena.
   auto timed = [&](const std::function<void()>& run) -> Result<double> {
-    const auto t0 = std::chrono::steady_clock::now();
-    stream->launch([&] { arena.execute(run); });
-    STRATA_RETURN_IF_ERROR(stream->synchronize());
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Status done;
+    const double seconds = Seconds([&] {
+      stream->launch([&] { arena.execute(run); });
+      done = stream->synchronize();
+    });
+    STRATA_RETURN_IF_ERROR(done);
+    return seconds;
   };
   stream->launch([&] { k.zero(in, long(s.floats())); });  // finite operands
   BlockForwardTimes t;

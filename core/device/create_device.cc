@@ -28,10 +28,14 @@ Status CheckGpuUsable(const DeviceChoice& choice) {
 #endif
 }
 
-Status CheckKernelsComplete(const std::string& kind, const KernelTable& table) {
+// The table of `kind` at `dtype` (a bf16 table swaps the GEMM entries: both must be complete,
+// or --dtype bf16 would call a nullptr).
+Status CheckKernelsComplete(const std::string& kind, const KernelTable& table,
+                            kernels::Dtype dtype) {
   if (table.complete()) return Status::Ok();
-  const std::string what = "the " + std::string(kind == "cuda" ? "CUDA" : kind) +
-                           " kernel table is incomplete";
+  const std::string what =
+      "the " + std::string(kind == "cuda" ? "CUDA" : kind) + " kernel table" +
+      (dtype == kernels::Dtype::kBf16 ? " of --dtype bf16" : "") + " is incomplete";
   const std::string missing =
       table.missing() == KernelTable{}.missing() ? "every op" : table.missing();
   return Status::NotSupported("--device " + kind + ": " + what + " (missing " + missing +
@@ -41,10 +45,15 @@ Status CheckKernelsComplete(const std::string& kind, const KernelTable& table) {
 }  // namespace
 
 Status CheckDeviceChoice(const DeviceChoice& choice) {
-  if (choice.kind == "sim") return CheckKernelsComplete(choice.kind, CpuKernelTable());
+  using kernels::Dtype;
+  if (choice.kind == "sim") {
+    STRATA_RETURN_IF_ERROR(CheckKernelsComplete(choice.kind, CpuKernelTable(), Dtype::kFp32));
+    return CheckKernelsComplete(choice.kind, CpuBf16KernelTable(), Dtype::kBf16);
+  }
   if (choice.kind == "cuda") {
     STRATA_RETURN_IF_ERROR(CheckGpuUsable(choice));
-    return CheckKernelsComplete(choice.kind, CudaKernelTable());
+    STRATA_RETURN_IF_ERROR(CheckKernelsComplete(choice.kind, CudaKernelTable(), Dtype::kFp32));
+    return CheckKernelsComplete(choice.kind, CudaBf16KernelTable(), Dtype::kBf16);
   }
   return Status::InvalidArgument("--device must be sim or cuda, got '" + choice.kind + "'");
 }
@@ -58,8 +67,10 @@ Result<std::unique_ptr<Device>> CreateDevice(const DeviceChoice& choice,
   } else {
     STRATA_ASSIGN_OR_RETURN(device, CreateSimDevice(options));
   }
-  // The table a device actually returns is the one that runs: check it too.
-  STRATA_RETURN_IF_ERROR(CheckKernelsComplete(choice.kind, device->kernels()));
+  // The tables a device actually returns are the ones that run: check them too.
+  for (kernels::Dtype dtype : {kernels::Dtype::kFp32, kernels::Dtype::kBf16}) {
+    STRATA_RETURN_IF_ERROR(CheckKernelsComplete(choice.kind, device->kernels(dtype), dtype));
+  }
   return device;
 }
 

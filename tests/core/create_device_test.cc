@@ -65,6 +65,8 @@ TEST(CreateDevice, CudaWithGpuHasACompleteKernelTable) {
   auto device = CreateDevice({.kind = "cuda"}, {.capacity_bytes = kBudget});
   ASSERT_TRUE(device.ok()) << device.status().to_string();
   EXPECT_TRUE((*device)->kernels().complete()) << (*device)->kernels().missing();
+  const KernelTable& bf16 = (*device)->kernels(kernels::Dtype::kBf16);
+  EXPECT_TRUE(bf16.complete()) << bf16.missing();
 }
 
 }  // namespace
