@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -17,12 +17,20 @@ namespace {
 constexpr long kChunk = 16384;
 
 // The compiler does not vectorise a loop of detail::AdamWElement: without -ffast-math, sqrtf may
-// set errno and stays a guarded call. AVX-512 (this machine's ISA under -march=native) gets the same
-// operations written with intrinsics; other builds run the scalar loop.
-void adamw_range(float* param, const float* grad, float* m, float* v, long n,
-                 const detail::AdamWScalars& k) {
+// set errno and stays a guarded call. So AVX-512 gets the same operations written with
+// intrinsics, chosen at run time on a CPU that has it (whatever -march the build used: CI's
+// x86-64-v3 tree runs it on an AVX-512 machine too); others run the scalar loop. Same bits either
+// way (AdamWTest.VectorAndScalarPathsGiveTheSameBits).
+void adamw_scalar(float* param, const float* grad, float* m, float* v, long i, long n,
+                  const detail::AdamWScalars& k) {
+  for (; i < n; ++i) detail::AdamWElement(param[i], grad[i], m[i], v[i], k);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void adamw_avx512(float* param, const float* grad, float* m,
+                                                     float* v, long n,
+                                                     const detail::AdamWScalars& k) {
   long i = 0;
-#if defined(__AVX512F__)
   const __m512 grad_scale = _mm512_set1_ps(k.grad_scale), decay = _mm512_set1_ps(k.decay),
                b1 = _mm512_set1_ps(k.b1), one_minus_b1 = _mm512_set1_ps(k.one_minus_b1),
                b2 = _mm512_set1_ps(k.b2), one_minus_b2 = _mm512_set1_ps(k.one_minus_b2),
@@ -42,8 +50,18 @@ void adamw_range(float* param, const float* grad, float* m, float* v, long n,
     _mm512_storeu_ps(m + i, mi);
     _mm512_storeu_ps(v + i, vi);
   }
+  adamw_scalar(param, grad, m, v, i, n, k);
+}
 #endif
-  for (; i < n; ++i) detail::AdamWElement(param[i], grad[i], m[i], v[i], k);
+
+void adamw_range(float* param, const float* grad, float* m, float* v, long n,
+                 const detail::AdamWScalars& k) {
+#if defined(__x86_64__)
+  // A read-only fact of the machine, set once (thread-safe static initialisation).
+  static const bool kAvx512 = __builtin_cpu_supports("avx512f");
+  if (kAvx512) return adamw_avx512(param, grad, m, v, n, k);
+#endif
+  adamw_scalar(param, grad, m, v, 0, n, k);
 }
 
 }  // namespace
