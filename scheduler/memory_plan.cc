@@ -298,10 +298,12 @@ Status PlanLayerMajor(const MemoryPlanInput& in, std::string params_choice,
 Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_choice,
                    const std::string& optimizer_on, MemoryPlan* plan) {
   const bool forced = in.micro_batch_order == "layer-major";
-  plan->order_reason = in.micro_batches() == 1 ? "one micro-batch"
-                       : in.micro_batch_order == "micro-batch-major"
-                           ? "--micro-batch-order micro-batch-major"
-                           : "it moves fewer bytes";
+  const std::string set_by = in.order_set_by.empty()
+                                 ? "--micro-batch-order " + in.micro_batch_order
+                                 : in.order_set_by;
+  plan->order_reason = in.micro_batches() == 1                       ? "one micro-batch"
+                       : in.micro_batch_order == "micro-batch-major" ? set_by
+                                                                     : "it moves fewer bytes";
   if (in.micro_batches() == 1) return Status::Ok();
   PredictLinkBytes(in, plan);
   if (in.micro_batch_order == "micro-batch-major") return Status::Ok();
@@ -335,7 +337,7 @@ Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_choice,
   } else {
     std::copy(predicted, predicted + 2, lm.predicted_link_bytes);
   }
-  lm.order_reason = forced ? "--micro-batch-order layer-major" : plan->order_reason;
+  lm.order_reason = forced ? set_by : plan->order_reason;
   if (!forced && kept > 0) {
     lm.order_reason += "; it also recomputes the " + std::to_string(kept) +
                        (kept == 1 ? " block whose activations fit" : " blocks whose activations fit");

@@ -75,6 +75,9 @@ struct MemoryPlanInput {
   uint64_t param_pages = 0, grad_pages = 0, moment_pages = 0;  // moment = adam_m + adam_v
   std::string params_on = "auto", optimizer_on = "auto", recompute = "none";
   std::string micro_batch_order = "auto";  // auto | layer-major | micro-batch-major
+  // Who set micro_batch_order when not --micro-batch-order (the pipeline, sharding), in words
+  // for the order's reason; "" when the flag did.
+  std::string order_set_by;
   // Data parallelism: device bytes of the embedding's own gradient part (Note [Data-parallel
   // gradients] in data_parallel.h); 0 on one rank.
   uint64_t embedding_part_bytes = 0;

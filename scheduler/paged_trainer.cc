@@ -133,10 +133,15 @@ Status PagedTrainer::make_plan() {
   in.optimizer_on = o_.optimizer_on;
   in.recompute = o_.recompute;
   in.micro_batch_order = o_.micro_batch_order;
-  if (shards_.any_sharded() && rank_rows() > micro_rows()) in.micro_batch_order = "layer-major";
+  if (shards_.any_sharded() && rank_rows() > micro_rows()) {
+    in.micro_batch_order = "layer-major";
+    in.order_set_by = "sharded blocks are gathered once for all of a rank's micro-batches";
+  }
   in.stage.tp = o_.tp;  // a tp rank's activations are its slice's widths
   if (piped()) {  // a stage's own layers, its micro-batches in flight (Note [Stage activations])
     in.micro_batch_order = "micro-batch-major";
+    in.order_set_by = "the pipeline (--pp " + std::to_string(o_.pp) + ") runs each stage's "
+                      "micro-batches in --schedule " + o_.schedule + "'s order";
     in.stage = {.first_layer = pipe_.first_layer(),
                 .layers = pipe_.layers(),
                 .in_flight = pipe_.in_flight,

@@ -1,6 +1,7 @@
 // strata: one binary, one subcommand per job. Thin: parses, calls, prints.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "tools/budget_message.h"
 #include "tools/command.h"
@@ -12,6 +13,41 @@ int ExitCodeFor(const Status& status) {
   return status.code() == StatusCode::kInvalidArgument ? 2 : 1;
 }
 
+namespace {
+
+// The subcommands given, outermost first ("ckpt", "prune"), as far as parsing got.
+std::vector<const CLI::App*> GivenCommands(const CLI::App& app) {
+  std::vector<const CLI::App*> path;
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    path.push_back(at);
+  }
+  return path;
+}
+
+// A usage error in the words of the command it is about: "unknown command 'frobnicate' (the
+// commands are ...)" for a word that names no subcommand, and the help of the deepest command.
+void PrintUsageError(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  const std::vector<const CLI::App*> path = GivenCommands(app);
+  const CLI::App& deepest = path.empty() ? app : *path.back();
+  std::string name = "strata";
+  for (const CLI::App* c : path) name += " " + c->get_name();
+  const size_t next = path.size() + 1;  // the word after the commands (none take options first)
+  // Hidden ones (an empty group: the ranks `bench parallel` launches) are not offered.
+  const std::vector<const CLI::App*> subs =
+      deepest.get_subcommands([](const CLI::App* c) { return !c->get_group().empty(); });
+  if (!subs.empty() && next < size_t(argc) && argv[next][0] != '-') {
+    std::string names;
+    for (const CLI::App* c : subs) names += (names.empty() ? "" : ", ") + c->get_name();
+    std::fprintf(stderr, "strata: unknown command '%s' for '%s' (its commands: %s)\n",
+                 argv[next], name.c_str(), names.c_str());
+  } else {
+    std::fprintf(stderr, "strata: %s\n", e.what());
+  }
+  std::fprintf(stderr, "run '%s --help' for usage\n", name.c_str());
+}
+
+}  // namespace
 }  // namespace strata::tools
 
 int main(int argc, char** argv) {
@@ -31,11 +67,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help prints and exits 0; a usage error prints one line and exits 2.
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "strata: %s\n", e.what());
-    std::fprintf(stderr, "run 'strata --help' for usage\n");
+    PrintUsageError(app, e, argc, argv);
     return 2;
   }
-  if (!ctx.status.ok()) {
+  if (!ctx.status.ok() && !ctx.error_said) {
     // A budget shortfall from memory/ is worded with its flag here, for every command.
     const strata::Status shown = WithBudgetAdvice(ctx.status);
     std::fprintf(stderr, "strata: error: %s\n", shown.message().c_str());

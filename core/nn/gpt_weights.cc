@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/io/safetensors.h"
+#include "core/util/log.h"
 
 namespace strata {
 namespace {
@@ -142,12 +143,16 @@ Status ImportGptSafetensors(const std::string& path, const GptLayout& layout, fl
         return Status::InvalidArgument("--init " + path + ": tensor " + t.name + " has shape " +
                                        ShapeString(src->shape) + " but the model needs " +
                                        ShapeString(t.shape) +
-                                       "; drop the shape flags to take the file's shape");
+                                       "; drop --model and the shape flags (--n-layer, "
+                                       "--n-head, --n-embd, --vocab, --block-size) to take the "
+                                       "file's shape");
       }
       std::memcpy(values + layout.block_offset[b] + t.offset, src->data.data(),
                   sizeof(float) * t.numel);
     }
   }
+  Logger("train")->info("--init: loaded {} tensors ({} parameters) of {} from {}",
+                        file->tensors.size(), layout.total_numel, layout.config.to_string(), path);
   return Status::Ok();
 }
 

@@ -220,6 +220,41 @@ TEST_F(TrainBadInput, InitMetadataLargerThanItsTensors) {
   }
 }
 
+// Issue 29 item 20: `strata frobnicate` said "A subcommand is required", and a usage error of
+// `ckpt prune` pointed at the top-level help.
+TEST_F(TrainBadInput, UsageErrorsNameTheCommandAndItsHelp) {
+  auto r = RunStrata({"frobnicate"}, dir_);
+  EXPECT_EQ(r.exit_code, 2);
+  ExpectOneClearLine(r, {"unknown command 'frobnicate' for 'strata'", "train, bench, ckpt, stress"});
+  EXPECT_NE(r.err.find("run 'strata --help' for usage"), std::string::npos) << r.err;
+  r = RunStrata({"ckpt", "frob"}, dir_);
+  ExpectOneClearLine(r, {"unknown command 'frob' for 'strata ckpt'", "list, verify, prune"});
+  r = RunStrata({"ckpt", "prune", Path("ckpt")}, dir_);
+  EXPECT_EQ(r.exit_code, 2);
+  ExpectOneClearLine(r, {"--keep"});
+  EXPECT_NE(r.err.find("run 'strata ckpt prune --help' for usage"), std::string::npos) << r.err;
+  r = Train({"--no-such-flag"});
+  EXPECT_NE(r.err.find("run 'strata train --help' for usage"), std::string::npos) << r.err;
+}
+
+// Item 20: `--model tiny --init w.safetensors` (only a preset, no shape flag) advised dropping
+// "the shape flags"; and --init printed nothing about what it loaded.
+TEST_F(TrainBadInput, InitSaysWhatItLoadedAndWhichFlagsToDrop) {
+  auto made = RunStrata({"train", "--model", "small", "--n-layer", "1", "--steps", "0",
+                         "--export", Path("w.safetensors")},
+                        dir_);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  auto loaded = RunStrata({"train", "--init", Path("w.safetensors"), "--steps", "1", "--batch",
+                           "2", "--seq", "32", "--threads", "1"},
+                          dir_);
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  EXPECT_NE(loaded.err.find("--init: loaded 16 tensors"), std::string::npos) << loaded.err;
+  EXPECT_NE(loaded.err.find("from " + Path("w.safetensors")), std::string::npos) << loaded.err;
+  auto r = Train({"--init", Path("w.safetensors")});
+  EXPECT_EQ(r.exit_code, 2);
+  ExpectOneClearLine(r, {"drop --model and the shape flags"});
+}
+
 TEST_F(TrainBadInput, UnknownFlagAndModel) {
   auto r = Train({"--no-such-flag"});
   EXPECT_EQ(r.exit_code, 2);
