@@ -22,13 +22,35 @@ std::string OlderAdvice(const CheckpointRecord& record, long bad) {
   }
   const std::string first = older.substr(0, older.find(','));
   return "older checkpoints: step " + older + "; resume from one with --resume --resume-from " +
-         first;
+         first + " --discard-newer (which drops this one)";
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
+}
+
+// "10, 8": the listed steps after `step`.
+std::string NewerSteps(const CheckpointRecord& record, long step) {
+  std::string out;
+  for (const CheckpointEntry& e : record.checkpoints) {
+    if (e.step > step) out += (out.empty() ? "" : ", ") + std::to_string(e.step);
+  }
+  return out;
+}
+
+// --resume-from an older checkpoint drops the newer ones (a resumed run is another future): only
+// when asked to.
+Status CheckNewerKept(const CheckpointRecord& record, const ResumeRequest& req) {
+  if (req.resume_from < 0 || req.discard_newer) return Status::Ok();
+  const std::string newer = NewerSteps(record, req.resume_from);
+  if (newer.empty() || record.find(req.resume_from) == nullptr) return Status::Ok();
+  return Status::InvalidArgument(
+      "--resume-from " + std::to_string(req.resume_from) + ": " + RecordPath(req.ckpt_dir) +
+      " lists newer checkpoints (steps " + newer + "), which a run resumed from step " +
+      std::to_string(req.resume_from) + " replaces with its own; add --discard-newer to drop "
+      "them, or resume from the newest with --resume alone");
 }
 
 // The checkpoint --resume continues from: the newest, or --resume-from's, whose manifest the
@@ -74,6 +96,20 @@ Status CheckRecordIsOfRun(const CheckpointRecord& record, const RunFingerprint& 
   return Status::InvalidArgument("--resume: the checkpoint in " + ckpt_dir +
                                  " is of another run (" + record.run + "), not " + now.summary() +
                                  "; use the same flags or another --ckpt-dir");
+}
+
+Status CheckResumable(const std::optional<CheckpointRecord>& found, const std::string& ckpt_dir) {
+  if (!found) {
+    return Status::InvalidArgument("--resume: --ckpt-dir " + ckpt_dir +
+                                   " holds no checkpoint record (" + kCheckpointFile +
+                                   "): there is nothing to resume; start a new run without "
+                                   "--resume");
+  }
+  if (!found->checkpoints.empty()) return Status::Ok();
+  return Status::InvalidArgument(
+      "--resume: --ckpt-dir " + ckpt_dir + " lists no checkpoint yet: the run that wrote it "
+      "stopped before its first (--ckpt-every); start it again without --resume (a store that "
+      "holds no checkpoint is started over)");
 }
 
 Status CheckStoreId(const CheckpointRecord& record, const std::string& store_id,
@@ -130,6 +166,7 @@ Result<ResumePlan> PlanResume(memory::NvmeStore& store,
   if (found) {
     STRATA_RETURN_IF_ERROR(CheckStoreId(*found, fresh.store_id, req.ckpt_dir, req.nvme_dir));
   }
+  if (req.must_resume) STRATA_RETURN_IF_ERROR(CheckResumable(found, req.ckpt_dir));
   if ((!found || found->checkpoints.empty()) && req.resume_from >= 0) {
     return Status::InvalidArgument("--resume-from " + std::to_string(req.resume_from) + ": " +
                                    req.ckpt_dir + " lists no checkpoint yet");
@@ -137,9 +174,14 @@ Result<ResumePlan> PlanResume(memory::NvmeStore& store,
   ResumePlan plan;
   std::vector<CheckpointEntry> kept;
   if (found && !found->checkpoints.empty()) {
+    STRATA_RETURN_IF_ERROR(CheckNewerKept(*found, req));
     STRATA_ASSIGN_OR_RETURN(CheckpointEntry from, ChooseCheckpoint(store, *found, manifests, req));
     for (const CheckpointEntry& e : found->checkpoints) {
       if (e.step <= from.step) kept.push_back(e);  // a later one is another future now
+    }
+    if (kept.size() < found->checkpoints.size()) {
+      Logger("train")->info("resuming from step {} drops the newer checkpoints of steps {}",
+                            from.step, NewerSteps(*found, from.step));
     }
     plan.from = from;
   }

@@ -25,6 +25,10 @@ namespace strata::scheduler {
 Status CheckRecordIsOfRun(const CheckpointRecord& record, const RunFingerprint& now,
                           const std::string& ckpt_dir);
 
+// Ok when `found` (the --ckpt-dir's record, if any) lists a checkpoint to resume from; else
+// InvalidArgument saying there is none and what to do: --resume never starts a run.
+Status CheckResumable(const std::optional<CheckpointRecord>& found, const std::string& ckpt_dir);
+
 // InvalidArgument when the record belongs to another store than `store_id` (a format-1 record
 // names none and passes).
 Status CheckStoreId(const CheckpointRecord& record, const std::string& store_id,
@@ -42,6 +46,12 @@ struct ResumeRequest {
   std::string ckpt_dir;
   std::string nvme_dir;   // the first --nvme-dir, for messages
   long resume_from = -1;  // --resume-from STEP; -1: the newest checkpoint
+  // The checkpoints newer than resume_from may be dropped (--discard-newer, or a step the ranks
+  // agreed on: a newer one some rank lacks was never the job's). Else such a resume is refused.
+  bool discard_newer = false;
+  // --resume: refused when there is no checkpoint to continue (CheckResumable); else a fresh start
+  // on the store is allowed.
+  bool must_resume = true;
 };
 
 struct ResumePlan {
@@ -50,11 +60,13 @@ struct ResumePlan {
 };
 
 // --resume over an opened store: checks that `found` (the --ckpt-dir's record, if any) belongs
-// to this store, chooses the checkpoint (the newest, or --resume-from), verifies every page
-// version of it, writes the record this run continues (`fresh`'s fields with the checkpoints up
-// to the chosen one), collects unlisted manifests, and restores the chosen one. A fresh start
-// when there is no checkpoint yet; refused when the store holds checkpoints the record does not
-// know of (a mistyped --ckpt-dir). `fresh` is this run's record with no checkpoints.
+// to this store, chooses the checkpoint (the newest, or --resume-from: refused when newer ones
+// are listed, unless request.discard_newer), verifies every page version of it, writes the record
+// this run continues (`fresh`'s fields with the checkpoints up to the chosen one), collects
+// unlisted manifests, and restores the chosen one. A fresh start on the store (a new run over a
+// store that holds no checkpoint) when `found` lists none; refused when the store holds
+// checkpoints the record does not know of (a mistyped --ckpt-dir). `fresh` is this run's record
+// with no checkpoints.
 Result<ResumePlan> PlanResume(memory::NvmeStore& store,
                               const std::optional<CheckpointRecord>& found, CheckpointRecord fresh,
                               const ResumeRequest& request);

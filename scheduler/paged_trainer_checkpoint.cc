@@ -40,6 +40,8 @@ scheduler::CheckpointRecord PagedTrainer::fresh_record() const {
 }
 
 // What can be refused before the store is opened: flags that contradict the --ckpt-dir's record.
+// --resume never creates a store: it needs a checkpoint to continue (CheckResumable). A new run
+// may not replace checkpoints; a store that holds none is started over (open_nvme).
 Status PagedTrainer::check_checkpoint_flags(
     const std::optional<scheduler::CheckpointRecord>& found) {
   const std::string& dir = o_.nvme_dirs[0];
@@ -48,12 +50,6 @@ Status PagedTrainer::check_checkpoint_flags(
                                    " must be at least 1");
   }
   if (!o_.resume) {
-    if (memory::NvmeStoreExists(dir)) {
-      return Status::InvalidArgument(
-          "--nvme-dir " + dir + " already holds a Strata page store (" +
-          memory::NvmeStorePath(dir) +
-          ") from an earlier run; add --resume to continue it, or give an empty directory");
-    }
     if (found && !found->checkpoints.empty()) {
       return Status::InvalidArgument(
           "--ckpt-dir " + o_.ckpt_dir + " already holds checkpoints (steps " + found->steps_text() +
@@ -63,13 +59,56 @@ Status PagedTrainer::check_checkpoint_flags(
     }
     return Status::Ok();
   }
-  if (!found || found->checkpoints.empty()) return Status::Ok();  // nothing to continue yet
+  // No record beside an existing store: PlanResume names the store's checkpoints (a mistyped
+  // --ckpt-dir), or refuses for want of one.
+  if (!found && memory::NvmeStoreExists(dir)) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(scheduler::CheckResumable(found, o_.ckpt_dir));
   STRATA_RETURN_IF_ERROR(scheduler::CheckRecordIsOfRun(*found, fingerprint_, o_.ckpt_dir));
   if (!memory::NvmeStoreExists(dir)) {
     return Status::NotFound("--resume: " + o_.ckpt_dir + " names checkpoint " + found->manifest +
                             " but --nvme-dir " + dir +
                             " holds no page store; give the --nvme-dir of the checkpointed run");
   }
+  return Status::Ok();
+}
+
+// A new run over an existing store: only one that holds no checkpoint (a run stopped before its
+// first, or one without --ckpt-dir) is started over; its pages are rewritten from the start.
+Status PagedTrainer::check_restartable(memory::NvmeStore& store) const {
+  STRATA_ASSIGN_OR_RETURN(const std::vector<std::string> held,
+                          scheduler::CheckpointManifests(store));
+  if (held.empty()) {
+    Logger("train")->info("--nvme-dir {} holds the store of an earlier run with no checkpoint: "
+                          "starting it over", o_.nvme_dirs[0]);
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      "--nvme-dir " + o_.nvme_dirs[0] + " already holds a Strata page store (" +
+      memory::NvmeStorePath(o_.nvme_dirs[0]) + ") with the checkpoints of an earlier run (" +
+      std::to_string(held.size()) + " manifest(s), the newest " + held.back() +
+      "); add --resume with that run's --ckpt-dir to continue it, or give an empty directory");
+}
+
+// The fingerprint of this run and rank (Note [Shards], Note [Tensor-parallel slices]: a rank's
+// pages are its shards of its tensor-parallel slice, so resuming needs the same cuts).
+Status PagedTrainer::make_fingerprint() {
+  std::string shard = shards_.any_sharded()
+                          ? "dp " + std::to_string(ranks()) + ", blocks " + shards_.describe()
+                          : "none";
+  if (piped()) {
+    shard = "pp " + std::to_string(o_.pp) + " stage " + std::to_string(pipe_.stage) + " blocks " +
+            std::to_string(pipe_.blocks.first_block) + "-" +
+            std::to_string(pipe_.blocks.last_block) + (shard == "none" ? "" : "; " + shard);
+  }
+  if (o_.tp > 1) shard = "tp " + std::to_string(o_.tp) + (shard == "none" ? "" : "; " + shard);
+  const scheduler::RunLayout layout{.shard = shard,
+                                    .dp = ranks(),
+                                    .tp = o_.tp,
+                                    .pp = o_.pp,
+                                    .rank = world_rank(),
+                                    .micro_rows = micro_rows()};
+  STRATA_ASSIGN_OR_RETURN(fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config, seq_,
+                                                                      pages_->page_bytes(), layout));
   return Status::Ok();
 }
 
@@ -95,28 +134,14 @@ Status PagedTrainer::check_nvme_room(uint64_t have, uint64_t state_bytes, const 
 Status PagedTrainer::open_nvme(uint64_t state_bytes) {
   std::optional<scheduler::CheckpointRecord> found;
   if (!o_.ckpt_dir.empty()) {  // only checkpoints need the fingerprint (it reads --data, --init)
-    // A rank's pages are its shards of its tensor-parallel slice: resuming needs the same cuts
-    // (Note [Shards], Note [Tensor-parallel slices]).
-    std::string shard = shards_.any_sharded()
-                            ? "dp " + std::to_string(ranks()) + ", blocks " + shards_.describe()
-                            : "none";
-    if (piped()) {
-      shard = "pp " + std::to_string(o_.pp) + " stage " + std::to_string(pipe_.stage) +
-              " blocks " + std::to_string(pipe_.blocks.first_block) + "-" +
-              std::to_string(pipe_.blocks.last_block) + (shard == "none" ? "" : "; " + shard);
-    }
-    if (o_.tp > 1) {
-      shard = "tp " + std::to_string(o_.tp) + (shard == "none" ? "" : "; " + shard);
-    }
-    STRATA_ASSIGN_OR_RETURN(fingerprint_,
-                            scheduler::MakeRunFingerprint(o_, layout_.config, seq_,
-                                                          pages_->page_bytes(), shard));
+    STRATA_RETURN_IF_ERROR(make_fingerprint());
     STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
   }
   STRATA_RETURN_IF_ERROR(check_checkpoint_flags(found));
   if (o_.nvme_mem > 0) {
     STRATA_RETURN_IF_ERROR(check_nvme_room(o_.nvme_mem, state_bytes, "--nvme-mem"));
   }
+  const bool existed = memory::NvmeStoreExists(o_.nvme_dirs[0]);
   memory::NvmeStoreOptions so;
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
@@ -126,21 +151,9 @@ Status PagedTrainer::open_nvme(uint64_t state_bytes) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeStore> store, memory::NvmeStore::Open(so));
   STRATA_RETURN_IF_ERROR(
       check_nvme_room(store->capacity_bytes(), state_bytes, "the NVMe store's capacity"));
-  if (o_.resume) {
-    scheduler::ResumeRequest req{o_.ckpt_dir, o_.nvme_dirs[0], o_.resume_from};
-    if (world_size() > 1) {  // Note [Checkpoints across ranks] in data_parallel.h
-      std::vector<long> steps;
-      if (found) {
-        for (const scheduler::CheckpointEntry& e : found->checkpoints) steps.push_back(e.step);
-      }
-      STRATA_ASSIGN_OR_RETURN(req.resume_from,
-                              scheduler::AgreeOnResumeStep(*world_, steps, o_.resume_from));
-    }
-    STRATA_ASSIGN_OR_RETURN(scheduler::ResumePlan plan,
-                            scheduler::PlanResume(*store, found, fresh_record(), req));
-    record_ = std::move(plan.record);
-    resume_from_ = plan.from;
-    if (resume_from_) start_step_ = resume_from_->step;
+  if (!o_.resume && existed) STRATA_RETURN_IF_ERROR(check_restartable(*store));
+  if (o_.resume || (existed && !o_.ckpt_dir.empty())) {
+    STRATA_RETURN_IF_ERROR(plan_resume(*store, found));
   } else if (!o_.ckpt_dir.empty()) {
     // Before any manifest: a kill before the first checkpoint leaves a record of this store.
     record_ = fresh_record();
@@ -148,6 +161,31 @@ Status PagedTrainer::open_nvme(uint64_t state_bytes) {
     STRATA_RETURN_IF_ERROR(scheduler::WriteCheckpointRecord(o_.ckpt_dir, record_));
   }
   nvme_ = memory::NvmeStore::IntoTier(std::move(store));
+  return Status::Ok();
+}
+
+// --resume (or a new run over a store with no checkpoint): the checkpoint to continue from, the
+// record in force (scheduler::PlanResume).
+Status PagedTrainer::plan_resume(memory::NvmeStore& store,
+                                 const std::optional<scheduler::CheckpointRecord>& found) {
+  scheduler::ResumeRequest req{o_.ckpt_dir, o_.nvme_dirs[0], o_.resume_from, o_.discard_newer,
+                               o_.resume};
+  if (o_.resume && world_size() > 1) {  // Note [Checkpoints across ranks] in data_parallel.h
+    // Without --resume-from the ranks agree on their newest common checkpoint: a rank's newer
+    // one (killed while the others saved) was never the job's, and goes.
+    req.discard_newer = req.discard_newer || o_.resume_from < 0;
+    std::vector<long> steps;
+    if (found) {
+      for (const scheduler::CheckpointEntry& e : found->checkpoints) steps.push_back(e.step);
+    }
+    STRATA_ASSIGN_OR_RETURN(req.resume_from,
+                            scheduler::AgreeOnResumeStep(*world_, steps, o_.resume_from));
+  }
+  STRATA_ASSIGN_OR_RETURN(scheduler::ResumePlan plan,
+                          scheduler::PlanResume(store, found, fresh_record(), req));
+  record_ = std::move(plan.record);
+  resume_from_ = plan.from;
+  if (resume_from_) start_step_ = resume_from_->step;
   return Status::Ok();
 }
 

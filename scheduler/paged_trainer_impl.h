@@ -31,6 +31,10 @@
 #include "scheduler/trace.h"
 #include "scheduler/trainer.h"
 
+namespace strata::memory {
+class NvmeStore;
+}  // namespace strata::memory
+
 namespace strata::internal {
 
 using memory::Role;
@@ -110,6 +114,10 @@ class PagedTrainer final : public Trainer {
   Status create_engine();
   Status open_nvme(uint64_t state_bytes);
   Status check_checkpoint_flags(const std::optional<scheduler::CheckpointRecord>& found);
+  Status check_restartable(memory::NvmeStore& store) const;
+  Status make_fingerprint();
+  Status plan_resume(memory::NvmeStore& store,
+                     const std::optional<scheduler::CheckpointRecord>& found);
   uint64_t nvme_need_bytes(uint64_t state_bytes) const;
   Status check_nvme_room(uint64_t have, uint64_t state_bytes, const char* whose) const;
   scheduler::CheckpointRecord fresh_record() const;

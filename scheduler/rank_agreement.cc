@@ -8,12 +8,40 @@
 
 namespace strata::scheduler {
 
+namespace {
+
+// The bytes of one flag's value that the ranks trade to word a difference.
+constexpr size_t kValueBytes = 256;
+
+// A path flag's part in what the ranks do together is whether it is given: the paths may differ
+// between ranks (rank 0 alone writes --export, each rank its own directories).
+std::string Given(const std::string& path) { return path.empty() ? "(not given)" : "(given)"; }
+std::string OnOff(bool on) { return on ? "(given)" : "(not given)"; }
+
+}  // namespace
+
 Result<std::map<std::string, std::string>> RankSharedFlags(const TrainOptions& o,
-                                                            const GptConfig& config, int seq) {
+                                                            const GptConfig& config, int seq,
+                                                            bool paged) {
   STRATA_ASSIGN_OR_RETURN(const RunFingerprint fp, MakeRunFingerprint(o, config, seq, o.page_bytes));
   std::map<std::string, std::string> flags = fp.to_map();
+  // Every rank compares the same keys: the fingerprint's defaults it leaves out go in as values.
+  flags["--dtype"] = o.dtype;
   flags["--steps"] = std::to_string(o.steps);
-  flags["--engine"] = o.engine;
+  // --engine auto picks by other flags (a paging flag, --gpu-mem): what matters is the engine.
+  flags["--engine"] = o.engine + (paged ? " (the paged engine)" : " (the in-memory engine)");
+  // Checkpoints: every rank saves together (a barrier before each) and resumes from one step
+  // agreed by all; an export gathers every rank's part.
+  flags["--ckpt-dir"] = Given(o.ckpt_dir);
+  flags["--nvme-dir"] = Given(o.nvme_dirs.empty() ? "" : o.nvme_dirs[0]);
+  flags["--ckpt-every"] = std::to_string(o.ckpt_every);
+  flags["--keep-checkpoints"] = std::to_string(o.keep_checkpoints);
+  flags["--resume"] = OnOff(o.resume);
+  flags["--resume-from"] = std::to_string(o.resume_from);
+  flags["--discard-newer"] = OnOff(o.discard_newer);
+  flags["--export"] = Given(o.export_path);
+  flags["--export-grads"] = Given(o.export_grads_path);
+  flags["--movement-only"] = OnOff(o.movement_only);
   flags["--gpu-mem"] = std::to_string(o.gpu_mem);
   flags["--host-mem"] = std::to_string(o.host_mem);
   flags["--nvme-mem"] = std::to_string(o.nvme_mem);
@@ -43,18 +71,36 @@ Status CheckRanksAgree(const std::map<std::string, std::string>& flags, parallel
     mine.push_back(XXH3_64bits(text.data(), text.size()));
     entries.push_back(&entry);
   }
+  // The keys first (a key only some ranks have would make the gathers' sizes differ).
+  std::string keys;
+  for (const auto& entry : flags) keys += entry.first + '\0';
+  const uint64_t my_keys = XXH3_64bits(keys.data(), keys.size());
+  std::vector<uint64_t> all_keys(size_t(comm.size()));
+  STRATA_RETURN_IF_ERROR(comm.all_gather(&my_keys, all_keys.data(), sizeof my_keys).wait());
+  for (int r = 1; r < comm.size(); ++r) {
+    if (all_keys[size_t(r)] != all_keys[0]) {
+      return Status::InvalidArgument("rank " + std::to_string(r) + " compares other flags than "
+                                     "rank 0: every rank of a job must run the same strata");
+    }
+  }
   std::vector<uint64_t> all(mine.size() * comm.size());
   STRATA_RETURN_IF_ERROR(
       comm.all_gather(mine.data(), all.data(), mine.size() * sizeof(uint64_t)).wait());
   for (size_t f = 0; f < mine.size(); ++f) {
     for (int r = 1; r < comm.size(); ++r) {
       if (all[r * mine.size() + f] == all[f]) continue;
+      // Every rank found this same difference: they trade the values, so that each words it alike
+      // (and the job says it once, Note [Ending a failed job] in tools/train_ranks.h).
       const std::string& flag = entries[f]->first;
+      std::vector<char> value(kValueBytes, '\0'), values(kValueBytes * size_t(comm.size()));
+      entries[f]->second.copy(value.data(), kValueBytes - 1);
+      STRATA_RETURN_IF_ERROR(comm.all_gather(value.data(), values.data(), kValueBytes).wait());
+      auto of = [&](int rank) { return std::string(values.data() + size_t(rank) * kValueBytes); };
       return Status::InvalidArgument(
-          "rank " + std::to_string(r) + " was started with another " + flag + " than rank 0 (" +
-          "this rank, " + std::to_string(comm.rank()) + ": " + flag + " " + entries[f]->second +
-          "): every rank of a job needs the same model, data, optimizer, batch, budget and "
-          "parallel flags");
+          "rank " + std::to_string(r) + " was started with another " + flag + " than rank 0 (rank " +
+          "0: " + flag + " " + of(0) + "; rank " + std::to_string(r) + ": " + flag + " " + of(r) +
+          "): every rank of a job needs the same model, data, optimizer, batch, budget, "
+          "checkpoint and parallel flags");
     }
   }
   return Status::Ok();

@@ -6,6 +6,12 @@
 // --log-level, --ckpt-every, --keep-checkpoints, and where pages live (--params-on, ...), which
 // never changes a value (Note [Canonical arithmetic] in scheduler/trainer.h).
 //
+// The parallel layout is part of it too (RunLayout): a checkpoint of one rank of a dp 2 job holds
+// the state that rank computed with micro-batches of --batch / 2 rows; resumed by one process with
+// other micro-batches it would continue with other arithmetic, so the grid, the rank and the
+// micro-batch rows are recorded and compared like the flags (resume under another layout is
+// refused until it is built).
+//
 // Values are text: floats in their shortest round-trip form ("0.001"), files as their size and
 // XXH3-64 ("1048576 bytes, xxh3 0123456789abcdef") so a moved file still matches.
 #pragma once
@@ -45,6 +51,14 @@ struct RunFingerprint {
   // --dtype: "fp32" or "bf16" (the GEMMs' operand rounding changes every step's values). Left
   // out of to_map when "fp32", so records from before --dtype still match.
   std::string dtype = "fp32";
+  // The grid (--dp, --tp, --pp), this process's rank in it, and the rows of each micro-batch
+  // it computes (--micro-batch, or --batch / --dp). Records before 2026-11-27 hold none of these:
+  // there they are unknown and not compared (the CLI tells a rank's directory by its name).
+  std::string dp = "1";
+  std::string tp = "1";
+  std::string pp = "1";
+  std::string rank = "0";
+  std::string micro_rows;
 
   // flag -> value, the form kept in checkpoint.json.
   std::map<std::string, std::string> to_map() const;
@@ -52,18 +66,33 @@ struct RunFingerprint {
   std::string summary() const;
 };
 
-// The fingerprint of a run of `o` with the resolved model, seq, page size and sharding (`shard`,
-// as RunFingerprint::shard). Reads --data and --init to hash them (IoError naming the file when
-// it cannot).
+// Where a run's state sits in the job: what the checkpoint of one rank depends on besides flags.
+struct RunLayout {
+  std::string shard = "none";  // as RunFingerprint::shard
+  int dp = 1, tp = 1, pp = 1;  // the grid
+  int rank = 0;                // this process's rank in the job
+  int micro_rows = 0;          // rows of each micro-batch this rank computes
+};
+
+// The fingerprint of a run of `o` with the resolved model, seq, page size and `layout` (the
+// defaults: one rank, micro-batches as --micro-batch says). Reads --data and --init to hash them
+// (IoError naming the file when it cannot).
 Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
-                                          uint64_t page_bytes, const std::string& shard = "none");
+                                          uint64_t page_bytes, const RunLayout& layout = {});
+
+// The number of ranks of the job that wrote `recorded` (a checkpoint's to_map): dp * tp * pp,
+// or 0 when the record does not say (an older record).
+int RecordedRanks(const std::map<std::string, std::string>& recorded);
+// "--dp 2 --tp 1 --pp 1": the grid of a record (1 for what it does not say).
+std::string RecordedGrid(const std::map<std::string, std::string>& recorded);
 
 // A short name for a fingerprint (to_map's form): 16 hex digits of XXH3-64 over its fields.
 std::string FingerprintDigest(const std::map<std::string, std::string>& fields);
 
 // Ok when `recorded` (a checkpoint's to_map) equals `now` in every field; else InvalidArgument
 // naming the first flag that differs and both values, e.g. "--resume: --lr 0.001 differs from
-// the checkpoint's 0.0003 (...)".
+// the checkpoint's 0.0003 (...)". The layout's fields come first, in words ("--dp 1 differs from
+// the checkpoint's --dp 2", "--shard ... lays out ...").
 Status CheckSameRun(const RunFingerprint& now, const std::map<std::string, std::string>& recorded);
 
 }  // namespace strata::scheduler

@@ -59,6 +59,10 @@ Status ValidateOptions(const TrainOptions& o) {
                " needs --ckpt-dir and --nvme-dir (checkpoints are manifests of the NVMe page "
                "store)");
   }
+  if (o.discard_newer && o.resume_from < 0) {
+    return bad("--discard-newer drops the checkpoints newer than --resume-from's step: give "
+               "--resume-from STEP with it");
+  }
   if (o.engine == "memory" &&
       (o.ckpt_every > 0 || o.resume || !o.nvme_dirs.empty() || o.delayed_update ||
        o.movement_only)) {
@@ -255,16 +259,17 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
     data = std::move(d);
   }
   STRATA_RETURN_IF_ERROR(data->check_window(seq));
-  if (ranks > 1) {  // before any rank plans or allocates: the same step everywhere
-    STRATA_ASSIGN_OR_RETURN(const auto shared, scheduler::RankSharedFlags(options, config, seq));
-    STRATA_RETURN_IF_ERROR(scheduler::CheckRanksAgree(shared, *options.ranks));
-  }
   bool paged = options.engine == "paged";
   if (options.engine == "auto") {
     paged = options.paging_flag_given || !options.nvme_dirs.empty() || options.resume ||
             options.delayed_update || options.movement_only || !options.ckpt_dir.empty() ||
             (ranks > 1 && options.shard != "none") || options.tp > 1 || options.pp > 1 ||
             (options.gpu_mem > 0 && options.gpu_mem < InMemoryDeviceBytes(options, config, seq));
+  }
+  if (ranks > 1) {  // before any rank plans or allocates: the same step everywhere
+    STRATA_ASSIGN_OR_RETURN(const auto shared,
+                            scheduler::RankSharedFlags(options, config, seq, paged));
+    STRATA_RETURN_IF_ERROR(scheduler::CheckRanksAgree(shared, *options.ranks));
   }
   if (paged && ranks > 1 && options.delayed_update) {
     return Status::NotSupported("--delayed-update under --dp is not built yet; drop it");

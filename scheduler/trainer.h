@@ -50,7 +50,7 @@ inline constexpr const char* kPagingFlags[] = {
     "--host-mem",     "--nvme-dir",    "--nvme-mem",       "--page-size",     "--params-on",
     "--optimizer-on", "--micro-batch", "--recompute",      "--trace",         "--ckpt-dir",
     "--ckpt-every",   "--resume",      "--delayed-update", "--movement-only", "--host-eviction",
-    "--keep-checkpoints", "--resume-from", "--micro-batch-order"};
+    "--keep-checkpoints", "--resume-from", "--micro-batch-order", "--discard-newer"};
 
 struct ModelChoice {
   std::string preset = "small";  // --model
@@ -107,6 +107,9 @@ struct TrainOptions {
   bool resume = false;                 // --resume: continue from the checkpoint in --ckpt-dir
   int keep_checkpoints = 2;            // --keep-checkpoints K: the record lists the K newest
   long resume_from = -1;               // --resume-from STEP (implies --resume); -1 = the newest
+  // --discard-newer: --resume-from may drop the listed checkpoints newer than STEP (refused
+  // without it, naming them).
+  bool discard_newer = false;
   bool delayed_update = false;         // --delayed-update: one-step-stale updates (paged only)
   bool movement_only = false;          // --movement-only: skip the kernels (paged only)
   // --host-eviction: how the host pool picks victims: belady (over the access plan learned from

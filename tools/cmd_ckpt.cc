@@ -3,6 +3,7 @@
 // through its normal open path (and lock); --nvme-dir overrides the record's dirs when the
 // store moved. Output on stdout; errors as every command's (exit 1, 2 for bad flags).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,8 +36,14 @@ Result<Opened> OpenCkpt(const CkptFlags& f) {
   STRATA_ASSIGN_OR_RETURN(std::optional<scheduler::CheckpointRecord> record,
                           scheduler::ReadCheckpointRecord(f.dir));
   if (!record) {
-    return Status::NotFound(f.dir + " holds no " + scheduler::kCheckpointFile +
-                            "; pass the --ckpt-dir of a run");
+    // A job of several ranks keeps one record per rank, in rank-<r>/.
+    std::error_code ec;
+    const bool job = std::filesystem::is_directory(f.dir + "/rank-0", ec);
+    return Status::NotFound(
+        f.dir + " holds no " + scheduler::kCheckpointFile +
+        (job ? ": it is the --ckpt-dir of a job of several ranks, whose records are in its "
+               "rank-<r> directories; pass one of them (e.g. " + f.dir + "/rank-0)"
+             : std::string("; pass the --ckpt-dir of a run")));
   }
   Opened o;
   STRATA_ASSIGN_OR_RETURN(o.store, scheduler::OpenRecordStore(*record, f.dir, f.nvme_dirs));
@@ -76,6 +83,10 @@ Status RunList(const CkptFlags& f) {
   std::printf("%s/%s: %zu checkpoint(s), store %s in %s\n", f.dir.c_str(),
               scheduler::kCheckpointFile, list.size(), o.record.store_id.c_str(),
               DirsText(o.record.nvme_dirs).c_str());
+  if (list.empty()) {
+    std::printf("no checkpoint yet (its run stopped before its first, or ran without "
+                "--ckpt-every)\n");
+  }
   for (const scheduler::CheckpointListing& l : list) {
     if (!l.present) {
       std::printf("step %ld  %s  MISSING from the store  fingerprint %s\n", l.entry.step,
@@ -103,6 +114,11 @@ Status RunVerify(const CkptFlags& f) {
                                      " lists checkpoints of steps " + o.record.steps_text());
     }
     which = {*e};
+  }
+  if (which.empty()) {
+    return Status::NotFound("no checkpoint to verify: " + f.dir + "/" + scheduler::kCheckpointFile +
+                            " lists none (its run stopped before its first, or ran without "
+                            "--ckpt-every)");
   }
   Status first;
   for (const scheduler::CheckpointEntry& e : which) {

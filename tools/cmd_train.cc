@@ -12,6 +12,7 @@
 #include "scheduler/trainer.h"
 #include "tools/command.h"
 #include "tools/output_paths.h"
+#include "tools/resume_dirs.h"
 #include "tools/step_log.h"
 #include "tools/stop_signals.h"
 #include "tools/train_flags.h"
@@ -146,6 +147,7 @@ Status RunSteps(Trainer& trainer, const TrainOptions& o, StepLog* log, bool prin
 // planned or allocated yet), and --log-json is opened only after it was (a refused run, e.g.
 // one whose NVMe store another process holds, leaves an existing log alone).
 Status RunTrainOnRanks(TrainFlags& f, CommandContext& ctx, const TrainRanks& ranks) {
+  STRATA_RETURN_IF_ERROR(CheckCkptDirForJob(f.o, ranks.size));
   STRATA_RETURN_IF_ERROR(ApplyRankOutputs(f.o, ranks.comm.get(), ranks.rank, ranks.size));
   STRATA_RETURN_IF_ERROR(CheckTrainOutputs(f.o, ranks.rank == 0 ? f.log_json : ""));
   f.o.stop_signal = InstallStopSignals();
@@ -170,12 +172,18 @@ Status RunTrain(TrainFlags& f, const CLI::App& cmd, CommandContext& ctx) {
   STRATA_ASSIGN_OR_RETURN(TrainRanks ranks, OpenTrainRanks(f.o));
   if (ranks.rank != 0 && (f.log_level == "info" || f.log_level == "debug")) SetLogLevel("warn");
   Status s = RunTrainOnRanks(f, ctx, ranks);
-  if (!s.ok() && ranks.size > 1) {
-    std::fprintf(stderr, "strata: error: rank %d of %d: %s\n", ranks.rank, ranks.size,
-                 s.message().c_str());
+  if (s.ok() || ranks.size == 1) return s;
+  const FailedRankEnd end = AgreeOnFailure(ranks, s);
+  const std::string rank_text =
+      "rank " + std::to_string(ranks.rank) + " of " + std::to_string(ranks.size);
+  if (!end.in_order) {
+    std::fprintf(stderr, "strata: error: %s: %s\n", rank_text.c_str(), s.message().c_str());
     std::fflush(stderr);
     ranks.comm->abort(ExitCodeFor(s));
   }
+  // Every rank refused the run: rank 0 says it for all (Note [Ending a failed job]).
+  if (!end.say) ctx.error_said = true;
+  if (end.say && ranks.rank != 0) return s.with_context(rank_text);
   return s;
 }
 

@@ -22,6 +22,9 @@ struct CommandContext {
   // The signal that stopped the command (tools/stop_signals.h), 0 when none did: the command
   // printed its line, main() exits 128 + stop_signal.
   int stop_signal = 0;
+  // The error in `status` was already said (by another rank of the job): main() prints nothing
+  // but still exits with its code.
+  bool error_said = false;
 };
 
 void AddTrainCommand(CLI::App& app, CommandContext& ctx);

@@ -159,13 +159,15 @@ std::vector<std::string> NvmeDirs(const StressConfig& c, const std::string& dir)
   return dirs;
 }
 
+std::string CkptDir(const std::string& dir) { return dir + "/ckpt"; }
+
 std::vector<std::string> PagingArgs(const StressConfig& c, const std::string& dir) {
   std::vector<std::string> a = {"--engine",       "paged",          "--page-size",
                                 std::to_string(c.page_bytes), "--params-on", c.params_on,
                                 "--optimizer-on", c.optimizer_on, "--recompute",
                                 c.recompute,      "--host-eviction", c.host_eviction,
                                 "--micro-batch-order", c.micro_batch_order,
-                                "--ckpt-dir",     dir + "/ckpt",  "--ckpt-every",
+                                "--ckpt-dir",     CkptDir(dir),  "--ckpt-every",
                                 std::to_string(c.ckpt_every)};
   if (c.gpu_mem > 0) {
     a.push_back("--gpu-mem");

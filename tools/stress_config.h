@@ -52,6 +52,8 @@ std::vector<std::string> CommonArgs(const StressConfig& c, const std::string& da
 std::vector<std::string> PagingArgs(const StressConfig& c, const std::string& dir);
 // The NVMe directories PagingArgs names.
 std::vector<std::string> NvmeDirs(const StressConfig& c, const std::string& dir);
+// The --ckpt-dir PagingArgs names.
+std::string CkptDir(const std::string& dir);
 // One line: shape, batch, page, budgets, placements.
 std::string Describe(const StressConfig& c);
 

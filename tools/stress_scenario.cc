@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "scheduler/checkpoint.h"
 #include "tools/stress_child.h"
 #include "tools/stress_disturbance.h"
 #include "tools/stress_judge.h"
@@ -22,6 +23,14 @@ namespace {
 bool ContainsAny(const std::string& text, const std::vector<std::string>& needles) {
   return std::any_of(needles.begin(), needles.end(),
                      [&](const std::string& n) { return text.find(n) != std::string::npos; });
+}
+
+// Whether the record in `ckpt_dir` lists a checkpoint: what --resume needs. A record that does
+// not read (damaged on purpose) counts, so that the attempt meets the damage.
+bool HoldsCheckpoint(const std::string& ckpt_dir) {
+  Result<std::optional<scheduler::CheckpointRecord>> record =
+      scheduler::ReadCheckpointRecord(ckpt_dir);
+  return !record.ok() || (*record && !(*record)->checkpoints.empty());
 }
 
 bool NamesChecksumError(const std::string& line) {
@@ -132,11 +141,13 @@ Status ConfigRun::run_reference() {
 Result<ChildRun> ConfigRun::run_paged(const std::vector<std::string>& extra, StopPlan stop) {
   const std::string tag = dir_ + "/attempt" + std::to_string(attempts_.size() + 1);
   std::vector<std::string> args = paged_;
-  if (resume_from_ >= 0) {
-    args.push_back("--resume-from");
-    args.push_back(std::to_string(resume_from_));
+  if (resume_from_ >= 0) {  // an older checkpoint than a damaged newest: it goes
+    for (const std::string& a :
+         {std::string("--resume-from"), std::to_string(resume_from_), std::string("--discard-newer")}) {
+      args.push_back(a);
+    }
     resume_from_ = -1;
-  } else if (!attempts_.empty()) {
+  } else if (HoldsCheckpoint(CkptDir(dir_))) {  // --resume is refused where there is none
     args.push_back("--resume");
   }
   for (const std::string& a : {std::string("--log-json"), tag + ".jsonl", std::string("--export"),

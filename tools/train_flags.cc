@@ -108,11 +108,16 @@ void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
   cmd->add_option("--ckpt-every", o.ckpt_every, "Checkpoint after every N steps (0: never)")
       ->capture_default_str();
   cmd->add_flag("--resume", o.resume,
-                "Continue from the checkpoint in --ckpt-dir (same model, data, optimizer, batch, "
-                "dirs); starts fresh when there is none yet");
+                "Continue from the newest checkpoint in --ckpt-dir (same model, data, optimizer, "
+                "batch, grid, dirs); refused when there is none (a run stopped before its first "
+                "checkpoint starts again without --resume)");
   cmd->add_option("--resume-from", o.resume_from,
                   "Resume from this listed checkpoint step instead of the newest (implies "
-                  "--resume; `strata ckpt list` shows them)");
+                  "--resume; `strata ckpt list` shows them); newer checkpoints need "
+                  "--discard-newer");
+  cmd->add_flag("--discard-newer", o.discard_newer,
+                "With --resume-from: drop the checkpoints newer than its step (the resumed run "
+                "writes its own); without it such a resume is refused, naming them");
   cmd->add_option("--keep-checkpoints", o.keep_checkpoints,
                   "Checkpoints kept (the record lists the K newest; older manifests are deleted)")
       ->capture_default_str();
@@ -178,9 +183,10 @@ void AddEngineAndOutputOptions(CLI::App* cmd, TrainFlags* flags) {
                   "paging flag is given or --gpu-mem is below the in-memory need")
       ->capture_default_str();
   cmd->add_option("--log-json", flags->log_json,
-                  "Write one JSON object per step: step, loss, tokens_per_s, elapsed_s, grad_norm, "
-                  "moved_bytes {h2d, d2h, nvme_read, nvme_write}, overlap, peak_bytes {device, "
-                  "host, nvme}");
+                  "Write one JSON object per step: step, loss, tokens_per_s, elapsed_s, lr, "
+                  "grad_norm, clipped; the paged engine adds moved_bytes {h2d, d2h, nvme_read, "
+                  "nvme_write}, overlap, compute_comm_s; peak_bytes {device; paged: host, nvme, "
+                  "activations}");
   cmd->add_option("--log-level", flags->log_level, "debug, info, warn, error or off")
       ->capture_default_str();
 }

@@ -1,7 +1,10 @@
 #include "tools/train_ranks.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <system_error>
+#include <vector>
 
 namespace strata::tools {
 
@@ -27,7 +30,28 @@ Result<TrainRanks> OpenTrainRanks(const TrainOptions& o) {
   ranks.comm = std::move(*comm);
   ranks.rank = ranks.comm->rank();
   ranks.size = ranks.comm->size();
+  if (ranks.size > 1) {
+    parallel::CommOptions eo;
+    eo.backend = parallel::CommBackend::kMpi;
+    eo.timeout_s = std::min(kExitAgreementSeconds, o.comm_timeout_s);
+    STRATA_ASSIGN_OR_RETURN(ranks.exit, parallel::CreateComm(eo));
+  }
   return ranks;
+}
+
+FailedRankEnd AgreeOnFailure(TrainRanks& ranks, const Status& failure) {
+  FailedRankEnd end;
+  const bool collective_failed =
+      failure.code() == StatusCode::kTimeout || failure.code() == StatusCode::kAborted;
+  if (ranks.exit == nullptr || collective_failed || !ranks.exit->barrier().ok()) return end;
+  // Every rank failed. The same words (a hash of code and message) are said once, by rank 0.
+  const uint64_t mine =
+      std::hash<std::string>{}(std::to_string(int(failure.code())) + failure.message());
+  std::vector<uint64_t> all(size_t(ranks.size));
+  if (!ranks.exit->all_gather(&mine, all.data(), sizeof mine).wait().ok()) return end;
+  end.in_order = true;
+  end.say = ranks.rank == 0 || all[size_t(ranks.rank)] != all[0];
+  return end;
 }
 
 std::string PathForRank(const std::string& path, int rank) {
@@ -44,9 +68,11 @@ Status ApplyRankOutputs(TrainOptions& o, parallel::Comm* comm, int rank, int siz
   if (size <= 1) return Status::Ok();
   if (!o.trace_path.empty()) o.trace_path = PathForRank(o.trace_path, rank);
   // Each rank's pages and checkpoint records live in its own directory of every --nvme-dir and
-  // of --ckpt-dir, created when missing (Note [Checkpoints across ranks]).
+  // of --ckpt-dir, created when missing (Note [Checkpoints across ranks]); --resume creates
+  // nothing (tools/resume_dirs.h).
   auto own = [&](std::string& dir, const char* flag) -> Status {
     dir += "/rank-" + std::to_string(rank);
+    if (o.resume) return Status::Ok();
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (!ec) return Status::Ok();

@@ -236,10 +236,12 @@ TEST(CheckpointResume, RottedNewestCheckpointNamesTheOlderOneWhichResumesExactly
   EXPECT_EQ(rotted.exit_code, 1) << rotted.err;
   EXPECT_NE(rotted.err.find("checkpoint step 4"), std::string::npos) << rotted.err;
   EXPECT_NE(rotted.err.find("checksum mismatch"), std::string::npos) << rotted.err;
-  EXPECT_NE(rotted.err.find("--resume-from 2"), std::string::npos) << rotted.err;
+  EXPECT_NE(rotted.err.find("--resume-from 2 --discard-newer"), std::string::npos) << rotted.err;
 
-  auto from2 =
-      RunStrata(Args(root, 6, {"--resume-from", "2", "--log-json", root + "/log.jsonl"}), root);
+  // The advice, followed (without --discard-newer, --resume-from 2 is refused: step 4 is newer).
+  auto from2 = RunStrata(
+      Args(root, 6, {"--resume-from", "2", "--discard-newer", "--log-json", root + "/log.jsonl"}),
+      root);
   ASSERT_EQ(from2.exit_code, 0) << from2.err;
   const std::map<long, std::string> got = LossTexts(root + "/log.jsonl");
   ASSERT_EQ(got.size(), 4u);

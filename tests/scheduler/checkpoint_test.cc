@@ -120,11 +120,82 @@ TEST(RunFingerprint, DtypeIsCheckedAndOlderRecordsAreFp32) {
   EXPECT_EQ(bf16->to_map().at("--dtype"), "bf16");
   EXPECT_TRUE(CheckSameRun(*fp32, fp32->to_map()).ok());
   Status s = CheckSameRun(*bf16, fp32->to_map());
-  EXPECT_NE(s.message().find("--dtype bf16 differs from the checkpoint's (not recorded)"),
+  EXPECT_NE(s.message().find("--dtype bf16 differs from the checkpoint's fp32"),
             std::string::npos)
       << s.to_string();
   s = CheckSameRun(*fp32, bf16->to_map());
   EXPECT_NE(s.message().find("--dtype fp32 differs from the checkpoint's bf16"), std::string::npos)
+      << s.to_string();
+}
+
+// Issue 29 item 1: rank 0's checkpoint of a dp 2 job, resumed by one process, continued with
+// other micro-batches. The grid, the rank and the micro-batch rows are recorded and compared,
+// the grid first and in words.
+TEST(RunFingerprint, TheGridTheRankAndTheMicroBatchRowsAreChecked) {
+  TrainOptions o;
+  GptConfig c;
+  auto job = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 4});
+  auto one = MakeRunFingerprint(o, c, 64, 16384);
+  ASSERT_TRUE(job.ok() && one.ok());
+  const auto recorded = job->to_map();
+  EXPECT_EQ(recorded.at("--dp"), "2");
+  EXPECT_EQ(recorded.at("rank"), "1");
+  EXPECT_EQ(recorded.at("micro-batch rows"), "4");
+  EXPECT_EQ(one->to_map().at("micro-batch rows"), "8");  // --batch 8, one micro-batch
+  EXPECT_EQ(RecordedRanks(recorded), 2);
+  EXPECT_EQ(RecordedGrid(recorded), "--dp 2 --tp 1 --pp 1");
+  Status s = CheckSameRun(*one, recorded);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--dp 1 differs from the checkpoint's --dp 2: it was written by "
+                             "rank 1 of a job of 2 rank(s) (--dp 2 --tp 1 --pp 1)"),
+            std::string::npos)
+      << s.to_string();
+  // The same grid on another rank, and other micro-batches.
+  auto rank0 = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 0, .micro_rows = 4});
+  s = CheckSameRun(*rank0, recorded);
+  EXPECT_NE(s.message().find("this process is rank 0 of the job but the checkpoint is rank 1's"),
+            std::string::npos)
+      << s.to_string();
+  auto rows2 = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 2});
+  s = CheckSameRun(*rows2, recorded);
+  EXPECT_NE(s.message().find("micro-batches of 2 rows (--batch, --micro-batch and --dp) but the "
+                             "checkpointed run computed micro-batches of 4 rows"),
+            std::string::npos)
+      << s.to_string();
+  EXPECT_TRUE(CheckSameRun(*job, recorded).ok());
+}
+
+// Records written before the grid was recorded do not say it: not refused for it (the CLI knows
+// a rank's directory by its name, tools/resume_dirs.h), and their job size reads 0.
+TEST(RunFingerprint, RecordsWithoutTheGridAreNotRefusedForIt) {
+  TrainOptions o;
+  GptConfig c;
+  auto job = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .micro_rows = 4});
+  ASSERT_TRUE(job.ok());
+  auto older = job->to_map();
+  for (const char* later : {"--dp", "--tp", "--pp", "rank", "micro-batch rows"}) older.erase(later);
+  EXPECT_TRUE(CheckSameRun(*job, older).ok());
+  EXPECT_EQ(RecordedRanks(older), 0);
+}
+
+// Item 20: the fingerprint (and `ckpt list`) showed --min-lr's sentinel -1. It records the rate
+// the schedule uses; an older record's -1 reads as 10% of its --lr.
+TEST(RunFingerprint, MinLrIsTheRateTheScheduleUses) {
+  TrainOptions o;
+  o.lr = 0.5f;  // 10% of it is exact in floats: 0.05
+  GptConfig c;
+  auto now = MakeRunFingerprint(o, c, 64, 16384);
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->to_map().at("--min-lr"), "0.05");
+  auto older = now->to_map();
+  older["--min-lr"] = "-1";
+  EXPECT_TRUE(CheckSameRun(*now, older).ok());
+  o.min_lr = 0.02f;
+  auto other = MakeRunFingerprint(o, c, 64, 16384);
+  ASSERT_TRUE(other.ok());
+  Status s = CheckSameRun(*other, older);
+  EXPECT_NE(s.message().find("--min-lr 0.02 differs from the checkpoint's 0.05"),
+            std::string::npos)
       << s.to_string();
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "scheduler/checkpoint.h"
 #include "tests/common/spawn_process.h"
 #include "tests/scheduler/scheduler_test_util.h"
 
@@ -88,7 +89,9 @@ void RunKillLoop(const KillLoop& cfg) {
   const std::map<long, std::string> want = LossTexts(dir.path() + "/ref.jsonl");
   ASSERT_EQ(want.size(), size_t(steps));
 
-  // Every run of a round shares one NVMe dir and one --ckpt-dir and always passes --resume.
+  // Every run of a round shares one NVMe dir and one --ckpt-dir, and passes --resume once the
+  // record lists a checkpoint (before, --resume is refused: a run killed before its first
+  // checkpoint starts over without it).
   auto args_in = [&](const std::string& root) {
     std::vector<std::string> a = common_all;
     for (const std::string& x :
@@ -96,10 +99,11 @@ void RunKillLoop(const KillLoop& cfg) {
           std::string("640K"), std::string("--params-on"), std::string("nvme"),
           std::string("--optimizer-on"), std::string("nvme"), std::string("--nvme-dir"),
           root + "/nvme", std::string("--ckpt-dir"), root + "/ckpt", std::string("--ckpt-every"),
-          std::to_string(cfg.ckpt_every), std::string("--resume"), std::string("--export"),
-          root + "/out.safetensors"}) {
+          std::to_string(cfg.ckpt_every), std::string("--export"), root + "/out.safetensors"}) {
       a.push_back(x);
     }
+    auto record = scheduler::ReadCheckpointRecord(root + "/ckpt");
+    if (!record.ok() || (*record && !(*record)->checkpoints.empty())) a.push_back("--resume");
     for (int d = 1; d < cfg.nvme_dirs; ++d) {
       a.push_back("--nvme-dir");
       a.push_back(root + "/nvme" + std::to_string(d));

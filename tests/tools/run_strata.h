@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -116,6 +118,24 @@ inline bool WaitForLines(const std::string& path, size_t lines, std::chrono::sec
     ::usleep(5000);
   }
   return false;
+}
+
+// step -> loss text of a --log-json (a resumed run appends to it): the exact bits.
+inline std::map<long, std::string> LossesByStep(const std::string& path) {
+  std::map<long, std::string> out;
+  std::istringstream lines(ReadWholeFile(path));
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    out[j.at("step").get<long>()] = j.at("loss").dump();
+  }
+  return out;
+}
+
+// How often `needle` occurs in `text`.
+inline size_t CountOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
 }
 
 // Runs `ranks` copies of `strata args` under mpirun (each group of args one MPMD program when

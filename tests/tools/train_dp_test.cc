@@ -340,17 +340,6 @@ bool KillOneRankEndsTheJob(pid_t mpirun) {
   return !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-// step -> loss text of a --log-json (a resumed run appends to it).
-std::map<long, std::string> LossesByStep(const std::string& path) {
-  std::map<long, std::string> out;
-  std::istringstream lines(ReadWholeFile(path));
-  for (std::string line; std::getline(lines, line);) {
-    const auto j = nlohmann::json::parse(line);
-    out[j.at("step").get<long>()] = j.at("loss").dump();
-  }
-  return out;
-}
-
 // SIGKILL one rank mid-run: the job ends with an error within 60 s, none hangs, and --resume on
 // every rank (Note [Checkpoints across ranks]) gives the uninterrupted run's losses. pp2-all: a
 // pipeline of 2 stages x dp 2, sharded (4 ranks).
