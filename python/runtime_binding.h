@@ -60,6 +60,7 @@ class PyRuntime {
   int64_t step_count();
   double last_grad_norm();
   void checkpoint(const std::string& name);
+  void drop_checkpoint(const std::string& name);
   strata_stats stats();
   // Closes; a second close is a no-op. FAILED_PRECONDITION (still open) while a tensor is held.
   void close();
