@@ -4,15 +4,13 @@
 #include "embed/runtime.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "core/device/create_device.h"
 #include "core/util/log.h"
-#include "core/util/sizes.h"
 #include "embed/checkpoint_book.h"
 #include "embed/grad_sums.h"
 #include "embed/optimizer.h"
-#include "memory/nvme_store.h"
+#include "embed/state_limits.h"
 
 namespace strata::embed {
 
