@@ -1,12 +1,14 @@
-// The C API (include/strata.h) over embed::Runtime: handles, status codes, the per-thread last
-// error, and a catch of every C++ exception at the boundary.
+// The C API (include/strata.h) over embed::Runtime: handles (Note [Handle table] in
+// handles.h), status codes, the per-thread last error, and a catch of every C++ exception at
+// the boundary. strata_runtime is never defined: its pointers are handle values.
 #include <exception>
 #include <memory>
 #include <new>
 #include <string>
-#include <string_view>
 #include <utility>
 
+#include "embed/handles.h"
+#include "embed/messages.h"
 #include "embed/options.h"
 #include "embed/runtime.h"
 #include "strata.h"
@@ -15,14 +17,12 @@ struct strata_options {
   strata::embed::OptionValues values;
 };
 
-struct strata_runtime {
-  std::unique_ptr<strata::embed::Runtime> rt;
-};
-
 namespace {
 
 using strata::Status;
 using strata::StatusCode;
+using strata::embed::HandleTable;
+using strata::embed::RuntimeRef;
 
 thread_local std::string t_last_error;
 
@@ -44,26 +44,12 @@ strata_status ToC(StatusCode code) {
   }
 }
 
-// The layers below word some errors for strata's command line; an embedder set option keys.
-std::string InOptionTerms(std::string message) {
-  static constexpr std::pair<std::string_view, std::string_view> kTerms[] = {
-      {"--nvme-dir", "nvme_dir"},   {"--nvme-mem", "nvme_mem"},   {"--host-mem", "host_mem"},
-      {"--gpu-mem", "gpu_mem"},     {"--page-size", "page_size"}, {"--ckpt-dir", "checkpoint_dir"},
-      {"--threads", "threads"},     {"--device", "device"}};
-  for (const auto& [flag, key] : kTerms) {
-    for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at)) {
-      message.replace(at, flag.size(), key);
-    }
-  }
-  return message;
-}
-
 strata_status Report(const Status& s) {
   if (s.ok()) {
     t_last_error.clear();
     return STRATA_OK;
   }
-  t_last_error = InOptionTerms(s.message());
+  t_last_error = strata::embed::InCApiTerms(s.message());
   return ToC(s.code());
 }
 
@@ -86,16 +72,32 @@ strata_status Guard(Fn&& fn) {
   }
 }
 
-// Handles are index + 1, so that a null handle is never a tensor.
-strata_tensor ToHandle(size_t index) {
-  return reinterpret_cast<strata_tensor>(static_cast<uintptr_t>(index) + 1);
+// Runs `fn(RuntimeRef&)` on the open runtime `runtime` names, inside Guard.
+template <typename Fn>
+strata_status WithRuntime(strata_runtime* runtime, const char* call, Fn&& fn) {
+  if (runtime == nullptr) {
+    return Fail(STRATA_INVALID_ARGUMENT, std::string(call) + ": runtime is NULL");
+  }
+  return Guard([&]() -> Status {
+    STRATA_ASSIGN_OR_RETURN(
+        RuntimeRef ref, HandleTable::Process().find(reinterpret_cast<uintptr_t>(runtime), call));
+    return fn(ref);
+  });
 }
 
-Status Index(strata_runtime* runtime, strata_tensor tensor, size_t* out) {
-  const auto raw = reinterpret_cast<uintptr_t>(tensor);
-  if (raw == 0) return Status::InvalidArgument("the tensor handle is NULL");
-  *out = size_t(raw - 1);
-  return runtime->rt->check_tensor(*out);
+// The index of the tensor `tensor` names, checked against `ref`'s runtime.
+Status Index(const RuntimeRef& ref, strata_tensor tensor, const char* call, size_t* out) {
+  const auto value = reinterpret_cast<uintptr_t>(tensor);
+  STRATA_ASSIGN_OR_RETURN(uint64_t index, HandleTable::Process().tensor_index(value, ref.id, call));
+  STRATA_RETURN_IF_ERROR(ref.runtime->check_tensor(size_t(index))
+                             .with_context(std::string(call) + ": tensor handle " +
+                                           strata::embed::HandleText(value)));
+  *out = size_t(index);
+  return Status::Ok();
+}
+
+strata_tensor ToHandle(const RuntimeRef& ref, size_t index) {
+  return reinterpret_cast<strata_tensor>(strata::embed::TensorHandleValue(ref.id, index));
 }
 
 #define STRATA_NEED(ptr, what) \
@@ -153,16 +155,19 @@ strata_status strata_runtime_create(const strata_options* options, strata_runtim
   return Guard([&]() -> Status {
     STRATA_ASSIGN_OR_RETURN(auto parsed, strata::embed::ParseOptions(options->values));
     STRATA_ASSIGN_OR_RETURN(auto rt, strata::embed::Runtime::Create(parsed));
-    *out = new strata_runtime{std::move(rt)};
+    STRATA_ASSIGN_OR_RETURN(uint64_t id, HandleTable::Process().add(std::move(rt)));
+    *out = reinterpret_cast<strata_runtime*>(strata::embed::RuntimeHandleValue(id));
     return Status::Ok();
   });
 }
 
+// The Runtime is destroyed when the last call holding it returns (this one, unless a call
+// races the close, which strata.h forbids).
 strata_status strata_runtime_close(strata_runtime* runtime) {
   if (runtime == nullptr) return Report(Status::Ok());
-  return Guard([&]() -> Status {
-    STRATA_RETURN_IF_ERROR(runtime->rt->close());
-    delete runtime;
+  return WithRuntime(runtime, "strata_runtime_close", [&](RuntimeRef& ref) -> Status {
+    STRATA_RETURN_IF_ERROR(ref.runtime->close());
+    HandleTable::Process().remove(ref.id);
     return Status::Ok();
   });
 }
@@ -170,56 +175,52 @@ strata_status strata_runtime_close(strata_runtime* runtime) {
 strata_status strata_register(strata_runtime* runtime, const char* name, uint64_t bytes,
                               strata_dtype dtype, strata_role role, const char* group,
                               strata_tensor* out) {
-  STRATA_NEED(runtime, "strata_register: runtime");
   STRATA_NEED(name, "strata_register: name");
   STRATA_NEED(out, "strata_register: out");
   if (unsigned(dtype) > STRATA_U8) return Fail(STRATA_INVALID_ARGUMENT, "strata_register: bad dtype");
   if (unsigned(role) > STRATA_ROLE_OTHER) {
     return Fail(STRATA_INVALID_ARGUMENT, "strata_register: bad role");
   }
-  return Guard([&]() -> Status {
+  return WithRuntime(runtime, "strata_register", [&](RuntimeRef& ref) -> Status {
     STRATA_ASSIGN_OR_RETURN(size_t index,
-                            runtime->rt->register_tensor({name, bytes, int(dtype), int(role),
+                            ref.runtime->register_tensor({name, bytes, int(dtype), int(role),
                                                           group ? group : ""}));
-    *out = ToHandle(index);
+    *out = ToHandle(ref, index);
     return Status::Ok();
   });
 }
 
 strata_status strata_find(strata_runtime* runtime, const char* name, strata_tensor* out) {
-  STRATA_NEED(runtime, "strata_find: runtime");
   STRATA_NEED(name, "strata_find: name");
   STRATA_NEED(out, "strata_find: out");
-  return Guard([&]() -> Status {
-    STRATA_ASSIGN_OR_RETURN(size_t index, runtime->rt->find(name));
-    *out = ToHandle(index);
+  return WithRuntime(runtime, "strata_find", [&](RuntimeRef& ref) -> Status {
+    STRATA_ASSIGN_OR_RETURN(size_t index, ref.runtime->find(name));
+    *out = ToHandle(ref, index);
     return Status::Ok();
   });
 }
 
 strata_status strata_acquire(strata_runtime* runtime, strata_tensor tensor, strata_intent intent,
                              strata_tier tier, void** out) {
-  STRATA_NEED(runtime, "strata_acquire: runtime");
   STRATA_NEED(out, "strata_acquire: out");
   *out = nullptr;
   if (unsigned(intent) > STRATA_OVERWRITE || unsigned(tier) > STRATA_TIER_HOST) {
     return Fail(STRATA_INVALID_ARGUMENT, "strata_acquire: bad intent or tier");
   }
-  return Guard([&]() -> Status {
+  return WithRuntime(runtime, "strata_acquire", [&](RuntimeRef& ref) -> Status {
     size_t t;
-    STRATA_RETURN_IF_ERROR(Index(runtime, tensor, &t));
-    STRATA_ASSIGN_OR_RETURN(*out, runtime->rt->acquire(t, intent, tier));
+    STRATA_RETURN_IF_ERROR(Index(ref, tensor, "strata_acquire", &t));
+    STRATA_ASSIGN_OR_RETURN(*out, ref.runtime->acquire(t, intent, tier));
     return Status::Ok();
   });
 }
 
 #define STRATA_TENSOR_CALL(fn, method)                                      \
   strata_status fn(strata_runtime* runtime, strata_tensor tensor) {        \
-    STRATA_NEED(runtime, #fn ": runtime");                                  \
-    return Guard([&]() -> Status {                                          \
+    return WithRuntime(runtime, #fn, [&](RuntimeRef& ref) -> Status {       \
       size_t t;                                                             \
-      STRATA_RETURN_IF_ERROR(Index(runtime, tensor, &t));                   \
-      return runtime->rt->method(t);                                        \
+      STRATA_RETURN_IF_ERROR(Index(ref, tensor, #fn, &t));                  \
+      return ref.runtime->method(t);                                        \
     });                                                                     \
   }
 STRATA_TENSOR_CALL(strata_release, release)
@@ -228,15 +229,14 @@ STRATA_TENSOR_CALL(strata_discard, discard)
 
 strata_status strata_register_pair(strata_runtime* runtime, strata_tensor param,
                                    strata_tensor grad, float weight_decay) {
-  STRATA_NEED(runtime, "strata_register_pair: runtime");
   if (!(weight_decay >= 0)) {
     return Fail(STRATA_INVALID_ARGUMENT, "strata_register_pair: weight_decay must be >= 0");
   }
-  return Guard([&]() -> Status {
+  return WithRuntime(runtime, "strata_register_pair", [&](RuntimeRef& ref) -> Status {
     size_t p, g;
-    STRATA_RETURN_IF_ERROR(Index(runtime, param, &p));
-    STRATA_RETURN_IF_ERROR(Index(runtime, grad, &g));
-    return runtime->rt->register_pair(p, g, weight_decay);
+    STRATA_RETURN_IF_ERROR(Index(ref, param, "strata_register_pair: param", &p));
+    STRATA_RETURN_IF_ERROR(Index(ref, grad, "strata_register_pair: grad", &g));
+    return ref.runtime->register_pair(p, g, weight_decay);
   });
 }
 
@@ -246,45 +246,48 @@ void strata_step_options_init(strata_step_options* options) {
 }
 
 strata_status strata_step(strata_runtime* runtime, const strata_step_options* options) {
-  STRATA_NEED(runtime, "strata_step: runtime");
   STRATA_NEED(options, "strata_step: options");
-  return Guard([&] { return runtime->rt->step(*options); });
+  return WithRuntime(runtime, "strata_step",
+                     [&](RuntimeRef& ref) { return ref.runtime->step(*options); });
 }
 
 strata_status strata_step_wait(strata_runtime* runtime) {
-  STRATA_NEED(runtime, "strata_step_wait: runtime");
-  return Guard([&] { return runtime->rt->step_wait(); });
+  return WithRuntime(runtime, "strata_step_wait",
+                     [&](RuntimeRef& ref) { return ref.runtime->step_wait(); });
 }
 
 strata_status strata_step_count(strata_runtime* runtime, int64_t* out) {
-  STRATA_NEED(runtime, "strata_step_count: runtime");
   STRATA_NEED(out, "strata_step_count: out");
-  return Guard([&] {
-    *out = runtime->rt->step_count();
+  return WithRuntime(runtime, "strata_step_count", [&](RuntimeRef& ref) {
+    *out = ref.runtime->step_count();
     return Status::Ok();
   });
 }
 
 strata_status strata_last_grad_norm(strata_runtime* runtime, double* out) {
-  STRATA_NEED(runtime, "strata_last_grad_norm: runtime");
   STRATA_NEED(out, "strata_last_grad_norm: out");
-  return Guard([&] {
-    *out = runtime->rt->last_grad_norm();
+  return WithRuntime(runtime, "strata_last_grad_norm", [&](RuntimeRef& ref) {
+    *out = ref.runtime->last_grad_norm();
     return Status::Ok();
   });
 }
 
 strata_status strata_checkpoint(strata_runtime* runtime, const char* name) {
-  STRATA_NEED(runtime, "strata_checkpoint: runtime");
   STRATA_NEED(name, "strata_checkpoint: name");
-  return Guard([&] { return runtime->rt->checkpoint(name); });
+  return WithRuntime(runtime, "strata_checkpoint",
+                     [&](RuntimeRef& ref) { return ref.runtime->checkpoint(name); });
+}
+
+strata_status strata_checkpoint_drop(strata_runtime* runtime, const char* name) {
+  STRATA_NEED(name, "strata_checkpoint_drop: name");
+  return WithRuntime(runtime, "strata_checkpoint_drop",
+                     [&](RuntimeRef& ref) { return ref.runtime->drop_checkpoint(name); });
 }
 
 strata_status strata_get_stats(strata_runtime* runtime, strata_stats* out) {
-  STRATA_NEED(runtime, "strata_get_stats: runtime");
   STRATA_NEED(out, "strata_get_stats: out");
-  return Guard([&] {
-    *out = runtime->rt->stats();
+  return WithRuntime(runtime, "strata_get_stats", [&](RuntimeRef& ref) {
+    *out = ref.runtime->stats();
     return Status::Ok();
   });
 }

@@ -82,9 +82,9 @@ Result<const CheckpointBook::Entry*> CheckpointBook::find(const std::string& nam
                           " (it has: " + (names.empty() ? "none" : names) + ")");
 }
 
-Status CheckpointBook::check_layout(const std::string& name, const Layout& layout) const {
-  STRATA_ASSIGN_OR_RETURN(const Entry* e, find(name));
-  const std::string why = "checkpoint '" + name + "' was saved with other tensors: register the "
+Status CheckpointBook::CheckLayout(const Entry& entry, const Layout& layout) {
+  const Entry* e = &entry;
+  const std::string why = "checkpoint '" + e->name + "' was saved with other tensors: register the "
                           "same tensors and pairs, in the same order, to resume from it";
   if (e->page_bytes != layout.page_bytes()) {
     return Status::FailedPrecondition(why + " (its page_size is " +
@@ -107,22 +107,51 @@ Status CheckpointBook::check_layout(const std::string& name, const Layout& layou
   return Status::Ok();
 }
 
-Status CheckpointBook::record(const std::string& name, int64_t step, const Layout& layout) {
+Result<std::vector<std::string>> CheckpointBook::record(const std::string& name, int64_t step,
+                                                        const Layout& layout, uint64_t keep) {
   Entry entry{name, ManifestName(name), step, layout.page_bytes(), {}};
   for (const TensorInfo& t : layout.tensors()) {
     entry.tensors.push_back({t.name, t.bytes, t.dtype, t.role, t.group});
   }
-  std::vector<Entry> next;
+  std::vector<Entry> next = {std::move(entry)};
+  std::vector<std::string> retired;
   for (Entry& e : entries_) {
+    if (e.name == name) continue;  // replaced: the same manifest, saved again
+    if (keep == 0 || next.size() < keep) {
+      next.push_back(e);
+    } else {
+      retired.push_back(e.manifest);
+    }
+  }
+  STRATA_RETURN_IF_ERROR(write(next));
+  entries_ = std::move(next);
+  return retired;
+}
+
+Result<std::string> CheckpointBook::drop(const std::string& name) {
+  STRATA_ASSIGN_OR_RETURN(const Entry* found, find(name));
+  const std::string manifest = found->manifest;
+  std::vector<Entry> next;
+  for (const Entry& e : entries_) {
     if (e.name != name) next.push_back(e);
   }
-  next.insert(next.begin(), std::move(entry));
-  Json all = Json::array();
-  for (const Entry& e : next) all.push_back(EntryJson(e));
-  const Json record = {{"format", 1}, {"checkpoints", all}};
-  STRATA_RETURN_IF_ERROR(WriteFileDurably(dir_, kRecordFile, record.dump(1), "checkpoint_dir"));
+  STRATA_RETURN_IF_ERROR(write(next));
   entries_ = std::move(next);
-  return Status::Ok();
+  return manifest;
+}
+
+bool CheckpointBook::lists_manifest(const std::string& manifest) const {
+  for (const Entry& e : entries_) {
+    if (e.manifest == manifest) return true;
+  }
+  return false;
+}
+
+Status CheckpointBook::write(const std::vector<Entry>& entries) const {
+  Json all = Json::array();
+  for (const Entry& e : entries) all.push_back(EntryJson(e));
+  const Json record = {{"format", 1}, {"checkpoints", all}};
+  return WriteFileDurably(dir_, kRecordFile, record.dump(1), "checkpoint_dir");
 }
 
 }  // namespace strata::embed

@@ -9,6 +9,14 @@
 //    "page_bytes": 65536, "tensors": [["wte", 65536, 0, 0, "wte"], ...]}, ...]}
 // The record is replaced durably (core/util/durable_file.h) after the manifest is durable, so a
 // kill leaves the previous record or the new one, and every manifest it lists exists.
+//
+// Note [Dropping checkpoints]
+// A checkpoint is dropped (strata_checkpoint_drop, or the option keep_checkpoints after
+// strata_checkpoint) as the trainer retires its own (Note [Checkpoint retirement] in
+// scheduler/checkpoint.h): the record stops listing it first, durably, and its manifest is
+// deleted after. A kill in between leaves a manifest no record lists, holding NVMe slots;
+// the runtime deletes every such "embed-*" manifest when it opens the store to resume
+// (Runtime::collect_unlisted), so they never pile up and fill the store.
 // Threads: one at a time (the Runtime's lock).
 #pragma once
 #include <memory>
@@ -37,16 +45,27 @@ class CheckpointBook {
   Result<const Entry*> find(const std::string& name) const;
   // FailedPrecondition naming the first difference between the checkpoint's tensors and the
   // layout's.
-  Status check_layout(const std::string& name, const Layout& layout) const;
-  // Adds (or replaces) `name` and writes the record durably.
-  Status record(const std::string& name, int64_t step, const Layout& layout);
+  static Status CheckLayout(const Entry& entry, const Layout& layout);
+  // Adds (or replaces) `name` as the newest checkpoint, keeps the newest `keep` (0: all), and
+  // writes the record durably. Returns the manifests of the checkpoints it no longer lists, for
+  // the caller to delete (Note [Dropping checkpoints]).
+  Result<std::vector<std::string>> record(const std::string& name, int64_t step,
+                                          const Layout& layout, uint64_t keep);
+  // Stops listing `name`, durably, and returns its manifest for the caller to delete. NotFound
+  // naming the checkpoints there are.
+  Result<std::string> drop(const std::string& name);
+  // Whether a checkpoint listed here has this manifest.
+  bool lists_manifest(const std::string& manifest) const;
 
   static std::string ManifestName(const std::string& name) { return "embed-" + name; }
+  // Whether a store's manifest is one of an embedder's checkpoints (ManifestName's form).
+  static bool IsManifest(const std::string& manifest) { return manifest.rfind("embed-", 0) == 0; }
   // InvalidArgument unless 1-100 characters of [A-Za-z0-9._-].
   static Status CheckName(const std::string& name);
 
  private:
   explicit CheckpointBook(std::string dir) : dir_(std::move(dir)) {}
+  Status write(const std::vector<Entry>& entries) const;
   std::string dir_;
   std::vector<Entry> entries_;
 };

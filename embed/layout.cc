@@ -1,13 +1,25 @@
 #include "embed/layout.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 
+#include "core/util/check.h"
 #include "core/util/sizes.h"
 #include "strata.h"
 
 namespace strata::embed {
 namespace {
+
+// Where a tensor may start inside its group's stream of bytes (Note [Page packing]).
+constexpr uint64_t kTensorAlignBytes = 256;
+
+const char* DtypeName(int dtype) {
+  static constexpr const char* kNames[] = {"STRATA_F32", "STRATA_F16", "STRATA_BF16",
+                                           "STRATA_F64", "STRATA_I32", "STRATA_I64",
+                                           "STRATA_U8"};
+  return dtype >= 0 && dtype <= STRATA_U8 ? kNames[dtype] : "an unknown dtype";
+}
 
 memory::Role PageRole(int role, bool second_moment) {
   switch (role) {
@@ -28,6 +40,68 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 
 }  // namespace
 
+uint64_t DtypeBytes(int dtype) {
+  switch (dtype) {
+    case STRATA_F32: case STRATA_I32: return 4;
+    case STRATA_F16: case STRATA_BF16: return 2;
+    case STRATA_F64: case STRATA_I64: return 8;
+    case STRATA_U8: return 1;
+    default: return 0;
+  }
+}
+
+Status Layout::check_size(const TensorInfo& info) const {
+  const std::string what = "tensor '" + info.name + "' is " + std::to_string(info.bytes) + " bytes";
+  if (info.bytes == 0) return Status::InvalidArgument("tensor '" + info.name + "' has 0 bytes");
+  const uint64_t elem = DtypeBytes(info.dtype);
+  if (elem == 0) return Status::InvalidArgument(what + " of " + DtypeName(info.dtype));
+  if (info.bytes % elem != 0) {
+    return Status::InvalidArgument(what + ", not a whole number of " + DtypeName(info.dtype) +
+                                   " elements (" + std::to_string(elem) + " bytes each)");
+  }
+  if (info.bytes > uint64_t(INT64_MAX)) {
+    return Status::InvalidArgument(what + ", above the 8 EiB a tensor may have");
+  }
+  if (tensors_.size() >= kMaxTensors) {
+    return Status::ResourceExhausted("cannot register '" + info.name + "': a runtime may have " +
+                                     std::to_string(kMaxTensors) + " tensors");
+  }
+  return Status::Ok();
+}
+
+// Note [Sizes up front]: MakePagePlan's packing (Note [Page packing]), counted. A tensor that
+// fits in a page but not in what is left of the last one starts a new page; any tensor then
+// runs on from its (aligned) start over as many pages as it needs.
+Layout::Fill Layout::fill_after(Fill fill, uint64_t bytes) const {
+  const uint64_t page = page_bytes_;
+  if (fill.pages == 0) {
+    fill = {1, 0};
+  } else {
+    fill.offset = (fill.offset + kTensorAlignBytes - 1) / kTensorAlignBytes * kTensorAlignBytes;
+    if (fill.offset >= page || (bytes <= page && fill.offset + bytes > page)) {
+      fill = {fill.pages + 1, 0};
+    }
+  }
+  // From fill.offset (< page) on: `whole` full pages' worth, then `rest` (< 2 pages).
+  const uint64_t whole = bytes / page, rest = fill.offset + bytes % page;
+  if (rest == 0) return {fill.pages + whole - 1, page};
+  const uint64_t last = (rest + page - 1) / page;  // 1 or 2
+  return {fill.pages + whole + last - 1, rest - (last - 1) * page};
+}
+
+// Where `info` (its group set) would go, and the pages it would add.
+Layout::Placement Layout::place(const TensorInfo& info) const {
+  Placement at;
+  const auto known = group_ids_.find(info.group);
+  at.group = known != group_ids_.end() ? known->second : int(group_ids_.size());
+  at.key = {at.group, int(PageRole(info.role, EndsWith(info.name, ".exp_avg_sq")))};
+  const auto fill = fills_.find(at.key);
+  const Fill before = fill != fills_.end() ? fill->second : Fill{};
+  at.after = fill_after(before, info.bytes);
+  at.added_pages = at.after.pages - before.pages;
+  return at;
+}
+
 Result<size_t> Layout::add(TensorInfo info) {
   if (sealed_) {
     return Status::FailedPrecondition(
@@ -38,13 +112,15 @@ Result<size_t> Layout::add(TensorInfo info) {
   if (by_name_.count(info.name)) {
     return Status::AlreadyExists("tensor '" + info.name + "' is already registered");
   }
-  if (info.bytes == 0) {
-    return Status::InvalidArgument("tensor '" + info.name + "' has 0 bytes");
-  }
+  STRATA_RETURN_IF_ERROR(check_size(info));
   if (info.group.empty()) info.group = info.name;
-  auto [it, inserted] = group_ids_.emplace(info.group, int(group_ids_.size()));
-  (void)inserted;
-  group_of_.push_back(it->second);
+  const Placement at = place(info);
+  const uint64_t pages = counted_pages_ + at.added_pages;
+  STRATA_RETURN_IF_ERROR(limits_.check("'" + info.name + "'", info.bytes, pages));
+  group_ids_.emplace(info.group, at.group);
+  fills_[at.key] = at.after;
+  counted_pages_ = pages;
+  group_of_.push_back(at.group);
   by_name_[info.name] = tensors_.size();
   pair_member_.push_back(0);
   grad_pair_.push_back(-1);
@@ -86,12 +162,24 @@ Status Layout::add_pair(size_t param, size_t grad, float weight_decay) {
   }
   Pair pair{param, grad, 0, 0, weight_decay};
   // Copies: add() grows tensors_, which moves `p`.
-  const std::string base = p.name, group = p.group;
-  const uint64_t bytes = p.bytes;
-  STRATA_ASSIGN_OR_RETURN(pair.exp_avg, add({base + ".exp_avg", bytes, STRATA_F32,
-                                             STRATA_ROLE_OPTIMIZER_STATE, group}));
-  STRATA_ASSIGN_OR_RETURN(pair.exp_avg_sq, add({base + ".exp_avg_sq", bytes, STRATA_F32,
-                                                STRATA_ROLE_OPTIMIZER_STATE, group}));
+  const std::string base = p.name;
+  const TensorInfo m{base + ".exp_avg", p.bytes, STRATA_F32, STRATA_ROLE_OPTIMIZER_STATE, p.group};
+  const TensorInfo v{base + ".exp_avg_sq", p.bytes, STRATA_F32, STRATA_ROLE_OPTIMIZER_STATE,
+                     p.group};
+  // Both moments or neither: their names and pages are checked before either is added (their
+  // page classes differ, so their pages add up).
+  for (const TensorInfo* t : {&m, &v}) {
+    if (by_name_.count(t->name)) {
+      return Status::AlreadyExists("strata_register_pair: '" + t->name +
+                                   "', the name of a moment of '" + base +
+                                   "', is already registered");
+    }
+  }
+  STRATA_RETURN_IF_ERROR(limits_.check(
+      "the moments of '" + base + "' (" + m.name + ", " + v.name + ")", 2 * m.bytes,
+      counted_pages_ + place(m).added_pages + place(v).added_pages));
+  STRATA_ASSIGN_OR_RETURN(pair.exp_avg, add(m));
+  STRATA_ASSIGN_OR_RETURN(pair.exp_avg_sq, add(v));
   pair_member_[param] = pair_member_[grad] = 1;
   grad_pair_[grad] = int64_t(pairs_.size());
   pairs_.push_back(pair);
@@ -119,9 +207,12 @@ Status Layout::seal() {
   memory::PagePlanOptions po;
   po.page_bytes = page_bytes_;
   po.elem_bytes = 1;
-  po.tensor_align_bytes = 256;
+  po.tensor_align_bytes = kTensorAlignBytes;
   STRATA_ASSIGN_OR_RETURN(memory::PagePlan plan, memory::MakePagePlan(entries, po));
   num_pages_ = plan.num_pages();
+  STRATA_CHECK(num_pages_ == counted_pages_)
+      << "Note [Sizes up front]: the plan has " << num_pages_ << " pages, the count "
+      << counted_pages_;
   page_tensors_.assign(num_pages_, {});
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const auto spans = plan.spans_of(i);

@@ -14,18 +14,40 @@
 // unit writes or reads waits for it, so a unit never waits on the embedder and the embedder
 // never sees a half-updated page.
 //
+// Note [Sizes up front]
+// Every size is checked when a tensor is registered, before anything is allocated for it (a
+// 1e15-byte tensor once cost gigabytes of per-page tables at sealing before a budget was
+// checked): its bytes against its dtype's element size, and the pages the layout would then
+// take against StateLimits (state_limits.h: kMaxPages and what the tiers could ever hold). The
+// pages are counted as MakePagePlan will lay them (Note [Page packing]): per (group, page role),
+// the page count and the offset in its last page, in O(1) per tensor; seal() checks that the
+// plan agrees. A sealed runtime keeps about 340-400 bytes of bookkeeping per page (the page
+// plan's spans, the runtime's per-page vectors, the manager's page table, the store's slots:
+// measured 2026-11-27, 368 B/page at 2^20 pages of 4 KiB in one tensor, 341 B in 4096 tensors),
+// so kMaxPages costs about 1.5 GiB, and the 59.6 million pages of a 1e15-byte tensor in 16 MiB
+// pages would have cost the 24 GB that once got a process killed.
+//
 // Threads: not thread-safe; the Runtime guards it (registration) and reads it only after
 // sealing (immutable then).
 #pragma once
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
 #include "core/util/status.h"
+#include "embed/state_limits.h"
 #include "memory/page_plan.h"
 
 namespace strata::embed {
+
+// The most tensors a runtime may register: a tensor handle carries the index in 32 bits (Note
+// [Handle table] in handles.h).
+inline constexpr uint64_t kMaxTensors = 0xFFFFFFFFull;
+
+// Bytes per element of a strata_dtype (0 for a value that is none).
+uint64_t DtypeBytes(int dtype);
 
 struct TensorInfo {
   std::string name;
@@ -66,8 +88,15 @@ struct UpdateUnit {
 
 class Layout {
  public:
-  explicit Layout(uint64_t page_bytes) : page_bytes_(page_bytes) {}
+  explicit Layout(uint64_t page_bytes) : page_bytes_(page_bytes) {
+    limits_.page_bytes = page_bytes;
+  }
 
+  // The limits add() checks (Note [Sizes up front]); by default only kMaxPages.
+  void set_limits(const StateLimits& limits) { limits_ = limits; }
+  // InvalidArgument for an empty name, 0 bytes or bytes that are not whole elements of the
+  // dtype; AlreadyExists for a name taken; StateLimits::check's errors; FailedPrecondition once
+  // sealed.
   Result<size_t> add(TensorInfo info);
   Status add_pair(size_t param, size_t grad, float weight_decay);
   Result<size_t> find(const std::string& name) const;
@@ -82,6 +111,8 @@ class Layout {
   const std::vector<UpdateUnit>& units() const { return units_; }
   uint64_t page_bytes() const { return page_bytes_; }
   uint64_t num_pages() const { return num_pages_; }
+  // The pages the registered tensors take (num_pages() once sealed).
+  uint64_t counted_pages() const { return counted_pages_; }
   // The tensors in `page`, in layout order.
   const std::vector<size_t>& tensors_in(memory::PageId page) const { return page_tensors_[page]; }
   // Indices of the units that touch `page`.
@@ -104,6 +135,20 @@ class Layout {
   const std::vector<Chunk>& chunks() const { return chunks_; }
 
  private:
+  // Where a (group, page role)'s stream of bytes ends: its pages and the bytes used in the last.
+  struct Fill {
+    uint64_t pages = 0;
+    uint64_t offset = 0;
+  };
+  struct Placement {
+    int group = 0;
+    std::pair<int, int> key;  // into fills_
+    Fill after;
+    uint64_t added_pages = 0;
+  };
+  Status check_size(const TensorInfo& info) const;
+  Fill fill_after(Fill fill, uint64_t bytes) const;
+  Placement place(const TensorInfo& info) const;
   Status check_pair_tensor(size_t i, int role, const char* what) const;
   void build_units();
 
@@ -120,6 +165,9 @@ class Layout {
   std::vector<UpdateUnit> units_;
   std::vector<Chunk> chunks_;
   uint64_t num_pages_ = 0;
+  StateLimits limits_;
+  std::map<std::pair<int, int>, Fill> fills_;  // per (group id, memory::Role)
+  uint64_t counted_pages_ = 0;
   std::vector<std::vector<size_t>> page_tensors_;
   std::vector<std::vector<size_t>> page_units_;
 };

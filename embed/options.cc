@@ -9,9 +9,10 @@
 namespace strata::embed {
 namespace {
 
-constexpr const char* kKeys[] = {"device",  "gpu_mem",        "host_mem", "nvme_dir",
-                                 "nvme_mem", "page_size",     "threads",  "checkpoint_dir",
-                                 "resume",  "stall_timeout_ms", "log_level"};
+constexpr const char* kKeys[] = {"device",    "gpu_mem",          "host_mem",  "nvme_dir",
+                                 "nvme_mem",  "page_size",        "threads",   "checkpoint_dir",
+                                 "resume",    "keep_checkpoints", "stall_timeout_ms",
+                                 "log_level"};
 
 std::string KnownKeys() {
   std::string all;
@@ -73,6 +74,8 @@ Status Apply(EmbedOptions& o, const std::string& key, const std::string& value) 
     o.checkpoint_dir = value;
   } else if (key == "resume") {
     o.resume = value;
+  } else if (key == "keep_checkpoints") {
+    STRATA_ASSIGN_OR_RETURN(o.keep_checkpoints, ParseCount(key, value));
   } else if (key == "log_level") {
     if (value != "debug" && value != "info" && value != "warn" && value != "error" &&
         value != "off") {
@@ -104,6 +107,10 @@ Result<EmbedOptions> ParseOptions(const OptionValues& values) {
   if (!o.resume.empty() && o.checkpoint_dir.empty()) {
     return Status::InvalidArgument("option resume='" + o.resume +
                                    "' needs checkpoint_dir, where the checkpoint is recorded");
+  }
+  if (o.keep_checkpoints != 0 && o.checkpoint_dir.empty()) {
+    return Status::InvalidArgument("option keep_checkpoints needs checkpoint_dir, where "
+                                   "checkpoints are recorded");
   }
   STRATA_RETURN_IF_ERROR(CheckBudgets(o));
   return o;

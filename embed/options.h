@@ -21,6 +21,7 @@ struct EmbedOptions {
   int threads = 0;  // 0: every core
   std::string checkpoint_dir;
   std::string resume;  // a checkpoint name in checkpoint_dir
+  uint64_t keep_checkpoints = 0;  // 0: every checkpoint is kept; K: the newest K
   uint64_t stall_timeout_ms = 30'000;
   std::string log_level = "warn";  // spdlog's, process-wide
 };

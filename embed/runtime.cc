@@ -1,17 +1,16 @@
 // Runtime: creation, registration, sealing, steps, stats and closing. Acquires and releases
-// are in runtime_acquire.cc; checkpoints in checkpoint_book.cc.
+// are in runtime_acquire.cc; the NVMe store in runtime_store.cc; checkpoints in
+// runtime_checkpoint.cc and checkpoint_book.cc.
 #include "embed/runtime.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "core/device/create_device.h"
 #include "core/util/log.h"
-#include "core/util/sizes.h"
 #include "embed/checkpoint_book.h"
 #include "embed/grad_sums.h"
 #include "embed/optimizer.h"
-#include "memory/nvme_store.h"
+#include "embed/state_limits.h"
 
 namespace strata::embed {
 
@@ -40,73 +39,21 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(const EmbedOptions& options) {
     STRATA_ASSIGN_OR_RETURN(rt->book_, CheckpointBook::Open(options.checkpoint_dir));
   }
   STRATA_RETURN_IF_ERROR(rt->check_store());
+  rt->layout_.set_limits(MakeStateLimits(options, rt->nvme_dirs()));  // Note [Sizes up front]
   return rt;
 }
 
-// The NVMe tier's directories: nvme_dir, else <checkpoint_dir>/pages when checkpoints are asked
-// for. A new runtime needs an empty store (an old one's pages would read back); a resumed one
-// reopens the store at its checkpoint's manifest.
-std::vector<std::string> Runtime::nvme_dirs() const {
-  std::vector<std::string> dirs = options_.nvme_dirs;
-  if (dirs.empty() && book_) dirs.push_back(options_.checkpoint_dir + "/pages");
-  return dirs;
-}
-
-Status Runtime::check_store() {
-  const std::vector<std::string> dirs = nvme_dirs();
-  if (!options_.resume.empty()) {
-    STRATA_ASSIGN_OR_RETURN(const CheckpointBook::Entry* entry, book_->find(options_.resume));
-    manifest_ = entry->manifest;
-    resumed_step_ = entry->step;
-  } else if (!dirs.empty() && memory::NvmeStoreExists(dirs[0])) {
-    return Status::FailedPrecondition(
-        "nvme_dir '" + dirs[0] + "' holds the page store of an earlier runtime (" +
-        memory::NvmeStorePath(dirs[0]) + "); give an empty directory, or set resume to one of "
-        "its checkpoints to continue from it");
-  }
-  // The store opens when the layout is sealed; a directory that cannot be made fails now.
-  for (const std::string& d : dirs) {
-    std::error_code ec;
-    std::filesystem::create_directories(d, ec);
-    if (ec) return Status::IoError("cannot create nvme_dir '" + d + "': " + ec.message());
-  }
-  return Status::Ok();
-}
-
-// Opened when the layout is sealed: unless nvme_mem is set, the store's capacity is four times
-// the registered state (copy-on-write versions and checkpoints need room beside the current
-// pages), at least 64 MiB.
-Status Runtime::open_memory() {
-  const std::vector<std::string> dirs = nvme_dirs();
-  if (dirs.empty()) return Status::Ok();
-  memory::NvmeStoreOptions so;
-  so.dirs = dirs;
-  so.page_bytes = options_.page_bytes;
-  so.capacity_bytes = options_.nvme_bytes != 0
-                          ? options_.nvme_bytes
-                          : std::max<uint64_t>(4 * layout_.num_pages() * layout_.page_bytes(),
-                                               64ull << 20);
-  so.restore_snapshot = manifest_;
-  STRATA_ASSIGN_OR_RETURN(nvme_, memory::OpenNvmeStore(so));
-  return Status::Ok();
-}
-
+// Sealed once memory_ exists. A seal that failed after the layout was sealed (the NVMe store in
+// use by another runtime, say) is tried again by the next call: nothing uses the pools before.
 Status Runtime::seal(std::unique_lock<std::mutex>&) {
   if (closed_) return Status::FailedPrecondition("the runtime is closed");
-  if (layout_.sealed()) return Status::Ok();
-  STRATA_RETURN_IF_ERROR(layout_.seal());
+  if (memory_) return Status::Ok();
+  // The registrations were checked against the budgets (Note [Sizes up front]).
+  if (!layout_.sealed()) STRATA_RETURN_IF_ERROR(layout_.seal());
+  if (!resumed_.name.empty()) {
+    STRATA_RETURN_IF_ERROR(CheckpointBook::CheckLayout(resumed_, layout_));
+  }
   STRATA_RETURN_IF_ERROR(open_memory());
-  const uint64_t state = layout_.num_pages() * layout_.page_bytes();
-  if (!nvme_ && state > options_.host_bytes) {
-    return Status::ResourceExhausted(
-        "the registered tensors take " + std::to_string(layout_.num_pages()) + " pages (" +
-        FormatBytes(state) + ") but host_mem is " + FormatBytes(options_.host_bytes) +
-        " and there is no NVMe tier: raise host_mem to at least " + FormatBytes(state) +
-        " or set nvme_dir");
-  }
-  if (!options_.resume.empty()) {
-    STRATA_RETURN_IF_ERROR(book_->check_layout(options_.resume, layout_));
-  }
   memory::MemoryManagerOptions mo;
   mo.page_bytes = layout_.page_bytes();
   mo.num_pages = std::max<uint64_t>(layout_.num_pages(), 1);
@@ -121,7 +68,7 @@ Status Runtime::seal(std::unique_lock<std::mutex>&) {
   dead_in_page_.assign(layout_.num_pages(), {});
   order_ = std::make_unique<AccessOrder>(&layout_, options_.host_bytes / 4);
   optimizer_ = std::make_unique<Optimizer>(this, &layout_, memory_.get(), options_.threads,
-                                           resumed_step_);
+                                           resumed_.step);
   grad_sums_ = std::make_unique<GradSums>(&layout_);
   return Status::Ok();
 }
@@ -280,7 +227,7 @@ Status Runtime::wait_for_step() {
 
 int64_t Runtime::step_count() {
   std::lock_guard<std::mutex> lock(mu_);
-  return optimizer_ ? optimizer_->steps_done() : resumed_step_;
+  return optimizer_ ? optimizer_->steps_done() : resumed_.step;
 }
 
 double Runtime::last_grad_norm() {
@@ -329,7 +276,7 @@ strata_stats Runtime::stats() {
   s.predicted_acquires = predicted_;
   s.unpredicted_acquires = unpredicted_;
   s.prefetches = prefetches_;
-  s.steps = uint64_t(optimizer_ ? optimizer_->steps_done() : resumed_step_);
+  s.steps = uint64_t(optimizer_ ? optimizer_->steps_done() : resumed_.step);
   s.tensors = layout_.tensors().size();
   s.pages = layout_.num_pages();
   s.page_bytes = layout_.page_bytes();

@@ -39,6 +39,7 @@
 #include "core/device/device.h"
 #include "core/util/status.h"
 #include "embed/access_order.h"
+#include "embed/checkpoint_book.h"
 #include "embed/layout.h"
 #include "embed/options.h"
 #include "memory/memory_manager.h"
@@ -47,7 +48,6 @@
 namespace strata::embed {
 
 class Optimizer;
-class CheckpointBook;
 class GradSums;
 
 class Runtime {
@@ -77,7 +77,11 @@ class Runtime {
   int64_t step_count();
   double last_grad_norm();
 
+  // Saves `name`, then drops the oldest checkpoints beyond keep_checkpoints (Note [Dropping
+  // checkpoints] in checkpoint_book.h).
   Status checkpoint(const std::string& name);
+  // Drops `name` (Note [Dropping checkpoints]): NotFound naming those there are.
+  Status drop_checkpoint(const std::string& name);
   strata_stats stats();
 
   // For the optimizer (optimizer.cc): the pages of unit `u` are done.
@@ -100,8 +104,12 @@ class Runtime {
   Status seal(std::unique_lock<std::mutex>& lock);
   std::vector<std::string> nvme_dirs() const;
   Status check_store();
+  Status check_store_free(const std::vector<std::string>& dirs) const;
   Status open_memory();
+  Status collect_unlisted();
+  Status delete_manifests(const std::vector<std::string>& manifests);
   Status check_hold(size_t tensor, strata_intent intent, strata_tier tier) const;
+  Status check_fits(size_t tensor, strata_tier tier) const;
   memory::Access page_access(size_t tensor, strata_intent intent) const;
   Status pin_page(std::unique_lock<std::mutex>& lock, memory::PageId page, size_t tensor,
                   memory::Access access);
@@ -140,8 +148,7 @@ class Runtime {
   // Per page: the tensors discarded there whose bytes are not zeroed yet (Note [Dead tensors]).
   std::vector<std::vector<size_t>> dead_in_page_;
   bool closed_ = false;
-  int64_t resumed_step_ = 0;
-  std::string manifest_;  // of the checkpoint resumed from
+  CheckpointBook::Entry resumed_;  // the checkpoint resumed from (its name "" when none)
 
   std::atomic<uint64_t> acquires_{0}, predicted_{0}, unpredicted_{0}, prefetches_{0};
   std::atomic<uint64_t> stall_ns_{0};

@@ -52,6 +52,31 @@ Status Runtime::check_hold(size_t t, strata_intent intent, strata_tier tier) con
   return Status::Ok();
 }
 
+// A device acquire that no wait could satisfy fails at once, with the budget to raise: every
+// page of the tensor is pinned in the host pool at once (the copy is gathered from them), and
+// the copy is one allocation under gpu_mem.
+Status Runtime::check_fits(size_t t, strata_tier tier) const {
+  if (tier != STRATA_TIER_DEVICE) return Status::Ok();
+  const TensorInfo& info = layout_.tensor(t);
+  const uint64_t frames = memory_->host_frames(), page = layout_.page_bytes();
+  const std::string what = "strata_acquire: tensor '" + info.name + "' (" +
+                           FormatBytes(info.bytes) + ") on the device tier";
+  if (info.num_pages > frames) {
+    return Status::ResourceExhausted(
+        what + " needs its " + std::to_string(info.num_pages) + " pages of " + FormatBytes(page) +
+        " pinned in the host pool at once, but host_mem " + FormatBytes(options_.host_bytes) +
+        " holds " + std::to_string(frames) + ": raise host_mem to at least " +
+        FormatBytes(info.num_pages * page) + " (plus what the optimizer and other acquires hold)");
+  }
+  const uint64_t device = device_->stats().capacity_bytes;
+  if (device != 0 && info.bytes > device) {
+    return Status::ResourceExhausted(what + " is larger than the device budget, gpu_mem " +
+                                     FormatBytes(device) + ": raise gpu_mem to at least " +
+                                     FormatBytes(info.bytes));
+  }
+  return Status::Ok();
+}
+
 // Waits until no unfinished update unit touches the tensor's pages. The step's error when one
 // that did failed (its update did not happen).
 Status Runtime::wait_unpending(std::unique_lock<std::mutex>& lock, size_t t) {
@@ -156,6 +181,7 @@ memory::Access Runtime::page_access(size_t t, strata_intent intent) const {
 Result<void*> Runtime::acquire(size_t t, strata_intent intent, strata_tier tier) {
   std::unique_lock<std::mutex> lock(mu_);
   STRATA_RETURN_IF_ERROR(seal(lock));
+  STRATA_RETURN_IF_ERROR(check_fits(t, tier));
   STRATA_RETURN_IF_ERROR(check_hold(t, intent, tier));
   STRATA_RETURN_IF_ERROR(wait_unpending(lock, t));
   STRATA_RETURN_IF_ERROR(check_hold(t, intent, tier));  // another thread may have come first
@@ -194,7 +220,7 @@ Result<void*> Runtime::acquire(size_t t, strata_intent intent, strata_tier tier)
 Status Runtime::release(size_t t) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return Status::FailedPrecondition("the runtime is closed");
-  if (!layout_.sealed() || (!holds_[t].writer && holds_[t].readers == 0)) {
+  if (!memory_ || (!holds_[t].writer && holds_[t].readers == 0)) {
     return Status::FailedPrecondition("strata_release: tensor '" + layout_.tensor(t).name +
                                       "' is not acquired");
   }

@@ -24,6 +24,22 @@
  * Lifetime
  *   Tensors are registered before the first strata_acquire, strata_prefetch, strata_discard or
  *   strata_step ("the layout is sealed" then). Tensor handles live as long as their runtime.
+ *
+ * Handles
+ *   A strata_runtime* and a strata_tensor are opaque, pointer-sized values, never pointers to
+ *   memory the caller may read. Every call checks each handle it takes, and a bad one is
+ *   STRATA_INVALID_ARGUMENT with a message naming the handle, never another runtime or tensor
+ *   and never a crash:
+ *   - a runtime handle after strata_runtime_close succeeded on it ("was closed"), or a value no
+ *     strata_runtime_create gave;
+ *   - a tensor handle of another runtime, or of a closed one: a tensor handle carries its
+ *     runtime's identity, and a runtime's identity is never reused in the process;
+ *   - a NULL handle, or a value no strata_register or strata_find gave.
+ *   Undefined: a value the caller made up (or cast from another type) that happens to equal a
+ *   handle of an open runtime or of one of its tensors. strata_runtime_close must still not race
+ *   other calls on the same runtime; a call made after it returned is the error above. Handles
+ *   are 64-bit values: the library is built for 64-bit platforms only, and a process may create
+ *   up to 2^32 - 1 runtimes.
  */
 #ifndef STRATA_H_
 #define STRATA_H_
@@ -101,7 +117,7 @@ typedef enum strata_tier {
 
 typedef struct strata_runtime strata_runtime;
 typedef struct strata_options strata_options;
-/* A registered tensor. Opaque: its value is checked by every call that takes it. */
+/* A registered tensor. Opaque: its value is checked by every call that takes it (Handles). */
 typedef struct strata_tensor_handle* strata_tensor;
 
 /* The message of this thread's last failed call ("" when none). */
@@ -126,12 +142,18 @@ STRATA_API const char* strata_version(void);
  *   "checkpoint_dir"  where strata_checkpoint records checkpoints (their pages live in the
  *                     NVMe tier; without nvme_dir the store is made in <checkpoint_dir>/pages)
  *   "resume"          the name of a checkpoint in checkpoint_dir to reopen the runtime from
+ *   "keep_checkpoints" K > 0: after strata_checkpoint records a new checkpoint, the oldest beyond
+ *                     the newest K are dropped (as strata_checkpoint_drop does); "0" keeps every
+ *                     one (default). Needs checkpoint_dir
  *   "stall_timeout_ms" how long a request may make no progress before failing (default 30000)
  *   "log_level"       "debug", "info", "warn" (default), "error" or "off": Strata's logging to
  *                     stderr, process-wide (its loggers are shared by every runtime)
  * The NVMe store is opened when the layout is sealed (its default capacity follows the
  * registered tensors): a directory that cannot be created fails strata_runtime_create, and a
- * disk without room for the store fails the first acquire.
+ * disk without room for the store fails the first acquire. Without "resume", a directory that
+ * holds a store already fails strata_runtime_create: FAILED_PRECONDITION "... is in use by pid
+ * N" while a runtime (of any process) has it open, else "holds the page store of an earlier
+ * runtime". A failed first acquire (a store in use, a full disk) is tried again by the next.
  */
 STRATA_API strata_status strata_options_create(strata_options** out);
 STRATA_API strata_status strata_options_set(strata_options* options, const char* key,
@@ -143,16 +165,24 @@ STRATA_API void strata_options_destroy(strata_options* options);
 STRATA_API strata_status strata_runtime_create(const strata_options* options,
                                                strata_runtime** out);
 /* Waits for a running step, releases everything and closes the runtime. Every acquired tensor
- * must have been released (otherwise FAILED_PRECONDITION and nothing is closed); that is its only
- * error. The error of a step that failed is strata_step_wait's to report (close logs it). NULL
- * is a no-op. */
+ * must have been released (otherwise FAILED_PRECONDITION and nothing is closed). The error of a
+ * step that failed is strata_step_wait's to report (close logs it). NULL is a no-op; a handle
+ * already closed is INVALID_ARGUMENT (Handles), as is any call on it afterwards. */
 STRATA_API strata_status strata_runtime_close(strata_runtime* runtime);
 
 /* ---- tensors ------------------------------------------------------------------------------
  * `group` (NULL: the tensor is a group of its own) is the unit that moves together, e.g. a
  * layer: tensors of one group and one role share pages. A tensor that fits in a page never
  * straddles one (its host pointer is into the page itself); a larger tensor spans consecutive
- * pages and is acquired whole only on the device tier (a contiguous copy). */
+ * pages and is acquired whole only on the device tier (a contiguous copy).
+ * Sizes are checked here, before anything is allocated for them:
+ *   - `bytes` must be a whole number (> 0) of `dtype`'s elements (INVALID_ARGUMENT);
+ *   - the registered tensors may take at most 4194304 (2^22) pages: beyond, INVALID_ARGUMENT
+ *     (raise page_size);
+ *   - they must fit what the tiers could ever hold: host_mem's pages, plus nvme_mem's (or, with
+ *     nvme_mem unset, the size of the filesystems of the NVMe tier's directories): beyond,
+ *     RESOURCE_EXHAUSTED naming the budget to raise.
+ * The messages give the numbers. */
 STRATA_API strata_status strata_register(strata_runtime* runtime, const char* name,
                                          uint64_t bytes, strata_dtype dtype, strata_role role,
                                          const char* group, strata_tensor* out);
@@ -163,7 +193,9 @@ STRATA_API strata_status strata_find(strata_runtime* runtime, const char* name,
 /* Makes the tensor's contents available on `tier` with `intent` and returns their address in
  * *out (valid until strata_release). A tensor nobody wrote reads as zeros. Waits for the
  * pending optimizer update of a parameter. FAILED_PRECONDITION for a second writer, a writer
- * while readers hold it, or a tensor held on the other tier. */
+ * while readers hold it, or a tensor held on the other tier. On the device tier every page of
+ * the tensor is pinned in the host pool while its copy is made: a tensor of more pages than
+ * host_mem holds, or larger than gpu_mem, is RESOURCE_EXHAUSTED at once, with the numbers. */
 STRATA_API strata_status strata_acquire(strata_runtime* runtime, strata_tensor tensor,
                                         strata_intent intent, strata_tier tier, void** out);
 /* Ends one acquire of `tensor` (the writer's, else one reader's). A device copy written to is
@@ -214,8 +246,17 @@ STRATA_API strata_status strata_last_grad_norm(strata_runtime* runtime, double* 
 /* ---- checkpoints --------------------------------------------------------------------------
  * Durably saves every registered tensor and the optimizer's step count under `name` (waits for
  * a running step first). Reopen with the option "resume" = name and the same registrations (in
- * the same order). Needs "checkpoint_dir". Every tensor must be released. */
+ * the same order). Needs "checkpoint_dir". Every tensor must be released. A checkpoint keeps the
+ * versions of its pages in the NVMe tier until it is dropped: with "keep_checkpoints" = K, the
+ * oldest beyond the newest K are dropped after this one is recorded (so the tier needs room for
+ * K + 1 while it is saved). A tier that fills is RESOURCE_EXHAUSTED ("NVMe store is full"). */
 STRATA_API strata_status strata_checkpoint(strata_runtime* runtime, const char* name);
+/* Drops the checkpoint `name`: checkpoint_dir's record stops listing it, durably, and then the
+ * NVMe tier frees the page versions only it kept (a kill in between leaves versions that the
+ * next runtime resuming from that store frees). The runtime's tensors are unchanged, and it
+ * may be the checkpoint this runtime resumed from. NOT_FOUND (naming the checkpoints there
+ * are) for a name not recorded; FAILED_PRECONDITION without "checkpoint_dir". */
+STRATA_API strata_status strata_checkpoint_drop(strata_runtime* runtime, const char* name);
 
 /* ---- stats -------------------------------------------------------------------------------- */
 typedef struct strata_stats {

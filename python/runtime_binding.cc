@@ -156,6 +156,10 @@ void PyRuntime::checkpoint(const std::string& name) {
   invoke([&](strata_runtime* rt) { return strata_checkpoint(rt, name.c_str()); });
 }
 
+void PyRuntime::drop_checkpoint(const std::string& name) {
+  invoke([&](strata_runtime* rt) { return strata_checkpoint_drop(rt, name.c_str()); });
+}
+
 strata_stats PyRuntime::stats() {
   strata_stats s{};
   invoke([&](strata_runtime* rt) { return strata_get_stats(rt, &s); });

@@ -27,7 +27,8 @@ struct StrataError {
 };
 
 // A registered tensor as Python sees it. `runtime_id` ties it to the runtime that made it, so a
-// handle used with another runtime is an error instead of an unchecked pointer in the C layer.
+// tensor used with another runtime is refused here with its name (the C layer refuses it too,
+// naming only the handle: Note [Handle table] in embed/handles.h).
 struct PyTensor {
   strata_tensor handle = nullptr;
   uint64_t runtime_id = 0;
@@ -60,6 +61,7 @@ class PyRuntime {
   int64_t step_count();
   double last_grad_norm();
   void checkpoint(const std::string& name);
+  void drop_checkpoint(const std::string& name);
   strata_stats stats();
   // Closes; a second close is a no-op. FAILED_PRECONDITION (still open) while a tensor is held.
   void close();

@@ -206,6 +206,7 @@ void BindRuntime(py::module_& m) {
       .def("step_count", &PyRuntime::step_count)
       .def("last_grad_norm", &PyRuntime::last_grad_norm)
       .def("checkpoint", &PyRuntime::checkpoint, py::arg("name"))
+      .def("drop_checkpoint", &PyRuntime::drop_checkpoint, py::arg("name"))
       .def("stats", [](PyRuntime& rt) { return StatsDict(rt.stats()); })
       .def("close", &PyRuntime::close)
       .def_property_readonly("closed", &PyRuntime::closed)

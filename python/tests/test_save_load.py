@@ -19,6 +19,7 @@ import sys
 import numpy as np
 import torch
 
+import strata
 import strata.torch as st
 from gpt_model import GPT, batches, train_step
 
@@ -119,6 +120,13 @@ def checkpoint_and_resume(workdir):
     resumed = []
     for x, y in all_batches[3:]:
         resumed.append(train_step(model, opt, x, y))
+    rt = st.runtime(model)
+    rt.drop_checkpoint("step3")  # strata_checkpoint_drop: the record forgets it
+    try:
+        rt.drop_checkpoint("step3")
+        raise AssertionError("a dropped checkpoint was dropped again")
+    except strata.Error as e:
+        assert e.status == "STRATA_NOT_FOUND" and "no checkpoint 'step3'" in str(e), e
     st.close(model)
     print(f"uninterrupted steps 4-6: {losses[3:]}\nresumed at step 3:      {resumed}")
     assert resumed == losses[3:], "the resumed run diverged"
