@@ -3,20 +3,33 @@
  * beyond the budgets").
  *
  * It creates a runtime with host_mem 1M, gpu_mem 1M, 64K pages and an NVMe tier in NVME_DIR,
- * registers 8 layers of (weight, gradient) pairs (4 MiB of state, so pages go through NVMe),
+ * registers 8 layers of (weight, gradient) pairs (2 MiB of state, so pages go through NVMe),
  * trains 3 iterations (the second acquires the weights on the device tier) with a step each, and
  * closes. After each stage it prints one line read from /proc/self/status:
  *   stage <name> rss_kib <VmRSS> hwm_kib <VmHWM> threads <Threads>
  * then `budget_kib <host_mem + gpu_mem>` and `cublas_mapped <0|1>` (whether any libcublas is
  * mapped into the process at the end). Exits 1, naming the call, when a Strata call fails.
  *
- * Usage: embedder_memory_probe NVME_DIR [THREADS]   (THREADS: the "threads" option; default unset)
+ * With --life it runs itself as a child instead, passes the child's lines through and adds
+ * `life_peak_kib <peak RSS>`: the child's whole life, its libraries' exit handlers included
+ * (wait4's ru_maxrss). The child is spawned from here, not from the caller, because a child's
+ * ru_maxrss starts at the RSS of the process that spawned it: a test process's would count.
+ *
+ * Usage: embedder_memory_probe [--life] NVME_DIR
  */
+#define _DEFAULT_SOURCE /* wait4 */
+
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <strata.h>
+
+extern char** environ; /* POSIX: declared by the program */
 
 enum { LAYERS = 8, TENSOR_BYTES = 64 << 10, ITERATIONS = 3 };
 static const long kBudgetKib = 1024 + 1024; /* host_mem 1M + gpu_mem 1M */
@@ -60,14 +73,13 @@ static int cublas_mapped(void) {
   return found;
 }
 
-static strata_runtime* create_runtime(const char* nvme_dir, const char* threads) {
+static strata_runtime* create_runtime(const char* nvme_dir) {
   strata_options* options;
   check(strata_options_create(&options), "strata_options_create");
   check(strata_options_set(options, "host_mem", "1M"), "option host_mem");
   check(strata_options_set(options, "gpu_mem", "1M"), "option gpu_mem");
   check(strata_options_set(options, "page_size", "64K"), "option page_size");
   check(strata_options_set(options, "nvme_dir", nvme_dir), "option nvme_dir");
-  if (threads != NULL) check(strata_options_set(options, "threads", threads), "option threads");
   strata_runtime* rt;
   check(strata_runtime_create(options, &rt), "strata_runtime_create");
   strata_options_destroy(options);
@@ -94,13 +106,28 @@ static void iterate(strata_runtime* rt, const strata_tensor* w, const strata_ten
   check(strata_step_wait(rt), "strata_step_wait");
 }
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: embedder_memory_probe NVME_DIR [THREADS]\n");
-    return 2;
+/* Runs this program on `nvme_dir` as a child; returns its exit code after printing its peak. */
+static int run_child(const char* nvme_dir) {
+  char* argv[] = {"/proc/self/exe", (char*)nvme_dir, NULL};
+  pid_t pid;
+  fflush(stdout);
+  const int spawned = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+  if (spawned != 0) {
+    fprintf(stderr, "embedder_memory_probe: posix_spawn %s: %s\n", argv[0], strerror(spawned));
+    return 1;
   }
-  stage("start");
-  strata_runtime* rt = create_runtime(argv[1], argc > 2 ? argv[2] : NULL);
+  int status = 0;
+  struct rusage usage;
+  if (wait4(pid, &status, 0, &usage) != pid) {
+    perror("embedder_memory_probe: wait4");
+    return 1;
+  }
+  printf("life_peak_kib %ld\n", usage.ru_maxrss); /* KiB on Linux */
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+static void train(const char* nvme_dir) {
+  strata_runtime* rt = create_runtime(nvme_dir);
   stage("create");
   strata_tensor w[LAYERS], g[LAYERS];
   for (int l = 0; l < LAYERS; ++l) {
@@ -120,6 +147,17 @@ int main(int argc, char** argv) {
   stage("steps");
   check(strata_runtime_close(rt), "strata_runtime_close");
   stage("close");
+}
+
+int main(int argc, char** argv) {
+  const int life = argc == 3 && strcmp(argv[1], "--life") == 0;
+  if (argc != 2 && !life) {
+    fprintf(stderr, "usage: embedder_memory_probe [--life] NVME_DIR\n");
+    return 2;
+  }
+  if (life) return run_child(argv[2]);
+  stage("start");
+  train(argv[1]);
   printf("budget_kib %ld\ncublas_mapped %d\n", kBudgetKib, cublas_mapped());
   return 0;
 }
