@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/device/cuda_blas.h"
 #include "core/device/cuda_status.h"
 #include "core/device/cuda_stream.h"
 #include "core/device/device.h"
@@ -278,6 +279,9 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t capacity_
                                    FormatBytes(capacity_bytes) + " exceeds the GPU's " +
                                    FormatBytes(total_bytes) + "; lower --gpu-mem");
   }
+  // Loaded here, not linked: Note [cuBLAS loaded on first use] in cuda_blas.h.
+  STRATA_RETURN_IF_ERROR(
+      cuda::LoadCublas().status().with_context("cuda:" + std::to_string(ordinal)));
   return std::unique_ptr<Device>(std::make_unique<CudaDevice>(ordinal, capacity_bytes));
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "core/device/cuda_blas.h"
 #include "core/util/status.h"
 
 namespace strata::cuda {
@@ -28,8 +29,9 @@ inline Status CudaStatus(cudaError_t err, const std::string& what) {
 
 inline Status BlasStatus(cublasStatus_t status, const std::string& what) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::Ok();
-  std::string msg = what + ": " + cublasGetStatusName(status) + " (" +
-                    cublasGetStatusString(status) + ")";
+  // A cuBLAS status comes from a cuBLAS call, so the library is loaded.
+  std::string msg = what + ": " + Cublas().cublasGetStatusName(status) + " (" +
+                    Cublas().cublasGetStatusString(status) + ")";
   if (status == CUBLAS_STATUS_ALLOC_FAILED) return Status::ResourceExhausted(std::move(msg));
   if (status == CUBLAS_STATUS_INVALID_VALUE) return Status::InvalidArgument(std::move(msg));
   return Status::Internal(std::move(msg));

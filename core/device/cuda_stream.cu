@@ -131,13 +131,13 @@ CudaStream::CudaStream(const void* owner, int ordinal, std::string name,
       CudaStatus(cudaStreamCreateWithFlags(&launch_.stream, cudaStreamNonBlocking),
                  "cudaStreamCreate '" + name_ + "'");
   STRATA_CHECK(created.ok()) << created.to_string();
-  const Status blas =
-      BlasStatus(cublasCreate(&launch_.blas), "cublasCreate for stream '" + name_ + "'");
+  const Status blas = BlasStatus(Cublas().cublasCreate_v2(&launch_.blas),
+                                 "cublasCreate for stream '" + name_ + "'");
   STRATA_CHECK(blas.ok()) << blas.to_string();
   // One handle per stream, bound to it: cuBLAS is then deterministic without a shared
   // workspace. Default math keeps fp32 GEMMs in fp32 (no TF32).
-  cublasSetStream(launch_.blas, launch_.stream);
-  cublasSetMathMode(launch_.blas, CUBLAS_DEFAULT_MATH);
+  Cublas().cublasSetStream_v2(launch_.blas, launch_.stream);
+  Cublas().cublasSetMathMode(launch_.blas, CUBLAS_DEFAULT_MATH);
   launch_.fail = &FailSlot;
   launch_.slot = error_.get();
   launch_.stream_name = name_;
@@ -155,7 +155,7 @@ CudaStream::~CudaStream() {
   worker_.join();
   cudaSetDevice(ordinal_);
   cudaStreamSynchronize(launch_.stream);
-  cublasDestroy(launch_.blas);
+  Cublas().cublasDestroy_v2(launch_.blas);
   cudaStreamDestroy(launch_.stream);
 }
 

@@ -9,3 +9,15 @@ set_tests_properties(embed_outside_project PROPERTIES
   LABELS embed TIMEOUT 600
   REQUIRED_FILES $<TARGET_FILE:strata_shared>
   ENVIRONMENT CMAKE=${CMAKE_COMMAND})
+
+# The memory of an embedder beyond its budgets (embedder_memory_test.cc): a C program linked
+# against libstrata.so, as an embedder's is, that the test runs and reads.
+add_executable(strata_embedder_memory_probe ${CMAKE_CURRENT_LIST_DIR}/embedder_memory_probe.c)
+set_target_properties(strata_embedder_memory_probe PROPERTIES
+  C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+target_compile_options(strata_embedder_memory_probe PRIVATE -Wall -Wextra -Wpedantic
+                       $<$<BOOL:${STRATA_WERROR}>:-Werror>)
+target_link_libraries(strata_embedder_memory_probe PRIVATE strata_shared)
+add_dependencies(strata_embed_tests strata_embedder_memory_probe)
+target_compile_definitions(strata_embed_tests PRIVATE
+  STRATA_EMBEDDER_MEMORY_PROBE="$<TARGET_FILE:strata_embedder_memory_probe>")

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "core/device/cuda_blas.h"
 #include "core/device/cuda_launch.h"
 #include "core/kernels/bf16_math.h"
 #include "core/kernels/cuda/cuda_kernels.h"
@@ -25,6 +26,7 @@ namespace {
 using ::strata::cuda::BlocksFor;
 using ::strata::cuda::CheckBlas;
 using ::strata::cuda::CheckCuda;
+using ::strata::cuda::Cublas;
 using ::strata::cuda::kThreads;
 
 // C (M, N), row stride ldc: C = beta * C, with beta == 0 writing zeros (not 0 * C, which would
@@ -84,16 +86,16 @@ void Bf16Gemm(cublasOperation_t op_a, cublasOperation_t op_b, int M, int N, int 
   if (a.bf16() == nullptr || b.bf16() == nullptr) return;
   const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
   if (batch == 1) {
-    CheckBlas(cublasGemmEx(l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(), CUDA_R_16BF, ldb,
-                           a.bf16(), CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc,
-                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    CheckBlas(Cublas().cublasGemmEx(l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(), CUDA_R_16BF, ldb,
+                                    a.bf16(), CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
               what);
     return;
   }
-  CheckBlas(cublasGemmStridedBatchedEx(l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(), CUDA_R_16BF,
-                                       ldb, stride_b, a.bf16(), CUDA_R_16BF, lda, stride_a, &beta,
-                                       C, CUDA_R_32F, ldc, stride_c, batch, CUBLAS_COMPUTE_32F,
-                                       CUBLAS_GEMM_DEFAULT),
+  CheckBlas(Cublas().cublasGemmStridedBatchedEx(l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(),
+                                                CUDA_R_16BF, ldb, stride_b, a.bf16(), CUDA_R_16BF,
+                                                lda, stride_a, &beta, C, CUDA_R_32F, ldc, stride_c,
+                                                batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             what);
 }
 
@@ -124,13 +126,15 @@ void Gemm(Dtype dtype, bool trans_a, bool trans_b, int M, int N, int K, float al
   }
   // Column-major C^T (N, M) = op(B)^T (N, K) @ op(A)^T (K, M); see the top of the file.
   if (batch == 1) {
-    CheckBlas(cublasSgemm(l.blas, op_b, op_a, N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
-              what);
+    CheckBlas(
+        Cublas().cublasSgemm_v2(l.blas, op_b, op_a, N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
+        what);
     return;
   }
-  CheckBlas(cublasSgemmStridedBatched(l.blas, op_b, op_a, N, M, K, &alpha, B, ldb, stride_b, A, lda,
-                                      stride_a, &beta, C, ldc, stride_c, batch),
-            what);
+  CheckBlas(
+      Cublas().cublasSgemmStridedBatched(l.blas, op_b, op_a, N, M, K, &alpha, B, ldb, stride_b, A,
+                                         lda, stride_a, &beta, C, ldc, stride_c, batch),
+      what);
 }
 
 void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
