@@ -5,7 +5,8 @@
 # Extra arguments go to `strata train` (e.g. --steps 200).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/build.sh
+# STRATA_DEMO_NO_BUILD=1: the tree is built already (tools/readme_samples.py runs the demo so).
+[ "${STRATA_DEMO_NO_BUILD:-}" = 1 ] || bash tools/build.sh
 nvme_dir=build/demo-nvme
 rm -rf "$nvme_dir" && mkdir -p "$nvme_dir"   # the NVMe tier starts from an empty directory
 ./build/tools/strata train --model small --batch 8 --micro-batch 4 --steps 40 --lr 1e-3 \

@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "scheduler/checkpoint.h"
 #include "scheduler/checkpoint_store.h"
@@ -41,41 +43,51 @@ std::string ParentOf(const std::string& path) {
 }
 
 // What one --ckpt-dir holds: its own record (a one-process run's, or one rank's directory given
-// alone) and the rank-<r> directories of a job.
+// alone) and the records in its rank-<r> directories (a job's). Only records count: a job's
+// ranks make their rank-<r> directories while their peers look (a new run), but write no record
+// before every rank has agreed to run (scheduler/rank_agreement.h), so records are never
+// another rank's work in progress.
 struct Holdings {
   std::optional<scheduler::CheckpointRecord> record;
-  std::set<int> rank_dirs;
-  int job_ranks = 1;  // the job that wrote `record`: 1, N (recorded or read off the names), 0 =
-                      // a rank's directory of a job whose size the record does not say
-  int rank = 0;       // which rank's directory `record` is, when job_ranks != 1
+  int job_ranks = 1;   // the job that wrote `record`: 1, N (recorded or read off the names), 0 =
+                       // a rank's directory of a job whose size the record does not say
+  int rank = 0;        // which rank's directory `record` is, when job_ranks != 1
+  int held_ranks = 0;  // the job whose rank-<r> records are here; 0: none
 };
+
+// The size of the job that wrote `record` in `dir` (its grid, or for an older record the
+// rank-<r> names of its directory and its store's); 1 for a one-process run.
+std::pair<int, int> JobOfRecord(const std::string& dir, const scheduler::CheckpointRecord& record) {
+  const auto& fp = record.fingerprint;
+  if (const int n = scheduler::RecordedRanks(fp); n > 0) {
+    int rank = 0;
+    if (auto it = fp.find("rank"); it != fp.end()) {
+      std::from_chars(it->second.data(), it->second.data() + it->second.size(), rank);
+    }
+    return {n, rank};
+  }
+  const std::optional<int> named = RankOfName(BaseName(dir));
+  const bool store_named =
+      !record.nvme_dirs.empty() && RankOfName(BaseName(record.nvme_dirs[0])) == named;
+  return named && store_named ? std::pair<int, int>{0, *named} : std::pair<int, int>{1, 0};
+}
 
 Result<Holdings> ReadHoldings(const std::string& dir) {
   Holdings h;
   std::error_code ec;
+  std::set<int> records;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_directory(ec)) continue;
-    if (auto r = RankOfName(e.path().filename().string())) h.rank_dirs.insert(*r);
+    const std::optional<int> r = RankOfName(e.path().filename().string());
+    if (r && fs::exists(e.path() / scheduler::kCheckpointFile, ec)) records.insert(*r);
+  }
+  if (!records.empty()) {
+    const std::string first = dir + "/rank-" + std::to_string(*records.begin());
+    STRATA_ASSIGN_OR_RETURN(const auto record, scheduler::ReadCheckpointRecord(first));
+    const int recorded = record ? scheduler::RecordedRanks(record->fingerprint) : 0;
+    h.held_ranks = recorded > 0 ? recorded : int(records.size());
   }
   STRATA_ASSIGN_OR_RETURN(h.record, scheduler::ReadCheckpointRecord(dir));
-  if (!h.record) return h;
-  const auto& fp = h.record->fingerprint;
-  if (const int n = scheduler::RecordedRanks(fp); n > 0) {
-    h.job_ranks = n;
-    if (auto it = fp.find("rank"); it != fp.end()) {
-      std::from_chars(it->second.data(), it->second.data() + it->second.size(), h.rank);
-    }
-    return h;
-  }
-  // An older record says nothing of the grid: a rank's directory is known by its name and by its
-  // store's (both rank-<r>).
-  const std::optional<int> named = RankOfName(BaseName(dir));
-  const bool store_named = !h.record->nvme_dirs.empty() &&
-                           RankOfName(BaseName(h.record->nvme_dirs[0])) == named;
-  if (named && store_named) {
-    h.job_ranks = 0;
-    h.rank = *named;
-  }
+  if (h.record) std::tie(h.job_ranks, h.rank) = JobOfRecord(dir, *h.record);
   return h;
 }
 
@@ -130,7 +142,7 @@ Status CheckCkptDirForJob(const TrainOptions& o, int ranks) {
   if (dir.empty() || !fs::is_directory(dir, ec)) return Status::Ok();
   STRATA_ASSIGN_OR_RETURN(const Holdings h, ReadHoldings(dir));
   if (h.record && h.job_ranks != 1) return RankDirectoryAlone(dir, h, o.resume);
-  const int held = h.record ? 1 : int(h.rank_dirs.size());
+  const int held = h.record ? 1 : h.held_ranks;
   if (held > 0 && held != ranks) return OtherJob(dir, held, ranks, o.resume);
   if (!o.resume || held == 0) return Status::Ok();
   // Every rank reads rank 0's record, so that every rank words a refusal alike.

@@ -160,11 +160,20 @@ TEST(TrainPagedCli, BadPagingFlags) {
   EXPECT_EQ(page.exit_code, 2) << page.err;
   auto ckpt = RunStrata(With(TinyArgs(1), {"--ckpt-every", "1"}), dir.path());
   EXPECT_EQ(ckpt.exit_code, 2) << ckpt.err;
-  // A store left by an earlier run is not reused without --resume.
+  // A store left by an earlier run that holds no checkpoint is started over (there is nothing to
+  // resume: --resume would be refused); one that holds checkpoints is not reused without --resume.
   const std::string nvme = dir.sub("nvme");
   ASSERT_EQ(RunStrata(With(TinyArgs(1), {"--nvme-dir", nvme}), dir.path()).exit_code, 0);
+  auto over = RunStrata(With(TinyArgs(1), {"--nvme-dir", nvme}), dir.path());
+  EXPECT_EQ(over.exit_code, 0) << over.err;
+  EXPECT_NE(over.err.find("starting it over"), std::string::npos) << over.err;
+  const std::vector<std::string> ckpt_flags = {"--nvme-dir", nvme, "--ckpt-dir", dir.sub("ckpt"),
+                                               "--ckpt-every", "1"};
+  ASSERT_EQ(RunStrata(With(TinyArgs(1), ckpt_flags), dir.path()).exit_code, 0);
   auto again = RunStrata(With(TinyArgs(1), {"--nvme-dir", nvme}), dir.path());
   EXPECT_EQ(again.exit_code, 2) << again.err;
+  EXPECT_NE(again.err.find("with the checkpoints of an earlier run"), std::string::npos)
+      << again.err;
   EXPECT_NE(again.err.find("--resume"), std::string::npos) << again.err;
 }
 

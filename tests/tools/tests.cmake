@@ -18,3 +18,12 @@ set_tests_properties(tools_stress_soak_30min PROPERTIES
 if(MPIEXEC_EXECUTABLE)
   target_compile_definitions(strata_tools_tests PRIVATE STRATA_MPIEXEC="${MPIEXEC_EXECUTABLE}")
 endif()
+
+# The README's sample outputs (tools/readme_samples.py): the two quick ones run again and every
+# loss, learning rate and norm README.md shows must be printed again. Needs the built tree and
+# mpirun; the others are checked by hand (`tools/readme_samples.py check`).
+add_test(NAME readme_samples
+         COMMAND /usr/bin/python3 ${PROJECT_SOURCE_DIR}/tools/readme_samples.py check dp2 embed
+                 --build ${PROJECT_BINARY_DIR})
+set_tests_properties(readme_samples PROPERTIES LABELS tools TIMEOUT 600 RUN_SERIAL ON
+                     REQUIRED_FILES $<TARGET_FILE:strata>)
