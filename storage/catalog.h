@@ -11,14 +11,25 @@
 //   durable and atomic (all of its records or none survive a crash).
 // - ReadLayout() opens the database read-only: inspecting a store writes nothing.
 // - A value that does not decode is Corruption naming the key and the catalog path.
-// - Thread-safe (RocksDB is); callers serialise commits that must be ordered.
-// - The RocksDB handle is owned (unique_ptr) and closed by the destructor.
+// - A failed write poisons the catalog (Note [Poisoned catalog] in catalog.cc): the RocksDB
+//   handle is closed at once, and every later call, read or write, returns that first error
+//   without touching RocksDB. What was committed before the failure stays on disk; reopening
+//   the catalog (with the disk fixed) continues from it.
+// - RocksDB's own log goes to the "storage" logger at debug level, never to a file beside the
+//   catalog, and RocksDB never recovers from a background error by itself (both would write to
+//   a full disk behind the caller's back, and Debian's RocksDB asserts when a file it failed to
+//   write is written again).
+// - Thread-safe: any method from any thread (RocksDB calls share `mu_`; poisoning takes it
+//   exclusively to close the handle). Callers serialise commits that must be ordered. The
+//   function given to for_each_page must not call the catalog.
+// - The RocksDB handle is owned (unique_ptr) and closed by the destructor, or when poisoned.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +38,7 @@
 
 namespace rocksdb {
 class DB;
+class Status;
 class WriteBatch;
 }  // namespace rocksdb
 
@@ -92,12 +104,20 @@ class Catalog {
   [[nodiscard]] Status put_meta(const std::string& name, const std::string& value);
   Result<std::optional<std::string>> get_meta(const std::string& name) const;
 
+  // OK, or the first failed write's error once the catalog is poisoned (every call then
+  // returns it).
+  Status poisoned() const;
+
  private:
   Catalog(std::string path, std::unique_ptr<rocksdb::DB> db);
   Status write_sync(rocksdb::WriteBatch& batch, uint64_t* write_ns);
+  // Records the first failed write, closes the handle, returns the first error.
+  Status poison(const rocksdb::Status& failed);
 
   std::string path_;
-  std::unique_ptr<rocksdb::DB> db_;
+  mutable std::shared_mutex mu_;     // shared: any use of db_; exclusive: poisoning
+  Status poison_;                    // guarded by mu_; OK until a write fails
+  std::unique_ptr<rocksdb::DB> db_;  // null once poisoned
 };
 
 }  // namespace strata::storage

@@ -26,6 +26,7 @@ void FaultInjector::clear() {
   short_.store(false, std::memory_order_relaxed);
   refuse_direct_.store(false, std::memory_order_relaxed);
   refuse_uring_.store(false, std::memory_order_relaxed);
+  refuse_fallocate_.store(false, std::memory_order_relaxed);
 }
 
 int FaultInjector::on_request(IoOp op, uint64_t bytes) {

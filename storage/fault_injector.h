@@ -14,6 +14,8 @@
 //   - set_latency_ns(ns): every transfer piece completes no sooner than ns after it was issued;
 //   - refuse_direct_io(true): opening a slot file with O_DIRECT fails with EINVAL, as on a
 //     filesystem that does not support it;
+//   - refuse_fallocate(true): creating or growing a slot file fails as if fallocate had met a
+//     full disk (ENOSPC) after the free-space check passed (the disk filled in between);
 //   - refuse_io_uring(true): IoEngine::Create cannot set up io_uring (EPERM, as under a seccomp
 //     policy or io_uring_disabled=2), so kAuto falls back to the pread/pwrite pool.
 // FlipByteOnDisk() changes one byte of a file behind Strata's back (bit rot).
@@ -44,6 +46,7 @@ class FaultInjector {
   void set_latency_ns(uint64_t ns) { latency_ns_.store(ns, std::memory_order_relaxed); }
   void refuse_direct_io(bool refuse) { refuse_direct_.store(refuse, std::memory_order_relaxed); }
   void refuse_io_uring(bool refuse) { refuse_uring_.store(refuse, std::memory_order_relaxed); }
+  void refuse_fallocate(bool refuse) { refuse_fallocate_.store(refuse, std::memory_order_relaxed); }
   // Disarms every fault (latency included).
   void clear();
 
@@ -53,6 +56,7 @@ class FaultInjector {
   bool short_transfers() const { return short_.load(std::memory_order_relaxed); }
   bool direct_io_refused() const { return refuse_direct_.load(std::memory_order_relaxed); }
   bool io_uring_refused() const { return refuse_uring_.load(std::memory_order_relaxed); }
+  bool fallocate_refused() const { return refuse_fallocate_.load(std::memory_order_relaxed); }
   // Number of requests failed so far by this injector.
   uint64_t injected() const { return injected_.load(std::memory_order_relaxed); }
 
@@ -66,6 +70,7 @@ class FaultInjector {
   std::atomic<bool> short_{false};
   std::atomic<bool> refuse_direct_{false};
   std::atomic<bool> refuse_uring_{false};
+  std::atomic<bool> refuse_fallocate_{false};
   std::atomic<uint64_t> injected_{0};
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 
 #include "core/util/log.h"
 #include "storage/page_store.h"
@@ -91,20 +92,66 @@ Status CheckEmptyForNewStore(const std::string& dir) {
 //   directory must keep CatalogHeadroomBytes free, checked at creation (on top of the slot
 //   files) and at every reopen, before RocksDB opens: on a full disk RocksDB's recovery can
 //   fail halfway and abort. Checkpoint records (--ckpt-dir) are a few KiB; the headroom covers
-//   them when they share the filesystem.
-Status CheckCatalogHeadroom(const std::string& dir, uint64_t slots, uint64_t also_needed) {
+//   them when they share the filesystem;
+// - the headroom is checked, not reserved: another program can still fill the disk mid-run.
+//   The catalog write that meets it fails, the catalog is poisoned (Note [Poisoned catalog] in
+//   catalog.cc) and the run stops with ENOSPC's message, its last commit and checkpoints intact;
+// - every refusal or failure for lack of space, checked ahead (a new store, several --nvme-dir
+//   on one filesystem, the headroom, a growth) or met by fallocate itself, is worded by
+//   NoSpaceError (posix_file.h): "No space left on device (ENOSPC)", the bytes needed and free.
+// `also_needed` bytes of slot files go to the same filesystem (`also_what` names them).
+Status CheckCatalogHeadroom(const std::string& dir, uint64_t slots, uint64_t also_needed,
+                            const std::string& also_what = "its slot files") {
   const uint64_t need = CatalogHeadroomBytes(slots) + also_needed;
   STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(dir));
   if (free_bytes >= need) return Status::Ok();
-  return Status::ResourceExhausted(
-      "--nvme-dir " + dir + ": No space left on device (ENOSPC): the store needs " +
-      FormatBytes(need) + " free there (" +
-      (also_needed > 0 ? "its slot files " + FormatBytes(also_needed) + " and " : "") +
-      FormatBytes(CatalogHeadroomBytes(slots)) +
-      " of headroom for its catalog's log, tables and checkpoint manifests) but only " +
-      FormatBytes(free_bytes) +
-      " are free; free space on that filesystem (nothing was written: the store and its "
+  return NoSpaceError(
+      dir,
+      "the store (" +
+          (also_needed > 0 ? also_what + " " + FormatBytes(also_needed) + " and " : std::string()) +
+          FormatBytes(CatalogHeadroomBytes(slots)) +
+          " of headroom for its catalog's log, tables and checkpoint manifests)",
+      need, free_bytes,
+      "free space on that filesystem (nothing was written: the store and its "
       "checkpoints are as they were)");
+}
+
+// Checks that every filesystem under `dirs` has room for `bytes_per_dir` of slots per directory
+// it holds (several --nvme-dir on one disk need the sum); returns the bytes the first
+// directory's filesystem takes. `what(n)` names what needs the room when n directories share
+// the filesystem, for NoSpaceError.
+Result<uint64_t> CheckRoomForSlots(const std::vector<std::string>& dirs, uint64_t bytes_per_dir,
+                                   const std::function<std::string(size_t)>& what,
+                                   const std::string& advice) {
+  struct Fs {
+    dev_t dev;
+    uint64_t bytes;
+    size_t dirs;
+  };
+  std::vector<Fs> by_fs;
+  for (const std::string& d : dirs) {
+    struct stat st;
+    if (::stat(d.c_str(), &st) != 0) return Status::FromErrno(errno, "--nvme-dir " + d);
+    auto it =
+        std::find_if(by_fs.begin(), by_fs.end(), [&](const Fs& fs) { return fs.dev == st.st_dev; });
+    if (it == by_fs.end()) it = by_fs.insert(by_fs.end(), Fs{st.st_dev, 0, 0});
+    it->bytes += bytes_per_dir;
+    ++it->dirs;
+    STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(d));
+    if (free_bytes < it->bytes) {
+      return NoSpaceError(d, what(it->dirs), it->bytes, free_bytes, advice);
+    }
+  }
+  return by_fs.front().bytes;
+}
+
+// "N slots of P" and, when several directories share the filesystem, "in each of the n".
+std::string SlotsPerDir(uint64_t slots, uint64_t page_bytes, size_t dirs_on_fs) {
+  std::string text = std::to_string(slots) + " slots of " + FormatBytes(page_bytes);
+  if (dirs_on_fs > 1) {
+    text += " in each of the " + std::to_string(dirs_on_fs) + " --nvme-dir on this filesystem";
+  }
+  return text;
 }
 
 }  // namespace
@@ -185,16 +232,20 @@ Status PageStore::grow_to(uint64_t capacity_bytes) {
     }
     return Status::Ok();
   }
-  const uint64_t extra = SlotFile::BytesFor(slots_per_file - layout_.slots_per_file, page_bytes);
-  for (const auto& file : files_) {
-    STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(file->dir()));
-    if (free_bytes < extra) {
-      return Status::ResourceExhausted(
-          "--nvme-dir " + file->dir() + " is too small to grow the store to " +
-          FormatBytes(capacity_bytes) + ": it needs " + FormatBytes(extra) + " more there but " +
-          FormatBytes(free_bytes) + " are free; free space or ask for less (--nvme-mem)");
-    }
-  }
+  const uint64_t more = slots_per_file - layout_.slots_per_file;
+  std::vector<std::string> dir_list;
+  for (const auto& file : files_) dir_list.push_back(file->dir());
+  STRATA_ASSIGN_OR_RETURN(const uint64_t first_fs_bytes,
+                          CheckRoomForSlots(
+                              dir_list, SlotFile::BytesFor(more, page_bytes),
+                              [&](size_t n) {
+                                return "growing the store to " + FormatBytes(capacity_bytes) +
+                                       " (" + SlotsPerDir(more, page_bytes, n) + " more)";
+                              },
+                              "free space or ask for less (--nvme-mem)"));
+  // The catalog keeps its headroom after the growth too.
+  STRATA_RETURN_IF_ERROR(CheckCatalogHeadroom(dir_list[0], slots_per_file * dirs, first_fs_bytes,
+                                              "growing its slot files by"));
   for (const auto& file : files_) STRATA_RETURN_IF_ERROR(file->extend(slots_per_file));
   StoreLayout grown = layout_;
   grown.slots_per_file = slots_per_file;
@@ -215,17 +266,7 @@ Status PageStore::create_new(const std::vector<std::string>& dirs, uint64_t capa
   const uint64_t pages = (capacity_bytes + page_bytes - 1) / page_bytes;
   const uint64_t slots_per_file = std::max<uint64_t>(1, (pages + dirs.size() - 1) / dirs.size());
   const uint64_t bytes_per_file = SlotFile::BytesFor(slots_per_file, page_bytes);
-  // Check every disk before touching any: dirs sharing a filesystem need the sum.
-  std::vector<std::pair<dev_t, uint64_t>> need_by_dev;
   for (const std::string& d : dirs) {
-    struct stat st;
-    if (::stat(d.c_str(), &st) != 0) return Status::FromErrno(errno, "--nvme-dir " + d);
-    auto it = std::find_if(need_by_dev.begin(), need_by_dev.end(),
-                           [&](const auto& p) { return p.first == st.st_dev; });
-    if (it == need_by_dev.end()) {
-      need_by_dev.emplace_back(st.st_dev, 0);
-      it = need_by_dev.end() - 1;
-    }
     // Never create over another store's files: its pages would be overwritten.
     if (Catalog::Exists(Catalog::PathFor(d)) || PathExists(SlotFile::PathFor(d))) {
       return Status::AlreadyExists(
@@ -236,19 +277,21 @@ Status PageStore::create_new(const std::vector<std::string>& dirs, uint64_t capa
           "original order (the first holds strata.catalog), or delete its files to start over");
     }
     STRATA_RETURN_IF_ERROR(CheckEmptyForNewStore(d));
-    it->second += bytes_per_file;
-    STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(d));
-    if (free_bytes < it->second) {
-      return Status::ResourceExhausted(
-          "--nvme-dir " + d + " is too small: the store needs " + FormatBytes(it->second) +
-          " there (" + std::to_string(slots_per_file) + " slots of " + FormatBytes(page_bytes) +
-          " per directory) but only " + FormatBytes(free_bytes) +
-          " are free; free space, add another --nvme-dir or lower the NVMe capacity");
-    }
   }
+  // Check every disk before touching any: dirs sharing a filesystem need the sum.
+  STRATA_ASSIGN_OR_RETURN(
+      const uint64_t first_fs_bytes,
+      CheckRoomForSlots(
+          dirs, bytes_per_file,
+          [&](size_t n) {
+            return std::string(n > 1 ? "the store's slot files (" : "the store's slot file (") +
+                   SlotsPerDir(slots_per_file, page_bytes, n) + ")";
+          },
+          "free space, give --nvme-dir directories on other disks, or ask for less "
+          "(--nvme-mem)"));
   // The first directory also keeps the catalog's headroom beside its slot files.
-  STRATA_RETURN_IF_ERROR(CheckCatalogHeadroom(dirs[0], slots_per_file * dirs.size(),
-                                              need_by_dev.front().second));
+  STRATA_RETURN_IF_ERROR(
+      CheckCatalogHeadroom(dirs[0], slots_per_file * dirs.size(), first_fs_bytes));
   layout_ = StoreLayout{kCatalogFormatVersion, page_bytes, slots_per_file, dirs};
   STRATA_RETURN_IF_ERROR(create_files(slot_options));
   Logger("storage")->info("created NVMe store: {} slots of {} in {}",

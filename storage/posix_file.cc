@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "core/util/sizes.h"
+
 namespace strata::storage {
 namespace {
 
@@ -99,6 +101,13 @@ Result<uint64_t> FreeBytes(const std::string& path) {
   struct statvfs vfs;
   if (::statvfs(path.c_str(), &vfs) != 0) return Status::FromErrno(errno, "statvfs " + path);
   return static_cast<uint64_t>(vfs.f_bavail) * static_cast<uint64_t>(vfs.f_frsize);
+}
+
+Status NoSpaceError(const std::string& dir, const std::string& what, uint64_t need_bytes,
+                    uint64_t free_bytes, const std::string& advice) {
+  return Status::ResourceExhausted("--nvme-dir " + dir + ": No space left on device (ENOSPC): " +
+                                   what + " needs " + FormatBytes(need_bytes) + " there but only " +
+                                   FormatBytes(free_bytes) + " are free; " + advice);
 }
 
 bool PathExists(const std::string& path) {

@@ -49,6 +49,14 @@ Status CheckWritableDir(const std::string& dir, const std::string& flag);
 // Bytes available to this process on the filesystem holding `path`.
 Result<uint64_t> FreeBytes(const std::string& path);
 
+// The one wording of a directory without room, for every refusal or failure of the store for
+// lack of disk space (checked ahead, or fallocate's own ENOSPC): ResourceExhausted
+//   "--nvme-dir <dir>: No space left on device (ENOSPC): <what> needs <need> there but only
+//    <free> are free; <advice>"
+// `what` names what needs the space ("the store's slot file (16 slots of 64 KiB)").
+Status NoSpaceError(const std::string& dir, const std::string& what, uint64_t need_bytes,
+                    uint64_t free_bytes, const std::string& advice);
+
 bool PathExists(const std::string& path);
 
 // rename(from, to) and fsync of the directory holding `to`, so that the new name survives a

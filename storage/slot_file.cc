@@ -8,6 +8,27 @@
 #include "core/util/sizes.h"
 
 namespace strata::storage {
+namespace {
+
+constexpr const char* kFreeOrAsk =
+    "free space, give --nvme-dir directories on other disks, or ask for less (--nvme-mem)";
+
+std::string SlotsOf(uint64_t slots, uint64_t slot_bytes) {
+  return std::to_string(slots) + " slots of " + FormatBytes(slot_bytes);
+}
+
+// fallocate's own failure. ENOSPC (the disk filled since it was checked, or the file's own
+// metadata did not fit) gets the wording of the check, with the bytes free now.
+Status FallocateFailed(int err, const std::string& dir, const std::string& what, uint64_t bytes,
+                       const std::string& path) {
+  if (err != ENOSPC) {
+    return Status::FromErrno(err, "fallocate " + std::to_string(bytes) + " bytes for " + path);
+  }
+  Result<uint64_t> free_bytes = FreeBytes(dir);
+  return NoSpaceError(dir, what, bytes, free_bytes.ok() ? *free_bytes : 0, kFreeOrAsk);
+}
+
+}  // namespace
 
 std::string SlotFile::PathFor(const std::string& dir) {
   if (!dir.empty() && dir.back() == '/') return dir + kSlotFileName;
@@ -18,11 +39,9 @@ Result<std::unique_ptr<SlotFile>> SlotFile::Create(const SlotFileOptions& option
   const uint64_t bytes = BytesFor(options.slots, options.slot_bytes);
   STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(options.dir));
   if (free_bytes < bytes) {
-    return Status::ResourceExhausted(
-        "--nvme-dir " + options.dir + " is too small: the slot file needs " + FormatBytes(bytes) +
-        " (" + std::to_string(options.slots) + " slots of " + FormatBytes(options.slot_bytes) +
-        ") but only " + FormatBytes(free_bytes) +
-        " are free; free space, add another --nvme-dir or lower the NVMe capacity");
+    return NoSpaceError(
+        options.dir, "the store's slot file (" + SlotsOf(options.slots, options.slot_bytes) + ")",
+        bytes, free_bytes, kFreeOrAsk);
   }
   return OpenFile(options, /*create=*/true);
 }
@@ -39,6 +58,7 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
   file->path_ = create && options.pending ? PendingPathFor(options.dir) : PathFor(options.dir);
   file->slots_ = options.slots;
   file->slot_bytes_ = options.slot_bytes;
+  file->faults_ = options.faults;
   const std::string& path = file->path_;
   const bool existed = PathExists(path);
   if (!create && !existed) {
@@ -66,18 +86,15 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
 
   const uint64_t bytes = BytesFor(options.slots, options.slot_bytes);
   if (create) {
-    int r = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    const int r = options.faults != nullptr && options.faults->fallocate_refused()
+                      ? ENOSPC
+                      : ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
     if (r != 0) {
       if (!existed) ::unlink(path.c_str());
-      if (r == ENOSPC) {
-        Result<uint64_t> free_bytes = FreeBytes(options.dir);
-        return Status::ResourceExhausted(
-            "--nvme-dir " + options.dir + " is too small: the slot file needs " +
-            FormatBytes(bytes) + " but only " +
-            (free_bytes.ok() ? FormatBytes(*free_bytes) : std::string("an unknown amount")) +
-            " are free; free space, add another --nvme-dir or lower the NVMe capacity");
-      }
-      return Status::FromErrno(r, "fallocate " + std::to_string(bytes) + " bytes for " + path);
+      return FallocateFailed(
+          r, options.dir,
+          "the store's slot file (" + SlotsOf(options.slots, options.slot_bytes) + ")", bytes,
+          path);
     }
     if (::fsync(fd) != 0) {
       int e = errno;
@@ -107,12 +124,14 @@ Status SlotFile::publish() {
 Status SlotFile::extend(uint64_t slots) {
   if (slots <= slots_) return Status::Ok();
   const uint64_t bytes = BytesFor(slots, slot_bytes_);
-  const int r = ::posix_fallocate(fd_.get(), 0, static_cast<off_t>(bytes));
-  if (r == ENOSPC) {
-    return Status::ResourceExhausted("--nvme-dir " + dir_ + ": No space left on device to grow " +
-                                     path_ + " to " + FormatBytes(bytes));
+  const int r = faults_ != nullptr && faults_->fallocate_refused()
+                    ? ENOSPC
+                    : ::posix_fallocate(fd_.get(), 0, static_cast<off_t>(bytes));
+  if (r != 0) {
+    return FallocateFailed(r, dir_,
+                           "growing the store's slot file to " + SlotsOf(slots, slot_bytes_),
+                           bytes - BytesFor(slots_, slot_bytes_), path_);
   }
-  if (r != 0) return Status::FromErrno(r, "fallocate " + std::to_string(bytes) + " bytes for " + path_);
   if (::fsync(fd_.get()) != 0) return Status::FromErrno(errno, "fsync " + path_);
   slots_ = slots;
   return Status::Ok();

@@ -6,9 +6,10 @@
 //   (renamed to strata.slots) once the store's catalog exists, so that a crash during creation
 //   leaves only files that are recognisably unfinished (Note [Creating a store], page_store.cc).
 // - Create() checks free space first and fails with ResourceExhausted naming the directory,
-//   the bytes needed and the bytes free; it then fallocates the whole file so that a full disk
-//   can never surface later as a failed page write. On any failure it removes the file it
-//   created: nothing is left behind.
+//   the bytes needed and the bytes free, in NoSpaceError's words ("No space left on device
+//   (ENOSPC)"); it then fallocates the whole file so that a full disk can never surface later
+//   as a failed page write (fallocate's own ENOSPC is worded the same). On any failure it
+//   removes the file it created: nothing is left behind.
 // - Open() opens an existing file and checks its size (a shorter file is Corruption).
 // - Files are opened O_DIRECT. Where the filesystem refuses O_DIRECT (EINVAL), DirectIo::kAuto
 //   reopens buffered and reports direct_io() == false (the caller then uses the sync engine and
@@ -36,7 +37,8 @@ struct SlotFileOptions {
   uint64_t slots = 0;
   DirectIo direct_io = DirectIo::kAuto;
   bool pending = false;             // Create(): use the pending name strata.slots.new
-  FaultInjector* faults = nullptr;  // borrowed; refuse_direct_io() is honoured at open
+  // Borrowed; refuse_direct_io() is honoured at open, refuse_fallocate() by Create and extend.
+  FaultInjector* faults = nullptr;
 };
 
 class SlotFile {
@@ -56,8 +58,9 @@ class SlotFile {
   uint64_t offset_of(uint64_t slot) const { return slot * slot_bytes_; }
   bool direct_io() const { return direct_io_; }
   [[nodiscard]] Status sync() const;
-  // Grows the file to `slots` slots (fallocate, fsync). ResourceExhausted on a full disk (the
-  // file keeps its old slots usable). No-op when it has that many already.
+  // Grows the file to `slots` slots (fallocate, fsync). ResourceExhausted on a full disk, in
+  // NoSpaceError's words (the file keeps its old slots usable). No-op when it has that many
+  // already.
   [[nodiscard]] Status extend(uint64_t slots);
   // Renames a pending file to its final name, durably. No-op when not pending.
   [[nodiscard]] Status publish();
@@ -72,6 +75,7 @@ class SlotFile {
   uint64_t slots_ = 0;
   uint64_t slot_bytes_ = 0;
   bool direct_io_ = true;
+  FaultInjector* faults_ = nullptr;  // borrowed
 };
 
 }  // namespace strata::storage

@@ -54,12 +54,17 @@ done < <(ctags --languages=C++ --c++-kinds=f --fields=+ne -o - memory/*.cc sched
          awk -F'\t' '{l=""; e=""; for (i=4;i<=NF;i++) { if ($i ~ /^line:/) l=substr($i,6);
                       if ($i ~ /^end:/) e=substr($i,5) } if (l != "" && e != "") print $1 "\t" $2 "\t" l "\t" e}')
 
-# Member functions named in PascalCase that are not static (constructors and operators aside).
+# Member functions named in PascalCase that are not static (constructors and operators aside,
+# and overrides of a library's virtual functions, e.g. rocksdb::Logger::Logv, whose names are the
+# library's).
 while IFS=$'\t' read -r name file line cls; do
   decl=$(sed -n "${line}p" "$file")
   # Out-of-class definitions (Class::Name) are judged at their declaration, where `static` is.
   [[ $decl == *"$cls::$name"* ]] && continue
   [[ $decl =~ (^|[^a-z_])static([^a-z_]|$) ]] && continue
+  # The declaration up to its body or semicolon (parameters may wrap), for `override`.
+  whole=$(sed -n "${line},$((line + 4))p" "$file" | awk '{ print } /[{;]/ { exit }')
+  [[ $whole =~ \)[[:space:]]*(const[[:space:]]+)?(noexcept[[:space:]]+)?override([^a-z_]|$) ]] && continue
   say "$file:$line $cls::$name is a member function in PascalCase (methods are snake_case)"
 done < <(ctags --languages=C++ --c++-kinds=fp --fields=+nKs -o - \
            $(ls core/*/*.h core/*/*.cc core/*/*.cu storage/*.h storage/*.cc memory/*.h memory/*.cc \

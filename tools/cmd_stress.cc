@@ -16,12 +16,16 @@
 #include "tools/command.h"
 #include "tools/stress_child.h"
 #include "tools/stress_config.h"
+#include "tools/stress_disk.h"
 #include "tools/stress_scenario.h"
 
 namespace strata::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A third of the configurations draw a disk fill (Note [Disk fills] in stress_scenario.cc).
+constexpr double kFillOdds = 1.0 / 3;
 
 struct StressFlags {
   double minutes = 1;
@@ -34,6 +38,7 @@ struct StressFlags {
   std::string sabotage;
   double child_timeout_s = 120;
   bool keep = false;
+  bool always_fill = false;  // every configuration draws a disk fill (where it can)
 };
 
 // A fresh directory for the soak's scratch files: under --nvme-dir, else $TMPDIR or /var/tmp
@@ -55,24 +60,25 @@ void PrintTable(std::FILE* out, const StressCounters& n, const StressFlags& f, d
   std::fprintf(out, "strata stress: seed %" PRIu64 ", %g minute(s), %.0f s\n", f.seed, f.minutes,
                elapsed_s);
   const std::pair<const char*, long> rows[] = {
-      {"configurations", n.configurations}, {"  skipped (budget)", n.skipped},
+      {"configurations", n.configurations},   {"  skipped (budget)", n.skipped},
       {"faults injected", n.faults_injected}, {"  detected", n.faults_detected},
-      {"  recovered", n.faults_recovered},   {"kills", n.kills},
-      {"resumes", n.resumes},                 {"pages verified", n.pages_verified},
-      {"data lost", n.data_lost},             {"mismatches", n.mismatches},
-      {"failures", n.failures}};
+      {"  recovered", n.faults_recovered},    {"kills", n.kills},
+      {"disk fills", n.disk_fills},           {"resumes", n.resumes},
+      {"pages verified", n.pages_verified},   {"data lost", n.data_lost},
+      {"mismatches", n.mismatches},           {"failures", n.failures}};
   for (const auto& [name, value] : rows) std::fprintf(out, "  %-20s %8ld\n", name, value);
 }
 
 void PrintJson(const StressCounters& n, const StressFlags& f, double elapsed_s) {
   std::printf(
       "{\"configurations\":%ld,\"skipped\":%ld,\"faults_injected\":%ld,\"faults_detected\":%ld,"
-      "\"faults_recovered\":%ld,\"kills\":%ld,\"resumes\":%ld,\"pages_verified\":%ld,"
+      "\"faults_recovered\":%ld,\"kills\":%ld,\"disk_fills\":%ld,\"resumes\":%ld,"
+      "\"pages_verified\":%ld,"
       "\"data_lost\":%ld,\"mismatches\":%ld,\"failures\":%ld,\"seed\":%" PRIu64
       ",\"minutes\":%g,\"elapsed_s\":%.1f}\n",
       n.configurations, n.skipped, n.faults_injected, n.faults_detected, n.faults_recovered,
-      n.kills, n.resumes, n.pages_verified, n.data_lost, n.mismatches, n.failures, f.seed,
-      f.minutes, elapsed_s);
+      n.kills, n.disk_fills, n.resumes, n.pages_verified, n.data_lost, n.mismatches, n.failures,
+      f.seed, f.minutes, elapsed_s);
   std::fflush(stdout);
 }
 
@@ -111,6 +117,20 @@ Status Soak(const StressFlags& f, const StressRunOptions& ro, StressCounters* n,
   return Status::Ok();
 }
 
+// The chance of a disk fill per configuration: 0, said once, where this machine cannot
+// loop-mount a disk of the soak's own.
+double FillOdds(const StressFlags& f, const std::string& root) {
+  const Status probe = ProbeLoopMount(root);
+  if (!probe.ok()) {
+    std::fprintf(stderr,
+                 "stress: no disk fills are drawn: cannot loop-mount an ext4 image here (%s); "
+                 "they need root, mkfs.ext4, losetup and a free loop device\n",
+                 probe.message().c_str());
+    return 0;
+  }
+  return f.always_fill ? 1.0 : kFillOdds;
+}
+
 Status RunStress(StressFlags& f, const CLI::App& cmd) {
   STRATA_RETURN_IF_ERROR(CheckFlags(f, cmd));
   SetLogLevel("warn");  // the store opened to verify checkpoints would log every open
@@ -124,6 +144,7 @@ Status RunStress(StressFlags& f, const CLI::App& cmd) {
   ro.deadline = start + std::chrono::milliseconds(long(f.minutes * 60000));
   ro.sabotage = f.sabotage;
   ro.child_timeout_s = f.child_timeout_s;
+  ro.fill_odds = FillOdds(f, root);
   StressCounters n;
   std::vector<std::string> reports;
   const Status soaked = Soak(f, ro, &n, &reports);
@@ -152,8 +173,9 @@ void AddStressCommand(CLI::App& app, CommandContext& ctx) {
       "stress",
       "Randomized soak of the offload paths: tiny random configurations (shapes, budgets,\n"
       "placements, micro-batches, recompute), each trained in memory and paged through injected\n"
-      "disk faults (EIO, ENOSPC, EAGAIN, latency, short I/O), flipped bytes in checkpoints and\n"
-      "SIGKILL/SIGTERM of the training process with --resume. Every outcome must equal the\n"
+      "disk faults (EIO, ENOSPC, EAGAIN, latency, short I/O), flipped bytes in checkpoints,\n"
+      "SIGKILL/SIGTERM of the training process and a real disk filling up mid-run (a loop-mounted\n"
+      "ext4; needs root), with --resume. Every outcome must equal the\n"
       "in-memory run bit for bit, or be the expected one-line error with the previous checkpoint\n"
       "intact. Exits 1 on any data lost, mismatch or failure.");
   cmd->add_option("--minutes", f->minutes, "Start new configurations for this long")
@@ -168,6 +190,8 @@ void AddStressCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--child-timeout", f->child_timeout_s, "Seconds before a child is a hang")
       ->group("");
   cmd->add_flag("--keep", f->keep, "Keep the scratch directory")->group("");
+  cmd->add_flag("--always-fill", f->always_fill, "Every configuration draws a disk fill")
+      ->group("");
   cmd->callback([f, cmd, &ctx] { ctx.status = RunStress(*f, *cmd); });
 }
 

@@ -73,12 +73,16 @@ Result<ChildRun> Supervise(pid_t pid, const StopPlan& stop, double timeout_s) {
       ::kill(pid, SIGKILL);
       timed_out = true;
     }
-    if (stop.signal != 0 && !run.signal_sent) {
+    if ((stop.signal != 0 || stop.action) && !run.signal_sent) {
       if (!stop_at && CompleteLines(stop.log_path) >= stop.after_steps) {
         stop_at = now + std::chrono::milliseconds(stop.delay_ms);
       }
       if (stop_at && now >= *stop_at) {
-        ::kill(pid, stop.signal);
+        if (stop.action) {
+          stop.action();
+        } else {
+          ::kill(pid, stop.signal);
+        }
         run.signal_sent = true;
       }
     }

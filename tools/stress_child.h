@@ -5,6 +5,7 @@
 // Threads: one thread; the calls block until the child has ended.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,12 @@
 
 namespace strata::tools {
 
-// When and how to stop a child: once `log_path` holds `after_steps` complete lines, wait
-// `delay_ms`, then send `signal`. signal 0: never.
+// When and how to disturb a child: once `log_path` holds `after_steps` complete lines, wait
+// `delay_ms`, then send `signal`, or, when `action` is set, call it instead (on the waiting
+// thread, while the child runs; e.g. fill its disk). Neither set: never.
 struct StopPlan {
   int signal = 0;
+  std::function<void()> action;
   long after_steps = 0;
   int delay_ms = 0;
   std::string log_path;
@@ -24,7 +27,8 @@ struct StopPlan {
 
 struct ChildRun {
   ChildExit how;
-  bool signal_sent = false;  // the StopPlan's signal was sent (the child may have ended first)
+  bool signal_sent = false;  // the StopPlan's signal was sent or its action ran (the child may
+                             // have ended first)
   double wall_s = 0;
   std::string output;        // what it wrote on stdout and stderr
 };

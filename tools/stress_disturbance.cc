@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace strata::tools {
@@ -51,19 +52,24 @@ int DrawSignal(std::mt19937_64& rng) { return Uniform(rng, 0, 1) ? SIGKILL : SIG
 
 }  // namespace
 
-std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng) {
+std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng, double fill_odds) {
   std::vector<Disturbance> out(size_t(Uniform(rng, 2, 4)));
   out[0].signal = DrawSignal(rng);
   if (Uniform(rng, 0, 1) == 1) out[0].fault = DrawDiskFault(rng);
-  bool any_fault = out[0].fault.has_value();
   for (size_t i = 1; i < out.size(); ++i) {
     const long kind = Uniform(rng, 0, 99);
     out[i].rot = kind >= 85;
     if (kind >= 40 && kind < 85) out[i].signal = DrawSignal(rng);
     if (kind < 40 || (kind >= 70 && kind < 85)) out[i].fault = DrawDiskFault(rng);
-    any_fault = any_fault || out[i].fault.has_value();
   }
-  if (!any_fault) out.push_back(Disturbance{false, DrawDiskFault(rng), 0});
+  if (fill_odds > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < fill_odds) {
+    Disturbance fill;
+    fill.fill = true;
+    out[0] = fill;
+  }
+  const bool any = std::any_of(out.begin(), out.end(),
+                               [](const Disturbance& d) { return d.fault.has_value() || d.fill; });
+  if (!any) out.push_back(Disturbance{false, false, DrawDiskFault(rng), 0});
   return out;
 }
 

@@ -1,6 +1,7 @@
 // What goes wrong in one attempt of a `strata stress` configuration (tools/stress_scenario.cc):
-// a disk fault for --inject-faults with the error texts it may cause, a stop signal, or a flipped
-// byte in the newest checkpoint, drawn from the configuration's random stream.
+// a disk fault for --inject-faults with the error texts it may cause, a stop signal, a flipped
+// byte in the newest checkpoint, or the real disk filling up mid-run, drawn from the
+// configuration's random stream.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,12 @@ struct DiskFault {
   bool timing_only = false;              // latency / short I/O: must never fail a run
 };
 
-// One disturbed attempt: a flipped byte in the newest checkpoint before it (alone), or a disk
-// fault, a stop signal, or both.
+// One disturbed attempt: a flipped byte in the newest checkpoint before it (alone), the disk
+// under the store filled once some steps are logged (alone), or a disk fault, a stop signal, or
+// both.
 struct Disturbance {
   bool rot = false;
+  bool fill = false;
   std::optional<DiskFault> fault;
   int signal = 0;  // SIGKILL or SIGTERM, sent once some steps are logged
 };
@@ -29,8 +32,10 @@ struct Disturbance {
 long Uniform(std::mt19937_64& rng, long lo, long hi);
 
 // Two to four disturbed attempts: the first is stopped by a signal (with a disk fault half the
-// time); then a fault alone (40%), a signal alone (30%), both (15%) or a flipped byte (15%). At
-// least one has a disk fault.
-std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng);
+// time); then a fault alone (40%), a signal alone (30%), both (15%) or a flipped byte (15%).
+// With probability `fill_odds` (0 where the disk cannot be loop-mounted) the first becomes a
+// disk fill instead: the first attempt always runs, with the whole run ahead of it. At least
+// one has a disk fault or a fill.
+std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng, double fill_odds);
 
 }  // namespace strata::tools

@@ -91,7 +91,7 @@ ExitKind ClassifyExit(const ChildExit& how, int sent_signal, std::string_view st
       if (error_line != nullptr) *error_line = std::string(line);
     }
     for (std::string_view bad : {"terminate called", "Aborted", "Check failed", "STRATA_CHECK",
-                                 "Segmentation fault", "AddressSanitizer"}) {
+                                 "Segmentation fault", "AddressSanitizer", "Assertion `"}) {
       if (line.find(bad) != std::string_view::npos) crash_text = true;
     }
   }
@@ -118,6 +118,10 @@ long InjectedCount(std::string_view stderr_text) {
 
 long SuggestedResumeStep(std::string_view error_line) {
   return NumberAfter(error_line, "--resume-from ");
+}
+
+bool NamesDiskFull(std::string_view error_line) {
+  return error_line.find("No space left on device") != std::string_view::npos;
 }
 
 }  // namespace strata::tools

@@ -49,7 +49,8 @@ struct ChildExit {
 
 enum class ExitKind {
   kFinished,     // exit 0
-  kCleanError,   // exit 1 with exactly one `strata: error:` line and no crash text
+  kCleanError,   // exit 1 with exactly one `strata: error:` line and no crash text (an
+                 // assertion's, an abort's, a sanitizer's)
   kStoppedByUs,  // ended by the signal we sent, or 128 + that signal (a graceful SIGTERM stop)
   kFailure,      // anything else: a crash, an abort, a signal we did not send, a hang, exit 2
 };
@@ -64,5 +65,10 @@ long InjectedCount(std::string_view stderr_text);
 
 // The STEP of `--resume-from STEP` suggested in an error line; -1 when there is none.
 long SuggestedResumeStep(std::string_view error_line);
+
+// Whether an error line carries ENOSPC's text, as a run stopped by a full disk must (a disk
+// fill's attempt passes with ClassifyExit's kCleanError and this; Note [Disk fills] in
+// stress_scenario.cc).
+bool NamesDiskFull(std::string_view error_line);
 
 }  // namespace strata::tools

@@ -11,14 +11,33 @@
 #include <random>
 #include <vector>
 
+#include "core/util/sizes.h"
 #include "scheduler/checkpoint.h"
 #include "tools/stress_child.h"
+#include "tools/stress_disk.h"
 #include "tools/stress_disturbance.h"
 #include "tools/stress_judge.h"
 #include "tools/stress_pages.h"
 
 namespace strata::tools {
 namespace {
+
+// Note [Disk fills]
+// A configuration that draws a disk fill keeps its store (--nvme-dir) and its --ckpt-dir on an
+// ext4 image of its own (StressDisk, kDiskBytes: several times the largest store a drawn
+// configuration makes, with the catalog's 16 MiB headroom), mounted for the whole
+// configuration so that every attempt opens the same store. The fill is the first attempt's
+// disturbance (DrawDisturbances), once a number of steps drawn below the run's last checkpoint
+// are logged (none: before the store is even open); the driver then takes every free byte while
+// the child trains, so whichever write comes next (the catalog's log, a checkpoint record)
+// meets ENOSPC. The attempt must stop with
+// exit 1 and one error line with ENOSPC's text, never abort (Note [Poisoned catalog] in
+// storage/catalog.cc), or finish if it needed no new block. The space is freed before anything
+// else touches the store; the next attempt resumes, and the configuration is judged like any
+// other: every step's loss and the weights as the in-memory run's. The logs, token file and
+// exports stay off the small disk. The image is unmounted and detached when the configuration
+// ends; a failed one keeps it (disk.img) with the rest of its files.
+constexpr uint64_t kDiskBytes = 256 * kMiB;
 
 bool ContainsAny(const std::string& text, const std::vector<std::string>& needles) {
   return std::any_of(needles.begin(), needles.end(),
@@ -66,13 +85,15 @@ class ConfigRun {
     std::string outcome;
   };
 
-  Status prepare();
+  Status prepare(const std::vector<Disturbance>& draws);
   Status run_reference();
   Result<ChildRun> run_paged(const std::vector<std::string>& extra, StopPlan stop);
   Status disturb(const Disturbance& d);
   StopPlan draw_stop(int signal);
   void judge(const Disturbance& d, const ChildRun& run);
   Status rot();
+  Status fill_disk();
+  void judge_fill(const ChildRun& run, bool filled);
   Status finish_run();
   void verdict();
   void fail(const std::string& problem);
@@ -83,6 +104,9 @@ class ConfigRun {
   const StressRunOptions o_;
   std::mt19937_64 rng_;
   const std::string dir_;
+  std::string store_root_;            // holds the NVMe dirs and --ckpt-dir: dir_ or disk_
+  std::unique_ptr<StressDisk> disk_;  // when a disk fill was drawn (Note [Disk fills])
+  bool used_disk_ = false;
   std::string data_;                // the token file, when not builtin
   std::vector<std::string> paged_;  // the flags of every paged attempt
   std::map<long, std::string> ref_losses_;
@@ -101,17 +125,31 @@ class ConfigRun {
   StressCounters n_;
 };
 
-Status ConfigRun::prepare() {
+Status ConfigRun::prepare(const std::vector<Disturbance>& draws) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  for (const std::string& d : NvmeDirs(c_, dir_)) std::filesystem::create_directories(d, ec);
   if (ec) return Status::IoError("cannot create " + dir_ + ": " + ec.message());
+  store_root_ = dir_;
+  if (std::any_of(draws.begin(), draws.end(), [](const Disturbance& d) { return d.fill; })) {
+    Result<std::unique_ptr<StressDisk>> disk = StressDisk::Mount(dir_, kDiskBytes);
+    if (disk.ok()) {
+      disk_ = std::move(disk).value();
+      store_root_ = disk_->path();
+      used_disk_ = true;
+    } else {
+      events_.push_back("no disk for the fill (" + disk.status().message() + ")");
+    }
+  }
+  for (const std::string& d : NvmeDirs(c_, store_root_)) {
+    std::filesystem::create_directories(d, ec);
+  }
+  if (ec) return Status::IoError("cannot create " + store_root_ + ": " + ec.message());
   data_ = dir_ + "/tokens.bin";
   if (!c_.builtin_data) STRATA_RETURN_IF_ERROR(WriteTokenFile(c_, data_));
   StressConfig paged = c_;
   if (o_.sabotage == "lr") paged.lr = Perturbed(c_.lr);
   paged_ = CommonArgs(paged, data_);
-  for (std::string& a : PagingArgs(c_, dir_)) paged_.push_back(std::move(a));
+  for (std::string& a : PagingArgs(c_, store_root_)) paged_.push_back(std::move(a));
   return Status::Ok();
 }
 
@@ -195,6 +233,7 @@ StopPlan ConfigRun::draw_stop(int signal) {
 // stop), finish, or stop with exit 1 and one error line naming its fault.
 Status ConfigRun::disturb(const Disturbance& d) {
   if (d.rot) return rot();
+  if (d.fill) return fill_disk();
   std::vector<std::string> extra;
   if (d.fault) extra = {"--inject-faults", d.fault->spec};
   STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged(extra, draw_stop(d.signal)));
@@ -243,7 +282,7 @@ Status ConfigRun::rot() {
     events_.push_back("rot n/a");
     return Status::Ok();
   }
-  Result<RottedPage> rot = RotNewestCheckpoint(NvmeDirs(c_, dir_), c_.page_bytes, rng_());
+  Result<RottedPage> rot = RotNewestCheckpoint(NvmeDirs(c_, store_root_), c_.page_bytes, rng_());
   if (!rot.ok()) {
     if (rot.status().code() != StatusCode::kNotFound) return rot.status();
     events_.push_back("rot n/a");
@@ -271,6 +310,53 @@ Status ConfigRun::rot() {
          (line.empty() ? "" : ": " + line));
   }
   return Status::Ok();
+}
+
+// Note [Disk fills]: the disk fills at a drawn moment, and is freed as soon as the attempt has
+// ended.
+Status ConfigRun::fill_disk() {
+  if (!disk_) {
+    events_.push_back("fill n/a");
+    return Status::Ok();
+  }
+  // Before the run's last checkpoint, so that a write is still to come (the attempt may have
+  // resumed from an earlier one: then sooner still); 0 steps: before the store is open.
+  StopPlan stop;
+  const long last_checkpoint = c_.steps / c_.ckpt_every * c_.ckpt_every;
+  stop.after_steps = Uniform(rng_, 0, std::max(0L, last_checkpoint - max_logged_ - 1));
+  Status filled;
+  stop.action = [&] { filled = disk_->fill().status(); };
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged({}, stop));
+  STRATA_RETURN_IF_ERROR(disk_->unfill());
+  STRATA_RETURN_IF_ERROR(filled);
+  judge_fill(run, run.signal_sent);
+  return Status::Ok();
+}
+
+// Exit 1 with ENOSPC's text, or a finished run; anything else (an abort above all) fails.
+void ConfigRun::judge_fill(const ChildRun& run, bool filled) {
+  std::string line;
+  const ExitKind kind = ClassifyExit(run.how, 0, run.output, &line);
+  attempts_.back().outcome += line.empty() ? "" : ": " + line;
+  n_.disk_fills += filled ? 1 : 0;
+  if (kind == ExitKind::kCleanError && NamesDiskFull(line)) {
+    ++n_.faults_injected;
+    ++n_.faults_detected;
+    ++pending_;
+    events_.push_back("disk fill after " + std::to_string(losses_.back().size()) +
+                      " steps detected");
+  } else if (kind == ExitKind::kFinished) {
+    finished_ = true;
+    n_.faults_injected += filled ? 1 : 0;
+    pending_ += filled ? 1 : 0;
+    events_.push_back(filled ? "disk fill absorbed" : "disk fill too late");
+  } else {
+    events_.push_back("disk fill FAILED");
+    fail(std::string("disk fill") + (filled ? "" : " (never reached)") +
+         ": expected exit 1 with ENOSPC's message (No space left on device) or a finished "
+         "run, got " +
+         DescribeExit(run) + (line.empty() ? "" : ": " + line));
+  }
 }
 
 // Undisturbed attempts until the run is complete: one, or one more when an error suggests an
@@ -304,7 +390,8 @@ void ConfigRun::verdict() {
   problems_.insert(problems_.end(), j.problems.begin(), j.problems.end());
   bool lost = j.data_lost;
   if (finished_) {
-    Result<uint64_t> verified = VerifyCheckpointPages(NvmeDirs(c_, dir_), c_.page_bytes, rotted_);
+    Result<uint64_t> verified =
+        VerifyCheckpointPages(NvmeDirs(c_, store_root_), c_.page_bytes, rotted_);
     if (verified.ok()) {
       n_.pages_verified += long(*verified);
     } else if (verified.status().code() != StatusCode::kNotFound) {
@@ -331,15 +418,18 @@ StressConfigResult ConfigRun::outcome() const {
                 attempts_[i].outcome + "\n";
   }
   for (const std::string& p : problems_) r.report += "  problem: " + p + "\n";
-  r.report += "  files kept in " + dir_ + "\n";
+  r.report += "  files kept in " + dir_ +
+              (used_disk_ ? " (the store and checkpoints in its disk.img: mount -o loop)" : "") +
+              "\n";
   return r;
 }
 
 Result<StressConfigResult> ConfigRun::run(StressCounters* counters) {
-  STRATA_RETURN_IF_ERROR(prepare());
+  const std::vector<Disturbance> draws = DrawDisturbances(rng_, o_.fill_odds);
+  STRATA_RETURN_IF_ERROR(prepare(draws));
   STRATA_RETURN_IF_ERROR(run_reference());
   if (n_.failures == 0) {
-    for (const Disturbance& d : DrawDisturbances(rng_)) {
+    for (const Disturbance& d : draws) {
       if (finished_ || stop_events_ || std::chrono::steady_clock::now() > o_.deadline) break;
       STRATA_RETURN_IF_ERROR(disturb(d));
     }
@@ -347,6 +437,7 @@ Result<StressConfigResult> ConfigRun::run(StressCounters* counters) {
     verdict();
   }
   n_.configurations = 1;
+  disk_.reset();  // unmounted and detached, passed or not
   StressConfigResult r = outcome();
   counters->add(n_);
   if (r.passed) {
@@ -365,6 +456,7 @@ void StressCounters::add(const StressCounters& o) {
   faults_detected += o.faults_detected;
   faults_recovered += o.faults_recovered;
   kills += o.kills;
+  disk_fills += o.disk_fills;
   resumes += o.resumes;
   pages_verified += o.pages_verified;
   data_lost += o.data_lost;

@@ -8,7 +8,13 @@
 //               end by that signal (or exit 128 + it after a graceful stop);
 //   rot         one byte of a page of the newest checkpoint is flipped (when two or more exist):
 //               the next attempt must stop with a checksum error, and the --resume-from STEP it
-//               suggests must recover.
+//               suggests must recover;
+//   disk fill   the configuration's store and checkpoints live on a small loop-mounted ext4 of
+//               its own, and the driver fills it once the first attempt has logged a random
+//               number of steps (fewer than its last checkpoint's): the attempt must stop with
+//               exit 1 and one `strata: error:` line with ENOSPC's message (or finish), and after
+//               the space is freed --resume must go on as if nothing happened (Note [Disk fills]
+//               in stress_scenario.cc).
 // Every attempt after the first passes --resume (or that --resume-from). The configuration then
 // passes when the last attempt finished with the reference's losses and weights and every page
 // of every checkpoint left in the store verifies.
@@ -29,6 +35,7 @@ struct StressCounters {
   long faults_detected = 0;   // ... that stopped their run with the expected one-line error
   long faults_recovered = 0;  // ... after which the configuration ended bit-identical
   long kills = 0;             // SIGKILL/SIGTERM that stopped a run
+  long disk_fills = 0;        // disks filled up under a running child
   long resumes = 0;           // attempts that continued from a checkpoint
   long pages_verified = 0;    // checkpoint pages read back with their checksums
   long data_lost = 0;         // configurations that could not finish, or lost steps
@@ -47,6 +54,8 @@ struct StressRunOptions {
   // of the exported weights before they are compared; "" does neither.
   std::string sabotage;
   double child_timeout_s = 120;  // a child still running after this is a hang
+  // Chance that a configuration draws a disk fill; 0 where loop mounts are not possible.
+  double fill_odds = 0;
 };
 
 struct StressConfigResult {

@@ -90,8 +90,26 @@ TEST(PageStoreBadInput, FullDiskNamesNeededAndFreeBytes) {
   o.capacity_bytes = uint64_t{1} << 50;  // 1 PiB: more than any disk here
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
-  ExpectOneLine(r.status(), dir.path() + "/a is too small");
-  EXPECT_NE(r.status().message().find("the store needs 1048576.00 GiB"), std::string::npos)
+  ExpectOneLine(r.status(), "--nvme-dir " + dir.path() + "/a: No space left on device (ENOSPC): ");
+  EXPECT_NE(r.status().message().find("needs 1048576.00 GiB there"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("are free"), std::string::npos);
+  EXPECT_TRUE(DirIsEmpty(dir.path() + "/a"));
+}
+
+// Issue 29, item 13: fallocate's own ENOSPC (the disk filled between the check and the
+// allocation) is worded as every other shortfall, and leaves nothing behind.
+TEST(PageStoreBadInput, FallocatesOwnENOSPCIsWordedAsEveryShortfall) {
+  ScratchDir dir;
+  FaultInjector faults;
+  faults.refuse_fallocate(true);
+  PageStoreOptions o = Options(dir.sub("a"));
+  o.faults = &faults;
+  Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  ExpectOneLine(r.status(), "--nvme-dir " + dir.path() + "/a: No space left on device (ENOSPC): ");
+  EXPECT_NE(r.status().message().find("the store's slot file (16 slots of 64.00 KiB) needs "),
+            std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("are free"), std::string::npos);
   EXPECT_TRUE(DirIsEmpty(dir.path() + "/a"));

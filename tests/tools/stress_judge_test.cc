@@ -99,6 +99,38 @@ TEST(StressJudge, ClassifyExit) {
   EXPECT_EQ(ClassifyExit(hung, 0, "", &line), ExitKind::kFailure);
 }
 
+// A disk fill's attempt (issue 29): exit 1 with ENOSPC's message is the clean stop that `strata
+// stress` expects, and the resumed attempts are judged by their losses like any other. The
+// abort that a full disk used to cause (RocksDB's assertion, SIGABRT) is a failure, as is an
+// error line without ENOSPC's text.
+TEST(StressJudge, AFullDiskStopsCleanlyWithENOSPCAndAnAbortIsAFailure) {
+  std::string line;
+  const std::string enospc =
+      "step 3\nstrata: error: catalog /d/nvme0/strata.catalog: No space left on device "
+      "(ENOSPC): a write failed (IO error: No space left on device: While appending to file: "
+      "/d/nvme0/strata.catalog/000004.log: No space left on device); the catalog is closed\n";
+  EXPECT_EQ(ClassifyExit(Exited(1), 0, enospc, &line), ExitKind::kCleanError);
+  EXPECT_TRUE(NamesDiskFull(line)) << line;
+  const std::string abort_text =
+      "step 3\nstrata: ./file/writable_file_writer.h:312: rocksdb::IOStatus "
+      "rocksdb::WritableFileWriter::AssertFalseAndGetStatusForPrevError(): Assertion "
+      "`sync_without_flush_called_' failed.\n";
+  EXPECT_EQ(ClassifyExit(Signaled(SIGABRT), 0, abort_text, &line), ExitKind::kFailure);
+  EXPECT_EQ(ClassifyExit(Exited(134), 0, abort_text, &line), ExitKind::kFailure);
+  EXPECT_EQ(
+      ClassifyExit(Exited(1), 0, abort_text + "strata: error: No space left on device\n", &line),
+      ExitKind::kFailure)
+      << "an assertion's text is a crash even before an error line";
+  EXPECT_FALSE(NamesDiskFull("strata: error: pwrite x: Input/output error"));
+  // Stopped at step 3 by the full disk, resumed from the checkpoint of step 2 after the space
+  // was freed: the redone and later steps must be the reference's.
+  const Losses filled = {{1, "\"loss\":5.5"}, {2, "\"loss\":5.25"}, {3, "\"loss\":5.125"}};
+  EXPECT_EQ(
+      JudgeConfiguration(kRef, {filled, {{3, "\"loss\":5.125"}}}, 3, true, "w", "w").mismatches, 0);
+  EXPECT_EQ(
+      JudgeConfiguration(kRef, {filled, {{3, "\"loss\":5.126"}}}, 3, true, "w", "w").mismatches, 1);
+}
+
 TEST(StressJudge, InjectedCountAndSuggestedResumeStep) {
   EXPECT_EQ(InjectedCount("step 1\nstrata: inject-faults: 3 requests failed\n"), 3);
   EXPECT_EQ(InjectedCount("step 1\n"), -1);
