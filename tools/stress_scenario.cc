@@ -185,7 +185,7 @@ Result<ChildRun> ConfigRun::run_paged(const std::vector<std::string>& extra, Sto
       args.push_back(a);
     }
     resume_from_ = -1;
-  } else if (HoldsCheckpoint(CkptDir(dir_))) {  // --resume is refused where there is none
+  } else if (HoldsCheckpoint(CkptDir(store_root_))) {  // --resume is refused where there is none
     args.push_back("--resume");
   }
   for (const std::string& a : {std::string("--log-json"), tag + ".jsonl", std::string("--export"),
