@@ -17,6 +17,7 @@
 #include "tools/stress_child.h"
 #include "tools/stress_config.h"
 #include "tools/stress_disk.h"
+#include "tools/stress_rank_change.h"
 #include "tools/stress_scenario.h"
 
 namespace strata::tools {
@@ -26,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 
 // A third of the configurations draw a disk fill (Note [Disk fills] in stress_scenario.cc).
 constexpr double kFillOdds = 1.0 / 3;
+constexpr double kRankChangeOdds = 1.0 / 4;
 
 struct StressFlags {
   double minutes = 1;
@@ -39,6 +41,7 @@ struct StressFlags {
   double child_timeout_s = 120;
   bool keep = false;
   bool always_fill = false;  // every configuration draws a disk fill (where it can)
+  bool always_rank_change = false;  // every configuration draws a rank change (with mpirun)
 };
 
 // A fresh directory for the soak's scratch files: under --nvme-dir, else $TMPDIR or /var/tmp
@@ -63,7 +66,8 @@ void PrintTable(std::FILE* out, const StressCounters& n, const StressFlags& f, d
       {"configurations", n.configurations},   {"  skipped (budget)", n.skipped},
       {"faults injected", n.faults_injected}, {"  detected", n.faults_detected},
       {"  recovered", n.faults_recovered},    {"kills", n.kills},
-      {"disk fills", n.disk_fills},           {"resumes", n.resumes},
+      {"disk fills", n.disk_fills},           {"rank changes refused", n.rank_changes},
+      {"resumes", n.resumes},
       {"pages verified", n.pages_verified},   {"data lost", n.data_lost},
       {"mismatches", n.mismatches},           {"failures", n.failures}};
   for (const auto& [name, value] : rows) std::fprintf(out, "  %-20s %8ld\n", name, value);
@@ -72,12 +76,13 @@ void PrintTable(std::FILE* out, const StressCounters& n, const StressFlags& f, d
 void PrintJson(const StressCounters& n, const StressFlags& f, double elapsed_s) {
   std::printf(
       "{\"configurations\":%ld,\"skipped\":%ld,\"faults_injected\":%ld,\"faults_detected\":%ld,"
-      "\"faults_recovered\":%ld,\"kills\":%ld,\"disk_fills\":%ld,\"resumes\":%ld,"
+      "\"faults_recovered\":%ld,\"kills\":%ld,\"disk_fills\":%ld,\"rank_changes\":%ld,"
+      "\"resumes\":%ld,"
       "\"pages_verified\":%ld,"
       "\"data_lost\":%ld,\"mismatches\":%ld,\"failures\":%ld,\"seed\":%" PRIu64
       ",\"minutes\":%g,\"elapsed_s\":%.1f}\n",
       n.configurations, n.skipped, n.faults_injected, n.faults_detected, n.faults_recovered,
-      n.kills, n.disk_fills, n.resumes, n.pages_verified, n.data_lost, n.mismatches, n.failures,
+      n.kills, n.disk_fills, n.rank_changes, n.resumes, n.pages_verified, n.data_lost, n.mismatches, n.failures,
       f.seed, f.minutes, elapsed_s);
   std::fflush(stdout);
 }
@@ -131,6 +136,13 @@ double FillOdds(const StressFlags& f, const std::string& root) {
   return f.always_fill ? 1.0 : kFillOdds;
 }
 
+// The chance of a rank-count change on resume per configuration: 0, said once, without mpirun.
+double RankChangeOdds(const StressFlags& f, const std::string& mpirun) {
+  if (!mpirun.empty()) return f.always_rank_change ? 1.0 : kRankChangeOdds;
+  std::fprintf(stderr, "stress: no rank-count changes are drawn: no mpirun on PATH (OpenMPI)\n");
+  return 0;
+}
+
 Status RunStress(StressFlags& f, const CLI::App& cmd) {
   STRATA_RETURN_IF_ERROR(CheckFlags(f, cmd));
   SetLogLevel("warn");  // the store opened to verify checkpoints would log every open
@@ -145,6 +157,8 @@ Status RunStress(StressFlags& f, const CLI::App& cmd) {
   ro.sabotage = f.sabotage;
   ro.child_timeout_s = f.child_timeout_s;
   ro.fill_odds = FillOdds(f, root);
+  ro.mpirun = FindMpirun();
+  ro.rank_change_odds = RankChangeOdds(f, ro.mpirun);
   StressCounters n;
   std::vector<std::string> reports;
   const Status soaked = Soak(f, ro, &n, &reports);
@@ -191,6 +205,9 @@ void AddStressCommand(CLI::App& app, CommandContext& ctx) {
       ->group("");
   cmd->add_flag("--keep", f->keep, "Keep the scratch directory")->group("");
   cmd->add_flag("--always-fill", f->always_fill, "Every configuration draws a disk fill")
+      ->group("");
+  cmd->add_flag("--always-rank-change", f->always_rank_change,
+                "Every configuration draws a rank-count change on resume")
       ->group("");
   cmd->callback([f, cmd, &ctx] { ctx.status = RunStress(*f, *cmd); });
 }

@@ -52,7 +52,8 @@ int DrawSignal(std::mt19937_64& rng) { return Uniform(rng, 0, 1) ? SIGKILL : SIG
 
 }  // namespace
 
-std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng, double fill_odds) {
+std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng, double fill_odds,
+                                          double rank_change_odds) {
   std::vector<Disturbance> out(size_t(Uniform(rng, 2, 4)));
   out[0].signal = DrawSignal(rng);
   if (Uniform(rng, 0, 1) == 1) out[0].fault = DrawDiskFault(rng);
@@ -69,7 +70,12 @@ std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng, double fill_odds
   }
   const bool any = std::any_of(out.begin(), out.end(),
                                [](const Disturbance& d) { return d.fault.has_value() || d.fill; });
-  if (!any) out.push_back(Disturbance{false, false, DrawDiskFault(rng), 0});
+  if (!any) out.push_back(Disturbance{false, false, false, DrawDiskFault(rng), 0});
+  if (rank_change_odds > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < rank_change_odds) {
+    Disturbance change;
+    change.rank_change = true;
+    out.insert(out.begin() + Uniform(rng, 1, long(out.size())), change);
+  }
   return out;
 }
 

@@ -24,6 +24,7 @@ struct DiskFault {
 struct Disturbance {
   bool rot = false;
   bool fill = false;
+  bool rank_change = false;  // a resume as 2 ranks over the run's directories (alone)
   std::optional<DiskFault> fault;
   int signal = 0;  // SIGKILL or SIGTERM, sent once some steps are logged
 };
@@ -35,7 +36,9 @@ long Uniform(std::mt19937_64& rng, long lo, long hi);
 // time); then a fault alone (40%), a signal alone (30%), both (15%) or a flipped byte (15%).
 // With probability `fill_odds` (0 where the disk cannot be loop-mounted) the first becomes a
 // disk fill instead: the first attempt always runs, with the whole run ahead of it. At least
-// one has a disk fault or a fill.
-std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng, double fill_odds);
+// one has a disk fault or a fill. With probability `rank_change_odds` (0 without mpirun) one
+// more, after the first, is a rank-count change on resume.
+std::vector<Disturbance> DrawDisturbances(std::mt19937_64& rng, double fill_odds,
+                                          double rank_change_odds = 0);
 
 }  // namespace strata::tools

@@ -124,4 +124,20 @@ bool NamesDiskFull(std::string_view error_line) {
   return error_line.find("No space left on device") != std::string_view::npos;
 }
 
+std::string RankChangeProblem(const ChildExit& how, std::string_view output, bool made_rank_dirs) {
+  if (how.timed_out || !how.exited || how.code != 2) {
+    return "a resume as 2 ranks over a one-process run's directories must be refused with exit "
+           "2, got " + (how.exited ? "exit " + std::to_string(how.code) : std::string("a signal"));
+  }
+  size_t lines = 0;
+  for (size_t p = output.find("strata: error:"); p != std::string_view::npos;
+       p = output.find("strata: error:", p + 1)) {
+    ++lines;
+  }
+  if (lines != 1 || output.find("holds the checkpoints of a one-process run") == output.npos) {
+    return "the refusal of a resume as 2 ranks must be one error line naming a one-process run";
+  }
+  return made_rank_dirs ? "a refused resume as 2 ranks created rank-<r> directories" : "";
+}
+
 }  // namespace strata::tools

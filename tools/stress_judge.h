@@ -71,4 +71,9 @@ long SuggestedResumeStep(std::string_view error_line);
 // stress_scenario.cc).
 bool NamesDiskFull(std::string_view error_line);
 
+// A resume as 2 ranks over a one-process run's directories (tools/stress_rank_change.h): "" when
+// it exited 2 with one `strata: error:` line naming a one-process run and `made_rank_dirs` is
+// false; else what was wrong.
+std::string RankChangeProblem(const ChildExit& how, std::string_view output, bool made_rank_dirs);
+
 }  // namespace strata::tools

@@ -18,6 +18,7 @@
 #include "tools/stress_disturbance.h"
 #include "tools/stress_judge.h"
 #include "tools/stress_pages.h"
+#include "tools/stress_rank_change.h"
 
 namespace strata::tools {
 namespace {
@@ -92,6 +93,7 @@ class ConfigRun {
   StopPlan draw_stop(int signal);
   void judge(const Disturbance& d, const ChildRun& run);
   Status rot();
+  Status change_ranks();
   Status fill_disk();
   void judge_fill(const ChildRun& run, bool filled);
   Status finish_run();
@@ -234,6 +236,7 @@ StopPlan ConfigRun::draw_stop(int signal) {
 Status ConfigRun::disturb(const Disturbance& d) {
   if (d.rot) return rot();
   if (d.fill) return fill_disk();
+  if (d.rank_change) return change_ranks();
   std::vector<std::string> extra;
   if (d.fault) extra = {"--inject-faults", d.fault->spec};
   STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged(extra, draw_stop(d.signal)));
@@ -359,6 +362,30 @@ void ConfigRun::judge_fill(const ChildRun& run, bool filled) {
   }
 }
 
+// A resume as 2 ranks over this one-process run's directories: refused, nothing touched; the
+// next attempt resumes as before (tools/stress_rank_change.h).
+Status ConfigRun::change_ranks() {
+  if (!HoldsCheckpoint(CkptDir(store_root_))) {
+    events_.push_back("2 ranks n/a");
+    return Status::Ok();
+  }
+  const std::string tag = dir_ + "/attempt" + std::to_string(attempts_.size() + 1);
+  STRATA_ASSIGN_OR_RETURN(
+      RankChangeRun r,
+      ResumeUnderTwoRanks(o_.mpirun, o_.binary, paged_, CkptDir(store_root_),
+                          NvmeDirs(c_, store_root_), tag + ".out", o_.child_timeout_s));
+  attempts_.push_back({r.command, r.outcome});
+  losses_.push_back({});
+  if (r.problem.empty()) {
+    ++n_.rank_changes;
+    events_.push_back("2 ranks refused");
+  } else {
+    events_.push_back("2 ranks FAILED");
+    fail(r.problem);
+  }
+  return Status::Ok();
+}
+
 // Undisturbed attempts until the run is complete: one, or one more when an error suggests an
 // older checkpoint (--resume-from).
 Status ConfigRun::finish_run() {
@@ -425,7 +452,8 @@ StressConfigResult ConfigRun::outcome() const {
 }
 
 Result<StressConfigResult> ConfigRun::run(StressCounters* counters) {
-  const std::vector<Disturbance> draws = DrawDisturbances(rng_, o_.fill_odds);
+  const std::vector<Disturbance> draws =
+      DrawDisturbances(rng_, o_.fill_odds, o_.rank_change_odds);
   STRATA_RETURN_IF_ERROR(prepare(draws));
   STRATA_RETURN_IF_ERROR(run_reference());
   if (n_.failures == 0) {
@@ -457,6 +485,7 @@ void StressCounters::add(const StressCounters& o) {
   faults_recovered += o.faults_recovered;
   kills += o.kills;
   disk_fills += o.disk_fills;
+  rank_changes += o.rank_changes;
   resumes += o.resumes;
   pages_verified += o.pages_verified;
   data_lost += o.data_lost;

@@ -15,6 +15,9 @@
 //               exit 1 and one `strata: error:` line with ENOSPC's message (or finish), and after
 //               the space is freed --resume must go on as if nothing happened (Note [Disk fills]
 //               in stress_scenario.cc).
+//   ranks       the run resumed as a job of 2 ranks under mpirun over its own directories (a
+//               checkpoint exists): refused in order with exit 2 and one line naming a
+//               one-process run, nothing created (tools/stress_rank_change.h).
 // Every attempt after the first passes --resume (or that --resume-from). The configuration then
 // passes when the last attempt finished with the reference's losses and weights and every page
 // of every checkpoint left in the store verifies.
@@ -36,6 +39,7 @@ struct StressCounters {
   long faults_recovered = 0;  // ... after which the configuration ended bit-identical
   long kills = 0;             // SIGKILL/SIGTERM that stopped a run
   long disk_fills = 0;        // disks filled up under a running child
+  long rank_changes = 0;      // resumes as 2 ranks refused as they must be
   long resumes = 0;           // attempts that continued from a checkpoint
   long pages_verified = 0;    // checkpoint pages read back with their checksums
   long data_lost = 0;         // configurations that could not finish, or lost steps
@@ -56,6 +60,9 @@ struct StressRunOptions {
   double child_timeout_s = 120;  // a child still running after this is a hang
   // Chance that a configuration draws a disk fill; 0 where loop mounts are not possible.
   double fill_odds = 0;
+  // mpirun, and the chance that a configuration draws a rank-count change on resume (0 without).
+  std::string mpirun;
+  double rank_change_odds = 0;
 };
 
 struct StressConfigResult {

@@ -131,6 +131,20 @@ TEST(StressJudge, AFullDiskStopsCleanlyWithENOSPCAndAnAbortIsAFailure) {
       JudgeConfiguration(kRef, {filled, {{3, "\"loss\":5.126"}}}, 3, true, "w", "w").mismatches, 1);
 }
 
+// A rank-count change on resume (issue 29): exit 2, one line naming a one-process run, nothing
+// created. Exit 0 (the old start over), a second line, or made directories are failures.
+TEST(StressJudge, ARankChangeMustBeRefusedInOrderAndTouchNothing) {
+  const std::string refused =
+      "strata: error: --resume: --ckpt-dir /d/ckpt holds the checkpoints of a one-process run "
+      "(/d/ckpt/checkpoint.json), and this is a job of 2 ranks; ...\nPrimary job terminated\n";
+  EXPECT_EQ(RankChangeProblem(Exited(2), refused, false), "");
+  EXPECT_NE(RankChangeProblem(Exited(0), "step 1\n", false), "");
+  EXPECT_NE(RankChangeProblem(Exited(2), refused, true), "");
+  EXPECT_NE(RankChangeProblem(Exited(2), refused + "strata: error: rank 1 of 2: x\n", false), "");
+  EXPECT_NE(RankChangeProblem(Exited(2), "strata: error: --batch ...\n", false), "");
+  EXPECT_NE(RankChangeProblem(Signaled(SIGABRT), refused, false), "");
+}
+
 TEST(StressJudge, InjectedCountAndSuggestedResumeStep) {
   EXPECT_EQ(InjectedCount("step 1\nstrata: inject-faults: 3 requests failed\n"), 3);
   EXPECT_EQ(InjectedCount("step 1\n"), -1);

@@ -122,6 +122,27 @@ TEST(StressSoak, WithoutLoopMountsItSaysSoOnceAndDrawsTheRest) {
   EXPECT_EQ(j["failures"].get<long>(), 0) << r.err;
 }
 
+// Issue 29: the soak resumes a configuration's one-process run as a job of 2 ranks under mpirun;
+// it must be refused in order (exit 2, one line naming a one-process run) and create nothing,
+// and the run then resumes as before and ends bit-identical.
+TEST(StressSoak, ARankCountChangeOnResumeIsRefusedAndTouchesNothing) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir dir("stress_ranks");
+  const RunResult r =
+      RunStrata({"stress", "--seed", "29", "--max-configs", "3", "--always-rank-change", "--json",
+                 "--nvme-dir", dir.path()},
+                dir.path(), "PATH=" + std::filesystem::path(kMpirun).parent_path().string() +
+                                ":$PATH;");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = LastJsonLine(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out << r.err;
+  EXPECT_GE(j["rank_changes"].get<long>(), 1) << r.err;
+  EXPECT_NE(r.err.find("2 ranks refused"), std::string::npos) << r.err;
+  EXPECT_EQ(j["data_lost"].get<long>(), 0) << r.err;
+  EXPECT_EQ(j["mismatches"].get<long>(), 0) << r.err;
+  EXPECT_EQ(j["failures"].get<long>(), 0) << r.err;
+}
+
 TEST(StressSoak, BadFlagsAreUsageErrors) {
   ScratchDir dir("stress_flags");
   EXPECT_EQ(RunStrata({"stress", "--minutes", "-1"}, dir.path()).exit_code, 2);
