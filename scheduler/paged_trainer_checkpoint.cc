@@ -73,11 +73,16 @@ Status PagedTrainer::check_checkpoint_flags(
 }
 
 // A new run over an existing store: only one that holds no checkpoint (a run stopped before its
-// first, or one without --ckpt-dir) is started over; its pages are rewritten from the start.
-Status PagedTrainer::check_restartable(memory::NvmeStore& store) const {
+// first, or one without --ckpt-dir) is started over; its pages are rewritten from the start. A
+// manifest that this store's own record (`found`) does not list was saved by a run killed before
+// it recorded it (Note [Checkpoint retirement]): no checkpoint, collected as a resume would.
+Status PagedTrainer::check_restartable(memory::NvmeStore& store,
+                                       const std::optional<scheduler::CheckpointRecord>& found) const {
   STRATA_ASSIGN_OR_RETURN(const std::vector<std::string> held,
                           scheduler::CheckpointManifests(store));
-  if (held.empty()) {
+  STRATA_ASSIGN_OR_RETURN(const std::string id, store.id());
+  const bool unrecorded = found && found->checkpoints.empty() && found->store_id == id;
+  if (held.empty() || unrecorded) {
     Logger("train")->info("--nvme-dir {} holds the store of an earlier run with no checkpoint: "
                           "starting it over", o_.nvme_dirs[0]);
     return Status::Ok();
@@ -151,7 +156,7 @@ Status PagedTrainer::open_nvme(uint64_t state_bytes) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeStore> store, memory::NvmeStore::Open(so));
   STRATA_RETURN_IF_ERROR(
       check_nvme_room(store->capacity_bytes(), state_bytes, "the NVMe store's capacity"));
-  if (!o_.resume && existed) STRATA_RETURN_IF_ERROR(check_restartable(*store));
+  if (!o_.resume && existed) STRATA_RETURN_IF_ERROR(check_restartable(*store, found));
   if (o_.resume || (existed && !o_.ckpt_dir.empty())) {
     STRATA_RETURN_IF_ERROR(plan_resume(*store, found));
   } else if (!o_.ckpt_dir.empty()) {

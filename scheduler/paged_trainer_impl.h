@@ -114,7 +114,8 @@ class PagedTrainer final : public Trainer {
   Status create_engine();
   Status open_nvme(uint64_t state_bytes);
   Status check_checkpoint_flags(const std::optional<scheduler::CheckpointRecord>& found);
-  Status check_restartable(memory::NvmeStore& store) const;
+  Status check_restartable(memory::NvmeStore& store,
+                           const std::optional<scheduler::CheckpointRecord>& found) const;
   Status make_fingerprint();
   Status plan_resume(memory::NvmeStore& store,
                      const std::optional<scheduler::CheckpointRecord>& found);

@@ -124,7 +124,7 @@ Status OtherJob(const std::string& dir, int held_ranks, int ranks, bool resume) 
       held_ranks == 1 ? dir + "/" + scheduler::kCheckpointFile
                       : dir + "/rank-0 ... rank-" + std::to_string(held_ranks - 1);
   return Status::InvalidArgument(
-      std::string(resume ? "--resume: " : "") + "--ckpt-dir " + dir + " holds the checkpoints of " +
+      std::string(resume ? "--resume: " : "") + "--ckpt-dir " + dir + " was written by " +
       JobText(held_ranks) + " (" + what + "), and this is " + JobText(ranks) + "; " +
       (resume ? "resume it as it was launched: " + Launch(held_ranks) +
                     " --resume with the same flags and directories (resuming under another "

@@ -134,7 +134,7 @@ std::string RankChangeProblem(const ChildExit& how, std::string_view output, boo
        p = output.find("strata: error:", p + 1)) {
     ++lines;
   }
-  if (lines != 1 || output.find("holds the checkpoints of a one-process run") == output.npos) {
+  if (lines != 1 || output.find("was written by a one-process run") == output.npos) {
     return "the refusal of a resume as 2 ranks must be one error line naming a one-process run";
   }
   return made_rank_dirs ? "a refused resume as 2 ranks created rank-<r> directories" : "";

@@ -1,7 +1,7 @@
 // A rank-count change on resume, one of `strata stress`'s disturbances (tools/stress_scenario.h):
 // the configuration's one-process run resumed as a job of 2 ranks under mpirun, over the same
 // directories. Resuming under another layout is not built, so it must be refused in order: exit
-// 2, one `strata: error:` line naming a one-process run, and nothing created in its directories
+// 2, one `strata: error:` line saying a one-process run wrote them, nothing created in them
 // (issue 29: it used to make rank-0/ and rank-1/ stores inside them and start over, exit 0).
 //
 // Threads: one thread; blocks until mpirun has ended.

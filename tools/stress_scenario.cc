@@ -365,7 +365,9 @@ void ConfigRun::judge_fill(const ChildRun& run, bool filled) {
 // A resume as 2 ranks over this one-process run's directories: refused, nothing touched; the
 // next attempt resumes as before (tools/stress_rank_change.h).
 Status ConfigRun::change_ranks() {
-  if (!HoldsCheckpoint(CkptDir(store_root_))) {
+  Result<std::optional<scheduler::CheckpointRecord>> record =
+      scheduler::ReadCheckpointRecord(CkptDir(store_root_));
+  if (!record.ok() || !*record) {  // nothing written yet, or damaged on purpose
     events_.push_back("2 ranks n/a");
     return Status::Ok();
   }

@@ -15,8 +15,8 @@
 //               exit 1 and one `strata: error:` line with ENOSPC's message (or finish), and after
 //               the space is freed --resume must go on as if nothing happened (Note [Disk fills]
 //               in stress_scenario.cc).
-//   ranks       the run resumed as a job of 2 ranks under mpirun over its own directories (a
-//               checkpoint exists): refused in order with exit 2 and one line naming a
+//   ranks       the run resumed as a job of 2 ranks under mpirun over its own directories (once
+//               its checkpoint record exists): refused in order with exit 2 and one line naming a
 //               one-process run, nothing created (tools/stress_rank_change.h).
 // Every attempt after the first passes --resume (or that --resume-from). The configuration then
 // passes when the last attempt finished with the reference's losses and weights and every page

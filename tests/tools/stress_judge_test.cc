@@ -135,7 +135,7 @@ TEST(StressJudge, AFullDiskStopsCleanlyWithENOSPCAndAnAbortIsAFailure) {
 // created. Exit 0 (the old start over), a second line, or made directories are failures.
 TEST(StressJudge, ARankChangeMustBeRefusedInOrderAndTouchNothing) {
   const std::string refused =
-      "strata: error: --resume: --ckpt-dir /d/ckpt holds the checkpoints of a one-process run "
+      "strata: error: --resume: --ckpt-dir /d/ckpt was written by a one-process run "
       "(/d/ckpt/checkpoint.json), and this is a job of 2 ranks; ...\nPrimary job terminated\n";
   EXPECT_EQ(RankChangeProblem(Exited(2), refused, false), "");
   EXPECT_NE(RankChangeProblem(Exited(0), "step 1\n", false), "");

@@ -64,7 +64,7 @@ TEST(TrainResumeLayout, ARankDirectoryOrAJobsDirectoriesInOneProcessAreRefused) 
   // Item 10: the job's --ckpt-dir, without mpirun.
   r = RunStrata(With(Args(dir, 6, "alone"), {"--resume"}), dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("holds the checkpoints of a job of 2 ranks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("was written by a job of 2 ranks"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("mpirun -np 2 strata train"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("is not empty"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir + "/alone.jsonl")) << "a refused run opened its log";
@@ -88,7 +88,7 @@ TEST(TrainResumeLayout, AOneProcessRunsDirectoriesInAJobOfTwoRanksAreRefusedUnto
 
   RunResult r = RunMpi({With(Args(dir, 6, "job"), {"--dp", "2", "--resume"})}, 2, dir);
   ExpectOrderlyRefusal(r);
-  EXPECT_NE(r.err.find("holds the checkpoints of a one-process run"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("was written by a one-process run"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("strata train ... (one process, no mpirun) --resume"), std::string::npos)
       << r.err;
   for (const char* made : {"/ckpt/rank-0", "/ckpt/rank-1", "/nvme/rank-0", "/nvme/rank-1"}) {
