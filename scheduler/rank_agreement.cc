@@ -25,6 +25,10 @@ Result<std::map<std::string, std::string>> RankSharedFlags(const TrainOptions& o
                                                             bool paged) {
   STRATA_ASSIGN_OR_RETURN(const RunFingerprint fp, MakeRunFingerprint(o, config, seq, o.page_bytes));
   std::map<std::string, std::string> flags = fp.to_map();
+  // The fingerprint's rank and micro-batch rows are a rank's place in the job (the same defaults
+  // here) and follow from --batch, --micro-batch and the grid, which are compared themselves.
+  flags.erase("rank");
+  flags.erase("micro-batch rows");
   // Every rank compares the same keys: the fingerprint's defaults it leaves out go in as values.
   flags["--dtype"] = o.dtype;
   flags["--steps"] = std::to_string(o.steps);

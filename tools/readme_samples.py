@@ -158,6 +158,7 @@ VALUE_PATTERNS = [
     ("iteration", re.compile(r"^iteration (\d+)\s+(loss \S+)")),
     ("torch step", re.compile(r"^step\s+(\d+)\s+(loss \S+)$")),
     ("done", re.compile(r"^done: (\d+) steps .*\| (loss \S+ -> \S+)")),
+    ("stress", re.compile(r"^  (data lost|mismatches|failures)\s+(\d+)$")),
 ]
 
 
@@ -167,7 +168,7 @@ def values(lines):
         for kind, pattern in VALUE_PATTERNS:
             m = pattern.match(line)
             if m:
-                out[(kind, int(m.group(1)))] = m.group(2)
+                out[(kind, m.group(1))] = m.group(2)
     return out
 
 
@@ -199,8 +200,8 @@ def main():
         shown = values(m.group(2).splitlines())
         now = values(lines)
         if not shown:
-            failures.append(f"{n}: the README's block shows no step, iteration or loss")
-        for key, value in sorted(shown.items()):
+            failures.append(f"{n}: the README's block shows no step, iteration, loss or verdict")
+        for key, value in sorted(shown.items(), key=lambda kv: (kv[0][0], kv[0][1].zfill(9))):
             if key not in now:
                 failures.append(f"{n}: {key[0]} {key[1]} is in README.md but not in the output")
             elif now[key] != value:
