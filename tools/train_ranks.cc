@@ -34,7 +34,9 @@ Result<TrainRanks> OpenTrainRanks(const TrainOptions& o) {
     parallel::CommOptions eo;
     eo.backend = parallel::CommBackend::kMpi;
     eo.timeout_s = std::min(kExitAgreementSeconds, o.comm_timeout_s);
-    STRATA_ASSIGN_OR_RETURN(ranks.exit, parallel::CreateComm(eo));
+    // Without it (an MPI that allows one Comm at a time), a failed rank aborts the job as before.
+    Result<std::unique_ptr<parallel::Comm>> exit = parallel::CreateComm(eo);
+    if (exit.ok()) ranks.exit = std::move(*exit);
   }
   return ranks;
 }

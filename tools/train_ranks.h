@@ -40,7 +40,7 @@ namespace strata::tools {
 
 struct TrainRanks {
   std::unique_ptr<parallel::Comm> comm;  // nullptr: one process without a launcher
-  std::unique_ptr<parallel::Comm> exit;  // Note [Ending a failed job]; with `comm`
+  std::unique_ptr<parallel::Comm> exit;  // Note [Ending a failed job]; nullptr: abort instead
   int rank = 0;
   int size = 1;
 };
