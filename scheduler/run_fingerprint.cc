@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -249,10 +250,11 @@ Status CheckSameRun(const RunFingerprint& now,
     if (it == recorded.end() && IsDefaultOfLaterField(flag, value)) continue;
     if (it == recorded.end() && IsUnknownInOlderRecords(flag)) continue;
     // A later field's absence is its default (an older record).
-    const std::string was = it != recorded.end()       ? it->second
-                            : flag == "--shard"        ? std::string("none")
-                            : flag == "--dtype"        ? std::string("fp32")
-                                                       : std::string("(not recorded)");
+    const std::string_view name = flag;
+    const std::string was = it != recorded.end() ? it->second
+                            : name == "--shard"  ? std::string("none")
+                            : name == "--dtype"  ? std::string("fp32")
+                                                 : std::string("(not recorded)");
     return Differs(now, recorded, flag, value, was);
   }
   return Status::Ok();
