@@ -111,6 +111,13 @@ SAMPLES = {
         "echo && PYTHONPATH={build}/python /usr/bin/python3 examples/torch_offload.py "
         "build/readme-samples/torch_nvme | tail -n 2",
         lambda lines: lines, ""),
+    "torchvision": (
+        "torchvision's resnet18 through st.offload",
+        "rm -rf build/readme-samples/torchvision_nvme && "
+        "mkdir -p build/readme-samples/torchvision_nvme",
+        "PYTHONPATH={build}/python /usr/bin/python3 examples/torchvision_offload.py "
+        "build/readme-samples/torchvision_nvme",
+        lambda lines: lines, ""),
     "stress": (
         "a one-minute soak",
         "",

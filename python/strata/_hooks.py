@@ -88,20 +88,23 @@ def _after_forward(state, module, inputs, output):
     if at < 0:
         return output  # its pre-hook's frame was unwound (the model was called inside it)
     _unwind(state, at + 1)  # frames of inner forwards that raised, caught inside this one
-    frame = state.running.pop()
-    entries = frame.entries
-    if frame.saved:
-        SAVED_TENSOR_HOOKS.__exit__(None, None, None)
-        frame.saved = False
-    if entries:
-        output = unalias(output, {e.base for e in entries})
-        if torch.is_grad_enabled():
-            hook = functools.partial(_before_backward, state, frame.name, entries)
-            for t in _tensors(output):
-                if t.requires_grad:
-                    t.register_hook(hook)
-        frame.entries = []
-        state.unhold_all(entries)
+    frame = state.running[at]
+    try:
+        entries = frame.entries
+        if frame.saved:
+            SAVED_TENSOR_HOOKS.__exit__(None, None, None)
+            frame.saved = False
+        if entries:
+            output = unalias(output, {e.base for e in entries})
+            if torch.is_grad_enabled():
+                hook = functools.partial(_before_backward, state, frame.name, entries)
+                for t in _tensors(output):
+                    if t.requires_grad:
+                        t.register_hook(hook)
+            frame.entries = []
+            state.unhold_all(entries)  # the frame still runs: a message names its module
+    finally:
+        state.running.pop()
     return output
 
 

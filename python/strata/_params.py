@@ -95,7 +95,7 @@ class OffloadState:
         self.closed = False
         self.running = []  # forward frames (_hooks.Frame) of the modules running now, innermost last
         self.callback_queued = False  # an end-of-backward callback is queued (drops holds)
-        self.module_names = {}  # module -> its first qualified name ("" for the model)
+        self.module_names = {}  # module -> its first qualified name (the model: its class name)
         self.unoffloaded = set()  # ids of the model's parameters left alone (empty ones)
 
     def __deepcopy__(self, memo):
@@ -253,8 +253,10 @@ class OffloadState:
         self.drop_backward_holds((e,))
 
     def step(self, lr, betas, eps, grad_clip):
-        # A backward is over when the optimizer steps: holds it left (it raised half-way) go.
+        # A backward is over when the optimizer steps: holds it left (it raised half-way, so
+        # autograd never ran its end callback) go.
         self.drop_backward_holds(self.entries)
+        self.callback_queued = False
         self.check_unchanged()
         self.runtime.step(lr=lr, beta1=betas[0], beta2=betas[1], eps=eps,
                           max_grad_norm=grad_clip or 0.0, discard_grads=True)

@@ -212,7 +212,7 @@ class OffloadedParameter(torch.nn.Parameter):
             raise RuntimeError("strata.torch: torch.jit.trace of an offloaded model: the traced "
                                "graph would compute with empty placeholders. Trace the model "
                                "before st.offload, or after st.close(model, restore=True)")
-        if func in _SHAPE or func in _REFUSED or func is _DATA_GET or func is _DATA_SET:
+        if func in _SHAPE or func in _REFUSED or func == _DATA_GET or func == _DATA_SET:
             return _special(func, args, kwargs)
         found = _found(kwargs, _found(args, []))
         target = _written(func, args, kwargs)
@@ -249,7 +249,7 @@ def _values(p):
 def _special(func, args, kwargs):
     p = args[0]
     e = p._strata_entry
-    if func is _DATA_SET:
+    if func == _DATA_SET:
         if args[1] is p:  # Module._apply's no-op conversions (model.float(), .to("cpu")) do this
             return None
         _refuse(e, "replacing p.data", "model.half(), .double(), .to(device) and setting p.data "
@@ -263,7 +263,7 @@ def _special(func, args, kwargs):
             e.meta = torch.empty(e.shape, dtype=e.dtype, device="meta")
         with DisableTorchFunction():
             return func(e.meta, *args[1:], **kwargs)
-    if func is _DATA_GET:
+    if func == _DATA_GET:
         _refuse(e, "p.data", _DATA_HINT)
     _refuse(e, f"{_name(func)}()", "it would hand out memory that is not the parameter's once "
             "the read ends; take a copy first (p.detach().clone())")

@@ -11,9 +11,12 @@
     st.close(model)
 
 After offload the model holds no copy of its parameters (each `p.data` is an empty
-placeholder); a module gets them only while its forward or backward runs (_hooks.py), and the
-gradients go to Strata as soon as they are final (_params.py). docs/embedding.md has the
-details and the limits (float32 CPU parameters; a module may use only its own parameters).
+placeholder): a module holds its own while its forward or backward runs (_hooks.py), any other
+torch call given a parameter is served by the parameter itself (Note [Parameter reads],
+_reads.py), and the gradients go to Strata as soon as they are final (_params.py).
+model.state_dict() reads the values out of Strata, load_state_dict() writes them in.
+docs/embedding.md has the details and the limits (float32 CPU parameters; the reads the Note
+cannot see).
 """
 import contextlib
 import functools
@@ -61,8 +64,9 @@ def _collect(model, weight_decay):
                 continue
             name = f"{mname}.{pname}" if mname else pname
             if isinstance(p, OffloadedParameter):
-                raise ValueError(f"strata.torch: parameter '{name}' is offloaded already, by "
-                                 "another st.offload (one model per parameter)")
+                raise ValueError(f"strata.torch: parameter '{name}' is offloaded already (as "
+                                 f"'{p._strata_entry.name}' of another st.offload); a parameter "
+                                 "can be offloaded with one model only")
             if isinstance(p, torch.nn.parameter.UninitializedParameter):
                 raise ValueError(f"strata.torch: parameter '{name}' is uninitialized (a lazy "
                                  "module): run one forward before st.offload")
@@ -143,8 +147,8 @@ def offload(model, *, host_mem, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_de
         raise
     # Nothing can fail from here on: the model is changed only now.
     state.unoffloaded = empty
-    for mname, module in model.named_modules():
-        state.module_names[module] = mname
+    for mname, module in model.named_modules():  # the model itself by its class, in messages
+        state.module_names[module] = mname or type(model).__name__
     for e in entries:
         if e.grad is not None:
             _hooks.hook_gradient(state, e)  # while p.data still has its real shape

@@ -171,9 +171,15 @@ def tied_loss(model, out, y):
 
 
 def torchvision_model(name):
-    import torchvision
-    return lambda: getattr(torchvision.models, name)(
-        num_classes=10, **({"image_size": 32} if name.startswith("vit") else {}))
+    def make():
+        try:
+            import torchvision
+        except ImportError:
+            sys.exit("test_zoo: torchvision is missing: install python3-torchvision "
+                     "(tools/install-deps.sh does)")
+        return getattr(torchvision.models, name)(
+            num_classes=10, **({"image_size": 32} if name.startswith("vit") else {}))
+    return make
 
 
 # name -> (make the model, make a batch from a generator, loss(model, out, y), options, chaotic,
