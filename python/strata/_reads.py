@@ -24,7 +24,9 @@ Note [Parameter reads]
     parameter's real shape without reading it; dtype, device, grad, requires_grad and the like
     from the placeholder;
   - p.data outside a read, data_ptr(), storage(), numpy(): refused (they would hand out memory
-    that is not the parameter's, or the page past its release), as is replacing p.data.
+    that is not the parameter's, or the page past its release), as is replacing p.data;
+  - p.grad while its gradient waits in Strata (after backward, before the step): refused, since
+    the gradient is not there (torch.nn.utils.clip_grad_norm_ would see none); None otherwise.
 
   In backward, autograd needs values it saved in forward. The saved-tensor hooks (installed while
   an owner's forward runs, and around every call above) replace a saved tensor that lies in a held
@@ -63,12 +65,12 @@ def _of(kind, names):
 
 # Need no values: the placeholder has the parameter's dtype, device and autograd state.
 _PASS = (
-    _of("get", ["dtype", "device", "layout", "requires_grad", "grad", "_grad", "grad_fn",
+    _of("get", ["dtype", "device", "layout", "requires_grad", "grad_fn",
                 "is_leaf", "_version", "names", "name", "is_cuda", "is_sparse", "is_sparse_csr",
                 "is_quantized", "is_meta", "is_mkldnn", "is_nested", "_backward_hooks", "_base",
                 "output_nr", "retains_grad", "is_xpu", "is_mps", "is_ort", "is_vulkan",
                 "is_ipu", "_cdata"])
-    | _of("set", ["requires_grad", "grad", "_grad", "_backward_hooks", "names", "name"])
+    | _of("set", ["requires_grad", "_backward_hooks", "names", "name"])
     | _of("method", ["requires_grad_", "register_hook", "retain_grad", "is_floating_point",
                      "is_complex", "is_signed", "element_size", "get_device", "_is_view",
                      "is_inference", "__hash__", "__dir__", "_fix_weakref", "is_shared",
@@ -83,6 +85,9 @@ _REFUSED = _of("method", ["data_ptr", "storage", "_storage", "untyped_storage",
                           "resize_", "resize_as_", "share_memory_", "__setstate__"])
 _DATA_GET = Tensor.data.__get__
 _DATA_SET = Tensor.data.__set__
+# p.grad: the gradient goes to Strata as soon as it is final (take_grad), never stays in p.grad.
+_GRAD = _of("get", ["grad", "_grad"]) | _of("set", ["grad", "_grad"])
+_GRAD_SETTERS = _of("set", ["grad", "_grad"])
 _INPLACE_DUNDERS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
                     "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__",
                     "__ilshift__", "__irshift__", "__imatmul__"}
@@ -214,6 +219,8 @@ class OffloadedParameter(torch.nn.Parameter):
                                "before st.offload, or after st.close(model, restore=True)")
         if func in _SHAPE or func in _REFUSED or func == _DATA_GET or func == _DATA_SET:
             return _special(func, args, kwargs)
+        if func in _GRAD:
+            return _grad(func, args)
         found = _found(kwargs, _found(args, []))
         target = _written(func, args, kwargs)
         if target is not None:
@@ -267,6 +274,24 @@ def _special(func, args, kwargs):
         _refuse(e, "p.data", _DATA_HINT)
     _refuse(e, f"{_name(func)}()", "it would hand out memory that is not the parameter's once "
             "the read ends; take a copy first (p.detach().clone())")
+
+
+def _grad(func, args):
+    """p.grad: None unless a gradient waits in Strata (after backward, before the step or
+    zero_grad), which p.grad cannot give (torch.nn.utils.clip_grad_norm_ would see none).
+    Setting it to None is allowed (zero_grad does), to a tensor refused."""
+    e = args[0]._strata_entry
+    if func in _GRAD_SETTERS:
+        if args[1] is not None:
+            _refuse(e, "setting p.grad", "gradients reach Strata through backward only")
+        with DisableTorchFunction():
+            return func(*args)
+    if e.grad is not None and not e.grad_zero:
+        _refuse(e, "p.grad", "its gradient went to Strata when backward finished it, so p.grad "
+                "does not hold it: clip with st.offload(grad_clip=...), read the norm from "
+                "opt.last_grad_norm; opt.zero_grad() or model.zero_grad() discards it")
+    with DisableTorchFunction():
+        return func(*args)
 
 
 def _written(func, args, kwargs):

@@ -13,6 +13,7 @@ Reads, each trained against torch.optim.AdamW on a deepcopy (losses within 1e-5 
 Errors, each naming the parameter (and the module, where one runs):
 - a read that cannot be served: the runtime closed, or a module holding more pages than host_mem;
 - a parameter replaced or added after offload; p.data or p.data_ptr() of an unheld parameter;
+  p.grad while the gradient waits in Strata (clip_grad_norm_ would see none), or set;
   model.half() / model.double(); a parameter changed in place while lent for reading
   (nn.Embedding(max_norm=...)); torch.jit.trace; copy.deepcopy of the model; a second
   st.offload of the same parameters; opt.state_dict(); opt.add_param_group().
@@ -212,7 +213,12 @@ def errors(workdir):
     expect(ValueError, ["fixed at st.offload"],
            lambda: opt.add_param_group({"params": [nn.Parameter(torch.zeros(2))]}))
     model(x).sum().backward()
+    expect(RuntimeError, ["p.grad", "'a.weight'", "grad_clip"],
+           lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+    expect(RuntimeError, ["setting p.grad", "'b.bias'"],
+           lambda: setattr(model.b.bias, "grad", torch.zeros(4)))
     opt.step()  # still fine after all the refusals
+    assert all(p.grad is None for p in model.parameters())  # the step discarded them
 
     old = model.a.weight
     model.a.weight = nn.Parameter(torch.zeros(32, 16))
