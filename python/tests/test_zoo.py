@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A zoo of the modules and idioms PyTorch users write, each trained through st.offload.
 
-Each model trains STEPS steps through st.offload with an NVMe directory, parameters and AdamW
+Each model trains STEPS (10) steps through st.offload with an NVMe directory, parameters and AdamW
 moments several times host_mem, and the same steps with torch.optim.AdamW (GPT-2's groups:
 decay on 2+-dim parameters only) plus clip_grad_norm_ where the model clips, on a deepcopy of
 the same initial model and the same batches. Forward and backward are the same torch code in
@@ -16,14 +16,16 @@ kept no copy of its parameters, and, once the order is learned (the third step o
 acquire of a step was foreseen by the learned access order, reads from outside a parameter's
 module included.
 
-  nn.TransformerEncoder   norm_first, a causal mask, tied embedding read through F.linear
-  nn.TransformerDecoder   self- and cross-attention (MultiheadAttention reads out_proj.weight)
-  tied_functional         a head tied through F.linear(h, self.emb.weight), a weight read as
-                          self.mix.weight.t() by its parent, a regularizer read in the loop
-  resnet18                torchvision.models.resnet18: Conv2d, BatchNorm2d and its buffers
-  vit_b_16                torchvision.models.vit_b_16 at 32x32 images
-  lstm                    nn.LSTM, 3 layers
-  checkpoint              blocks run through torch.utils.checkpoint (reentrant and not)
+  transformer_encoder  nn.TransformerEncoder: norm_first, a causal mask, the embedding read
+                       again as the head through F.linear
+  transformer_decoder  nn.TransformerDecoder: self- and cross-attention (MultiheadAttention
+                       reads its out_proj.weight without calling out_proj)
+  tied_functional      a head tied through F.linear(h, self.emb.weight), a weight read as
+                       self.mix.weight.t() by its parent, a regularizer read in the loop
+  resnet18             torchvision.models.resnet18: Conv2d, BatchNorm2d and its buffers
+  vit_b_16             torchvision.models.vit_b_16 at 32x32 images
+  lstm                 residual stacks of two-layer nn.LSTMs
+  checkpoint           blocks run through torch.utils.checkpoint (reentrant and not)
 
 Usage: test_zoo.py MODEL WORKDIR (emptied first); MODEL one of the names above, or "list"."""
 import copy
