@@ -294,6 +294,7 @@ def main(workdir):
     unservable(workdir)
     errors(workdir)
     raised_forward(workdir)
+    shutil.rmtree(workdir)  # the NVMe stores (kept when a check fails)
     print("PASS")
 
 

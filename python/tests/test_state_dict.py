@@ -196,6 +196,7 @@ def main(workdir):
     finally:
         st._available_bytes = real
     st.close(model)
+    shutil.rmtree(workdir)  # the NVMe stores (kept when a check fails)
     print("PASS")
 
 
