@@ -29,6 +29,12 @@ bool AccessOrder::on_acquire(size_t tensor, std::vector<memory::PageId>& to_pref
       far_ = p;
     }
   }
+  // Note [Repeated acquires]: a tensor acquired again later in the iteration (a tied weight,
+  // a parameter read in forward and again in backward) whose next position the window has
+  // passed already gets no prefetch of its own: its pages are pinned now, and Belady keeps them
+  // for a use that near, as it would keep prefetched ones. That next acquire is foreseen.
+  auto again = std::lower_bound(pos.begin(), pos.end(), uint32_t(cursor_));
+  if (again != pos.end() && *again < frontier_) prefetched_in_[tensor] = iteration_;
   extend_window(to_prefetch);
   return foreseen;
 }

@@ -14,7 +14,8 @@
 // So a moved or new tensor loses its own prefetch, and everything still in the recorded order
 // keeps it. The order
 // recorded during an iteration replaces the expected one at the next step, so a lasting change
-// costs one iteration. (DeepSpeed's ZeRO-3 prefetcher invalidates its whole trace instead, and
+// costs one iteration. A tensor acquired several times per iteration is foreseen each time
+// (Note [Repeated acquires] in access_order.cc). (DeepSpeed's ZeRO-3 prefetcher invalidates its whole trace instead, and
 // falls back to fetching on demand until it has recorded a new one.)
 //
 // Threads: not thread-safe; the Runtime calls it under its lock.

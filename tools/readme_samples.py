@@ -22,7 +22,7 @@ rates and gradient norms of each step, the C and torch examples' losses) with a 
 The commands run from the repository root on the tree `bash tools/build.sh` left (build/),
 each in fresh directories under build/readme-samples/. `check dp2 embed` runs in the default
 test suite (ctest entry `readme_samples`); the others take minutes (the demo ~1, the 8-rank grid
-~1, the stress soak 1) and are checked the same way by hand.
+~1, the stress soak 1, torchvision's resnet18 ~0.5) and are checked the same way by hand.
 """
 import argparse
 import datetime
@@ -110,6 +110,13 @@ SAMPLES = {
         "build/readme-samples/embed_c/embed_c build/readme-samples/embed_nvme | tail -n 4 && "
         "echo && PYTHONPATH={build}/python /usr/bin/python3 examples/torch_offload.py "
         "build/readme-samples/torch_nvme | tail -n 2",
+        lambda lines: lines, ""),
+    "torchvision": (
+        "torchvision's resnet18 through st.offload",
+        "rm -rf build/readme-samples/torchvision_nvme && "
+        "mkdir -p build/readme-samples/torchvision_nvme",
+        "PYTHONPATH={build}/python /usr/bin/python3 examples/torchvision_offload.py "
+        "build/readme-samples/torchvision_nvme",
         lambda lines: lines, ""),
     "stress": (
         "a one-minute soak",

@@ -20,6 +20,23 @@ class StrataAdamW(torch.optim.Optimizer):
         self._strata = state
         self._registered_decay = [g["weight_decay"] for g in self.param_groups]
 
+    def add_param_group(self, param_group):
+        if getattr(self, "_strata", None) is not None:  # torch's __init__ adds the first ones
+            raise ValueError("strata.torch: the optimizer's parameters are fixed at st.offload; "
+                             "Strata's AdamW would never update a group added later")
+        super().add_param_group(param_group)
+
+    def state_dict(self):
+        raise NotImplementedError(
+            "strata.torch: the AdamW moments and the step count live in Strata, not in "
+            "opt.state_dict(); save them with st.checkpoint(model, name) (checkpoint_dir) and "
+            "reopen with st.offload(..., resume=name)")
+
+    def load_state_dict(self, state_dict):
+        raise NotImplementedError(
+            "strata.torch: the AdamW moments and the step count come from a checkpoint: "
+            "st.offload(..., checkpoint_dir=..., resume=name)")
+
     def _hyper(self):
         first = self.param_groups[0]
         keys = ("lr", "betas", "eps", "grad_clip")

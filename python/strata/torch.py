@@ -11,17 +11,22 @@
     st.close(model)
 
 After offload the model holds no copy of its parameters (each `p.data` is an empty
-placeholder); a module gets them only while its forward or backward runs (_hooks.py), and the
-gradients go to Strata as soon as they are final (_params.py). docs/embedding.md has the
-details and the limits (float32 CPU parameters; a module may use only its own parameters).
+placeholder): a module holds its own while its forward or backward runs (_hooks.py), any other
+torch call given a parameter is served by the parameter itself (Note [Parameter reads],
+_reads.py), and the gradients go to Strata as soon as they are final (_params.py).
+model.state_dict() reads the values out of Strata, load_state_dict() writes them in.
+docs/embedding.md has the details and the limits (float32 CPU parameters; the reads the Note
+cannot see).
 """
 import contextlib
+import functools
 
 import torch
 
 from . import _C, _hooks, _safetensors
 from ._optim import StrataAdamW
 from ._params import OffloadState, ParamEntry
+from ._reads import OffloadedParameter
 
 __all__ = ["offload", "save", "load", "close", "closing", "stats", "checkpoint", "runtime"]
 
@@ -48,17 +53,28 @@ def _group_of(model, mname):
 
 
 def _collect(model, weight_decay):
-    """(entries in model order, {module: entries of its direct parameters}). A parameter
-    reachable from several modules (tied) is one entry, named and grouped where met first."""
-    entries, by_id, owners = [], {}, {}
+    """(entries in model order, {module: [(attribute name, entry)] of its direct parameters},
+    ids of the parameters left alone: empty ones). A parameter reachable from several modules
+    (tied) is one entry, named and grouped where met first."""
+    entries, by_id, owners, empty = [], {}, {}, set()
     for mname, module in model.named_modules():
         own = []
         for pname, p in module._parameters.items():
-            if p is None or p.numel() == 0:
+            if p is None:
+                continue
+            name = f"{mname}.{pname}" if mname else pname
+            if isinstance(p, OffloadedParameter):
+                raise ValueError(f"strata.torch: parameter '{name}' is offloaded already (as "
+                                 f"'{p._strata_entry.name}' of another st.offload); a parameter "
+                                 "can be offloaded with one model only")
+            if isinstance(p, torch.nn.parameter.UninitializedParameter):
+                raise ValueError(f"strata.torch: parameter '{name}' is uninitialized (a lazy "
+                                 "module): run one forward before st.offload")
+            if p.numel() == 0:
+                empty.add(id(p))
                 continue
             e = by_id.get(id(p))
             if e is None:
-                name = f"{mname}.{pname}" if mname else pname
                 if p.dtype != torch.float32:
                     raise TypeError(f"strata.torch: parameter '{name}' is {p.dtype}; Strata's "
                                     "optimizer updates float32 parameters only")
@@ -70,11 +86,11 @@ def _collect(model, weight_decay):
                                weight_decay if p.dim() >= 2 else 0.0)
                 by_id[id(p)] = e
                 entries.append(e)
-            if e not in own:
-                own.append(e)
+            e.slots.append((module, pname))
+            own.append((pname, e))
         if own:
             owners[module] = own
-    return entries, owners
+    return entries, owners, empty
 
 
 def _page_size(entries):
@@ -109,7 +125,7 @@ def offload(model, *, host_mem, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_de
     """
     if getattr(model, "_strata", None) is not None:
         raise RuntimeError("strata.torch: this model is offloaded already")
-    entries, owners = _collect(model, weight_decay)
+    entries, owners, empty = _collect(model, weight_decay)
     if not entries:
         raise ValueError("strata.torch: the model has no parameters to offload")
     opts = dict(options or {})
@@ -119,8 +135,9 @@ def offload(model, *, host_mem, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_de
     rt = _C.Runtime(opts)
     try:
         _register(rt, entries)
-        state = OffloadState(rt, entries, grad_clip)
+        state = OffloadState(rt, model, entries, grad_clip)
         for e in entries:
+            e.state = state
             if resume is None:
                 state.overwrite(e, e.param.data)
             else:
@@ -129,12 +146,18 @@ def offload(model, *, host_mem, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_de
         rt.close()
         raise
     # Nothing can fail from here on: the model is changed only now.
+    state.unoffloaded = empty
+    for mname, module in model.named_modules():  # the model itself by its class, in messages
+        state.module_names[module] = mname or type(model).__name__
     for e in entries:
         if e.grad is not None:
             _hooks.hook_gradient(state, e)  # while p.data still has its real shape
         e.param.data = torch.empty(0, dtype=e.dtype)
+        e.param.__class__ = OffloadedParameter  # Note [Parameter reads]
+        e.param._strata_entry = e
     _hooks.install(state, owners)
     model._strata = state
+    _override_methods(model, state)
     decay = [e.param for e in entries if e.grad is not None and e.weight_decay != 0.0]
     no_decay = [e.param for e in entries if e.grad is not None and e.weight_decay == 0.0]
     groups = [g for g in ({"params": decay, "weight_decay": weight_decay},
@@ -148,6 +171,64 @@ def _state(model):
     if state is None:
         raise ValueError("strata.torch: this model was not offloaded (st.offload)")
     return state
+
+
+# The model's methods that must know about Strata, replaced on the model object itself (and
+# put back by close(restore=True)): the class's versions would see empty placeholders.
+_OVERRIDDEN = ("state_dict", "zero_grad")
+
+
+def _available_bytes():
+    """The memory the system can still give this process (MemAvailable), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _state_dict(model, *args, destination=None, prefix="", keep_vars=False):
+    """model.state_dict() of an offloaded model: as torch's, with each parameter a copy of its
+    values read from Strata (one copy per parameter, shared by its tied names, as torch shares
+    one tensor). keep_vars=True gives the parameters themselves (torch calls on them read the
+    values). Refuses when the copies would not fit in the memory left (MemAvailable)."""
+    cls = type(model)
+    if args or keep_vars:
+        return cls.state_dict(model, *args, destination=destination, prefix=prefix,
+                              keep_vars=keep_vars)
+    state = _state(model)
+    need = sum(e.nbytes for e in state.entries)
+    have = _available_bytes()
+    if have is not None and need > have:
+        raise MemoryError(
+            f"strata.torch: model.state_dict() would copy the {need / 2**20:.1f} MiB of "
+            f"parameters out of Strata into memory, and only {have / 2**20:.1f} MiB is "
+            "available; write them to a file with st.save(model, path) (safetensors, read "
+            "straight from Strata's pages), or take parts (model.<submodule>.state_dict())")
+    out = cls.state_dict(model, destination=destination, prefix=prefix, keep_vars=True)
+    copies = {}
+    for k, v in out.items():
+        if isinstance(v, OffloadedParameter):
+            e = v._strata_entry
+            if id(e) not in copies:
+                copies[id(e)] = state.copy_of(e)
+            out[k] = copies[id(e)]
+        elif isinstance(v, torch.Tensor):
+            out[k] = v.detach()
+    return out
+
+
+def _zero_grad(state, set_to_none=True):
+    """model.zero_grad() of an offloaded model: discards Strata's gradients, as opt.zero_grad()."""
+    state.zero_grad()
+
+
+def _override_methods(model, state):
+    model.state_dict = functools.partial(_state_dict, model)
+    model.zero_grad = functools.partial(_zero_grad, state)
 
 
 def runtime(model):
@@ -170,7 +251,16 @@ def close(model, restore=False):
     """Waits for a running step and closes the model's runtime. restore=True first copies the
     parameters back into ordinary tensors, so the model works without Strata again; otherwise
     the model is unusable afterwards (its forward raises strata.Error)."""
-    _state(model).close(restore)
+    state = _state(model)
+    if state.closed:
+        return
+    state.close(restore)
+    if restore:  # a plain torch model again
+        for e in state.entries:
+            e.param.__class__ = torch.nn.Parameter
+            del e.param._strata_entry
+        for name in _OVERRIDDEN:
+            model.__dict__.pop(name, None)
 
 
 @contextlib.contextmanager

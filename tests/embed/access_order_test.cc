@@ -87,5 +87,24 @@ TEST(AccessOrder, AChangedOrderCostsOnlyTheChangedTensorsTheirPrefetch) {
   EXPECT_STRATA_OK(strata_runtime_close(changed.rt));
 }
 
+// A tied weight and a backward: layer 0 is read again after the last layer, then every layer
+// again in reverse. From the second iteration on, every acquire is foreseen, the repeated ones
+// too (their pages are pinned when the window passes their next position).
+TEST(AccessOrder, RepeatedAcquiresAreForeseen) {
+  Net net(FreshDir("order_repeated"));
+  std::vector<int> order = InOrder();
+  order.push_back(0);
+  for (int l = kLayers - 1; l >= 0; --l) order.push_back(l);
+  const uint64_t acquires = order.size() + kLayers;  // and a gradient per layer
+  for (int step = 0; step < 5; ++step) {
+    const auto [predicted, unpredicted] = net.iterate(order, step);
+    if (step >= 2) {
+      EXPECT_EQ(unpredicted, 0u) << "step " << step;
+      EXPECT_EQ(predicted, acquires) << "step " << step;
+    }
+  }
+  EXPECT_STRATA_OK(strata_runtime_close(net.rt));
+}
+
 }  // namespace
 }  // namespace strata::embed::test
