@@ -10,7 +10,7 @@ Rationale
   power of two holding the largest parameter, and the group was the model's block: a 2.25 MiB
   MLP weight forced 4 MiB pages, a block's 6.77 MiB took three of them and each embedding and
   the final norm a page of its own. The GPT of bench/torch_offload_bench.py laid its 41.2 MiB
-  of parameters into 84 MiB of pages per role, and moved 2.7x per step what a step must move.
+  of parameters into 84 MiB of pages per role, and moved 2.6x per step what a step must move.
 Approach
   - One group for the whole model ("(model)"): tensors are packed in registration order (model
     order, roughly the order forward uses them) across block boundaries, so no block's last
@@ -25,7 +25,8 @@ Approach
     tensors in one page, and a page is also the optimizer's unit: the forward of the next step
     waits for the update of each page it reads, so a page of half the model would serialise
     them.
-  The bench's GPT now takes 42.9 MiB of 2.26 MiB pages per role (1.04x its bytes).
+  The bench's GPT now takes 42.9 MiB of 2.26 MiB pages per role (1.04x its bytes) and moves
+  1.2x (docs/embedding.md, Page size and grouping, has the runs).
 Limitations
   - Resuming needs the layout that saved the checkpoint: with `resume` and no page_size the
     checkpoint's own page size is used (read from its record); a checkpoint saved before this
