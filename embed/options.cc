@@ -64,8 +64,9 @@ Status Apply(EmbedOptions& o, const std::string& key, const std::string& value) 
   } else if (key == "page_size") {
     STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(value, "page_size"));
     if (!memory::IsValidPageSize(o.page_bytes)) {
-      return Status::InvalidArgument("option page_size: " + FormatBytes(o.page_bytes) +
-                                     " is not a power of two of at least 4 KiB");
+      return Status::InvalidArgument("option page_size: " + std::to_string(o.page_bytes) +
+                                     " bytes is not a multiple of 4 KiB (4096 bytes); use e.g. "
+                                     "64K, 2.25M or 16M");
     }
   } else if (key == "threads") {
     STRATA_ASSIGN_OR_RETURN(uint64_t n, ParseCount(key, value));

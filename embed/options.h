@@ -37,7 +37,7 @@ class OptionValues {
   std::vector<std::pair<std::string, std::string>> values_;
 };
 
-// Every value checked: sizes parse ("64M"), page_size is a power of two >= 4K, host_mem is
+// Every value checked: sizes parse ("64M"), page_size is a multiple of 4K, host_mem is
 // given and holds at least kMinHostPages pages, threads >= 0.
 Result<EmbedOptions> ParseOptions(const OptionValues& values);
 

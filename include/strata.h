@@ -136,8 +136,9 @@ STRATA_API const char* strata_version(void);
  *                     directories (default: none, the host pool is the last tier)
  *   "nvme_mem"        NVMe tier capacity, a size (default: four times the registered
  *                     tensors' pages, at least 64M)
- *   "page_size"       page size, a power of two >= 4K (default 16M); a host pointer covers one
- *                     page, so a tensor acquired on the host tier must fit in one
+ *   "page_size"       page size, a multiple of 4K (default 16M; not necessarily a power of
+ *                     two: "2.25M" is one); a host pointer covers one page, so a tensor
+ *                     acquired on the host tier must fit in one
  *   "threads"         worker threads for the optimizer and copies, "0" = every core (default)
  *   "checkpoint_dir"  where strata_checkpoint records checkpoints (their pages live in the
  *                     NVMe tier; without nvme_dir the store is made in <checkpoint_dir>/pages)

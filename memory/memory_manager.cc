@@ -68,7 +68,7 @@ Status CheckOptions(const MemoryManagerOptions& o) {
   const uint64_t page = o.page_bytes;
   if (!IsValidPageSize(page)) {
     return Status::InvalidArgument("page size " + std::to_string(page) +
-                                   " bytes is not a power of two of at least 4 KiB");
+                                   " bytes is not a multiple of 4 KiB");
   }
   if (o.num_pages == 0) return Status::InvalidArgument("memory manager: the plan has no pages");
   if (o.nvme != nullptr && o.nvme->page_bytes() != page) {

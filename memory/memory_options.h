@@ -15,7 +15,7 @@ class Device;
 namespace strata::memory {
 
 struct MemoryManagerOptions {
-  uint64_t page_bytes = kDefaultPageBytes;  // power of two, >= 4 KiB
+  uint64_t page_bytes = kDefaultPageBytes;  // a multiple of 4 KiB (IsValidPageSize)
   uint64_t num_pages = 0;
   uint64_t host_bytes = 0;   // the pinned host pool (whole pages of it are used)
   Device* device = nullptr;  // borrowed, optional: the host pool is registered with it (pinned

@@ -56,7 +56,7 @@ Result<size_t> PagePlan::find(const std::string& name) const {
 }
 
 bool IsValidPageSize(uint64_t page_bytes) {
-  return page_bytes >= kMinPageBytes && (page_bytes & (page_bytes - 1)) == 0;
+  return page_bytes >= kMinPageBytes && page_bytes % kMinPageBytes == 0;
 }
 
 namespace {
@@ -67,7 +67,7 @@ Status CheckPlanInput(std::span<const TensorEntry> tensors, const PagePlanOption
   const uint64_t page = options.page_bytes;
   if (!IsValidPageSize(page)) {
     return Status::InvalidArgument("page size " + std::to_string(page) +
-                                   " bytes is not a power of two of at least 4 KiB (e.g. 64 KiB, "
+                                   " bytes is not a multiple of 4 KiB (e.g. 64 KiB, "
                                    "16 MiB)");
   }
   if (options.elem_bytes == 0) return Status::InvalidArgument("page plan: elem_bytes is 0");

@@ -49,7 +49,7 @@ struct TensorEntry {
 };
 
 struct PagePlanOptions {
-  uint64_t page_bytes = kDefaultPageBytes;  // power of two, >= kMinPageBytes
+  uint64_t page_bytes = kDefaultPageBytes;  // IsValidPageSize: a multiple of 4 KiB
   uint32_t elem_bytes = 4;                  // fp32
   uint64_t tensor_align_bytes = 64;         // start of every tensor inside its group
 };
@@ -97,7 +97,9 @@ struct PagePlan {
 Result<PagePlan> MakePagePlan(std::span<const TensorEntry> tensors,
                               const PagePlanOptions& options = {});
 
-// A power of two of at least kMinPageBytes.
+// A multiple of kMinPageBytes (4 KiB: the NVMe tier's O_DIRECT unit), at least kMinPageBytes.
+// Not necessarily a power of two: a page a little larger than an embedder's largest tensor
+// pads less than the next power of two (strata.torch chooses such sizes).
 bool IsValidPageSize(uint64_t page_bytes);
 
 }  // namespace strata::memory

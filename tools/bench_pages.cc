@@ -349,7 +349,7 @@ Status RunBenchPages(const Flags& f) {
   STRATA_ASSIGN_OR_RETURN(const uint64_t page, ParseBytes(f.page_size, "--page-size"));
   if (!memory::IsValidPageSize(page)) {
     return Status::InvalidArgument("--page-size " + f.page_size +
-                                   " must be a power of two of at least 4K (e.g. 64K, 16M)");
+                                   " must be a multiple of 4K (e.g. 64K, 16M)");
   }
   if (f.pages <= 0 || f.reps <= 0 || f.trace_blocks <= 0) {
     return Status::InvalidArgument("--pages, --reps and --trace-blocks must be positive");

@@ -14,7 +14,7 @@ packages=(
   # parallel: MPI
   libopenmpi-dev openmpi-bin
   # tests and benchmarks: GoogleTest, the PyTorch reference peer (torchvision: the zoo of
-  # python/tests), the disk's limit
+  # python/tests, the vit_b_16 benchmark), the disk's limit
   libgtest-dev libgmock-dev python3 python3-torch python3-torchvision python3-numpy fio
   # the Python package (python/): pybind11 and the headers of the Python it is built for
   pybind11-dev python3-dev

@@ -38,7 +38,7 @@ class ParamEntry:
 
     def __init__(self, name, group, param, weight_decay):
         self.name = name  # its first qualified name in the model
-        self.group = group  # the Strata group: the model's block that holds it
+        self.group = group  # the Strata group (one for the model: _layout.GROUP)
         self.param = param
         self.shape = tuple(param.shape)
         self.dtype = param.dtype

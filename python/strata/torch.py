@@ -23,33 +23,12 @@ import functools
 
 import torch
 
-from . import _C, _hooks, _safetensors
+from . import _C, _hooks, _layout, _safetensors
 from ._optim import StrataAdamW
 from ._params import OffloadState, ParamEntry
 from ._reads import OffloadedParameter
 
 __all__ = ["offload", "save", "load", "close", "closing", "stats", "checkpoint", "runtime"]
-
-_MIN_PAGE = 64 << 10
-_ROOT_GROUP = "(root)"  # the group of the model's own (not a submodule's) parameters
-
-
-def _group_of(model, mname):
-    """The Strata group (the unit that moves together, and shares pages per role) of the
-    parameters owned by module `mname`: a block of the model. Inside a container at the model's
-    top level (nn.ModuleList, nn.Sequential, nn.ModuleDict: a GPT's `h`), the container's
-    element (`h.3`); otherwise the model's top-level child (`wte`, `ln_f`); the model's own
-    parameters are "(root)". A group per owning module would give every layernorm a page per
-    role of its own: with pages sized for the largest parameter, most of the pages would be
-    padding, moved to and from NVMe all the same."""
-    if not mname:
-        return _ROOT_GROUP
-    parts = mname.split(".")
-    top = model.get_submodule(parts[0])
-    if len(parts) > 1 and isinstance(top, (torch.nn.ModuleList, torch.nn.Sequential,
-                                           torch.nn.ModuleDict)):
-        return ".".join(parts[:2])
-    return parts[0]
 
 
 def _collect(model, weight_decay):
@@ -82,7 +61,8 @@ def _collect(model, weight_decay):
                     raise ValueError(f"strata.torch: parameter '{name}' is on {p.device}; "
                                      "only CPU tensors are supported")
                 # As `strata train` does (GPT-2 practice): no decay for biases and norms.
-                e = ParamEntry(name, _group_of(model, mname), p,
+                # One group, packed in model order (Note [Page size and grouping]).
+                e = ParamEntry(name, _layout.GROUP, p,
                                weight_decay if p.dim() >= 2 else 0.0)
                 by_id[id(p)] = e
                 entries.append(e)
@@ -93,14 +73,14 @@ def _collect(model, weight_decay):
     return entries, owners, empty
 
 
-def _page_size(entries):
-    """The smallest power of two that holds the largest parameter (a tensor must fit in one
-    page), and at least 64K."""
-    largest = max((e.nbytes for e in entries), default=0)
-    page = _MIN_PAGE
-    while page < largest:
-        page *= 2
-    return page
+def _page_size(entries, host_mem, checkpoint_dir, resume):
+    """The page size offload() uses when none is given: a resumed checkpoint's own, or the one
+    that pads least (Note [Page size and grouping] in _layout.py)."""
+    if resume is not None and checkpoint_dir is not None:
+        saved = _layout.checkpoint_page_size(checkpoint_dir, resume)
+        if saved is not None:
+            return saved
+    return _layout.choose_page_size(entries, host_mem)
 
 
 def _register(rt, entries):
@@ -119,9 +99,10 @@ def offload(model, *, host_mem, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_de
     The optimizer is AdamW (torch.optim.AdamW's semantics) run by Strata: weight_decay applies
     to parameters with 2+ dimensions, grad_clip > 0 clips the global gradient norm first.
     host_mem, gpu_mem, nvme_dir, page_size, checkpoint_dir, threads are Strata's options
-    (sizes as "64M" or ints); page_size defaults to the smallest power of two >= 64K that
-    holds the largest parameter. resume reopens from a checkpoint in checkpoint_dir (the values
-    come from it instead of the model). `options` passes further Strata options (a dict).
+    (sizes as "64M" or ints); page_size defaults to the multiple of 4K (>= 64K) that holds the
+    largest parameter and pads least (_layout.py), or a resumed checkpoint's. resume reopens
+    from a checkpoint in checkpoint_dir (the values come from it instead of the model).
+    `options` passes further Strata options (a dict).
     """
     if getattr(model, "_strata", None) is not None:
         raise RuntimeError("strata.torch: this model is offloaded already")
@@ -130,7 +111,8 @@ def offload(model, *, host_mem, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_de
         raise ValueError("strata.torch: the model has no parameters to offload")
     opts = dict(options or {})
     opts.update(host_mem=host_mem, gpu_mem=gpu_mem, nvme_dir=nvme_dir,
-                page_size=page_size if page_size is not None else _page_size(entries),
+                page_size=page_size if page_size is not None else
+                _page_size(entries, host_mem, checkpoint_dir, resume),
                 checkpoint_dir=checkpoint_dir, resume=resume, threads=threads)
     rt = _C.Runtime(opts)
     try:

@@ -34,7 +34,8 @@ TEST(CApiOptions, BadValuesNameTheOption) {
   const Case cases[] = {
       {{{"host_mem", "12X"}}, STRATA_INVALID_ARGUMENT, "host_mem"},
       {{{"page_size", "64K"}}, STRATA_INVALID_ARGUMENT, "host_mem is required"},
-      {{{"host_mem", "1M"}, {"page_size", "48K"}}, STRATA_INVALID_ARGUMENT, "power of two"},
+      {{{"host_mem", "1M"}, {"page_size", "5000"}}, STRATA_INVALID_ARGUMENT,
+       "page_size: 5000 bytes is not a multiple of 4 KiB"},
       {with("device", "tpu"), STRATA_INVALID_ARGUMENT, "use \"sim\" or \"cuda\""},
       {with("log_level", "loud"), STRATA_INVALID_ARGUMENT, "debug, info, warn, error or off"},
       {with("nvme_dir", "/proc/x/y"), STRATA_IO_ERROR, "cannot create nvme_dir '/proc/x/y'"},

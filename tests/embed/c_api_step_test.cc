@@ -101,7 +101,9 @@ TEST(CApiStep, BitIdenticalToTheKernelWhateverTheBudgets) {
       {{"host_mem", "320K"}, {"page_size", "64K"}, {"nvme_dir", nvme}},
       {{"host_mem", "160K"}, {"page_size", "32K"}, {"nvme_dir", nvme + "/b"}, {"threads", "1"}},
       // 8 KiB pages: every tensor spans pages (acquired on the device tier, updated in chunks).
-      {{"host_mem", "40K"}, {"page_size", "8K"}, {"nvme_dir", nvme + "/c"}}};
+      {{"host_mem", "40K"}, {"page_size", "8K"}, {"nvme_dir", nvme + "/c"}},
+      // 12 KiB pages, no power of two: one 12000-byte tensor each, as strata.torch sizes them.
+      {{"host_mem", "72K"}, {"page_size", "12K"}, {"nvme_dir", nvme + "/d"}}};
   for (const Options& o : budgets) {
     Model model;
     if (o[1].second == "8K") model.tier = STRATA_TIER_DEVICE;

@@ -142,10 +142,12 @@ TEST(MemoryManagerTest, BudgetBelowOnePageIsAStructuredShortfall) {
   EXPECT_EQ(s->have_bytes, kPage / 2);
   EXPECT_EQ(r.status().message().find("--"), std::string::npos) << "memory/ names no flag";
   o.host_bytes = 4 * kPage;
-  o.page_bytes = 3 * 4096;
+  o.page_bytes = 5000;  // not a multiple of 4 KiB (3 * 4096 is a page size now)
   r = MemoryManager::Create(o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("not a multiple of 4 KiB"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(MemoryManagerTest, BadRequestsAreInvalidArgument) {
