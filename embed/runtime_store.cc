@@ -68,9 +68,11 @@ Status Runtime::check_store_free(const std::vector<std::string>& dirs) const {
       "(strata_runtime_close), or give another nvme_dir");
 }
 
-// Opened when the layout is sealed: unless nvme_mem is set, the store's capacity is four times
-// the registered state (copy-on-write versions and checkpoints need room beside the current
-// pages), at least 64 MiB. A resumed store then drops the manifests no checkpoint lists.
+// Opened when the layout is sealed: unless nvme_mem is set, the store's capacity is twice the
+// registered state (a page's copy-on-write version beside its current one), four times with a
+// checkpoint_dir (the checkpoints' versions too), at least 64 MiB. The store's slot files are
+// allocated whole, so this is disk taken at open. A resumed store then drops the manifests no
+// checkpoint lists.
 Status Runtime::open_memory() {
   const std::vector<std::string> dirs = nvme_dirs();
   if (dirs.empty() || nvme_) return Status::Ok();
@@ -80,7 +82,9 @@ Status Runtime::open_memory() {
   so.capacity_bytes =
       options_.nvme_bytes != 0
           ? options_.nvme_bytes
-          : std::max<uint64_t>(4 * layout_.num_pages() * layout_.page_bytes(), 64ull << 20);
+          : std::max<uint64_t>(DefaultNvmeVersions(options_) * layout_.num_pages() *
+                                   layout_.page_bytes(),
+                               64ull << 20);
   so.restore_snapshot = resumed_.manifest;
   STRATA_ASSIGN_OR_RETURN(nvme_, memory::OpenNvmeStore(so));
   return resumed_.name.empty() ? Status::Ok() : collect_unlisted();

@@ -134,8 +134,9 @@ STRATA_API const char* strata_version(void);
  *   "host_mem"        pinned host pool budget, a size (required)
  *   "nvme_dir"        a directory for the NVMe tier; set it several times for several
  *                     directories (default: none, the host pool is the last tier)
- *   "nvme_mem"        NVMe tier capacity, a size (default: four times the registered
- *                     tensors' pages, at least 64M)
+ *   "nvme_mem"        NVMe tier capacity, a size, taken on disk at first use (default:
+ *                     twice the registered tensors' pages, four times with a
+ *                     checkpoint_dir; at least 64M)
  *   "page_size"       page size, a multiple of 4K (default 16M; not necessarily a power of
  *                     two: "2.25M" is one); a host pointer covers one page, so a tensor
  *                     acquired on the host tier must fit in one

@@ -78,6 +78,7 @@ def main(workdir):
     assert 0 < clipped < STEPS, "clipping should be active on some steps but not all"
     assert stats["nvme_write_bytes"] > 0 and stats["nvme_read_bytes"] > 0, "no paging happened"
     st.close(model)
+    shutil.rmtree(workdir)  # the NVMe stores and files it made (kept when a check fails)
     print("PASS")
 
 

@@ -33,6 +33,7 @@ def main(cmake, build, workdir):
     env = dict(os.environ, PYTHONPATH=site)
     env.pop("LD_LIBRARY_PATH", None)
     subprocess.run([sys.executable, "-c", CHECK, prefix], check=True, env=env, cwd=workdir)
+    shutil.rmtree(workdir)  # the NVMe stores and files it made (kept when a check fails)
     print("PASS")
 
 

@@ -92,6 +92,7 @@ def main(workdir):
     os.makedirs(os.path.join(workdir, "nvme"))
     runtime_level()
     module_level(workdir)
+    shutil.rmtree(workdir)  # the NVMe stores and files it made (kept when a check fails)
     print("PASS")
 
 
