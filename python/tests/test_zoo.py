@@ -191,7 +191,9 @@ def torchvision_model(name):
 # in backward, those whose gradient is not final yet): 16 pages, sized to the smallest page that
 # holds every parameter. resnet18 gets 5 pages, the least Strata takes: its largest weight
 # (512x512x3x3, 9 MiB) needs 16 MiB pages, and its 11.7M parameters are then only 1.75x five of
-# them (below 4x at any width: that one tensor is a fifth of the model).
+# them (below 4x at any width: that one tensor is a fifth of the model). vit_b_16's four roles
+# take 112 pages of 16 MiB (1.75 GiB): its NVMe tier gets 2 GiB, not the default twice the state,
+# since the store's slot files take their whole capacity on disk.
 MODELS = {
     "transformer_encoder": (EncoderLM, tokens(256), lambda m, o, y: cross_entropy(o, y),
                             dict(lr=3e-3, weight_decay=0.1, grad_clip=1.0), False, 16, 4),
@@ -204,7 +206,8 @@ MODELS = {
                  1.5),
     "vit_b_16": (torchvision_model("vit_b_16"), images(32, batch=2),
                  lambda m, o, y: cross_entropy(o, y),
-                 dict(lr=1e-4, weight_decay=0.05, grad_clip=1.0), False, 15, 4),
+                 dict(lr=1e-4, weight_decay=0.05, grad_clip=1.0, options={"nvme_mem": "2G"}),
+                 False, 15, 4),
     "lstm": (LSTMLM, tokens(256), lambda m, o, y: cross_entropy(o, y),
              dict(lr=3e-3, weight_decay=0.0, grad_clip=1.0), False, 16, 4),
     "checkpoint": (Checkpointed, tokens(256), lambda m, o, y: cross_entropy(o, y),
