@@ -188,12 +188,14 @@ def torchvision_model(name):
 #          host_mem in pages, minimum (parameters + moments) / host_mem).
 # host_mem must hold Strata's step (four pages while it updates in the background) and what the
 # model holds at once (a module's parameters in its forward: a two-layer LSTM's five pages;
-# in backward, those whose gradient is not final yet): 16 pages, sized to the smallest page that
-# holds every parameter. resnet18 gets 5 pages, the least Strata takes: its largest weight
-# (512x512x3x3, 9 MiB) needs 16 MiB pages, and its 11.7M parameters are then only 1.75x five of
-# them (below 4x at any width: that one tensor is a fifth of the model). vit_b_16's four roles
-# take 112 pages of 16 MiB (1.75 GiB): its NVMe tier gets 2 GiB, not the default twice the state,
-# since the store's slot files take their whole capacity on disk.
+# in backward, those whose gradient is not final yet): 16 pages, sized to the smallest multiple
+# of 4 KiB (at least 64 KiB) that holds every parameter. resnet18 gets 5 pages, the least Strata
+# takes: its largest weight (512x512x3x3) needs 9 MiB pages, and its 11.2M parameters are then
+# only 2.8x five of them (below 4x at any width: that one tensor is a fifth of the model, and a
+# tensor is served from one page). vit_b_16 gets 15 pages of 16 MiB: its 9 MiB MLP weights
+# beside 6.75 MiB attention weights pad 9 MiB pages to 245 of them, 16 MiB ones to 112 (1.75 GiB).
+# Its NVMe tier gets 2 GiB, not the default twice its pages, since the store's slot files take
+# their whole capacity on disk.
 MODELS = {
     "transformer_encoder": (EncoderLM, tokens(256), lambda m, o, y: cross_entropy(o, y),
                             dict(lr=3e-3, weight_decay=0.1, grad_clip=1.0), False, 16, 4),
@@ -203,11 +205,11 @@ MODELS = {
                         dict(lr=3e-3, weight_decay=0.1), False, 16, 4),
     "resnet18": (torchvision_model("resnet18"), images(32, batch=8),
                  lambda m, o, y: cross_entropy(o, y), dict(lr=1e-4, weight_decay=0.05), True, 5,
-                 1.5),
+                 2.5),
     "vit_b_16": (torchvision_model("vit_b_16"), images(32, batch=2),
                  lambda m, o, y: cross_entropy(o, y),
-                 dict(lr=1e-4, weight_decay=0.05, grad_clip=1.0, options={"nvme_mem": "2G"}),
-                 False, 15, 4),
+                 dict(lr=1e-4, weight_decay=0.05, grad_clip=1.0, page_size=16 << 20,
+                      options={"nvme_mem": "2G"}), False, 15, 4),
     "lstm": (LSTMLM, tokens(256), lambda m, o, y: cross_entropy(o, y),
              dict(lr=3e-3, weight_decay=0.0, grad_clip=1.0), False, 16, 4),
     "checkpoint": (Checkpointed, tokens(256), lambda m, o, y: cross_entropy(o, y),
@@ -239,9 +241,9 @@ def train_torch(model, data, loss_fn, opts, threads):
 def train_offloaded(model, data, loss_fn, opts, host_pages, workdir):
     """Returns (losses, host_mem, per-step (foreseen, unforeseen) acquires, stats)."""
     largest = max(p.numel() * p.element_size() for p in model.parameters())
-    page = 64 << 10
-    while page < largest:  # the smallest page that holds every parameter
-        page *= 2
+    page = max(64 << 10, -(-largest // 4096) * 4096)  # the smallest page that holds every one
+    opts = dict(opts)
+    page = opts.pop("page_size", page)
     host_mem = host_pages * page
     model, opt = st.offload(model, host_mem=host_mem, page_size=page,
                             nvme_dir=os.path.join(workdir, "nvme"), **opts)
