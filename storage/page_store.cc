@@ -1,5 +1,6 @@
 // The PageStore's slot bookkeeping, lookups, manifests and stats. The commit protocol is in
-// page_store_commit.cc, reads in page_store_read.cc, opening and recovery in page_store_open.cc.
+// page_store_commit.cc, reads in page_store_read.cc, opening in page_store_open.cc and recovery
+// in page_store_recover.cc.
 #include "storage/page_store.h"
 
 #include <algorithm>

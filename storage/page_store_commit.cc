@@ -21,7 +21,7 @@
 // its batch is committed, and commit() waits for every callback before it reads the sums.
 //
 // This file is that protocol: batches, the staged write of a page version (step 1) and the commit
-// (steps 2 to 4). Reads are in page_store_read.cc, opening and recovery in page_store_open.cc.
+// (steps 2 to 4). Reads are in page_store_read.cc, recovery in page_store_recover.cc.
 #include <algorithm>
 #include <chrono>
 #include <vector>
