@@ -2,7 +2,7 @@
 // --nvme-dir, pages striped across them); a RocksDB catalog maps each page to its current
 // version; named manifests (checkpoints) pin versions. See docs/storage.md.
 //
-// Copy-on-write (Note [Commit protocol] in page_store.cc): write_page_version() writes the new
+// Copy-on-write (Note [Commit protocol] in page_store_commit.cc): write_page_version() writes the new
 // version into a free slot; commit() waits for those writes, fdatasyncs the slot files, flips
 // every mapping of the batch in one synchronous RocksDB WriteBatch, and only then returns the
 // old slots to the free list. A crash at any instant leaves the last committed batch intact; on
@@ -192,6 +192,12 @@ class PageStore {
   Result<PageEntry> allocate_slot_locked(PageId page);
   void maybe_free_locked(uint64_t global);
   void release_staged(Batch& batch);
+  // The steps of write_page_version and commit (Note [Commit protocol] in page_store_commit.cc).
+  Status check_write(const Batch& batch, PageId page, const void* buffer, uint64_t bytes) const;
+  Status wait_for_writes(Batch& batch);
+  Status sync_touched_files(const Batch& batch);
+  Status check_still_newer(const Batch& batch) const;  // commit_mu_ held
+  void publish_committed(const Batch& batch);
   Status start_read(PageId page, const PageEntry& entry, void* buffer, uint64_t buffer_bytes,
                     PageReadCallback done);
 

@@ -1,5 +1,5 @@
 // Opening a PageStore: validating the options, creating a new store crash-safely or checking an
-// existing one against them, and recovering the free slots from the catalog.
+// existing one against them (recovering the free slots from the catalog: page_store_recover.cc).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -364,65 +364,6 @@ Status PageStore::create_files(SlotFileOptions slot_options) {
   if (Status s = RenameDurably(pending_catalog, catalog_path); !s.ok()) return fail(s);
   for (auto& file : files_) STRATA_RETURN_IF_ERROR(file->publish());
   STRATA_ASSIGN_OR_RETURN(catalog_, Catalog::Open(catalog_path, /*create=*/false));
-  return Status::Ok();
-}
-
-Status PageStore::recover() {
-  const uint64_t per_file = layout_.slots_per_file;
-  const uint64_t total = per_file * files_.size();
-  slots_.assign(total, SlotState{});
-  pages_.clear();
-  Status bad;
-  auto check = [&](const PageRecord& r, const std::string& where) {
-    if (!bad.ok()) return false;
-    if (r.entry.file >= files_.size() || r.entry.slot >= per_file || r.entry.length == 0 ||
-        r.entry.length > layout_.page_bytes) {
-      bad = Status::Corruption("catalog " + catalog_->path() + ": " + where + " page " +
-                               std::to_string(r.page) + " names slot " +
-                               std::to_string(r.entry.slot) + " of file " +
-                               std::to_string(r.entry.file) + " with length " +
-                               std::to_string(r.entry.length) + ", outside the store's layout");
-      return false;
-    }
-    return true;
-  };
-  STRATA_RETURN_IF_ERROR(catalog_->for_each_page([&](const PageRecord& r) {
-    if (!check(r, "current")) return;
-    SlotState& s = slots_[global_slot(r.entry)];
-    if (s.refs > 0) {
-      bad = Status::Corruption("catalog " + catalog_->path() + ": page " + std::to_string(r.page) +
-                               " shares slot " + std::to_string(r.entry.slot) + " of " +
-                               files_[r.entry.file]->path() + " with another page");
-      return;
-    }
-    ++s.refs;
-    pages_[r.page] = r.entry;
-  }));
-  STRATA_RETURN_IF_ERROR(bad);
-  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, catalog_->manifest_names());
-  for (const std::string& name : names) {
-    STRATA_ASSIGN_OR_RETURN(std::vector<PageRecord> records, catalog_->get_manifest(name));
-    for (const PageRecord& r : records) {
-      if (!check(r, "manifest '" + name + "'")) break;
-      ++slots_[global_slot(r.entry)].refs;
-    }
-    STRATA_RETURN_IF_ERROR(bad);
-  }
-  free_.assign(files_.size(), {});
-  free_count_ = referenced_count_ = staged_count_ = 0;
-  for (size_t f = 0; f < files_.size(); ++f) {
-    for (uint64_t s = per_file; s-- > 0;) {
-      if (slots_[f * per_file + s].refs == 0) {
-        free_[f].push_back(s);
-        ++free_count_;
-      } else {
-        ++referenced_count_;
-      }
-    }
-  }
-  used_peak_ = total - free_count_;
-  Logger("storage")->info("opened NVMe store {}: {} pages, {} manifests, {} of {} slots free",
-                          catalog_->path(), pages_.size(), names.size(), free_count_, total);
   return Status::Ok();
 }
 

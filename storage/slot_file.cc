@@ -84,33 +84,38 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
   if (fd < 0) return Status::FromErrno(err, "open " + path);
   file->fd_.reset(fd);
 
-  const uint64_t bytes = BytesFor(options.slots, options.slot_bytes);
-  if (create) {
-    const int r = options.faults != nullptr && options.faults->fallocate_refused()
-                      ? ENOSPC
-                      : ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-    if (r != 0) {
-      if (!existed) ::unlink(path.c_str());
-      return FallocateFailed(
-          r, options.dir,
-          "the store's slot file (" + SlotsOf(options.slots, options.slot_bytes) + ")", bytes,
-          path);
-    }
-    if (::fsync(fd) != 0) {
-      int e = errno;
-      if (!existed) ::unlink(path.c_str());
-      return Status::FromErrno(e, "fsync " + path);
-    }
-  } else {
-    struct stat st;
-    if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat " + path);
-    if (static_cast<uint64_t>(st.st_size) < bytes) {
-      return Status::Corruption("slot file " + path + " is " + std::to_string(st.st_size) +
-                                " bytes but the catalog expects " + std::to_string(bytes) +
-                                "; it was truncated outside Strata");
-    }
-  }
+  STRATA_RETURN_IF_ERROR(create ? file->allocate_whole(existed) : file->check_length());
   return file;
+}
+
+Status SlotFile::allocate_whole(bool existed) {
+  const uint64_t bytes = BytesFor(slots_, slot_bytes_);
+  const int r = faults_ != nullptr && faults_->fallocate_refused()
+                    ? ENOSPC
+                    : ::posix_fallocate(fd_.get(), 0, static_cast<off_t>(bytes));
+  if (r != 0) {
+    if (!existed) ::unlink(path_.c_str());
+    return FallocateFailed(r, dir_, "the store's slot file (" + SlotsOf(slots_, slot_bytes_) + ")",
+                           bytes, path_);
+  }
+  if (::fsync(fd_.get()) != 0) {
+    int e = errno;
+    if (!existed) ::unlink(path_.c_str());
+    return Status::FromErrno(e, "fsync " + path_);
+  }
+  return Status::Ok();
+}
+
+Status SlotFile::check_length() const {
+  const uint64_t bytes = BytesFor(slots_, slot_bytes_);
+  struct stat st;
+  if (::fstat(fd_.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path_);
+  if (static_cast<uint64_t>(st.st_size) < bytes) {
+    return Status::Corruption("slot file " + path_ + " is " + std::to_string(st.st_size) +
+                              " bytes but the catalog expects " + std::to_string(bytes) +
+                              "; it was truncated outside Strata");
+  }
+  return Status::Ok();
 }
 
 Status SlotFile::publish() {

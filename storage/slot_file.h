@@ -4,7 +4,7 @@
 // Contract:
 // - A new store's files are created under the pending name strata.slots.new and publish()ed
 //   (renamed to strata.slots) once the store's catalog exists, so that a crash during creation
-//   leaves only files that are recognisably unfinished (Note [Creating a store], page_store.cc).
+//   leaves only files that are recognisably unfinished (Note [Creating a store], page_store_open.cc).
 // - Create() checks free space first and fails with ResourceExhausted naming the directory,
 //   the bytes needed and the bytes free, in NoSpaceError's words ("No space left on device
 //   (ENOSPC)"); it then fallocates the whole file so that a full disk can never surface later
@@ -68,6 +68,11 @@ class SlotFile {
  private:
   SlotFile() = default;
   static Result<std::unique_ptr<SlotFile>> OpenFile(const SlotFileOptions& options, bool create);
+  // A created file's slots, allocated whole and made durable; a file this open created is
+  // removed again when that fails (`existed`: it was there before).
+  Status allocate_whole(bool existed);
+  // An existing file is at least as long as its slots (only a shorter one is Corruption).
+  Status check_length() const;
 
   UniqueFd fd_;
   std::string dir_;

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The structure rules that docs/memory.md and docs/scheduler.md promise, as a test (ctest entry
-# `structure`, label tools):
-#  - includes point only down the layers: core <- storage <- memory <- scheduler <- tools, and
-#    parallel between core and scheduler, embed (the C API) over memory; so no cycles;
+# `structure`, label tools). They hold on every floor: every top-level folder that holds C or C++
+# sources (core, storage, memory, parallel, scheduler, tools, embed, python, include, examples,
+# and any folder added later, which must first get a row in the include table below). tests/ and
+# build trees (build*/, or any folder with a CMakeCache.txt: generated files) are exempt.
+#  - includes point only down the floors: core <- storage <- memory <- scheduler <- tools, and
+#    parallel between core and scheduler, embed (the C API) over memory, the Python binding over
+#    the public C header; so no cycles. A folder with sources and no row in the table fails;
 #  - the scheduler includes no storage/ header (memory/ owns the page store);
 #  - memory/ names no command-line flag (tools/ words budget errors);
-#  - no source file in memory/, scheduler/ or embed/ is over 400 lines, and no function in
-#    memory/, scheduler/, embed/ or tools/ is over 60 lines (tests and generated tables are exempt);
+#  - no source file in any of these folders is over 400 lines, and no function is over 60 lines;
 #  - one naming convention for functions: types, free functions and static member functions
 #    (factories such as Create/Open) are PascalCase; every other member function is snake_case.
 # Usage: check_structure.sh SOURCE_DIR. Exit 0 when every rule holds; 1 with each violation.
@@ -15,6 +18,8 @@ cd "$1" || exit 2
 fail=0
 say() { echo "structure: $*"; fail=1; }
 
+# What each floor may include (a folder always includes itself). include/ is the public C
+# header (strata.h, included by its bare name everywhere); examples/ use only that header.
 declare -A allowed=(
   [core]="core"
   [storage]="core storage"
@@ -23,25 +28,46 @@ declare -A allowed=(
   [scheduler]="core memory parallel scheduler"
   [tools]="core storage memory parallel scheduler tools"
   [embed]="core memory embed"
+  [python]="python"
+  [include]=""
+  [examples]=""
 )
-for dir in "${!allowed[@]}"; do
-  [[ -d $dir ]] || continue
+
+# Every top-level folder with C or C++ sources, tests/ and build outputs aside.
+source_dirs=()
+for dir in */; do
+  dir=${dir%/}
+  [[ $dir == tests || $dir == build* || -f $dir/CMakeCache.txt ]] && continue  # build trees
+  [[ -n $(find "$dir" -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.c' \
+            -o -name '*.cpp' \) -print -quit) ]] || continue
+  source_dirs+=("$dir")
+  [[ -v "allowed[$dir]" ]] ||
+    say "$dir/ holds sources but has no row in check_structure.sh's include table (say what it may include)"
+done
+sources() {  # every source file of the source folders, one per line
+  find "${source_dirs[@]}" -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.c' \
+       -o -name '*.cpp' \) | sort
+}
+dir_alt=$(IFS='|'; echo "${source_dirs[*]}")
+
+for dir in "${source_dirs[@]}"; do
+  [[ -v "allowed[$dir]" ]] || continue
   while IFS=: read -r file line target; do
-    [[ " ${allowed[$dir]} " == *" $target "* ]] ||
-      say "$file:$line includes $target/ (a $dir/ file may include only: ${allowed[$dir]})"
-  done < <(grep -rnoE '#include "(core|storage|memory|parallel|scheduler|tools|embed)/' "$dir" \
-             --include='*.h' --include='*.cc' --include='*.cu' |
-           sed -E 's/#include "([a-z]+)\//\1/')
+    [[ $target == "$dir" || " ${allowed[$dir]} " == *" $target "* ]] ||
+      say "$file:$line includes $target/ (a $dir/ file may include only: ${allowed[$dir]:-its own folder and strata.h})"
+  done < <(grep -rnoE "#include \"($dir_alt)/" "$dir" --include='*.h' --include='*.cc' \
+             --include='*.cu' --include='*.c' --include='*.cpp' |
+           sed -E 's/#include "([a-z_]+)\//\1/')
 done
 
 while IFS= read -r hit; do
   say "memory/ names a command-line flag: $hit"
 done < <(grep -rnE '"[^"]*--[a-z][a-z-]+' memory --include='*.h' --include='*.cc')
 
-for file in memory/*.h memory/*.cc scheduler/*.h scheduler/*.cc embed/*.h embed/*.cc; do
+while IFS= read -r file; do
   lines=$(wc -l < "$file")
   (( lines <= 400 )) || say "$file has $lines lines (at most 400)"
-done
+done < <(sources)
 
 if ! command -v ctags >/dev/null 2>&1 || ! ctags --version 2>/dev/null | grep -q Universal; then
   echo "structure: universal-ctags is missing (tools/install-deps.sh installs it)"
@@ -49,8 +75,8 @@ if ! command -v ctags >/dev/null 2>&1 || ! ctags --version 2>/dev/null | grep -q
 fi
 while IFS=$'\t' read -r name file start end; do
   (( end - start + 1 <= 60 )) || say "$file:$start $name has $((end - start + 1)) lines (at most 60)"
-done < <(ctags --languages=C++ --c++-kinds=f --fields=+ne -o - memory/*.cc scheduler/*.cc \
-           tools/*.cc memory/*.h scheduler/*.h tools/*.h embed/*.cc embed/*.h 2>/dev/null |
+done < <(sources | ctags --languages=C,C++ --langmap=C++:+.cu --c-kinds=f --c++-kinds=f \
+           --fields=+ne -L - -o - 2>/dev/null |
          awk -F'\t' '{l=""; e=""; for (i=4;i<=NF;i++) { if ($i ~ /^line:/) l=substr($i,6);
                       if ($i ~ /^end:/) e=substr($i,5) } if (l != "" && e != "") print $1 "\t" $2 "\t" l "\t" e}')
 

@@ -135,6 +135,77 @@ std::string_view Article(std::string_view word) {
   }
 }
 
+// Appends the cast's word for `key` ({N} {F} {he} {He} {his} {His} {him} {fhe} {fHe} {kind}
+// {fkind} {a_trait} {place} {obj} {color} {a_color} {feel}); false when the key is not one of
+// these.
+bool AppendCastWord(std::string_view key, const Cast& cast, std::string& out) {
+  const Character& h = *cast.hero;
+  const Character& f = *cast.friend_;
+  if (key == "N")
+    out += h.name;
+  else if (key == "F")
+    out += f.name;
+  else if (key == "he")
+    out += Subject(h);
+  else if (key == "He")
+    out += SubjectCap(h);
+  else if (key == "his")
+    out += Possessive(h);
+  else if (key == "His")
+    out += h.female ? "Her" : "His";
+  else if (key == "him")
+    out += Object(h);
+  else if (key == "fhe")
+    out += Subject(f);
+  else if (key == "fHe")
+    out += SubjectCap(f);
+  else if (key == "kind")
+    out += h.kind;
+  else if (key == "fkind")
+    out += f.kind;
+  else if (key == "a_trait") {
+    out += Article(cast.trait);
+    out += ' ';
+    out += cast.trait;
+  } else if (key == "place")
+    out += cast.place;
+  else if (key == "obj")
+    out += cast.object;
+  else if (key == "color")
+    out += cast.color;
+  else if (key == "a_color") {
+    out += Article(cast.color);
+    out += ' ';
+    out += cast.color;
+  } else if (key == "feel")
+    out += cast.feeling;
+  else
+    return false;
+  return true;
+}
+
+// Appends a fresh pick for `key` ({act} {spot} {other} {moral} {home} {time} {weather}); false
+// when the key is not one of these.
+bool AppendFreshWord(std::string_view key, Rng& rng, std::string& out) {
+  if (key == "act")
+    out += rng.pick(kActivities);
+  else if (key == "spot")
+    out += rng.pick(kSpots);
+  else if (key == "other")
+    out += rng.pick(kObjects);
+  else if (key == "moral")
+    out += rng.pick(kMorals);
+  else if (key == "home")
+    out += rng.pick(kHomes);
+  else if (key == "time")
+    out += rng.pick(kTimes);
+  else if (key == "weather")
+    out += rng.pick(kWeather);
+  else
+    return false;
+  return true;
+}
+
 // Expands a template. Keys: {N} hero name, {F} friend name, {he} {He} {his} {him} hero
 // pronouns ({His} capitalised), {fhe} {fHe} friend pronouns, {kind} {fkind}, {a_trait} ("a
 // little"), {place}, {obj}, {color}, {a_color}, {feel}, {act} (a fresh activity), {spot}, {other}
@@ -150,62 +221,9 @@ void Expand(std::string_view tmpl, const Cast& cast, Rng& rng, std::string& out)
     STRATA_CHECK(close != std::string_view::npos) << "unterminated key in template " << tmpl;
     const std::string_view key = tmpl.substr(i + 1, close - i - 1);
     i = close + 1;
-    const Character& h = *cast.hero;
-    const Character& f = *cast.friend_;
-    if (key == "N")
-      out += h.name;
-    else if (key == "F")
-      out += f.name;
-    else if (key == "he")
-      out += Subject(h);
-    else if (key == "He")
-      out += SubjectCap(h);
-    else if (key == "his")
-      out += Possessive(h);
-    else if (key == "His")
-      out += h.female ? "Her" : "His";
-    else if (key == "him")
-      out += Object(h);
-    else if (key == "fhe")
-      out += Subject(f);
-    else if (key == "fHe")
-      out += SubjectCap(f);
-    else if (key == "kind")
-      out += h.kind;
-    else if (key == "fkind")
-      out += f.kind;
-    else if (key == "a_trait") {
-      out += Article(cast.trait);
-      out += ' ';
-      out += cast.trait;
-    } else if (key == "place")
-      out += cast.place;
-    else if (key == "obj")
-      out += cast.object;
-    else if (key == "color")
-      out += cast.color;
-    else if (key == "a_color") {
-      out += Article(cast.color);
-      out += ' ';
-      out += cast.color;
-    } else if (key == "feel")
-      out += cast.feeling;
-    else if (key == "act")
-      out += rng.pick(kActivities);
-    else if (key == "spot")
-      out += rng.pick(kSpots);
-    else if (key == "other")
-      out += rng.pick(kObjects);
-    else if (key == "moral")
-      out += rng.pick(kMorals);
-    else if (key == "home")
-      out += rng.pick(kHomes);
-    else if (key == "time")
-      out += rng.pick(kTimes);
-    else if (key == "weather")
-      out += rng.pick(kWeather);
-    else
+    if (!AppendCastWord(key, cast, out) && !AppendFreshWord(key, rng, out)) {
       STRATA_CHECK(false) << "unknown key {" << key << "} in template " << tmpl;
+    }
   }
 }
 

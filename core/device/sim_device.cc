@@ -1,3 +1,5 @@
+// The sim device (sim_device.h): its arena (Note [Sim arena]), its copies and its list of
+// streams. The streams, events and link clocks themselves are in sim_stream.cc.
 #include "core/device/sim_device.h"
 
 #include <sys/mman.h>
@@ -5,16 +7,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <exception>
 #include <iterator>
 #include <thread>
 #include <utility>
 
+#include "core/device/sim_stream.h"
 #include "core/util/sizes.h"
-#include "core/util/thread_name.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -26,252 +25,10 @@
 #endif
 
 namespace strata {
-namespace sim_internal {
-
-using Clock = std::chrono::steady_clock;
-
-// One direction of the simulated PCIe link. Thread-safe: all members are guarded by mu_.
-class Link {
- public:
-  explicit Link(double gbps) : ns_per_byte_(1.0 / gbps) {}
-
-  // Reserves the link for a transfer of `bytes` that may start at `ready` (when it was issued
-  // and its stream predecessor finished, in modelled time) and returns its modelled end. The
-  // start is max(ready, end of the previous transfer): a late wake-up of a worker thread is
-  // not idle time of the link, so it does not slow the modelled rate.
-  Clock::time_point reserve(uint64_t bytes, Clock::time_point ready) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const double duration_ns = static_cast<double>(bytes) * ns_per_byte_ + carry_ns_;
-    const auto whole_ns = static_cast<int64_t>(duration_ns);
-    carry_ns_ = duration_ns - static_cast<double>(whole_ns);  // keep the sub-ns residue
-    free_at_ = std::max(free_at_, ready) + std::chrono::nanoseconds(whole_ns);
-    return free_at_;
-  }
-
- private:
-  const double ns_per_byte_;  // 1 / (GB/s) == ns per byte
-  std::mutex mu_;
-  Clock::time_point free_at_{};
-  double carry_ns_ = 0.0;
-};
-
-// Fence: one recording of an Event. Signalled once by the recording stream's worker.
-class Fence {
- public:
-  void signal() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
-  }
-  bool query() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return done_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-};
-
-// One queued operation. `run` gets the modelled time at which it may start (the later of its
-// enqueue time and the modelled end of its stream predecessor) and may set `done` to its
-// modelled end; left unset, the op ends when run returns.
-struct Op {
-  std::function<Status(Clock::time_point ready, Clock::time_point& done)> run;
-  Clock::time_point enqueued;
-  // Launches and copies are skipped once the stream has failed (sticky error, as on CUDA);
-  // event records and waits still run so that nothing waiting on this stream deadlocks.
-  bool skip_after_error = true;
-};
-
-// The queue and worker thread of one stream. Shared by the SimStream handle and the device's
-// stream list (for Device::synchronize), so it outlives whichever lets go last.
-// Concurrency: queue_, submitted_, completed_, error_ and stop_ are guarded by mu_; the worker
-// runs ops without holding it.
-class StreamCore {
- public:
-  explicit StreamCore(std::string name) : name_(std::move(name)) {
-    worker_ = std::thread([this] {
-      SetThreadName("sim:" + name_);
-      run_worker();
-    });
-  }
-  ~StreamCore() { shutdown(); }
-
-  const std::string& name() const { return name_; }
-
-  void enqueue(Op op) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      STRATA_CHECK(!stop_) << "enqueue on stream '" << name_ << "' after shutdown";
-      op.enqueued = Clock::now();
-      queue_.push_back(std::move(op));
-      ++submitted_;
-    }
-    work_cv_.notify_one();
-  }
-
-  Status synchronize() {
-    std::unique_lock<std::mutex> lock(mu_);
-    const uint64_t target = submitted_;
-    done_cv_.wait(lock, [&] { return completed_ >= target; });
-    return error_;
-  }
-
-  // Runs what is queued, then stops and joins the worker. Idempotent.
-  void shutdown() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    work_cv_.notify_one();
-    if (worker_.joinable()) worker_.join();
-  }
-
- private:
-  void run_worker() {
-    for (;;) {
-      Op op;
-      bool skip = false;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stop_ and drained
-        op = std::move(queue_.front());
-        queue_.pop_front();
-        skip = !error_.ok() && op.skip_after_error;
-      }
-      Clock::time_point done{};
-      Status status = skip ? Status::Ok() : op.run(std::max(op.enqueued, last_done_), done);
-      last_done_ = done == Clock::time_point{} ? Clock::now() : done;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!status.ok() && error_.ok()) error_ = status.with_context("stream '" + name_ + "'");
-        ++completed_;
-      }
-      done_cv_.notify_all();
-    }
-  }
-
-  const std::string name_;
-  std::mutex mu_;
-  std::condition_variable work_cv_;
-  std::condition_variable done_cv_;
-  std::deque<Op> queue_;
-  uint64_t submitted_ = 0;
-  uint64_t completed_ = 0;
-  Status error_;
-  bool stop_ = false;
-  Clock::time_point last_done_{};  // modelled end of the last op; only the worker touches it
-  std::thread worker_;  // last: started after every other member is constructed
-};
-
-}  // namespace sim_internal
 
 using sim_internal::Clock;
-using sim_internal::Fence;
 using sim_internal::Op;
 using sim_internal::StreamCore;
-
-class SimEvent final : public Event {
- public:
-  void synchronize() override {
-    if (auto fence = latest()) fence->wait();
-  }
-  bool query() override {
-    auto fence = latest();
-    return !fence || fence->query();
-  }
-
-  // A new recording: later synchronize/query/wait calls refer to it (as cudaEventRecord).
-  std::shared_ptr<Fence> start_recording() {
-    auto fence = std::make_shared<Fence>();
-    std::lock_guard<std::mutex> lock(mu_);
-    latest_ = fence;
-    return fence;
-  }
-  // The most recent recording, or nullptr when never recorded.
-  std::shared_ptr<Fence> latest() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return latest_;
-  }
-
- private:
-  std::mutex mu_;  // guards latest_
-  std::shared_ptr<Fence> latest_;
-};
-
-class SimStream final : public Stream {
- public:
-  SimStream(SimDevice* device, std::shared_ptr<StreamCore> core)
-      : device_(device), core_(std::move(core)) {}
-  ~SimStream() override {
-    core_->shutdown();
-    device_->release_stream(core_.get());
-  }
-
-  const std::string& name() const override { return core_->name(); }
-
-  void launch(std::function<void()> fn) override {
-    Op op;
-    op.run = [fn = std::move(fn)](Clock::time_point, Clock::time_point&) -> Status {
-      try {
-        fn();
-      } catch (const std::exception& e) {
-        return Status::Internal(std::string("launched function threw: ") + e.what());
-      } catch (...) {
-        return Status::Internal("launched function threw a non-std exception");
-      }
-      return Status::Ok();
-    };
-    core_->enqueue(std::move(op));
-  }
-
-  void record(Event& event) override {
-    auto fence = as_sim(event).start_recording();
-    Op op;
-    op.run = [fence](Clock::time_point, Clock::time_point&) {
-      fence->signal();
-      return Status::Ok();
-    };
-    op.skip_after_error = false;
-    core_->enqueue(std::move(op));
-  }
-
-  void wait(Event& event) override {
-    auto fence = as_sim(event).latest();
-    if (!fence) return;  // never recorded: complete
-    Op op;
-    op.run = [fence](Clock::time_point, Clock::time_point&) {
-      fence->wait();
-      return Status::Ok();
-    };
-    op.skip_after_error = false;
-    core_->enqueue(std::move(op));
-  }
-
-  Status synchronize() override { return core_->synchronize(); }
-
-  SimDevice* device() const { return device_; }
-  StreamCore& core() { return *core_; }
-
- private:
-  static SimEvent& as_sim(Event& event) {
-    auto* sim = dynamic_cast<SimEvent*>(&event);
-    STRATA_CHECK(sim != nullptr) << "an Event of another backend used on a sim stream";
-    return *sim;
-  }
-
-  SimDevice* const device_;
-  std::shared_ptr<StreamCore> core_;
-};
 
 namespace {
 
