@@ -21,7 +21,9 @@ declare -A allowed=(
   [memory]="core storage memory"
   [parallel]="core parallel"
   [scheduler]="core memory parallel scheduler"
-  [tools]="core storage memory parallel scheduler tools"
+  [bench]="core storage memory parallel scheduler bench"
+  [stress]="core storage memory parallel scheduler stress"
+  [tools]="core storage memory parallel scheduler bench stress tools"
   [embed]="core memory embed"
 )
 for dir in "${!allowed[@]}"; do
@@ -29,7 +31,7 @@ for dir in "${!allowed[@]}"; do
   while IFS=: read -r file line target; do
     [[ " ${allowed[$dir]} " == *" $target "* ]] ||
       say "$file:$line includes $target/ (a $dir/ file may include only: ${allowed[$dir]})"
-  done < <(grep -rnoE '#include "(core|storage|memory|parallel|scheduler|tools|embed)/' "$dir" \
+  done < <(grep -rnoE '#include "(core|storage|memory|parallel|scheduler|bench|stress|tools|embed)/' "$dir" \
              --include='*.h' --include='*.cc' --include='*.cu' |
            sed -E 's/#include "([a-z]+)\//\1/')
 done

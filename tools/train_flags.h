@@ -8,7 +8,7 @@
 
 #include "core/util/status.h"
 #include "scheduler/trainer.h"
-#include "tools/fault_spec.h"
+#include "stress/fault_spec.h"
 
 namespace strata::tools {
 
@@ -18,7 +18,7 @@ struct TrainFlags {
   int n_layer = 0, n_head = 0, n_embd = 0, vocab = 0, block_size = 0;
   std::string log_json;
   std::string log_level = "info";
-  InjectedFaults faults;  // hidden --inject-faults (tools/fault_spec.h)
+  stress::InjectedFaults faults;  // hidden --inject-faults (stress/fault_spec.h)
 };
 
 // Adds every flag of `strata train` to `cmd`, parsed into `flags`.

@@ -1,6 +1,6 @@
-// tools/fault_spec.h: the SPEC of `strata train --inject-faults` arms the injector item by item,
+// stress/fault_spec.h: the SPEC of `strata train --inject-faults` arms the injector item by item,
 // and a bad SPEC arms nothing and is a usage error naming the flag (exit 2 from the CLI).
-#include "tools/fault_spec.h"
+#include "stress/fault_spec.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@ namespace {
 
 using storage::FaultInjector;
 using storage::IoOp;
-using tools::ParseFaultSpec;
+using stress::ParseFaultSpec;
 
 TEST(FaultSpec, EioAfterFailsExactlyTheNthRequest) {
   FaultInjector f;
