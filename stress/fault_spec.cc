@@ -16,8 +16,9 @@ constexpr const char* kKnownFaults =
     "eio-after=N, enospc-after=BYTES, eagain=N, latency-us=N, short-io";
 
 Status Bad(std::string_view spec, const std::string& why) {
-  return Status::InvalidArgument("--inject-faults '" + std::string(spec) + "': " + why +
-                                 " (known: " + kKnownFaults + ", comma-separated)");
+  return Status::InvalidArgument(std::string(kInjectFaultsVariable) + " '" + std::string(spec) +
+                                 "': " + why + " (known: " + kKnownFaults +
+                                 ", comma-separated)");
 }
 
 Result<uint64_t> ParseCount(std::string_view spec, std::string_view name, std::string_view text) {
@@ -42,7 +43,7 @@ Status ApplyItem(std::string_view spec, std::string_view item, storage::FaultInj
   }
   if (!has_value) return Bad(spec, "'" + std::string(name) + "' needs =VALUE or is unknown");
   if (name == "enospc-after") {
-    Result<uint64_t> bytes = ParseBytes(value, "--inject-faults enospc-after");
+    Result<uint64_t> bytes = ParseBytes(value, "enospc-after");
     if (!bytes.ok()) return Bad(spec, bytes.status().message());
     faults->enospc_after_bytes(*bytes);
     return Status::Ok();
@@ -88,15 +89,9 @@ InjectedFaults::~InjectedFaults() {
                injector_.injected());
 }
 
-void InjectedFaults::add_option(CLI::App* cmd) {
-  cmd->add_option("--inject-faults", spec_,
-                  "Testing only: make the NVMe tier's disk misbehave (stress/fault_spec.h)")
-      ->group("");
-}
-
-Status InjectedFaults::arm(TrainOptions* options) {
-  if (spec_.empty()) return Status::Ok();
-  STRATA_RETURN_IF_ERROR(ParseFaultSpec(spec_, &injector_));
+Status InjectedFaults::arm(std::string_view spec, TrainOptions* options) {
+  if (spec.empty()) return Status::Ok();
+  STRATA_RETURN_IF_ERROR(ParseFaultSpec(spec, &injector_));
   armed_ = true;
   options->nvme_faults = &injector_;
   return Status::Ok();

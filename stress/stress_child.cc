@@ -12,7 +12,10 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <thread>
+
+#include "stress/fault_spec.h"
 
 extern char** environ;
 
@@ -21,20 +24,38 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// This process's environment, STRATA_INJECT_FAULTS replaced by `fault_spec` (none when empty).
+std::vector<std::string> ChildEnvironment(const std::string& fault_spec) {
+  const std::string name = std::string(kInjectFaultsVariable) + "=";
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).rfind(name, 0) != 0) env.emplace_back(*e);
+  }
+  if (!fault_spec.empty()) env.push_back(name + fault_spec);
+  return env;
+}
+
+std::vector<char*> Pointers(std::vector<std::string>& strings) {
+  std::vector<char*> ptrs;
+  for (std::string& s : strings) ptrs.push_back(s.data());
+  ptrs.push_back(nullptr);
+  return ptrs;
+}
+
 Result<pid_t> Spawn(const std::string& binary, const std::vector<std::string>& args,
-                    const std::string& output_path) {
+                    const std::string& fault_spec, const std::string& output_path) {
   std::vector<std::string> argv_s = {binary};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  std::vector<char*> argv = Pointers(argv_s);
+  std::vector<std::string> env_s = ChildEnvironment(fault_spec);
+  std::vector<char*> env = Pointers(env_s);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return Status::FromErrno(rc, "posix_spawn " + binary);
   return pid;
@@ -102,15 +123,20 @@ std::string SelfBinary() {
 }
 
 Result<ChildRun> RunChild(const std::string& binary, const std::vector<std::string>& args,
-                          const std::string& output_path, const StopPlan& stop, double timeout_s) {
-  STRATA_ASSIGN_OR_RETURN(const pid_t pid, Spawn(binary, args, output_path));
+                          const std::string& fault_spec, const std::string& output_path,
+                          const StopPlan& stop, double timeout_s) {
+  STRATA_ASSIGN_OR_RETURN(const pid_t pid, Spawn(binary, args, fault_spec, output_path));
   STRATA_ASSIGN_OR_RETURN(ChildRun run, Supervise(pid, stop, timeout_s));
   run.output = ReadFileText(output_path);
   return run;
 }
 
-std::string CommandLine(const std::string& binary, const std::vector<std::string>& args) {
+std::string CommandLine(const std::string& binary, const std::vector<std::string>& args,
+                        const std::string& fault_spec) {
   std::string line = binary;
+  if (!fault_spec.empty()) {
+    line = std::string(kInjectFaultsVariable) + "=" + fault_spec + " " + line;
+  }
   for (const std::string& a : args) {
     const bool plain = !a.empty() && a.find_first_of(" '\"$\\*?;&|<>()") == std::string::npos;
     line += ' ';

@@ -39,11 +39,17 @@ std::string SelfBinary();
 // Runs `binary args...` with stdout and stderr to `output_path` and waits for it (polling every
 // 2 ms). After `timeout_s` it is SIGKILLed and reported as timed out. Errors: spawning or waiting
 // failed (not the child's own failure, which is in ChildRun).
+// The child's environment is this process's with STRATA_INJECT_FAULTS set to `fault_spec`
+// (stress/fault_spec.h), or without it when `fault_spec` is empty: only the attempts that draw a
+// disk fault inject one, even when `strata stress` itself was started with the variable set.
 Result<ChildRun> RunChild(const std::string& binary, const std::vector<std::string>& args,
-                          const std::string& output_path, const StopPlan& stop, double timeout_s);
+                          const std::string& fault_spec, const std::string& output_path,
+                          const StopPlan& stop, double timeout_s);
 
-// A command line as a shell would take it, for failure reports.
-std::string CommandLine(const std::string& binary, const std::vector<std::string>& args);
+// A command line as a shell would take it, for failure reports; with STRATA_INJECT_FAULTS=SPEC in
+// front when `fault_spec` is not empty.
+std::string CommandLine(const std::string& binary, const std::vector<std::string>& args,
+                        const std::string& fault_spec = "");
 
 // The whole file, or "" when it cannot be read.
 std::string ReadFileText(const std::string& path);

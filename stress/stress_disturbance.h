@@ -1,5 +1,5 @@
 // What goes wrong in one attempt of a `strata stress` configuration (stress/stress_scenario.cc):
-// a disk fault for --inject-faults with the error texts it may cause, a stop signal, a flipped
+// a disk fault for STRATA_INJECT_FAULTS with the error texts it may cause, a stop signal, a flipped
 // byte in the newest checkpoint, or the real disk filling up mid-run, drawn from the
 // configuration's random stream.
 #pragma once
@@ -13,7 +13,7 @@
 namespace strata::stress {
 
 struct DiskFault {
-  std::string spec;                      // for --inject-faults
+  std::string spec;                      // for STRATA_INJECT_FAULTS
   std::vector<std::string> error_texts;  // what an error it causes must say (one of them)
   bool timing_only = false;              // latency / short I/O: must never fail a run
 };

@@ -32,7 +32,7 @@ Result<RankChangeRun> ResumeUnderTwoRanks(const std::string& mpirun, const std::
   RankChangeRun r;
   r.command = CommandLine(mpirun, args);
   STRATA_ASSIGN_OR_RETURN(ChildRun run,
-                          RunChild(mpirun, args, output_path, StopPlan{}, timeout_s + 10));
+                          RunChild(mpirun, args, "", output_path, StopPlan{}, timeout_s + 10));
   std::vector<std::string> dirs = nvme_dirs;
   dirs.push_back(ckpt_dir);
   bool made = false;

@@ -88,7 +88,8 @@ class ConfigRun {
 
   Status prepare(const std::vector<Disturbance>& draws);
   Status run_reference();
-  Result<ChildRun> run_paged(const std::vector<std::string>& extra, StopPlan stop);
+  // One paged attempt; a non-empty `fault_spec` is its STRATA_INJECT_FAULTS (stress/fault_spec.h).
+  Result<ChildRun> run_paged(const std::string& fault_spec, StopPlan stop);
   Status disturb(const Disturbance& d);
   StopPlan draw_stop(int signal);
   void judge(const Disturbance& d, const ChildRun& run);
@@ -164,7 +165,7 @@ Status ConfigRun::run_reference() {
     args.push_back(a);
   }
   ref_command_ = CommandLine(o_.binary, args);
-  STRATA_ASSIGN_OR_RETURN(ChildRun run, RunChild(o_.binary, args, dir_ + "/reference.out",
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, RunChild(o_.binary, args, "", dir_ + "/reference.out",
                                                  StopPlan{}, o_.child_timeout_s));
   std::string line;
   if (ClassifyExit(run.how, 0, run.output, &line) != ExitKind::kFinished) {
@@ -178,7 +179,7 @@ Status ConfigRun::run_reference() {
 
 // One paged attempt: --resume after the first (or the --resume-from an error suggested), its own
 // --log-json, the shared --export.
-Result<ChildRun> ConfigRun::run_paged(const std::vector<std::string>& extra, StopPlan stop) {
+Result<ChildRun> ConfigRun::run_paged(const std::string& fault_spec, StopPlan stop) {
   const std::string tag = dir_ + "/attempt" + std::to_string(attempts_.size() + 1);
   std::vector<std::string> args = paged_;
   if (resume_from_ >= 0) {  // an older checkpoint than a damaged newest: it goes
@@ -194,11 +195,10 @@ Result<ChildRun> ConfigRun::run_paged(const std::vector<std::string>& extra, Sto
                                dir_ + "/paged.safetensors"}) {
     args.push_back(a);
   }
-  args.insert(args.end(), extra.begin(), extra.end());
   stop.log_path = tag + ".jsonl";
-  attempts_.push_back({CommandLine(o_.binary, args), ""});
-  STRATA_ASSIGN_OR_RETURN(ChildRun run,
-                          RunChild(o_.binary, args, tag + ".out", stop, o_.child_timeout_s));
+  attempts_.push_back({CommandLine(o_.binary, args, fault_spec), ""});
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, RunChild(o_.binary, args, fault_spec, tag + ".out", stop,
+                                                 o_.child_timeout_s));
   losses_.push_back(LossTexts(ReadFileText(tag + ".jsonl")));
   const std::map<long, std::string>& got = losses_.back();
   if (!got.empty()) {
@@ -237,9 +237,8 @@ Status ConfigRun::disturb(const Disturbance& d) {
   if (d.rot) return rot();
   if (d.fill) return fill_disk();
   if (d.rank_change) return change_ranks();
-  std::vector<std::string> extra;
-  if (d.fault) extra = {"--inject-faults", d.fault->spec};
-  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged(extra, draw_stop(d.signal)));
+  const std::string fault_spec = d.fault ? d.fault->spec : "";
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged(fault_spec, draw_stop(d.signal)));
   judge(d, run);
   return Status::Ok();
 }
@@ -295,7 +294,7 @@ Status ConfigRun::rot() {
   ++n_.faults_injected;
   ++pending_;
   const std::string what = "rot " + rot->manifest + " page " + std::to_string(rot->page);
-  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged({}, StopPlan{}));
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged("", StopPlan{}));
   std::string line;
   const ExitKind kind = ClassifyExit(run.how, 0, run.output, &line);
   attempts_.back().outcome += line.empty() ? "" : ": " + line;
@@ -329,7 +328,7 @@ Status ConfigRun::fill_disk() {
   stop.after_steps = Uniform(rng_, 0, std::max(0L, last_checkpoint - max_logged_ - 1));
   Status filled;
   stop.action = [&] { filled = disk_->fill().status(); };
-  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged({}, stop));
+  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged("", stop));
   STRATA_RETURN_IF_ERROR(disk_->unfill());
   STRATA_RETURN_IF_ERROR(filled);
   judge_fill(run, run.signal_sent);
@@ -392,7 +391,7 @@ Status ConfigRun::change_ranks() {
 // older checkpoint (--resume-from).
 Status ConfigRun::finish_run() {
   for (int tries = 0; !finished_ && n_.failures == 0 && tries < 3; ++tries) {
-    STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged({}, StopPlan{}));
+    STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged("", StopPlan{}));
     std::string line;
     const ExitKind kind = ClassifyExit(run.how, 0, run.output, &line);
     attempts_.back().outcome += line.empty() ? "" : ": " + line;

@@ -1,9 +1,9 @@
 // One configuration of `strata stress`, run to a verdict (Note [Stress outcomes] in
 // stress/stress_judge.h): the in-memory reference, then paged attempts in one scratch directory,
 // each disturbed by one event, then a last undisturbed attempt:
-//   disk fault  the attempt runs with --inject-faults SPEC (EIO, ENOSPC, EAGAIN, latency, short
-//               I/O): it must finish, or stop with exit 1 and one `strata: error:` line that
-//               names the fault;
+//   disk fault  the attempt runs with STRATA_INJECT_FAULTS=SPEC in its environment (EIO, ENOSPC,
+//               EAGAIN, latency, short I/O): it must finish, or stop with exit 1 and one
+//               `strata: error:` line that names the fault;
 //   kill        SIGKILL or SIGTERM once the attempt has logged a random number of steps: it must
 //               end by that signal (or exit 128 + it after a graceful stop);
 //   rot         one byte of a page of the newest checkpoint is flipped (when two or more exist):
