@@ -114,7 +114,7 @@ def generic_rows(j):
 
 
 def offload_rows(j):
-    """`strata bench offload`: explicit targets and directions (tools/bench_offload.cc)."""
+    """`strata bench offload`: explicit targets and directions (bench/bench_offload.cc)."""
     step = j["overlap_step_s"]
     comp, move = j["overlap_compute_only_s"], j["overlap_movement_only_s"]
     # The target is an upper bound (step <= 1.15 x max): shown as the step-time factor.
@@ -195,7 +195,7 @@ def offload_rows(j):
                              f"{j.get('shared_cores_offload_cpu_s_per_step', j['offload_cpu_s_per_step']):.3f} CPU s per step vs "
                              f"{j.get('shared_cores_in_memory_cpu_s_per_step', j['in_memory_cpu_s_per_step']):.3f} in memory, cores shared (kernels, copies, "
                              f"checksums, I/O and AdamW share the cores: Note [CPU bound] in "
-                             f"tools/bench_offload.cc)"})
+                             f"bench/bench_offload.cc)"})
     losses = ", ".join(f"{l:.3f}" for l in j["scale_losses"])
     st = j["scale_state_bytes"]
     rows.append({"metric": "scale_loss_falling", "value": None, "target": "falls",
@@ -227,7 +227,7 @@ def offload_rows(j):
 
 
 def amplification_rows(j):
-    """bench offload's run 5 (tools/bench_offload_amplification.cc), when the result has it."""
+    """bench offload's run 5 (bench/bench_offload_amplification.cc), when the result has it."""
     if j.get("nvme_read_amplification") is None and j.get("scale_vs_memory") is None:
         return []
     mib = lambda v: f"{v / 2**20:.0f} MiB" if v >= 2**20 else f"{v / 2**10:.0f} KiB"
@@ -278,7 +278,7 @@ def amplification_rows(j):
 
 
 def parallel_rows(j):
-    """`strata bench parallel` (tools/bench_parallel.cc): issue 14's dp_scaling,
+    """`strata bench parallel` (bench/bench_parallel.cc): issue 14's dp_scaling,
     collective_efficiency, shard_cost, comm_overlap and osdp_vs_zero3, and issue 15's
     tp_efficiency, pipeline_bubble and schedule_memory; each that was measured (--no-dp,
     --no-collectives, --no-shard-cost, --no-comm-overlap, --no-osdp, --no-tp and --no-pp leave one
@@ -326,7 +326,7 @@ def parallel_rows(j):
 
 def shard_rows(j):
     """bench parallel's 3 (shard_cost) and 4 (comm_overlap), when the result has them (Notes
-    [Shard cost] and [Comm overlap] in tools/bench_parallel.cc)."""
+    [Shard cost] and [Comm overlap] in bench/bench_parallel.cc)."""
     rows = []
     if j.get("shard_model") is None:
         return rows
@@ -365,7 +365,7 @@ def shard_rows(j):
                              f"per step in the traces of 2 single-rank runs of the per-rank batch "
                              f"started at once, the slower one's "
                              f"(`{j['comm_overlap_compute_only_command']}`, twice; Note [Comm "
-                             f"overlap] in tools/bench_parallel.cc); {config}; the round with "
+                             f"overlap] in bench/bench_parallel.cc); {config}; the round with "
                              f"the median factor of {len(j['comm_overlap_rounds'])}, each running "
                              f"the three in a rotated order (step / max(compute-only, comm-only) "
                              f"s: {rounds})"})
@@ -374,7 +374,7 @@ def shard_rows(j):
 
 def osdp_rows(j):
     """bench parallel's 5 (osdp_vs_zero3), when the result has it (Note [OSDP vs ZeRO-3] in
-    tools/bench_parallel.cc). Reported, no target."""
+    bench/bench_parallel.cc). Reported, no target."""
     if j.get("osdp_vs_zero3") is None:
         return []
     ms = lambda s: f"{s * 1e3:.4g} ms"
@@ -403,12 +403,12 @@ def osdp_rows(j):
                      f"run's median of {j['osdp_steps']} steps after {j['osdp_warmup_steps']} "
                      f"warmup; the round with the median ratio of "
                      f"{len(j['osdp_vs_zero3_rounds'])}, alternating which goes first (all / "
-                     f"auto step: {rounds}; Note [OSDP vs ZeRO-3] in tools/bench_parallel.cc)"}]
+                     f"auto step: {rounds}; Note [OSDP vs ZeRO-3] in bench/bench_parallel.cc)"}]
 
 
 def tp_rows(j):
     """bench parallel's 6 (tp_efficiency and tp_allreduce_share), when the result has it (Note
-    [Tensor-parallel efficiency] in tools/bench_parallel.cc). Reported, no target."""
+    [Tensor-parallel efficiency] in bench/bench_parallel.cc). Reported, no target."""
     if j.get("tp_efficiency") is None:
         return []
     ms = lambda s: f"{s * 1e3:.1f} ms"
@@ -428,7 +428,7 @@ def tp_rows(j):
                  f"tokens/s (`{j['tp1_command']}`); {config}; the round with the median ratio "
                  f"of {len(j['tp_efficiency_rounds'])}, alternating which goes first (tp2 vs 1 "
                  f"rank tokens/s: {rounds}; Note [Tensor-parallel efficiency] in "
-                 f"tools/bench_parallel.cc)"},
+                 f"bench/bench_parallel.cc)"},
         {"metric": "tp_allreduce_share", "value": j["tp_allreduce_share"], "target": "report",
          "met": True,
          "what": f"the part of the --tp 2 step its compute stream spends waiting in its own tp "
@@ -441,7 +441,7 @@ def tp_rows(j):
 def pp_rows(j):
     """bench parallel's 7 (pipeline_bubble, target <= 1.15) and 8 (schedule_memory, reported), when
     the result has them (Notes [Pipeline bubble] and [Schedule memory] in
-    tools/bench_parallel.cc)."""
+    bench/bench_parallel.cc)."""
     rows = []
     ms = lambda s: f"{s * 1e3:.1f} ms"
     if j.get("pipeline_bubble") is not None:
@@ -463,7 +463,7 @@ def pp_rows(j):
                              f"busy time per step in the traces of 2 single-rank runs of the whole "
                              f"model started at once, the slower one's "
                              f"(`{j['pp1_command']}`, twice; Note [Pipeline bubble] in "
-                             f"tools/bench_parallel.cc); `{j['pp_model']}` batch {j['pp_batch']} "
+                             f"bench/bench_parallel.cc); `{j['pp_model']}` batch {j['pp_batch']} "
                              f"in {m} micro-batches of {j['pp_micro_batch']} x seq {j['pp_seq']}, "
                              f"1 thread per rank, paged engine at each run's default budgets, on "
                              f"{j['cpu_cores']} cores; each run's median of {j['pp_steps']} steps "
@@ -486,7 +486,7 @@ def pp_rows(j):
                              f"{mib(j['schedule_memory_1f1b_activation_bytes'])} "
                              f"(`{j['schedule_memory_1f1b_command']}`): GPipe holds every "
                              f"micro-batch's activations, 1F1B 2 on stage 0, beside what both "
-                             f"carve alike (Note [Schedule memory] in tools/bench_parallel.cc)"})
+                             f"carve alike (Note [Schedule memory] in bench/bench_parallel.cc)"})
     return rows
 
 
@@ -592,7 +592,7 @@ BENCHES = {
     },
     "offload": {
         "title": "Offload: overlap, cost, scale and NVMe amplification (issue: unified scheduler)",
-        "measures": "Five measurements of `strata bench offload` (tools/bench_offload.cc); "
+        "measures": "Five measurements of `strata bench offload` (bench/bench_offload.cc); "
                     "the sim device computes on one thread and the host work (copies, "
                     "checksums, I/O, AdamW) has the other core, as on a GPU machine, in every "
                     "compared run: (1) overlap: ZeRO-Offload's placement (every block's "
@@ -623,7 +623,7 @@ BENCHES = {
         "title": "Data, tensor and pipeline parallelism: DP scaling, the Comm vs raw MPI, shard "
                  "cost, comm overlap and OSDP vs ZeRO-3 (issue 14); TP efficiency, pipeline "
                  "bubble and schedule memory (issue 15)",
-        "measures": "`strata bench parallel` (tools/bench_parallel.cc), which launches its ranks "
+        "measures": "`strata bench parallel` (bench/bench_parallel.cc), which launches its ranks "
                     "with mpirun itself: (1) all-gather and reduce-scatter through Strata's Comm "
                     "(MPI backend) vs raw MPI_Allgather and MPI_Reduce_scatter_block of the same "
                     "bytes in the same 2 processes, buffers of 1 to 64 MiB per rank; (2) "

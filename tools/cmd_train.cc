@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -163,12 +164,20 @@ Status RunTrainOnRanks(TrainFlags& f, CommandContext& ctx, const TrainRanks& ran
   return RunSteps(*trainer, o, log.get(), ranks.rank == 0, ctx);
 }
 
+// The disk faults a parent armed for this run (stress/fault_spec.h): `strata stress` and tests set
+// STRATA_INJECT_FAULTS; the product's flags have none. The one place the variable is read.
+std::string InjectFaultsSpec() {
+  const char* spec = std::getenv(stress::kInjectFaultsVariable);
+  return spec == nullptr ? "" : spec;
+}
+
 // The job's ranks first (tools/train_ranks.h); a rank that fails in a job of several prints its
 // error and ends the job, so that its peers do not wait on it.
 Status RunTrain(TrainFlags& f, const CLI::App& cmd, CommandContext& ctx) {
   STRATA_RETURN_IF_ERROR(CheckLogLevel(f.log_level));
   SetLogLevel(f.log_level);
   STRATA_RETURN_IF_ERROR(ApplyFlags(f, cmd));
+  STRATA_RETURN_IF_ERROR(f.faults.arm(InjectFaultsSpec(), &f.o));
   STRATA_ASSIGN_OR_RETURN(TrainRanks ranks, OpenTrainRanks(f.o));
   if (ranks.rank != 0 && (f.log_level == "info" || f.log_level == "debug")) SetLogLevel("warn");
   Status s = RunTrainOnRanks(f, ctx, ranks);

@@ -1,10 +1,13 @@
 // How subcommands plug into the `strata` binary.
 //
-// Each subcommand lives in its own file tools/cmd_<name>.cc (bench kinds in
-// tools/bench_<kind>.cc) and exposes one function that adds itself to the CLI11 app:
+// Each product subcommand lives in its own file tools/cmd_<name>.cc and exposes one function
+// that adds itself to the CLI11 app:
 //
 //   void AddTrainCommand(CLI::App& app, CommandContext& ctx);
-//   void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx);
+//
+// The harness lives in rooms of its own, libraries the binary links: `strata bench`'s kinds in
+// bench/ (bench/bench_commands.h; tools/cmd_bench.cc registers them) and `strata stress` in
+// stress/ (stress/stress_command.h). Their functions take the Status to set, ctx.status.
 //
 // The callback it sets runs the command and stores the outcome in ctx.status. main() turns
 // that into one line on stderr and the exit code: 0 ok, 2 usage errors (InvalidArgument:
@@ -30,16 +33,6 @@ struct CommandContext {
 void AddTrainCommand(CLI::App& app, CommandContext& ctx);
 void AddBenchCommand(CLI::App& app, CommandContext& ctx);
 void AddCkptCommand(CLI::App& app, CommandContext& ctx);
-void AddStressCommand(CLI::App& app, CommandContext& ctx);
-// `strata bench` kinds, each in tools/bench_<kind>.cc.
-void AddBenchGemmCommand(CLI::App& bench, CommandContext& ctx);
-void AddBenchStepCommand(CLI::App& bench, CommandContext& ctx);
-void AddBenchIoCommand(CLI::App& bench, CommandContext& ctx);
-void AddBenchPagesCommand(CLI::App& bench, CommandContext& ctx);
-void AddBenchOffloadCommand(CLI::App& bench, CommandContext& ctx);
-void AddBenchParallelCommand(CLI::App& bench, CommandContext& ctx);
-// The ranks `strata bench parallel` launches under mpirun (hidden from --help).
-void AddBenchParallelWorkerCommand(CLI::App& bench, CommandContext& ctx);
 
 // Exit code for a command's Status: 0, 2 for InvalidArgument, else 1.
 int ExitCodeFor(const Status& status);

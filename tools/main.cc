@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "stress/stress_command.h"
 #include "tools/budget_message.h"
 #include "tools/command.h"
 
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
   AddTrainCommand(app, ctx);
   AddBenchCommand(app, ctx);
   AddCkptCommand(app, ctx);
-  AddStressCommand(app, ctx);
+  strata::stress::AddStressCommand(app, ctx.status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -200,7 +200,6 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* flags) {
   AddPagingOptions(cmd, flags);
   AddEngineAndOutputOptions(cmd, flags);
   AddParallelOptions(cmd, flags);
-  flags->faults.add_option(cmd);
 }
 
 Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
@@ -227,7 +226,6 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   for (const char* flag : kPagingFlags) {
     if (cmd.count(flag) > 0) o.paging_flag_given = true;
   }
-  STRATA_RETURN_IF_ERROR(f.faults.arm(&o));
   // Every number, with its flag; a sentinel ("0: the default") given explicitly is refused.
   return CheckOptionRanges(
       o, [&](std::string_view flag) { return cmd.count(std::string(flag)) > 0; });

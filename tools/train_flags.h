@@ -8,7 +8,7 @@
 
 #include "core/util/status.h"
 #include "scheduler/trainer.h"
-#include "tools/fault_spec.h"
+#include "stress/fault_spec.h"
 
 namespace strata::tools {
 
@@ -18,7 +18,9 @@ struct TrainFlags {
   int n_layer = 0, n_head = 0, n_embd = 0, vocab = 0, block_size = 0;
   std::string log_json;
   std::string log_level = "info";
-  InjectedFaults faults;  // hidden --inject-faults (tools/fault_spec.h)
+  // Not a flag: armed from STRATA_INJECT_FAULTS by the command's setup (stress/fault_spec.h),
+  // kept here to outlive the trainer and report at exit.
+  stress::InjectedFaults faults;
 };
 
 // Adds every flag of `strata train` to `cmd`, parsed into `flags`.

@@ -1,4 +1,4 @@
-// `strata bench parallel` (tools/bench_parallel.cc): with tiny settings, one JSON object on stdout
+// `strata bench parallel` (bench/bench_parallel.cc): with tiny settings, one JSON object on stdout
 // with every field and sane values; usage errors exit 2 before anything is launched.
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// tools/stress_judge.h: the judging of `strata stress` catches every kind of difference, so the
+// stress/stress_judge.h: the judging of `strata stress` catches every kind of difference, so the
 // soak cannot pass vacuously.
-#include "tools/stress_judge.h"
+#include "stress/stress_judge.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace strata::tools {
+namespace strata::stress {
 namespace {
 
 using Losses = std::map<long, std::string>;
@@ -156,4 +156,4 @@ TEST(StressJudge, InjectedCountAndSuggestedResumeStep) {
 }
 
 }  // namespace
-}  // namespace strata::tools
+}  // namespace strata::stress

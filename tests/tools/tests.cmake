@@ -2,11 +2,9 @@
 # tools/ builds the strata binary, not a library: the budget wording's one source file is
 # compiled into the test binary to test it as a unit.
 target_sources(strata_tools_tests PRIVATE ${PROJECT_SOURCE_DIR}/tools/budget_message.cc)
-# `strata stress` and --inject-faults: the SPEC parser and the stress judge are unit-tested, so
-# their sources are compiled in too; they need the storage layer's FaultInjector.
-target_sources(strata_tools_tests PRIVATE ${PROJECT_SOURCE_DIR}/tools/fault_spec.cc
-                                          ${PROJECT_SOURCE_DIR}/tools/stress_judge.cc)
-target_link_libraries(strata_tools_tests PRIVATE strata_storage CLI11::CLI11
+# `strata stress` and its fault injection: the SPEC parser and the stress judge are unit-tested
+# from the soak's library (stress/).
+target_link_libraries(strata_tools_tests PRIVATE strata_stress strata_storage CLI11::CLI11
                                                  nlohmann_json::nlohmann_json)
 
 # `ctest -L stress`: the soak for 30 minutes instead of the default suite's 1.
