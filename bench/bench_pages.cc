@@ -41,6 +41,7 @@
 #include "storage/posix_file.h"
 #include "bench/bench_dir.h"
 #include "bench/bench_commands.h"
+#include "bench/raw_io.h"
 
 namespace strata::bench {
 namespace {
@@ -100,56 +101,6 @@ Result<double> AcquireAll(MemoryManager& mm, uint64_t pages, Access access) {
   }
   return Seconds(t0);
 }
-
-// Raw IoEngine transfers of `pages` pages between `buffer` and a preallocated O_DIRECT file.
-class RawIo {
- public:
-  static Result<std::unique_ptr<RawIo>> Create(const std::string& dir, uint64_t page,
-                                               uint64_t pages, void* buffer) {
-    auto raw = std::unique_ptr<RawIo>(new RawIo());
-    raw->page_ = page;
-    raw->pages_ = pages;
-    raw->buffer_ = static_cast<char*>(buffer);
-    const std::string path = dir + "/raw.bin";
-    raw->fd_.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644));
-    if (!raw->fd_.valid()) return Status::FromErrno(errno, "open " + path + " O_DIRECT");
-    if (int err = ::posix_fallocate(raw->fd_.get(), 0, off_t(page * pages)); err != 0) {
-      return Status::FromErrno(err, "fallocate " + path);
-    }
-    STRATA_ASSIGN_OR_RETURN(raw->engine_, storage::IoEngine::Create(storage::IoEngineOptions{}));
-    STRATA_ASSIGN_OR_RETURN(raw->file_, raw->engine_->register_file(raw->fd_.get(), path));
-    STRATA_RETURN_IF_ERROR(raw->engine_->register_buffer(buffer, page * pages));
-    return raw;
-  }
-  ~RawIo() {
-    if (engine_) {
-      engine_->unregister_buffer(buffer_);
-      if (file_ >= 0) engine_->unregister_file(file_);
-    }
-  }
-  // Moves every page (all submitted at once), then fdatasync for writes; returns seconds.
-  Result<double> run(storage::IoOp op) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::future<Status>> done;
-    for (uint64_t p = 0; p < pages_; ++p) {
-      done.push_back(op == storage::IoOp::kWrite
-                         ? engine_->write(file_, p * page_, buffer_ + p * page_, page_)
-                         : engine_->read(file_, p * page_, buffer_ + p * page_, page_));
-    }
-    for (auto& f : done) STRATA_RETURN_IF_ERROR(f.get());
-    if (op == storage::IoOp::kWrite) STRATA_RETURN_IF_ERROR(engine_->sync_file(file_));
-    return Seconds(t0);
-  }
-  storage::IoEngine& engine() { return *engine_; }
-
- private:
-  RawIo() = default;
-  uint64_t page_ = 0, pages_ = 0;
-  char* buffer_ = nullptr;
-  storage::UniqueFd fd_;
-  std::unique_ptr<storage::IoEngine> engine_;
-  int file_ = -1;
-};
 
 Result<uint64_t> RunTrace(const BenchDir& dir, const std::string& name,
                           memory::EvictionPolicy policy, int blocks) {

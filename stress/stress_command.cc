@@ -26,7 +26,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A third of the configurations draw a disk fill (Note [Disk fills] in stress_scenario.cc).
+// A third of the configurations draw a disk fill (Note [Disk fills] in stress_damage.cc).
 constexpr double kFillOdds = 1.0 / 3;
 constexpr double kRankChangeOdds = 1.0 / 4;
 

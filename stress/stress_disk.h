@@ -1,7 +1,7 @@
 // The small disk of a `strata stress` configuration that draws a disk fill: an ext4 filesystem in
 // an image file of the configuration's scratch directory, on a loop device, that the driver fills
 // while a child trains on it and frees before the next attempt (Note [Disk fills] in
-// stress/stress_scenario.cc).
+// stress/stress_damage.cc).
 //
 // - Made with `mkfs.ext4 -m 0`: with ext4's default 5% of reserved blocks root writes on into
 //   them, and the disk is not full when df says it is.

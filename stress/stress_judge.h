@@ -68,7 +68,7 @@ long SuggestedResumeStep(std::string_view error_line);
 
 // Whether an error line carries ENOSPC's text, as a run stopped by a full disk must (a disk
 // fill's attempt passes with ClassifyExit's kCleanError and this; Note [Disk fills] in
-// stress_scenario.cc).
+// stress_damage.cc).
 bool NamesDiskFull(std::string_view error_line);
 
 // A resume as 2 ranks over a one-process run's directories (stress/stress_rank_change.h): "" when

@@ -14,6 +14,7 @@
 #include "core/util/sizes.h"
 #include "scheduler/checkpoint.h"
 #include "stress/stress_child.h"
+#include "stress/stress_config_run.h"
 #include "stress/stress_disk.h"
 #include "stress/stress_disturbance.h"
 #include "stress/stress_judge.h"
@@ -22,23 +23,6 @@
 
 namespace strata::stress {
 namespace {
-
-// Note [Disk fills]
-// A configuration that draws a disk fill keeps its store (--nvme-dir) and its --ckpt-dir on an
-// ext4 image of its own (StressDisk, kDiskBytes: several times the largest store a drawn
-// configuration makes, with the catalog's 16 MiB headroom), mounted for the whole
-// configuration so that every attempt opens the same store. The fill is the first attempt's
-// disturbance (DrawDisturbances), once a number of steps drawn below the run's last checkpoint
-// are logged (none: before the store is even open); the driver then takes every free byte while
-// the child trains, so whichever write comes next (the catalog's log, a checkpoint record)
-// meets ENOSPC. The attempt must stop with
-// exit 1 and one error line with ENOSPC's text, never abort (Note [Poisoned catalog] in
-// storage/catalog.cc), or finish if it needed no new block. The space is freed before anything
-// else touches the store; the next attempt resumes, and the configuration is judged like any
-// other: every step's loss and the weights as the in-memory run's. The logs, token file and
-// exports stay off the small disk. The image is unmounted and detached when the configuration
-// ends; a failed one keeps it (disk.img) with the rest of its files.
-constexpr uint64_t kDiskBytes = 256 * kMiB;
 
 bool ContainsAny(const std::string& text, const std::vector<std::string>& needles) {
   return std::any_of(needles.begin(), needles.end(),
@@ -53,6 +37,15 @@ bool HoldsCheckpoint(const std::string& ckpt_dir) {
   return !record.ok() || (*record && !(*record)->checkpoints.empty());
 }
 
+// The text of a float flag scaled by 1.001 (sabotage: the same run, not the same bits).
+std::string Perturbed(const std::string& value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", std::stod(value) * 1.001);
+  return buf;
+}
+
+}  // namespace
+
 bool NamesChecksumError(const std::string& line) {
   return ContainsAny(line, {"checksum", "Corruption", "corrupt"});
 }
@@ -62,71 +55,6 @@ std::string DescribeExit(const ChildRun& run) {
   if (!run.how.exited) return "ended by signal " + std::to_string(run.how.signal);
   return "exit " + std::to_string(run.how.code);
 }
-
-// The text of a float flag scaled by 1.001 (sabotage: the same run, not the same bits).
-std::string Perturbed(const std::string& value) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", std::stod(value) * 1.001);
-  return buf;
-}
-
-class ConfigRun {
- public:
-  ConfigRun(const StressConfig& c, const StressRunOptions& o)
-      : c_(c),
-        o_(o),
-        rng_(c.seed ^ 0x5eedULL),
-        dir_(o.root + "/config-" + std::to_string(c.index)) {}
-
-  Result<StressConfigResult> run(StressCounters* counters);
-
- private:
-  struct Attempt {
-    std::string command;
-    std::string outcome;
-  };
-
-  Status prepare(const std::vector<Disturbance>& draws);
-  Status run_reference();
-  // One paged attempt; a non-empty `fault_spec` is its STRATA_INJECT_FAULTS (stress/fault_spec.h).
-  Result<ChildRun> run_paged(const std::string& fault_spec, StopPlan stop);
-  Status disturb(const Disturbance& d);
-  StopPlan draw_stop(int signal);
-  void judge(const Disturbance& d, const ChildRun& run);
-  Status rot();
-  Status change_ranks();
-  Status fill_disk();
-  void judge_fill(const ChildRun& run, bool filled);
-  Status finish_run();
-  void verdict();
-  void fail(const std::string& problem);
-  bool still_rotted(const std::string& error_line) const;
-  StressConfigResult outcome() const;
-
-  const StressConfig c_;
-  const StressRunOptions o_;
-  std::mt19937_64 rng_;
-  const std::string dir_;
-  std::string store_root_;            // holds the NVMe dirs and --ckpt-dir: dir_ or disk_
-  std::unique_ptr<StressDisk> disk_;  // when a disk fill was drawn (Note [Disk fills])
-  bool used_disk_ = false;
-  std::string data_;                // the token file, when not builtin
-  std::vector<std::string> paged_;  // the flags of every paged attempt
-  std::map<long, std::string> ref_losses_;
-  std::string ref_weights_;
-  std::string ref_command_;
-  std::vector<std::map<long, std::string>> losses_;  // per attempt
-  std::vector<Attempt> attempts_;
-  std::vector<RottedPage> rotted_;
-  long resume_from_ = -1;  // the next attempt's --resume-from, when an error suggested one
-  long max_logged_ = 0;    // the highest step any attempt logged
-  long pending_ = 0;       // injected faults that count as recovered if the configuration passes
-  bool finished_ = false;  // an attempt ran to the end (exit 0)
-  bool stop_events_ = false;
-  std::vector<std::string> events_;  // short texts for the progress line
-  std::vector<std::string> problems_;
-  StressCounters n_;
-};
 
 Status ConfigRun::prepare(const std::vector<Disturbance>& draws) {
   std::error_code ec;
@@ -277,116 +205,6 @@ void ConfigRun::judge(const Disturbance& d, const ChildRun& run) {
   }
 }
 
-// A flipped byte in the newest checkpoint: the next attempt must name the checksum error, and
-// the older checkpoint it suggests must recover the run.
-Status ConfigRun::rot() {
-  if (resume_from_ >= 0) {  // the next attempt goes back to an older checkpoint anyway
-    events_.push_back("rot n/a");
-    return Status::Ok();
-  }
-  Result<RottedPage> rot = RotNewestCheckpoint(NvmeDirs(c_, store_root_), c_.page_bytes, rng_());
-  if (!rot.ok()) {
-    if (rot.status().code() != StatusCode::kNotFound) return rot.status();
-    events_.push_back("rot n/a");
-    return Status::Ok();
-  }
-  rotted_.push_back(*rot);
-  ++n_.faults_injected;
-  ++pending_;
-  const std::string what = "rot " + rot->manifest + " page " + std::to_string(rot->page);
-  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged("", StopPlan{}));
-  std::string line;
-  const ExitKind kind = ClassifyExit(run.how, 0, run.output, &line);
-  attempts_.back().outcome += line.empty() ? "" : ": " + line;
-  if (kind == ExitKind::kCleanError && NamesChecksumError(line)) {
-    ++n_.faults_detected;
-    resume_from_ = SuggestedResumeStep(line);
-    events_.push_back(what + " detected");
-  } else if (kind == ExitKind::kFinished) {
-    finished_ = true;  // it resumed from another checkpoint; the losses say whether that was right
-    events_.push_back(what + " not read");
-  } else {
-    events_.push_back(what + " FAILED");
-    fail(what + " (" + rot->path + " offset " + std::to_string(rot->offset) +
-         "): expected exit 1 naming the checksum error, got " + DescribeExit(run) +
-         (line.empty() ? "" : ": " + line));
-  }
-  return Status::Ok();
-}
-
-// Note [Disk fills]: the disk fills at a drawn moment, and is freed as soon as the attempt has
-// ended.
-Status ConfigRun::fill_disk() {
-  if (!disk_) {
-    events_.push_back("fill n/a");
-    return Status::Ok();
-  }
-  // Before the run's last checkpoint, so that a write is still to come (the attempt may have
-  // resumed from an earlier one: then sooner still); 0 steps: before the store is open.
-  StopPlan stop;
-  const long last_checkpoint = c_.steps / c_.ckpt_every * c_.ckpt_every;
-  stop.after_steps = Uniform(rng_, 0, std::max(0L, last_checkpoint - max_logged_ - 1));
-  Status filled;
-  stop.action = [&] { filled = disk_->fill().status(); };
-  STRATA_ASSIGN_OR_RETURN(ChildRun run, run_paged("", stop));
-  STRATA_RETURN_IF_ERROR(disk_->unfill());
-  STRATA_RETURN_IF_ERROR(filled);
-  judge_fill(run, run.signal_sent);
-  return Status::Ok();
-}
-
-// Exit 1 with ENOSPC's text, or a finished run; anything else (an abort above all) fails.
-void ConfigRun::judge_fill(const ChildRun& run, bool filled) {
-  std::string line;
-  const ExitKind kind = ClassifyExit(run.how, 0, run.output, &line);
-  attempts_.back().outcome += line.empty() ? "" : ": " + line;
-  n_.disk_fills += filled ? 1 : 0;
-  if (kind == ExitKind::kCleanError && NamesDiskFull(line)) {
-    ++n_.faults_injected;
-    ++n_.faults_detected;
-    ++pending_;
-    events_.push_back("disk fill after " + std::to_string(losses_.back().size()) +
-                      " steps detected");
-  } else if (kind == ExitKind::kFinished) {
-    finished_ = true;
-    n_.faults_injected += filled ? 1 : 0;
-    pending_ += filled ? 1 : 0;
-    events_.push_back(filled ? "disk fill absorbed" : "disk fill too late");
-  } else {
-    events_.push_back("disk fill FAILED");
-    fail(std::string("disk fill") + (filled ? "" : " (never reached)") +
-         ": expected exit 1 with ENOSPC's message (No space left on device) or a finished "
-         "run, got " +
-         DescribeExit(run) + (line.empty() ? "" : ": " + line));
-  }
-}
-
-// A resume as 2 ranks over this one-process run's directories: refused, nothing touched; the
-// next attempt resumes as before (stress/stress_rank_change.h).
-Status ConfigRun::change_ranks() {
-  Result<std::optional<scheduler::CheckpointRecord>> record =
-      scheduler::ReadCheckpointRecord(CkptDir(store_root_));
-  if (!record.ok() || !*record) {  // nothing written yet, or damaged on purpose
-    events_.push_back("2 ranks n/a");
-    return Status::Ok();
-  }
-  const std::string tag = dir_ + "/attempt" + std::to_string(attempts_.size() + 1);
-  STRATA_ASSIGN_OR_RETURN(
-      RankChangeRun r,
-      ResumeUnderTwoRanks(o_.mpirun, o_.binary, paged_, CkptDir(store_root_),
-                          NvmeDirs(c_, store_root_), tag + ".out", o_.child_timeout_s));
-  attempts_.push_back({r.command, r.outcome});
-  losses_.push_back({});
-  if (r.problem.empty()) {
-    ++n_.rank_changes;
-    events_.push_back("2 ranks refused");
-  } else {
-    events_.push_back("2 ranks FAILED");
-    fail(r.problem);
-  }
-  return Status::Ok();
-}
-
 // Undisturbed attempts until the run is complete: one, or one more when an error suggests an
 // older checkpoint (--resume-from).
 Status ConfigRun::finish_run() {
@@ -475,8 +293,6 @@ Result<StressConfigResult> ConfigRun::run(StressCounters* counters) {
   }
   return r;
 }
-
-}  // namespace
 
 void StressCounters::add(const StressCounters& o) {
   configurations += o.configurations;

@@ -14,7 +14,7 @@
 //               number of steps (fewer than its last checkpoint's): the attempt must stop with
 //               exit 1 and one `strata: error:` line with ENOSPC's message (or finish), and after
 //               the space is freed --resume must go on as if nothing happened (Note [Disk fills]
-//               in stress_scenario.cc).
+//               in stress_damage.cc).
 //   ranks       the run resumed as a job of 2 ranks under mpirun over its own directories (once
 //               its checkpoint record exists): refused in order with exit 2 and one line naming a
 //               one-process run, nothing created (stress/stress_rank_change.h).

@@ -40,6 +40,8 @@ source_dirs=()
 for dir in */; do
   dir=${dir%/}
   [[ $dir == tests || $dir == build* || -f $dir/CMakeCache.txt ]] && continue  # build trees
+  # What git ignores is made, not written: an install prefix, a scratch tree.
+  git check-ignore -q "$dir" 2>/dev/null && continue
   [[ -n $(find "$dir" -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.c' \
             -o -name '*.cpp' \) -print -quit) ]] || continue
   source_dirs+=("$dir")
