@@ -1,38 +1,69 @@
 #include "embed/checkpoint_book.h"
 
+#include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
-
-#include "core/util/durable_file.h"
 
 namespace strata::embed {
 namespace {
 
 using Json = nlohmann::json;
+using Fault = memory::CheckpointRecordFault;
 constexpr const char* kRecordFile = "strata_checkpoints.json";
 
-Json EntryJson(const CheckpointBook::Entry& e) {
-  Json tensors = Json::array();
-  for (const TensorInfo& t : e.tensors) {
-    tensors.push_back(Json::array({t.name, t.bytes, t.dtype, t.role, t.group}));
+// memory/checkpoint_record.h says what is wrong with the record and where; the advice is in the
+// C API's terms.
+Status InApiTerms(const Status& s) {
+  const Fault* fault = memory::RecordFaultOf(s);
+  if (fault == nullptr) return s;
+  auto again = [&](const Status& worded) {
+    return worded.with_detail(std::make_shared<Fault>(*fault));
+  };
+  switch (fault->kind) {
+    case Fault::Kind::kNotARecord:
+      return again(Status::Corruption(s.message() +
+                                      "; put back the file Strata wrote, or move it away to start "
+                                      "afresh (its checkpoints are then lost)"));
+    case Fault::Kind::kChecksum:
+      return again(Status::Corruption(s.message() +
+                                      " (to resume from another listed checkpoint, set the option "
+                                      "resume to its name; never edit the record)"));
+    case Fault::Kind::kUnreadable:
+      return s.with_context("checkpoint_dir");
+    case Fault::Kind::kFormat:
+      return s;
   }
-  return {{"name", e.name}, {"manifest", e.manifest}, {"step", e.step},
-          {"page_bytes", e.page_bytes}, {"tensors", tensors}};
+  return s;
 }
 
-CheckpointBook::Entry EntryFrom(const Json& j) {
-  CheckpointBook::Entry e;
-  e.name = j.at("name").get<std::string>();
-  e.manifest = j.at("manifest").get<std::string>();
-  e.step = j.at("step").get<int64_t>();
-  e.page_bytes = j.at("page_bytes").get<uint64_t>();
-  for (const Json& t : j.at("tensors")) {
-    e.tensors.push_back({t.at(0).get<std::string>(), t.at(1).get<uint64_t>(), t.at(2).get<int>(),
-                         t.at(3).get<int>(), t.at(4).get<std::string>()});
+Status NotOurs(const std::string& path, const std::string& what) {
+  return InApiTerms(Status::Corruption(path + " is not a Strata checkpoint record (" + what + ")")
+                        .with_detail(std::make_shared<Fault>(Fault::Kind::kNotARecord, path)));
+}
+
+// A format-2 record, or a format-1 one (Note [Format-1 records]).
+Result<memory::CheckpointRecord> ParseBook(std::string_view text, const std::string& path) {
+  if (IsFormat1Book(text)) {
+    STRATA_ASSIGN_OR_RETURN(std::vector<CheckpointBook::Entry> entries,
+                            ParseFormat1Book(text, path));
+    memory::CheckpointRecord r;
+    r.format = 1;  // written as format 2 by the next checkpoint or drop
+    r.set_checkpoints(std::move(entries));
+    return r;
   }
-  return e;
+  auto parsed = memory::ParseCheckpointRecord(text, path);
+  if (!parsed.ok()) return InApiTerms(parsed.status());
+  for (const CheckpointBook::Entry& e : parsed->checkpoints) {
+    if (e.name.empty()) {
+      return NotOurs(path, "it lists the checkpoints of a training run (" + e.manifest +
+                               "), not a C API runtime's");
+    }
+    if (!CheckpointBook::IsManifest(e.manifest)) {
+      return NotOurs(path, "checkpoint '" + e.name + "' has manifest '" + e.manifest +
+                               "', not an embed-* one");
+    }
+  }
+  return parsed;
 }
 
 std::string Describe(const TensorInfo& t) {
@@ -41,23 +72,56 @@ std::string Describe(const TensorInfo& t) {
          "')";
 }
 
+// A "tensor NNNNN" value of a fingerprint, in Describe's words (as written when it is not one
+// Strata wrote).
+std::string DescribeRecorded(const std::string& value) {
+  const Json t = Json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (t.is_array() && t.size() == 5 && t[0].is_string() && t[1].is_number_unsigned() &&
+      t[2].is_number_integer() && t[3].is_number_integer() && t[4].is_string()) {
+    return Describe({t[0].get<std::string>(), t[1].get<uint64_t>(), t[2].get<int>(),
+                     t[3].get<int>(), t[4].get<std::string>()});
+  }
+  return value;
+}
+
+std::string TensorKey(size_t i) {
+  char key[32];
+  std::snprintf(key, sizeof key, "tensor %05zu", i);
+  return key;
+}
+
+std::string ValueOf(const memory::RecordFingerprint& fp, const std::string& key) {
+  auto it = fp.find(key);
+  return it == fp.end() ? "" : it->second;
+}
+
+size_t CountOf(const memory::RecordFingerprint& fp) {
+  const std::string text = ValueOf(fp, "tensors");
+  size_t n = 0;
+  std::from_chars(text.data(), text.data() + text.size(), n);
+  return n;
+}
+
 }  // namespace
+
+memory::RecordFingerprint CheckpointBook::Fingerprint(uint64_t page_bytes,
+                                                      const std::vector<TensorInfo>& tensors) {
+  memory::RecordFingerprint fp = {{"page_size", std::to_string(page_bytes)},
+                                  {"tensors", std::to_string(tensors.size())}};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = tensors[i];
+    fp[TensorKey(i)] = Json::array({t.name, t.bytes, t.dtype, t.role, t.group})
+                           .dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
+  return fp;
+}
 
 Result<std::unique_ptr<CheckpointBook>> CheckpointBook::Open(const std::string& dir) {
   std::unique_ptr<CheckpointBook> book(new CheckpointBook(dir));
-  const std::string path = dir + "/" + kRecordFile;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return book;
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    const Json j = Json::parse(text.str());
-    for (const Json& e : j.at("checkpoints")) book->entries_.push_back(EntryFrom(e));
-  } catch (const std::exception& e) {
-    return Status::Corruption(path + " is not a checkpoint record of Strata's embedding API (" +
-                              e.what() + "); move it away to start afresh");
-  }
+  auto text = memory::ReadCheckpointRecordText(dir, kRecordFile);
+  if (!text.ok()) return InApiTerms(text.status());
+  if (!text->has_value()) return book;
+  STRATA_ASSIGN_OR_RETURN(book->record_, ParseBook(**text, dir + "/" + kRecordFile));
   return book;
 }
 
@@ -73,85 +137,74 @@ Status CheckpointBook::CheckName(const std::string& name) {
 }
 
 Result<const CheckpointBook::Entry*> CheckpointBook::find(const std::string& name) const {
+  if (const Entry* e = record_.find_named(name)) return e;
   std::string names;
-  for (const Entry& e : entries_) {
-    if (e.name == name) return &e;
-    names += (names.empty() ? "" : ", ") + e.name;
-  }
+  for (const Entry& e : record_.checkpoints) names += (names.empty() ? "" : ", ") + e.name;
   return Status::NotFound("no checkpoint '" + name + "' in " + dir_ + "/" + kRecordFile +
                           " (it has: " + (names.empty() ? "none" : names) + ")");
 }
 
 Status CheckpointBook::CheckLayout(const Entry& entry, const Layout& layout) {
-  const Entry* e = &entry;
-  const std::string why = "checkpoint '" + e->name + "' was saved with other tensors: register the "
-                          "same tensors and pairs, in the same order, to resume from it";
-  if (e->page_bytes != layout.page_bytes()) {
-    return Status::FailedPrecondition(why + " (its page_size is " +
-                                      std::to_string(e->page_bytes) + ")");
+  const std::string why = "checkpoint '" + entry.name + "' was saved with other tensors: "
+                          "register the same tensors and pairs, in the same order, to resume "
+                          "from it";
+  const memory::RecordFingerprint& was = entry.fingerprint;
+  const memory::RecordFingerprint now = Fingerprint(layout.page_bytes(), layout.tensors());
+  if (ValueOf(was, "page_size") != ValueOf(now, "page_size")) {
+    return Status::FailedPrecondition(why + " (its page_size is " + ValueOf(was, "page_size") +
+                                      ")");
   }
-  const auto& now = layout.tensors();
-  for (size_t i = 0; i < std::max(now.size(), e->tensors.size()); ++i) {
-    if (i >= now.size() || i >= e->tensors.size()) {
-      return Status::FailedPrecondition(why + " (it has " + std::to_string(e->tensors.size()) +
-                                        " tensors, this runtime " + std::to_string(now.size()) +
-                                        ")");
+  const size_t had = CountOf(was), has = layout.tensors().size();
+  for (size_t i = 0; i < std::max(had, has); ++i) {
+    if (i >= had || i >= has) {
+      return Status::FailedPrecondition(why + " (it has " + std::to_string(had) +
+                                        " tensors, this runtime " + std::to_string(has) + ")");
     }
-    const TensorInfo &a = e->tensors[i], &b = now[i];
-    if (a.name != b.name || a.bytes != b.bytes || a.dtype != b.dtype || a.role != b.role ||
-        a.group != b.group) {
+    const std::string key = TensorKey(i);
+    if (ValueOf(was, key) != ValueOf(now, key)) {
       return Status::FailedPrecondition(why + " (tensor " + std::to_string(i) + " was " +
-                                        Describe(a) + ", now " + Describe(b) + ")");
+                                        DescribeRecorded(ValueOf(was, key)) + ", now " +
+                                        Describe(layout.tensors()[i]) + ")");
     }
   }
   return Status::Ok();
 }
 
 Result<std::vector<std::string>> CheckpointBook::record(const std::string& name, int64_t step,
-                                                        const Layout& layout, uint64_t keep) {
-  Entry entry{name, ManifestName(name), step, layout.page_bytes(), {}};
-  for (const TensorInfo& t : layout.tensors()) {
-    entry.tensors.push_back({t.name, t.bytes, t.dtype, t.role, t.group});
-  }
-  std::vector<Entry> next = {std::move(entry)};
-  std::vector<std::string> retired;
-  for (Entry& e : entries_) {
-    if (e.name == name) continue;  // replaced: the same manifest, saved again
-    if (keep == 0 || next.size() < keep) {
-      next.push_back(e);
-    } else {
-      retired.push_back(e.manifest);
-    }
+                                                        const Layout& layout, uint64_t keep,
+                                                        const std::vector<std::string>& nvme_dirs) {
+  memory::CheckpointRecord next = record_;
+  std::vector<Entry> gone = next.push_newest(
+      {step, ManifestName(name), name, Fingerprint(layout.page_bytes(), layout.tensors())}, keep);
+  next.nvme_dirs.clear();
+  for (const std::string& d : nvme_dirs) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(d, ec);
+    next.nvme_dirs.push_back(ec ? d : abs.lexically_normal().string());
   }
   STRATA_RETURN_IF_ERROR(write(next));
-  entries_ = std::move(next);
+  record_ = std::move(next);
+  std::vector<std::string> retired;
+  for (const Entry& e : gone) retired.push_back(e.manifest);
   return retired;
 }
 
 Result<std::string> CheckpointBook::drop(const std::string& name) {
   STRATA_ASSIGN_OR_RETURN(const Entry* found, find(name));
   const std::string manifest = found->manifest;
-  std::vector<Entry> next;
-  for (const Entry& e : entries_) {
-    if (e.name != name) next.push_back(e);
+  memory::CheckpointRecord next = record_;
+  std::vector<Entry> kept;
+  for (const Entry& e : record_.checkpoints) {
+    if (e.name != name) kept.push_back(e);
   }
+  next.set_checkpoints(std::move(kept));
   STRATA_RETURN_IF_ERROR(write(next));
-  entries_ = std::move(next);
+  record_ = std::move(next);
   return manifest;
 }
 
-bool CheckpointBook::lists_manifest(const std::string& manifest) const {
-  for (const Entry& e : entries_) {
-    if (e.manifest == manifest) return true;
-  }
-  return false;
-}
-
-Status CheckpointBook::write(const std::vector<Entry>& entries) const {
-  Json all = Json::array();
-  for (const Entry& e : entries) all.push_back(EntryJson(e));
-  const Json record = {{"format", 1}, {"checkpoints", all}};
-  return WriteFileDurably(dir_, kRecordFile, record.dump(1), "checkpoint_dir");
+Status CheckpointBook::write(const memory::CheckpointRecord& record) const {
+  return memory::WriteCheckpointRecord(dir_, kRecordFile, record, "checkpoint_dir");
 }
 
 }  // namespace strata::embed

@@ -27,7 +27,8 @@ Status Runtime::checkpoint(const std::string& name) {
   STRATA_RETURN_IF_ERROR(memory_->save_snapshot(CheckpointBook::ManifestName(name), pages));
   STRATA_ASSIGN_OR_RETURN(
       std::vector<std::string> retired,
-      book_->record(name, optimizer_->steps_done(), layout_, options_.keep_checkpoints));
+      book_->record(name, optimizer_->steps_done(), layout_, options_.keep_checkpoints,
+                    nvme_dirs()));
   // Their versions stay until a resume collects them (Note [Dropping checkpoints]).
   return delete_manifests(retired).with_context(
       "strata_checkpoint: '" + name + "' is saved, but freeing the checkpoints beyond "

@@ -1,5 +1,7 @@
 // Checkpoint records: which NVMe page-store manifests hold the state after which steps, of
-// which run, in which store.
+// which run, in which store. The record is memory/checkpoint_record.h's, the one the C API's
+// checkpoints use too; this file names the trainer's file, its manifests and its fingerprint,
+// and words the record's errors with the trainer's flags.
 //
 // A checkpoint is a manifest of the NVMe page store (storage/page_store.h: a durable snapshot of
 // every page's current version, no copy of unchanged pages) plus its entry in this small record,
@@ -10,7 +12,7 @@
 //    "checkpoints": [{"step": 6, "manifest": "step-00000006"}, {"step": 4, ...}],  newest first
 //    "store_id": "9f2c...",                      the NVMe store's id (memory::NvmeStore::id)
 //    "nvme_dirs": ["/abs/nvme0", ...],           where that store lives
-//    "fingerprint": {"--lr": "0.001", ...},      RunFingerprint::to_map()
+//    "fingerprint": {"--lr": "0.001", ...},      RunFingerprint::to_map(), one for the record
 //    "checksum": "<16 hex digits>"}              XXH3-64 of the canonical JSON (sorted keys, no
 //                                                spaces) of every other field
 // A format-1 record (an older Strata's) has only step, manifest and run; it is read as one
@@ -31,57 +33,38 @@
 // manifest, so leftovers of a run killed before its first record are recognised as its own.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "core/util/status.h"
+#include "memory/checkpoint_record.h"
 
 namespace strata::scheduler {
 
 inline constexpr const char* kCheckpointFile = "checkpoint.json";
-inline constexpr int kCheckpointFormat = 2;
+inline constexpr int kCheckpointFormat = memory::kCheckpointRecordFormat;
 // Records above this size are refused unread (a real one is a few KiB).
-inline constexpr uint64_t kMaxCheckpointRecordBytes = 16 << 20;
+inline constexpr uint64_t kMaxCheckpointRecordBytes = memory::kMaxCheckpointRecordBytes;
 
-struct CheckpointEntry {
-  long step = 0;
-  std::string manifest;
-  friend bool operator==(const CheckpointEntry&, const CheckpointEntry&) = default;
-};
-
-struct CheckpointRecord {
-  int format = kCheckpointFormat;  // 1: an older Strata's record (step, manifest, run only)
-  long step = 0;                   // the newest checkpoint (checkpoints[0]); 0 when none
-  std::string manifest;            // its manifest; "" when none
-  std::string run;                 // RunFingerprint::summary() of the run
-  std::vector<CheckpointEntry> checkpoints;        // newest first
-  std::string store_id;                            // "" in a format-1 record
-  std::vector<std::string> nvme_dirs;              // absolute; empty in a format-1 record
-  std::map<std::string, std::string> fingerprint;  // flag -> value; empty in format 1
-
-  // Sets checkpoints (sorted newest first) and step/manifest from its first entry.
-  void set_checkpoints(std::vector<CheckpointEntry> entries);
-  // The listed entry of `step`, or nullptr.
-  const CheckpointEntry* find(long step) const;
-  // "6, 4" (the steps, newest first); "none" when empty.
-  std::string steps_text() const;
-};
+// The trainer's entries are numbered: step and manifest, no name (memory/checkpoint_record.h).
+using CheckpointEntry = memory::CheckpointEntry;
+using CheckpointRecord = memory::CheckpointRecord;
 
 std::string ManifestNameForStep(long step);
 // Whether a manifest name is a checkpoint's (step-*): only those are retired or collected.
 bool IsCheckpointManifest(const std::string& name);
 
-// Parses the text of a checkpoint.json. Pure: never throws, reads nothing else, allocates only
-// in proportion to `text`. Corruption naming `path_for_messages` for text that is not a record
-// (with the field at fault) or whose checksum does not match its content; NotSupported for a
-// newer format.
+// Parses the text of a checkpoint.json (memory::ParseCheckpointRecord). Pure: never throws,
+// reads nothing else, allocates only in proportion to `text`. Corruption naming
+// `path_for_messages` for text that is not a record (with the field at fault) or whose checksum
+// does not match its content; NotSupported for a newer format. The advice names the trainer's
+// flags.
 Result<CheckpointRecord> ParseCheckpointRecord(std::string_view text,
                                                const std::string& path_for_messages);
-// The record's JSON (with its checksum), as WriteCheckpointRecord writes it.
-std::string CheckpointRecordJson(const CheckpointRecord& record);
+// The record's JSON (with its checksum), as WriteCheckpointRecord writes it. The shared one,
+// by name (argument-dependent lookup finds it from memory:: too).
+using memory::CheckpointRecordJson;
 
 // nullopt when <dir>/checkpoint.json does not exist; ParseCheckpointRecord's errors.
 Result<std::optional<CheckpointRecord>> ReadCheckpointRecord(const std::string& dir);

@@ -217,11 +217,8 @@ Status PagedTrainer::write_checkpoint(long steps_done) {
   const std::string name = scheduler::ManifestNameForStep(steps_done);
   STRATA_RETURN_IF_ERROR(mm_->save_snapshot(name, durable_pages()));
   scheduler::CheckpointRecord next = record_;
-  std::vector<scheduler::CheckpointEntry> entries = {{steps_done, name}};
-  for (const scheduler::CheckpointEntry& e : record_.checkpoints) {
-    if (e.step < steps_done && entries.size() < size_t(o_.keep_checkpoints)) entries.push_back(e);
-  }
-  next.set_checkpoints(std::move(entries));
+  // The retired ones' manifests go with every other unlisted step-* manifest below.
+  (void)next.push_newest({steps_done, name}, uint64_t(o_.keep_checkpoints));
   STRATA_RETURN_IF_ERROR(scheduler::WriteCheckpointRecord(o_.ckpt_dir, next));
   record_ = std::move(next);
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, mm_->snapshot_names());

@@ -116,12 +116,15 @@ def choose_page_size(entries, host_mem):
 
 def checkpoint_page_size(checkpoint_dir, name):
     """The page size checkpoint `name` was saved with, from its record in `checkpoint_dir`
-    (embed/checkpoint_book.h), or None when the record does not list it (Strata then says so)."""
+    (embed/checkpoint_book.h: its fingerprint's page_size in format 2, page_bytes in format 1),
+    or None when the record does not list it (Strata then says so)."""
     try:
         with open(os.path.join(checkpoint_dir, "strata_checkpoints.json")) as f:
             record = json.load(f)
         for c in record.get("checkpoints", []):
             if c.get("name") == name:
+                if "fingerprint" in c:
+                    return int(c["fingerprint"]["page_size"])
                 return int(c["page_bytes"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass

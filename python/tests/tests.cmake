@@ -24,6 +24,7 @@ strata_py_test(resume_after_kill test_resume_after_kill.py 300)
 strata_py_test(reads test_reads.py 300)
 strata_py_test(state_dict test_state_dict.py 300)
 strata_py_test(page_layout test_page_layout.py 120)
+strata_py_test(checkpoint_record test_checkpoint_record.py 120)
 
 # The zoo (test_zoo.py): each model its own entry, so that ctest -j runs them side by side and
 # names the one that fails. vit_b_16 moves ~40 GB through its NVMe directory (86M parameters at

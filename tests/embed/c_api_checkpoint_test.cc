@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "tests/embed/embed_test_util.h"
 
@@ -170,6 +172,110 @@ TEST(CApiCheckpointDrop, AFullStoreAdvisesTheCApisRemedies) {
     ASSERT_STRATA_OK(strata_checkpoint(s.rt, ("big" + std::to_string(i)).c_str()));
   }
   s.close();
+}
+
+// Item 5 of issue 32: the C API's checkpoints are in the trainer's record format. A format-1
+// record, byte for byte what the C API wrote before (Note [Format-1 records] in
+// embed/checkpoint_book.h), still resumes; the next checkpoint rewrites it in format 2.
+constexpr const char* kFormat1Record = R"({
+ "checkpoints": [
+  {
+   "manifest": "embed-c1",
+   "name": "c1",
+   "page_bytes": 65536,
+   "step": 0,
+   "tensors": [
+    [
+     "a",
+     65536,
+     0,
+     3,
+     "ga"
+    ],
+    [
+     "b",
+     65536,
+     0,
+     3,
+     "gb"
+    ]
+   ]
+  }
+ ],
+ "format": 1
+})";
+
+std::string Contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(CApiCheckpointRecord, AFormat1RecordOfAnOlderStrataStillResumes) {
+  Store s("format1");
+  s.open();
+  s.write(1.0f);
+  ASSERT_STRATA_OK(strata_checkpoint(s.rt, "c1"));
+  s.close();
+  std::ofstream(s.record(), std::ios::binary | std::ios::trunc) << kFormat1Record;
+  s.open({{"resume", "c1"}});
+  EXPECT_EQ(s.value(), 1.0f);
+  s.close();
+  EXPECT_EQ(Contents(s.record()), kFormat1Record) << "a resume alone rewrote the record";
+  s.open({{"resume", "c1"}});
+  s.write(2.0f);
+  ASSERT_STRATA_OK(strata_checkpoint(s.rt, "c2"));
+  s.close();
+  const std::string now = Contents(s.record());
+  EXPECT_NE(now.find("\"format\": 2"), std::string::npos) << now;
+  EXPECT_NE(now.find("\"checksum\""), std::string::npos) << now;
+  s.open({{"resume", "c1"}});  // the older entry, carried into format 2
+  EXPECT_EQ(s.value(), 1.0f);
+  s.close();
+  s.open({{"resume", "c2"}});
+  EXPECT_EQ(s.value(), 2.0f);
+  s.close();
+}
+
+TEST(CApiCheckpointRecord, AFormat1CheckpointOfOtherTensorsIsRefusedAsBefore) {
+  Store s("format1_other");
+  s.open();
+  ASSERT_STRATA_OK(strata_checkpoint(s.rt, "c1"));
+  s.close();
+  std::string text = kFormat1Record;
+  text.replace(text.find("\"gb\""), 4, "\"gz\"");
+  std::ofstream(s.record(), std::ios::binary | std::ios::trunc) << text;
+  s.open({{"resume", "c1"}});
+  void* p = nullptr;  // the first acquire seals the layout, which checks it
+  EXPECT_EQ(strata_acquire(s.rt, s.a, STRATA_OVERWRITE, STRATA_TIER_HOST, &p),
+            STRATA_FAILED_PRECONDITION);
+  EXPECT_TRUE(Says("checkpoint 'c1' was saved with other tensors")) << LastError();
+  EXPECT_TRUE(Says("(tensor 1 was 'b' (65536 bytes, dtype 0, role 3, group 'gz'), now 'b' "
+                   "(65536 bytes, dtype 0, role 3, group 'gb'))"))
+      << LastError();
+  strata_runtime_close(s.rt);
+}
+
+// A byte flipped inside a value: the record still parses, its checksum does not match.
+TEST(CApiCheckpointRecord, ACorruptedRecordIsRefusedSayingWhatWhereAndWhatToDo) {
+  Store s("corrupt");
+  s.open();
+  ASSERT_STRATA_OK(strata_checkpoint(s.rt, "c1"));
+  s.close();
+  std::string text = Contents(s.record());
+  const auto pos = text.find("\"name\": \"c1\"");
+  ASSERT_NE(pos, std::string::npos) << text;
+  text[pos + 10] = '2';  // "c1" -> "c2"
+  std::ofstream(s.record(), std::ios::binary | std::ios::trunc) << text;
+  strata_runtime* rt = nullptr;
+  Options o = s.options;
+  o.push_back({"resume", "c1"});
+  EXPECT_EQ(MakeRuntime(o, &rt), STRATA_CORRUPTION);
+  EXPECT_TRUE(Says(s.record() + ": checksum mismatch (recorded ")) << LastError();
+  EXPECT_TRUE(Says("put back the file Strata wrote")) << LastError();
+  EXPECT_TRUE(Says("set the option resume to its name")) << LastError();
+  EXPECT_FALSE(Says("--")) << LastError();
 }
 
 }  // namespace

@@ -199,5 +199,32 @@ TEST(RunFingerprint, MinLrIsTheRateTheScheduleUses) {
       << s.to_string();
 }
 
+// Issue 32 item 5: the record is memory/checkpoint_record.h's, shared with the C API; the
+// trainer's errors keep their words, the advice in flags added here, and a record of the C
+// API's named checkpoints is not a trainer's.
+TEST(CheckpointRecord, TheSharedRecordsErrorsKeepTheTrainersAdvice) {
+  std::string text = CheckpointRecordJson(Sample());
+  text[text.find("0.001") + 4] = '3';
+  auto edited = ParseCheckpointRecord(text, "ckpt/checkpoint.json");
+  ASSERT_FALSE(edited.ok());
+  EXPECT_NE(edited.status().message().find(
+                "the record was edited or damaged after Strata wrote it; put back the file "
+                "Strata wrote (to resume from an older listed checkpoint use --resume-from STEP, "
+                "never an edit)"),
+            std::string::npos)
+      << edited.status().to_string();
+  auto bad = ParseCheckpointRecord("[]", "ckpt/checkpoint.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "ckpt/checkpoint.json is not a Strata checkpoint record (not a JSON object); put back "
+            "the file Strata wrote, or start a new run in an empty --ckpt-dir and --nvme-dir");
+  memory::CheckpointRecord named;
+  (void)named.push_newest({3, "embed-c1", "c1", {{"page_size", "65536"}}}, 0);
+  auto api = ParseCheckpointRecord(memory::CheckpointRecordJson(named), "ckpt/checkpoint.json");
+  ASSERT_FALSE(api.ok());
+  EXPECT_NE(api.status().message().find("named checkpoints of a C API runtime"), std::string::npos)
+      << api.status().to_string();
+}
+
 }  // namespace
 }  // namespace strata::scheduler
