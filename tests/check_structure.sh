@@ -106,5 +106,24 @@ done < <(ctags --languages=C++ --c++-kinds=fp --fields=+nKs -o - \
                       if ($1 == c || $1 ~ /^~/ || $1 ~ /^operator/ || $1 !~ /^[A-Z]/) next;
                       print $1 "\t" $2 "\t" l "\t" c}')
 
+# docs/rooms.md, the map of the rooms: a row per source folder, and its "may include" cell (the
+# folders in backticks, or "(itself)") exactly the table above without the folder itself.
+map=docs/rooms.md
+if [[ ! -f $map ]]; then
+  say "$map is missing (the map of the rooms: a row per source folder)"
+else
+  for dir in "${source_dirs[@]}"; do
+    row=$(grep -E "^\| \`$dir/\` \|" "$map")
+    if [[ -z $row ]]; then
+      say "$map has no row for $dir/ (say what it holds and what it may include)"
+      continue
+    fi
+    cell=$(awk -F'|' '{ print $4 }' <<<"$row" | grep -oE '`[a-z_]+`' | tr -d '`' | sort | xargs)
+    want=$(tr ' ' '\n' <<<"${allowed[$dir]:-}" | grep -vx "$dir" | grep -v '^$' | sort | xargs)
+    [[ $cell == "$want" ]] ||
+      say "$map's row for $dir/ says it may include '${cell:-(itself)}', the include table '${want:-(itself)}'"
+  done
+fi
+
 (( fail == 0 )) && echo "structure: every rule holds"
 exit $fail
