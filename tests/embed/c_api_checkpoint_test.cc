@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "tests/embed/embed_test_util.h"
+#include "tests/embed/format1_record.h"
 
 namespace strata::embed::test {
 namespace {
@@ -177,33 +178,7 @@ TEST(CApiCheckpointDrop, AFullStoreAdvisesTheCApisRemedies) {
 // Item 5 of issue 32: the C API's checkpoints are in the trainer's record format. A format-1
 // record, byte for byte what the C API wrote before (Note [Format-1 records] in
 // embed/checkpoint_book.h), still resumes; the next checkpoint rewrites it in format 2.
-constexpr const char* kFormat1Record = R"({
- "checkpoints": [
-  {
-   "manifest": "embed-c1",
-   "name": "c1",
-   "page_bytes": 65536,
-   "step": 0,
-   "tensors": [
-    [
-     "a",
-     65536,
-     0,
-     3,
-     "ga"
-    ],
-    [
-     "b",
-     65536,
-     0,
-     3,
-     "gb"
-    ]
-   ]
-  }
- ],
- "format": 1
-})";
+using embed::fixtures::kFormat1Record;
 
 std::string Contents(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -10,39 +10,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/embed/format1_record.h"
+
 namespace strata::embed {
 namespace {
 
-// Byte for byte what CheckpointBook::write wrote at 0942f3a (format 1: record.dump(1), no
-// newline at the end) for checkpoint "c1" at step 0 of tensors a and b, 64 KiB of f32 each
-// (dtype 0), role other (3), in groups ga and gb, with 64 KiB pages.
-constexpr const char* kFormat1Record = R"({
- "checkpoints": [
-  {
-   "manifest": "embed-c1",
-   "name": "c1",
-   "page_bytes": 65536,
-   "step": 0,
-   "tensors": [
-    [
-     "a",
-     65536,
-     0,
-     3,
-     "ga"
-    ],
-    [
-     "b",
-     65536,
-     0,
-     3,
-     "gb"
-    ]
-   ]
-  }
- ],
- "format": 1
-})";
+using fixtures::kFormat1Record;
 
 std::string Dir(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "/checkpoint_book_" + name;
