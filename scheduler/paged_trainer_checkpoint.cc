@@ -147,9 +147,13 @@ std::string PagedTrainer::nvme_minimum_text(const scheduler::NvmeSizing& s) cons
 Status PagedTrainer::check_nvme_room(const scheduler::NvmeSizing& s, uint64_t have,
                                      const char* whose) const {
   if (!s.refused()) return Status::Ok();
-  return Status::ResourceExhausted(std::string(whose) + " " + FormatBytes(have) +
-                                   " is below the " + nvme_minimum_text(s) +
-                                   "; raise --nvme-mem or leave it out (a new store)");
+  const bool asked = std::string(whose) == "--nvme-mem";
+  return Status::ResourceExhausted(
+      std::string(whose) + " " + FormatBytes(have) + " is below the " + nvme_minimum_text(s) +
+      (asked ? "; raise --nvme-mem or leave it out (a new store)"
+             : "; give --nvme-mem " + FormatBytes(s.min_bytes) +
+                   " or more with --resume to grow the store, or start over in an empty "
+                   "--nvme-dir"));
 }
 
 // A new store without --nvme-mem: the default when the disks hold it, else the minimum and the
