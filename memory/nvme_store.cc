@@ -1,11 +1,16 @@
 #include "memory/nvme_store.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <future>
 
 #include "memory/page_store_tier.h"
 #include "storage/aligned_buffer.h"
 #include "storage/catalog.h"
 #include "storage/page_store.h"
+#include "storage/posix_file.h"
 
 namespace strata::memory {
 
@@ -19,6 +24,32 @@ Result<uint64_t> NvmeStorePageBytes(const std::string& dir) {
   STRATA_ASSIGN_OR_RETURN(storage::StoreLayout layout,
                           storage::Catalog::ReadLayout(storage::Catalog::PathFor(dir)));
   return layout.page_bytes;
+}
+
+Result<NvmeDiskRoom> NvmeRoomForNewStore(const std::vector<std::string>& dirs, uint64_t page_bytes,
+                                         uint64_t max_slots) {
+  std::vector<dev_t> devs;
+  for (const std::string& d : dirs) {
+    struct stat st;
+    if (::stat(d.c_str(), &st) != 0) return Status::FromErrno(errno, d);
+    devs.push_back(st.st_dev);
+  }
+  NvmeDiskRoom room;
+  room.headroom_bytes = storage::CatalogHeadroomBytes(max_slots);
+  uint64_t per_dir_pages = UINT64_MAX;
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    STRATA_ASSIGN_OR_RETURN(const uint64_t free_bytes, storage::FreeBytes(dirs[i]));
+    const uint64_t sharing = uint64_t(std::count(devs.begin(), devs.end(), devs[i]));
+    const uint64_t kept = devs[i] == devs[0] ? room.headroom_bytes : 0;
+    const uint64_t pages = (free_bytes > kept ? free_bytes - kept : 0) / sharing / page_bytes;
+    if (pages < per_dir_pages) {
+      per_dir_pages = pages;
+      room.dir = dirs[i];
+      room.free_bytes = free_bytes;
+    }
+  }
+  room.slot_bytes = per_dir_pages * page_bytes * dirs.size();
+  return room;
 }
 
 Result<std::unique_ptr<NvmeTier>> OpenNvmeStore(const NvmeStoreOptions& options) {

@@ -45,6 +45,20 @@ bool NvmeStoreExists(const std::string& dir);
 // The page size of the store whose catalog is in `dir`, read without writing anything.
 Result<uint64_t> NvmeStorePageBytes(const std::string& dir);
 
+// The room a new store's slot files have on the disks of `dirs`: each directory gets the same
+// number of slots, directories on one filesystem share its free space, and the first keeps the
+// catalog's headroom for a store of up to `max_slots` slots (Note [Disk space] in
+// storage/page_store_open.cc). `dir` is the directory whose filesystem binds, `free_bytes` what
+// that filesystem has free. Errors: stat's or statvfs's (a missing directory).
+struct NvmeDiskRoom {
+  uint64_t slot_bytes = 0;  // whole pages of slot files across every directory
+  std::string dir;
+  uint64_t free_bytes = 0;
+  uint64_t headroom_bytes = 0;  // kept free beside the slot files in dirs[0]
+};
+Result<NvmeDiskRoom> NvmeRoomForNewStore(const std::vector<std::string>& dirs, uint64_t page_bytes,
+                                         uint64_t max_slots);
+
 Result<std::unique_ptr<NvmeTier>> OpenNvmeStore(const NvmeStoreOptions& options);
 
 struct SnapshotSize {

@@ -58,7 +58,7 @@ Status PagedTrainer::setup() {
   dopt.capacity_bytes = plan_.device_bytes;
   dopt.link_gbps = o_.sim_link_gbps;
   STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_)}, dopt));
-  if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(open_nvme(pages_->plan().total_bytes()));
+  if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(open_nvme());
   STRATA_RETURN_IF_ERROR(create_memory());
   if (resume_from_) {
     // The manager adopted the manifest's pages as committed NVMe copies (they load on demand).

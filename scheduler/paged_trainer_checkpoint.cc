@@ -117,45 +117,102 @@ Status PagedTrainer::make_fingerprint() {
   return Status::Ok();
 }
 
-// Copy-on-write keeps up to two versions of a page (committed + staged), and each kept
-// checkpoint's manifest pins one more version of every parameter and moment page.
-uint64_t PagedTrainer::nvme_need_bytes(uint64_t state_bytes) const {
-  const uint64_t kept = o_.ckpt_every > 0 ? uint64_t(o_.keep_checkpoints) : 0;
-  return 2 * state_bytes + kept * durable_pages().size() * pages_->page_bytes();
+// Note [NVMe capacity] in scheduler/nvme_capacity.h. `room` bounds a new store only.
+scheduler::NvmeSizing PagedTrainer::size_nvme(uint64_t asked, uint64_t room) const {
+  scheduler::NvmeSizingInput in;
+  in.page_bytes = pages_->page_bytes();
+  in.state_pages = pages_->num_pages();
+  in.durable_pages = durable_pages().size();
+  in.host_pages = plan_.host_bytes / in.page_bytes;
+  in.keep_checkpoints = o_.ckpt_every > 0 ? uint64_t(o_.keep_checkpoints) : 0;
+  in.asked_bytes = asked;
+  in.room_bytes = room;
+  return scheduler::SizeNvmeTier(in);
 }
 
-Status PagedTrainer::check_nvme_room(uint64_t have, uint64_t state_bytes, const char* whose) const {
-  const uint64_t need = nvme_need_bytes(state_bytes);
-  if (have >= need) return Status::Ok();
+// What the minimum holds, in words (Note [NVMe capacity]).
+std::string PagedTrainer::nvme_minimum_text(const scheduler::NvmeSizing& s) const {
+  const uint64_t staged = std::min(plan_.host_bytes / pages_->page_bytes(), pages_->num_pages());
+  return FormatBytes(s.min_bytes) + " that the NVMe tier needs (one version of each of the " +
+         std::to_string(pages_->num_pages()) + " pages of state, room for the " +
+         std::to_string(staged) + " versions the host pool can stage" +
+         (o_.ckpt_every > 0
+              ? ", a second version of every page for one kept checkpoint, and one of the " +
+                    std::to_string(pages_->num_pages() - durable_pages().size()) +
+                    " gradient pages while the next is saved"
+              : std::string()) +
+         ")";
+}
+
+Status PagedTrainer::check_nvme_room(const scheduler::NvmeSizing& s, uint64_t have,
+                                     const char* whose) const {
+  if (!s.refused()) return Status::Ok();
+  const bool asked = std::string(whose) == "--nvme-mem";
   return Status::ResourceExhausted(
-      std::string(whose) + " " + FormatBytes(have) + " is below the " + FormatBytes(need) +
-      " that the NVMe tier needs (two versions of every page of state" +
-      (o_.ckpt_every > 0 ? " plus the parameters and moments of " +
-                               std::to_string(o_.keep_checkpoints) + " kept checkpoint(s)"
-                         : std::string()) +
-      "); raise --nvme-mem or leave it out (a new store), or lower --keep-checkpoints");
+      std::string(whose) + " " + FormatBytes(have) + " is below the " + nvme_minimum_text(s) +
+      (asked ? "; raise --nvme-mem or leave it out (a new store)"
+             : "; give --nvme-mem " + FormatBytes(s.min_bytes) +
+                   " or more with --resume to grow the store, or start over in an empty "
+                   "--nvme-dir"));
 }
 
-Status PagedTrainer::open_nvme(uint64_t state_bytes) {
+// A new store without --nvme-mem: the default when the disks hold it, else the minimum and the
+// checkpoints that fit, else a refusal in the page store's ENOSPC wording.
+Result<scheduler::NvmeSizing> PagedTrainer::size_new_nvme() const {
+  const scheduler::NvmeSizing want = size_nvme(0, UINT64_MAX);
+  const uint64_t page = pages_->page_bytes();
+  const Result<memory::NvmeDiskRoom> measured =
+      memory::NvmeRoomForNewStore(o_.nvme_dirs, page, want.default_bytes / page);
+  // A missing or unreadable directory: the store's open words it (CheckWritableDir).
+  if (!measured.ok()) return want;
+  const memory::NvmeDiskRoom& room = *measured;
+  const scheduler::NvmeSizing s = size_nvme(0, room.slot_bytes);
+  if (!s.refused()) return s;
+  return Status::ResourceExhausted(
+      "--nvme-dir " + room.dir + ": No space left on device (ENOSPC): the store's slot files at "
+      "the " + nvme_minimum_text(s) + " and " + FormatBytes(room.headroom_bytes) +
+      " of headroom for its catalog need " + FormatBytes(s.min_bytes + room.headroom_bytes) +
+      " there but only " + FormatBytes(room.free_bytes) +
+      " are free; free space, or give --nvme-dir directories on other disks");
+}
+
+// Fewer kept checkpoints than --keep-checkpoints fit: one line, and the run keeps that many.
+void PagedTrainer::keep_checkpoints_that_fit(const scheduler::NvmeSizing& s) {
+  if (o_.ckpt_every <= 0 || s.checkpoints_fit >= uint64_t(o_.keep_checkpoints)) return;
+  Logger("train")->warn(
+      "the NVMe tier takes {} on {} (at least {}, {} with every kept checkpoint): room for {} "
+      "of the {} checkpoints of --keep-checkpoints, so the run keeps the {} newest; to keep them "
+      "all, free space or give --nvme-mem {} (on --resume it grows the store)",
+      FormatBytes(s.capacity_bytes), o_.nvme_dirs[0], FormatBytes(s.min_bytes),
+      FormatBytes(s.default_bytes), s.checkpoints_fit, o_.keep_checkpoints, s.checkpoints_fit,
+      FormatBytes(s.default_bytes));
+  o_.keep_checkpoints = int(s.checkpoints_fit);
+}
+
+Status PagedTrainer::open_nvme() {
   std::optional<scheduler::CheckpointRecord> found;
   if (!o_.ckpt_dir.empty()) {  // only checkpoints need the fingerprint (it reads --data, --init)
     STRATA_RETURN_IF_ERROR(make_fingerprint());
     STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
   }
   STRATA_RETURN_IF_ERROR(check_checkpoint_flags(found));
-  if (o_.nvme_mem > 0) {
-    STRATA_RETURN_IF_ERROR(check_nvme_room(o_.nvme_mem, state_bytes, "--nvme-mem"));
-  }
+  scheduler::NvmeSizing sizing = size_nvme(o_.nvme_mem, UINT64_MAX);
+  if (o_.nvme_mem > 0) STRATA_RETURN_IF_ERROR(check_nvme_room(sizing, o_.nvme_mem, "--nvme-mem"));
   const bool existed = memory::NvmeStoreExists(o_.nvme_dirs[0]);
   memory::NvmeStoreOptions so;
   so.dirs = o_.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
-  so.capacity_bytes =
-      o_.nvme_mem > 0 ? o_.nvme_mem : std::max(3 * state_bytes, nvme_need_bytes(state_bytes));
+  if (o_.nvme_mem == 0 && !existed) {
+    STRATA_ASSIGN_OR_RETURN(sizing, size_new_nvme());
+  }
+  so.capacity_bytes = sizing.capacity_bytes > 0 ? sizing.capacity_bytes : sizing.default_bytes;
   so.faults = o_.nvme_faults;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeStore> store, memory::NvmeStore::Open(so));
+  // A store that exists keeps its own capacity (or grows to --nvme-mem).
+  sizing = size_nvme(store->capacity_bytes(), UINT64_MAX);
   STRATA_RETURN_IF_ERROR(
-      check_nvme_room(store->capacity_bytes(), state_bytes, "the NVMe store's capacity"));
+      check_nvme_room(sizing, store->capacity_bytes(), "the NVMe store's capacity"));
+  keep_checkpoints_that_fit(sizing);
   if (!o_.resume && existed) STRATA_RETURN_IF_ERROR(check_restartable(*store, found));
   if (o_.resume || (existed && !o_.ckpt_dir.empty())) {
     STRATA_RETURN_IF_ERROR(plan_resume(*store, found));

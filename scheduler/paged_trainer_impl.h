@@ -24,6 +24,7 @@
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/nvme_capacity.h"
 #include "scheduler/pipe_stage.h"
 #include "scheduler/run_fingerprint.h"
 #include "scheduler/split_plan.h"
@@ -112,15 +113,18 @@ class PagedTrainer final : public Trainer {
   Status make_plan();
   Status create_memory();
   Status create_engine();
-  Status open_nvme(uint64_t state_bytes);
+  Status open_nvme();
   Status check_checkpoint_flags(const std::optional<scheduler::CheckpointRecord>& found);
   Status check_restartable(memory::NvmeStore& store,
                            const std::optional<scheduler::CheckpointRecord>& found) const;
   Status make_fingerprint();
   Status plan_resume(memory::NvmeStore& store,
                      const std::optional<scheduler::CheckpointRecord>& found);
-  uint64_t nvme_need_bytes(uint64_t state_bytes) const;
-  Status check_nvme_room(uint64_t have, uint64_t state_bytes, const char* whose) const;
+  scheduler::NvmeSizing size_nvme(uint64_t asked, uint64_t room) const;
+  std::string nvme_minimum_text(const scheduler::NvmeSizing& s) const;
+  Status check_nvme_room(const scheduler::NvmeSizing& s, uint64_t have, const char* whose) const;
+  Result<scheduler::NvmeSizing> size_new_nvme() const;
+  void keep_checkpoints_that_fit(const scheduler::NvmeSizing& s);
   scheduler::CheckpointRecord fresh_record() const;
   // The step's figures from the counters at the end of its compute and the previous step's.
   StepStats stats_of(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,

@@ -94,7 +94,7 @@ struct TrainOptions {
   std::string engine = "auto";         // auto | memory | paged
   uint64_t host_mem = 0;               // --host-mem: the pinned host pool; 0 = what the run needs
   std::vector<std::string> nvme_dirs;  // --nvme-dir (repeatable): the NVMe tier
-  uint64_t nvme_mem = 0;               // --nvme-mem: NVMe slot capacity; 0 = 3x the model state
+  uint64_t nvme_mem = 0;               // --nvme-mem: NVMe slot capacity; 0 = sized by the trainer
   uint64_t page_bytes = 0;             // --page-size; 0 = 16 MiB (power of two, >= 4 KiB)
   std::string params_on = "auto";      // device | host | nvme | auto
   std::string optimizer_on = "auto";   // device | host | nvme | auto (AdamW moments)

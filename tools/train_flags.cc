@@ -82,7 +82,8 @@ void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
   cmd->add_option("--nvme-dir", o.nvme_dirs,
                   "NVMe tier directory (repeatable: pages stripe across them); must be empty");
   cmd->add_option("--nvme-mem", flags->nvme_mem,
-                  "NVMe slot capacity across --nvme-dir; default 3x the model state");
+                  "NVMe slot capacity across --nvme-dir; default: every page of state once, room "
+                  "for what the host pool stages, and the --keep-checkpoints checkpoints");
   cmd->add_option("--page-size", flags->page_size,
                   "Page size of model state (power of two >= 4K); default 16M");
   cmd->add_option("--params-on", o.params_on, "Home of parameters: device, host, nvme or auto")

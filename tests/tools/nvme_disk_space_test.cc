@@ -13,6 +13,10 @@
 // - item 13: every refusal for lack of space (a --nvme-mem or a default capacity larger than the
 //   disk, several --nvme-dir on one disk, a growth on --resume) says "No space left on device
 //   (ENOSPC)" with the bytes needed and free, exit 1.
+// Issue 32, item 7 (Note [NVMe capacity] in scheduler/nvme_capacity.h): without --nvme-mem a new
+// store takes the default when the disk holds it; with less room but at least the minimum the
+// run trains and says in one line how many checkpoints fit; below the minimum it is refused
+// naming the minimum and the free space.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -200,6 +204,44 @@ TEST_F(NvmeDiskSpace, GrowingTheStoreBeyondTheDiskOnResumeIsRefusedWithENOSPC) {
   EXPECT_NE(r.err.find("growing the store to 200"), std::string::npos) << r.err;
   RunResult resumed = RunStrata(Train(3, mnt_, true), dir_.path());  // the store is as it was
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+}
+
+// The tiny model's store at 64K pages (its whole state in the host pool, --ckpt-every 1 and the
+// default --keep-checkpoints 2): 16 pages of state, 4 of them gradients; minimum (16 + 16 + 16 +
+// 4) pages = 3.25 MiB, default 68 pages = 4.25 MiB; the catalog keeps 16 MiB and 256 bytes a
+// slot free beside them.
+constexpr uint64_t kHeadroom = (16 << 20) + 256 * 68;
+
+TEST_F(NvmeDiskSpace, RoomBetweenTheMinimumAndTheDefaultTrainsAndSaysHowManyCheckpointsFit) {
+  FillLeaving(kHeadroom + (3900 << 10));
+  const RunResult r = RunStrata(Train(3, mnt_, false), dir_.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Count(r.err, "--keep-checkpoints"), 1u) << r.err;
+  EXPECT_NE(r.err.find("[warning] the NVMe tier takes 3.25 MiB on " + mnt_ +
+                       "/nv (at least 3.25 MiB, 4.25 MiB with every kept checkpoint): room for 1 "
+                       "of the 2 checkpoints of --keep-checkpoints, so the run keeps the 1 newest"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(NvmeDiskSpace, RoomForTheDefaultSaysNothingOfCheckpoints) {
+  FillLeaving(kHeadroom + (4400 << 10));
+  const RunResult r = RunStrata(Train(3, mnt_, false), dir_.path());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("--keep-checkpoints"), std::string::npos) << r.err;
+}
+
+TEST_F(NvmeDiskSpace, RoomBelowTheMinimumIsRefusedNamingTheMinimumAndTheFreeSpace) {
+  FillLeaving(kHeadroom + (3 << 20));
+  const uint64_t free_bytes = disk_.free_bytes();
+  const RunResult r = RunStrata(Train(3, mnt_, false), dir_.path());
+  ExpectNoSpaceRefusal(r, mnt_ + "/nv");
+  EXPECT_NE(r.err.find("the store's slot files at the 3.25 MiB that the NVMe tier needs"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("there but only " + std::to_string(free_bytes >> 20)), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(mnt_ + "/nv/strata.slots"));
 }
 
 }  // namespace
