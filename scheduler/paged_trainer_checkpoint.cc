@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/util/log.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/nvme_store.h"
 #include "scheduler/checkpoint_store.h"
@@ -46,16 +47,18 @@ Status PagedTrainer::check_checkpoint_flags(
     const std::optional<scheduler::CheckpointRecord>& found) {
   const std::string& dir = o_.nvme_dirs[0];
   if (o_.keep_checkpoints < 1) {
-    return Status::InvalidArgument("--keep-checkpoints " + std::to_string(o_.keep_checkpoints) +
-                                   " must be at least 1");
+    return Status::InvalidArgument(Mention(Option::kKeepCheckpoints) + " " +
+                                   std::to_string(o_.keep_checkpoints) + " must be at least 1");
   }
   if (!o_.resume) {
     if (found && !found->checkpoints.empty()) {
       return Status::InvalidArgument(
-          "--ckpt-dir " + o_.ckpt_dir + " already holds checkpoints (steps " + found->steps_text() +
-          ") of a run whose store is in " +
-          (found->nvme_dirs.empty() ? std::string("its --nvme-dir") : found->nvme_dirs[0]) +
-          "; add --resume to continue it, or give an empty --ckpt-dir");
+          Mention(Option::kCkptDir) + " " + o_.ckpt_dir + " already holds checkpoints (steps " +
+          found->steps_text() + ") of a run whose store is in " +
+          (found->nvme_dirs.empty() ? std::string("its " + Mention(Option::kNvmeDir))
+                                    : found->nvme_dirs[0]) +
+          "; add " + Mention(Option::kResume) + " to continue it, or give an empty " +
+          Mention(Option::kCkptDir));
     }
     return Status::Ok();
   }
@@ -65,9 +68,10 @@ Status PagedTrainer::check_checkpoint_flags(
   STRATA_RETURN_IF_ERROR(scheduler::CheckResumable(found, o_.ckpt_dir));
   STRATA_RETURN_IF_ERROR(scheduler::CheckRecordIsOfRun(*found, fingerprint_, o_.ckpt_dir));
   if (!memory::NvmeStoreExists(dir)) {
-    return Status::NotFound("--resume: " + o_.ckpt_dir + " names checkpoint " + found->manifest +
-                            " but --nvme-dir " + dir +
-                            " holds no page store; give the --nvme-dir of the checkpointed run");
+    return Status::NotFound(Mention(Option::kResume) + ": " + o_.ckpt_dir + " names checkpoint " +
+                            found->manifest + " but " + Mention(Option::kNvmeDir) + " " + dir +
+                            " holds no page store; give the " + Mention(Option::kNvmeDir) +
+                            " of the checkpointed run");
   }
   return Status::Ok();
 }
@@ -83,15 +87,18 @@ Status PagedTrainer::check_restartable(memory::NvmeStore& store,
   STRATA_ASSIGN_OR_RETURN(const std::string id, store.id());
   const bool unrecorded = found && found->checkpoints.empty() && found->store_id == id;
   if (held.empty() || unrecorded) {
-    Logger("train")->info("--nvme-dir {} holds the store of an earlier run with no checkpoint: "
-                          "starting it over", o_.nvme_dirs[0]);
+    Logger("train")->info(
+        "{} {} holds the store of an earlier run with no checkpoint: starting "
+        "it over",
+        Mention(Option::kNvmeDir), o_.nvme_dirs[0]);
     return Status::Ok();
   }
   return Status::InvalidArgument(
-      "--nvme-dir " + o_.nvme_dirs[0] + " already holds a Strata page store (" +
+      Mention(Option::kNvmeDir) + " " + o_.nvme_dirs[0] + " already holds a Strata page store (" +
       memory::NvmeStorePath(o_.nvme_dirs[0]) + ") with the checkpoints of an earlier run (" +
-      std::to_string(held.size()) + " manifest(s), the newest " + held.back() +
-      "); add --resume with that run's --ckpt-dir to continue it, or give an empty directory");
+      std::to_string(held.size()) + " manifest(s), the newest " + held.back() + "); add " +
+      Mention(Option::kResume) + " with that run's " + Mention(Option::kCkptDir) +
+      " to continue it, or give an empty directory");
 }
 
 // The fingerprint of this run and rank (Note [Shards], Note [Tensor-parallel slices]: a rank's
