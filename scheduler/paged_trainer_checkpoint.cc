@@ -140,7 +140,8 @@ Status PagedTrainer::check_nvme_room(uint64_t have, uint64_t state_bytes, const 
       (o_.ckpt_every > 0 ? " plus the parameters and moments of " +
                                std::to_string(o_.keep_checkpoints) + " kept checkpoint(s)"
                          : std::string()) +
-      "); raise --nvme-mem or leave it out (a new store), or lower --keep-checkpoints");
+      "); raise " + Mention(Option::kNvmeMem) + " or leave it out (a new store), or lower " +
+      Mention(Option::kKeepCheckpoints));
 }
 
 Status PagedTrainer::open_nvme(uint64_t state_bytes) {
@@ -151,7 +152,8 @@ Status PagedTrainer::open_nvme(uint64_t state_bytes) {
   }
   STRATA_RETURN_IF_ERROR(check_checkpoint_flags(found));
   if (o_.nvme_mem > 0) {
-    STRATA_RETURN_IF_ERROR(check_nvme_room(o_.nvme_mem, state_bytes, "--nvme-mem"));
+    STRATA_RETURN_IF_ERROR(
+        check_nvme_room(o_.nvme_mem, state_bytes, Mention(Option::kNvmeMem).c_str()));
   }
   const bool existed = memory::NvmeStoreExists(o_.nvme_dirs[0]);
   memory::NvmeStoreOptions so;

@@ -8,7 +8,7 @@
 #    parallel between core and scheduler, embed (the C API) over memory, the Python binding over
 #    the public C header; so no cycles. A folder with sources and no row in the table fails;
 #  - the scheduler includes no storage/ header (memory/ owns the page store);
-#  - core/, storage/, memory/ and parallel/ name no command-line flag in a string
+#  - core/, storage/, memory/, parallel/ and scheduler/ name no command-line flag in a string
 #    literal (tools/ and embed/ word the options they mention: core/util/option.h);
 #  - no source file in any of these folders is over 400 lines, and no function is over 60 lines;
 #  - one naming convention for functions: types, free functions and static member functions
@@ -69,7 +69,7 @@ done
 # messages] in core/util/option.h); tools/ words it as a flag, embed/ as an option key. A string
 # literal holding flag text ("--" and a letter) in one of them fails; comments may name flags.
 flag_floors=()
-for dir in core storage memory parallel; do [[ -d $dir ]] && flag_floors+=("$dir"); done
+for dir in core storage memory parallel scheduler; do [[ -d $dir ]] && flag_floors+=("$dir"); done
 while IFS= read -r hit; do
   say "${hit%%/*}/ names a command-line flag: $hit"
 done < <(find "${flag_floors[@]}" /dev/null -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \) |

@@ -1,5 +1,5 @@
 // tests/check_structure.sh's flag rule (Note [Options in messages] in core/util/option.h): a
-// string literal holding flag text in core/, storage/, memory/ or parallel/ fails
+// string literal holding flag text in core/, storage/, memory/, parallel/ or scheduler/ fails
 // the structure test; comments, tools/ and embed/ may name flags. Run on a small tree of its own.
 #include <gtest/gtest.h>
 
@@ -42,6 +42,7 @@ TEST(StructureRules, FlagTextInALowerFloorsStringLiteralFailsCommentsAndEdgesMay
   Write(root / "storage/b.cc", "const char* kDashes = \"--\";\nchar q = '\"'; const char* k = \"--tp\";\n");
   Write(root / "memory/c.h", "#pragma once\n");
   Write(root / "parallel/d.cc", "const char* k = \"{nvme_dir} a - b\";\n");
+  Write(root / "scheduler/e.cc", "const char* k = \"--resume\";\n");
   Write(root / "tools/f.cc", "const char* k = \"--nvme-dir\";\n");
   Write(root / "embed/g.cc", "const char* k = \"--nvme-dir\";\n");
   const std::string out = CheckStructure(root);
@@ -56,6 +57,8 @@ TEST(StructureRules, FlagTextInALowerFloorsStringLiteralFailsCommentsAndEdgesMay
   EXPECT_NE(out.find("storage/ names a command-line flag: storage/b.cc:2:"), std::string::npos)
       << out;
   EXPECT_EQ(out.find("parallel/d.cc"), std::string::npos) << out;
+  EXPECT_NE(out.find("scheduler/ names a command-line flag: scheduler/e.cc:1:"), std::string::npos)
+      << out;
   EXPECT_EQ(out.find("tools/f.cc"), std::string::npos) << out;
   EXPECT_EQ(out.find("embed/g.cc"), std::string::npos) << out;
 }
