@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "core/util/log_words.h"
 #include "parallel/comm.h"
 #endif
 
@@ -187,7 +188,8 @@ Status RunCollectivesWorker(const WorkerFlags& f) {
   const Status st = MeasureAll(*comm, f);
   if (!st.ok() && comm->size() > 1) {
     // The peers may wait in a raw MPI call that has no timeout: end the job.
-    std::fprintf(stderr, "strata: error: [rank %d] %s\n", comm->rank(), st.message().c_str());
+    std::fprintf(stderr, "strata: error: [rank %d] %s\n", comm->rank(),
+                 InLogTerms(st.message()).c_str());
     comm->abort(1);
   }
   return st;

@@ -3,20 +3,17 @@
 #include <string_view>
 #include <utility>
 
+#include "core/util/option.h"
+
 namespace strata::embed {
 namespace {
 
-std::string InOptionTerms(std::string message) {
-  static constexpr std::pair<std::string_view, std::string_view> kTerms[] = {
-      {"--nvme-dir", "nvme_dir"}, {"--nvme-mem", "nvme_mem"},   {"--host-mem", "host_mem"},
-      {"--gpu-mem", "gpu_mem"},   {"--page-size", "page_size"}, {"--ckpt-dir", "checkpoint_dir"},
-      {"--threads", "threads"},   {"--device", "device"}};
-  for (const auto& [flag, key] : kTerms) {
-    for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at)) {
-      message.replace(at, flag.size(), key);
-    }
-  }
-  return message;
+// The C API's key for an option the layers below mention (Note [Options in messages] in
+// core/util/option.h): the shared key, but for the checkpoint directory, which the C API
+// calls checkpoint_dir. An option the C API lacks keeps its key, which names it as well.
+std::string OptionKeyWords(Option option) {
+  if (option == Option::kCkptDir) return "checkpoint_dir";
+  return std::string(OptionKey(option));
 }
 
 // The page store's "NVMe store is full: <facts>" ends, for the command line, in advice about
@@ -37,7 +34,7 @@ std::string StoreFullInCApiTerms(std::string message) {
 }  // namespace
 
 std::string InCApiTerms(std::string message) {
-  return InOptionTerms(StoreFullInCApiTerms(std::move(message)));
+  return StoreFullInCApiTerms(WordMentions(message, OptionKeyWords));
 }
 
 }  // namespace strata::embed

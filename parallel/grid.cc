@@ -1,30 +1,45 @@
 #include "parallel/grid.h"
 
 #include "core/util/check.h"
+#include "core/util/option.h"
 
 namespace strata::parallel {
 
 Result<Grid> Grid::Make(int world, int dp, int tp, int pp) {
   STRATA_CHECK(world >= 1);
-  if (tp < 1) return Status::InvalidArgument("--tp must be at least 1, got " + std::to_string(tp));
-  if (pp < 1) return Status::InvalidArgument("--pp must be at least 1, got " + std::to_string(pp));
-  if (dp < 0) return Status::InvalidArgument("--dp must be at least 1, got " + std::to_string(dp));
+  auto at_least_one = [](Option option, int got) {
+    return AtFault(option,
+                   Status::InvalidArgument(Mention(option) + " must be at least 1, got " +
+                                           std::to_string(got)),
+                   {{"got", got}});
+  };
+  if (tp < 1) return at_least_one(Option::kTp, tp);
+  if (pp < 1) return at_least_one(Option::kPp, pp);
+  if (dp < 0) return at_least_one(Option::kDp, dp);
   const int inner = tp * pp;
   if (dp == 0) {
     if (world % inner != 0) {
-      return Status::InvalidArgument(
-          "--tp " + std::to_string(tp) + " x --pp " + std::to_string(pp) + " = " +
-          std::to_string(inner) + " does not divide the job's " + std::to_string(world) +
-          " ranks: launch mpirun -np with a multiple of " + std::to_string(inner));
+      return AtFault(Option::kTp,
+                     Status::InvalidArgument(Mention(Option::kTp) + " " + std::to_string(tp) +
+                                             " x " + Mention(Option::kPp) + " " +
+                                             std::to_string(pp) + " = " + std::to_string(inner) +
+                                             " does not divide the job's " + std::to_string(world) +
+                                             " ranks: launch mpirun -np with a multiple of " +
+                                             std::to_string(inner)),
+                     {{"tp", tp}, {"pp", pp}, {"ranks", world}});
     }
     dp = world / inner;
   }
   if (dp * inner != world) {
-    return Status::InvalidArgument(
-        "--dp " + std::to_string(dp) + " x --tp " + std::to_string(tp) + " x --pp " +
-        std::to_string(pp) + " = " + std::to_string(dp * inner) + " ranks, and this job has " +
-        std::to_string(world) + ": launch mpirun -np " + std::to_string(dp * inner) +
-        ", or give sizes whose product is " + std::to_string(world));
+    return AtFault(
+        Option::kDp,
+        Status::InvalidArgument(
+            Mention(Option::kDp) + " " + std::to_string(dp) + " x " + Mention(Option::kTp) + " " +
+            std::to_string(tp) + " x " + Mention(Option::kPp) + " " + std::to_string(pp) + " = " +
+            std::to_string(dp * inner) + " ranks, and this job has " + std::to_string(world) +
+            ": launch mpirun -np " + std::to_string(dp * inner) +
+            ", or give sizes whose product is " + std::to_string(world)),
+        {{"dp", dp}, {"tp", tp}, {"pp", pp}, {"ranks", world}});
   }
   Grid g;
   g.dp_ = dp;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/util/option.h"
 #include "parallel/mpi_comm.h"
 #include "parallel/nccl_channel.h"
 #include "parallel/nccl_comm.h"
@@ -241,8 +242,10 @@ Result<std::unique_ptr<Comm>> CreateNcclComm(const CommOptions& options) {
   const cudaError_t counted = cudaGetDeviceCount(&devices);
   if (counted != cudaSuccess || devices == 0) {
     return Status::NotSupported(
-        std::string("--comm nccl needs a CUDA build and a GPU: no CUDA device is visible (") +
-        (counted != cudaSuccess ? cudaGetErrorString(counted) : "0 devices") + "); use --comm mpi");
+        std::string(Mention(Option::kComm) +
+                    " nccl needs a CUDA build and a GPU: no CUDA device is visible (") +
+        (counted != cudaSuccess ? cudaGetErrorString(counted) : "0 devices") + "); use " +
+        Mention(Option::kComm) + " mpi");
   }
   CommOptions bootstrap_options = options;
   bootstrap_options.backend = CommBackend::kMpi;

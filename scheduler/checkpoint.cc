@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/util/option.h"
+
 namespace strata::scheduler {
 namespace {
 
@@ -13,17 +15,18 @@ Status InTrainerTerms(const Status& s) {
   if (fault == nullptr) return s;
   switch (fault->kind) {
     case Kind::kNotARecord:
-      return Status::Corruption(s.message() +
-                                "; put back the file Strata wrote, or start a new run in an empty "
-                                "--ckpt-dir and --nvme-dir")
+      return Status::Corruption(
+                 s.message() + "; put back the file Strata wrote, or start a new run in an empty " +
+                 Mention(Option::kCkptDir) + " and " + Mention(Option::kNvmeDir))
           .with_detail(std::make_shared<memory::CheckpointRecordFault>(*fault));
     case Kind::kChecksum:
-      return Status::Corruption(s.message() +
-                                " (to resume from an older listed checkpoint use --resume-from "
+      return Status::Corruption(s.message() + " (to resume from an older listed checkpoint use " +
+                                Mention(Option::kResumeFrom) +
+                                " "
                                 "STEP, never an edit)")
           .with_detail(std::make_shared<memory::CheckpointRecordFault>(*fault));
     case Kind::kUnreadable:
-      return s.with_context("--ckpt-dir");
+      return s.with_context(Mention(Option::kCkptDir));
     case Kind::kFormat:
       return s;
   }
@@ -69,7 +72,7 @@ Result<std::optional<CheckpointRecord>> ReadCheckpointRecord(const std::string& 
 }
 
 Status WriteCheckpointRecord(const std::string& dir, const CheckpointRecord& record) {
-  return memory::WriteCheckpointRecord(dir, kCheckpointFile, record, "--ckpt-dir");
+  return memory::WriteCheckpointRecord(dir, kCheckpointFile, record, Mention(Option::kCkptDir));
 }
 
 }  // namespace strata::scheduler

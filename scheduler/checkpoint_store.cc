@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/util/log.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 
 namespace strata::scheduler {
@@ -17,12 +18,14 @@ std::string OlderAdvice(const CheckpointRecord& record, long bad) {
     if (e.step < bad) older += (older.empty() ? "" : ", ") + std::to_string(e.step);
   }
   if (older.empty()) {
-    return "no older checkpoint is kept (--keep-checkpoints); start a new run in an empty "
-           "--ckpt-dir and --nvme-dir";
+    return "no older checkpoint is kept (" + Mention(Option::kKeepCheckpoints) +
+           "); start a new run in an empty " + Mention(Option::kCkptDir) + " and " +
+           Mention(Option::kNvmeDir);
   }
   const std::string first = older.substr(0, older.find(','));
-  return "older checkpoints: step " + older + "; resume from one with --resume --resume-from " +
-         first + " --discard-newer (which drops this one)";
+  return "older checkpoints: step " + older + "; resume from one with " + Mention(Option::kResume) +
+         " " + Mention(Option::kResumeFrom) + " " + first + " " + Mention(Option::kDiscardNewer) +
+         " (which drops this one)";
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {
@@ -47,10 +50,13 @@ Status CheckNewerKept(const CheckpointRecord& record, const ResumeRequest& req) 
   const std::string newer = NewerSteps(record, req.resume_from);
   if (newer.empty() || record.find(req.resume_from) == nullptr) return Status::Ok();
   return Status::InvalidArgument(
-      "--resume-from " + std::to_string(req.resume_from) + ": " + RecordPath(req.ckpt_dir) +
-      " lists newer checkpoints (steps " + newer + "), which a run resumed from step " +
-      std::to_string(req.resume_from) + " replaces with its own; add --discard-newer to drop "
-      "them, or resume from the newest with --resume alone");
+      Mention(Option::kResumeFrom) + " " + std::to_string(req.resume_from) + ": " +
+      RecordPath(req.ckpt_dir) + " lists newer checkpoints (steps " + newer +
+      "), which a run resumed from step " + std::to_string(req.resume_from) +
+      " replaces with its own; add " + Mention(Option::kDiscardNewer) +
+      " to drop "
+      "them, or resume from the newest with " +
+      Mention(Option::kResume) + " alone");
 }
 
 // The checkpoint --resume continues from: the newest, or --resume-from's, whose manifest the
@@ -62,23 +68,28 @@ Result<CheckpointEntry> ChooseCheckpoint(memory::NvmeStore& store, const Checkpo
   if (req.resume_from >= 0) {
     chosen = record.find(req.resume_from);
     if (chosen == nullptr) {
-      return Status::InvalidArgument("--resume-from " + std::to_string(req.resume_from) + ": " +
+      return Status::InvalidArgument(Mention(Option::kResumeFrom) + " " +
+                                     std::to_string(req.resume_from) + ": " +
                                      RecordPath(req.ckpt_dir) + " lists checkpoints of steps " +
                                      record.steps_text() + "; pick one of them");
     }
   }
-  const std::string where = "--resume: checkpoint step " + std::to_string(chosen->step) + " (" +
-                            chosen->manifest + ", listed in " + RecordPath(req.ckpt_dir) + ")";
+  const std::string where = Mention(Option::kResume) + ": checkpoint step " +
+                            std::to_string(chosen->step) + " (" + chosen->manifest +
+                            ", listed in " + RecordPath(req.ckpt_dir) + ")";
   if (std::find(manifests.begin(), manifests.end(), chosen->manifest) == manifests.end()) {
-    return Status::NotFound(where + " is missing from the NVMe store in --nvme-dir " +
-                            req.nvme_dir + "; " + OlderAdvice(record, chosen->step));
+    return Status::NotFound(where + " is missing from the NVMe store in " +
+                            Mention(Option::kNvmeDir) + " " + req.nvme_dir + "; " +
+                            OlderAdvice(record, chosen->step));
   }
   Status verified = store.verify_snapshot(chosen->manifest);
   if (!verified.ok() && verified.code() != StatusCode::kCorruption) {
     // A read that failed says nothing about the checkpoint: the disk may be fine next time, and
     // advising an older checkpoint (or a new run) would throw a good one away.
-    return verified.with_context(where + " could not be read back to verify it (the checkpoint is "
-                                "not known to be damaged; --resume again once the disk answers)");
+    return verified.with_context(where +
+                                 " could not be read back to verify it (the checkpoint is "
+                                 "not known to be damaged; " +
+                                 Mention(Option::kResume) + " again once the disk answers)");
   }
   if (!verified.ok()) {
     return Status::Corruption(where + " is damaged: " + verified.message() + "; " +
@@ -93,22 +104,25 @@ Status CheckRecordIsOfRun(const CheckpointRecord& record, const RunFingerprint& 
                           const std::string& ckpt_dir) {
   if (record.format >= 2) return CheckSameRun(now, record.fingerprint);
   if (record.run == now.summary()) return Status::Ok();
-  return Status::InvalidArgument("--resume: the checkpoint in " + ckpt_dir +
+  return Status::InvalidArgument(Mention(Option::kResume) + ": the checkpoint in " + ckpt_dir +
                                  " is of another run (" + record.run + "), not " + now.summary() +
-                                 "; use the same flags or another --ckpt-dir");
+                                 "; use the same flags or another " + Mention(Option::kCkptDir));
 }
 
 Status CheckResumable(const std::optional<CheckpointRecord>& found, const std::string& ckpt_dir) {
   if (!found) {
-    return Status::InvalidArgument("--resume: --ckpt-dir " + ckpt_dir +
-                                   " holds no checkpoint record (" + kCheckpointFile +
-                                   "): there is nothing to resume; start a new run without "
-                                   "--resume");
+    return Status::InvalidArgument(
+        Mention(Option::kResume) + ": " + Mention(Option::kCkptDir) + " " + ckpt_dir +
+        " holds no checkpoint record (" + kCheckpointFile +
+        "): there is nothing to resume; start a new run without " + Mention(Option::kResume));
   }
   if (!found->checkpoints.empty()) return Status::Ok();
   return Status::InvalidArgument(
-      "--resume: --ckpt-dir " + ckpt_dir + " lists no checkpoint yet: the run that wrote it "
-      "stopped before its first (--ckpt-every); start it again without --resume (a store that "
+      Mention(Option::kResume) + ": " + Mention(Option::kCkptDir) + " " + ckpt_dir +
+      " lists no checkpoint yet: the run that wrote it "
+      "stopped before its first (" +
+      Mention(Option::kCkptEvery) + "); start it again without " + Mention(Option::kResume) +
+      " (a store that "
       "holds no checkpoint is started over)");
 }
 
@@ -116,10 +130,10 @@ Status CheckStoreId(const CheckpointRecord& record, const std::string& store_id,
                     const std::string& ckpt_dir, const std::string& nvme_dir) {
   if (record.store_id.empty() || record.store_id == store_id) return Status::Ok();
   return Status::InvalidArgument(
-      "--resume: " + RecordPath(ckpt_dir) + " belongs to NVMe store " + record.store_id +
-      " but --nvme-dir " + nvme_dir + " holds store " + store_id +
-      "; pass the --ckpt-dir and --nvme-dir of one run (the record names its dirs: " +
-      JoinNames(record.nvme_dirs) + ")");
+      Mention(Option::kResume) + ": " + RecordPath(ckpt_dir) + " belongs to NVMe store " +
+      record.store_id + " but " + Mention(Option::kNvmeDir) + " " + nvme_dir + " holds store " +
+      store_id + "; pass the " + Mention(Option::kCkptDir) + " and " + Mention(Option::kNvmeDir) +
+      " of one run (the record names its dirs: " + JoinNames(record.nvme_dirs) + ")");
 }
 
 Result<std::vector<std::string>> CheckpointManifests(memory::NvmeStore& store) {
@@ -158,18 +172,20 @@ Result<ResumePlan> PlanResume(memory::NvmeStore& store,
   if (found && found->checkpoints.empty() && found->store_id != fresh.store_id) found.reset();
   if (!found && !manifests.empty()) {
     return Status::InvalidArgument(
-        "--resume: --ckpt-dir " + req.ckpt_dir +
-        " holds no checkpoint record of this store, but --nvme-dir " + req.nvme_dir +
-        " holds checkpoints " + JoinNames(manifests) +
-        " of a run; pass that run's --ckpt-dir (starting over here would overwrite them)");
+        Mention(Option::kResume) + ": " + Mention(Option::kCkptDir) + " " + req.ckpt_dir +
+        " holds no checkpoint record of this store, but " + Mention(Option::kNvmeDir) + " " +
+        req.nvme_dir + " holds checkpoints " + JoinNames(manifests) +
+        " of a run; pass that run's " + Mention(Option::kCkptDir) +
+        " (starting over here would overwrite them)");
   }
   if (found) {
     STRATA_RETURN_IF_ERROR(CheckStoreId(*found, fresh.store_id, req.ckpt_dir, req.nvme_dir));
   }
   if (req.must_resume) STRATA_RETURN_IF_ERROR(CheckResumable(found, req.ckpt_dir));
   if ((!found || found->checkpoints.empty()) && req.resume_from >= 0) {
-    return Status::InvalidArgument("--resume-from " + std::to_string(req.resume_from) + ": " +
-                                   req.ckpt_dir + " lists no checkpoint yet");
+    return Status::InvalidArgument(Mention(Option::kResumeFrom) + " " +
+                                   std::to_string(req.resume_from) + ": " + req.ckpt_dir +
+                                   " lists no checkpoint yet");
   }
   ResumePlan plan;
   std::vector<CheckpointEntry> kept;
@@ -200,11 +216,13 @@ Result<std::unique_ptr<memory::NvmeStore>> OpenRecordStore(const CheckpointRecor
   if (dirs.empty()) dirs = record.nvme_dirs;
   if (dirs.empty()) {
     return Status::InvalidArgument(RecordPath(ckpt_dir) +
-                                   " names no NVMe directories (an older record); pass --nvme-dir");
+                                   " names no NVMe directories (an older record); pass " +
+                                   Mention(Option::kNvmeDir));
   }
   if (!memory::NvmeStoreExists(dirs[0])) {
     return Status::NotFound("no NVMe page store in " + dirs[0] + " (named by " +
-                            RecordPath(ckpt_dir) + "); pass --nvme-dir where it is now");
+                            RecordPath(ckpt_dir) + "); pass " + Mention(Option::kNvmeDir) +
+                            " where it is now");
   }
   memory::NvmeStoreOptions so;
   so.dirs = dirs;
@@ -214,7 +232,8 @@ Result<std::unique_ptr<memory::NvmeStore>> OpenRecordStore(const CheckpointRecor
   if (!record.store_id.empty() && record.store_id != id) {
     return Status::InvalidArgument(RecordPath(ckpt_dir) + " belongs to NVMe store " +
                                    record.store_id + " but " + dirs[0] + " holds store " + id +
-                                   "; pass the --nvme-dir of the run that wrote the record");
+                                   "; pass the " + Mention(Option::kNvmeDir) +
+                                   " of the run that wrote the record");
   }
   return store;
 }
@@ -238,7 +257,7 @@ Result<std::vector<CheckpointListing>> ListCheckpoints(memory::NvmeStore& store,
 Result<PruneResult> PruneCheckpoints(memory::NvmeStore& store, CheckpointRecord& record,
                                      const std::string& ckpt_dir, int keep) {
   if (keep < 1) {
-    return Status::InvalidArgument("--keep " + std::to_string(keep) +
+    return Status::InvalidArgument(Mention(Option::kKeep) + " " + std::to_string(keep) +
                                    " must be at least 1 (the newest checkpoint stays)");
   }
   PruneResult result;

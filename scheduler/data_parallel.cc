@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/util/check.h"
+#include "core/util/option.h"
 #include "scheduler/grad_norm.h"
 
 namespace strata::scheduler {
@@ -132,9 +133,9 @@ Result<long> AgreeOnResumeStep(parallel::Comm& comm, const std::vector<long>& mi
   };
   if (requested >= 0) {
     if (listed_by_all(requested)) return requested;
-    return Status::FailedPrecondition("--resume-from " + std::to_string(requested) +
-                                      ": not every rank has that checkpoint (" +
-                                      StepsOfRanks(all, w) + ")");
+    return Status::FailedPrecondition(
+        Mention(Option::kResumeFrom) + " " + std::to_string(requested) +
+        ": not every rank has that checkpoint (" + StepsOfRanks(all, w) + ")");
   }
   int64_t best = -1;
   for (int64_t step : all) {
@@ -143,8 +144,8 @@ Result<long> AgreeOnResumeStep(parallel::Comm& comm, const std::vector<long>& mi
   const bool any = std::any_of(all.begin(), all.end(), [](int64_t s) { return s >= 0; });
   if (best < 0 && any) {
     return Status::FailedPrecondition(
-        "--resume: no checkpoint step is listed by every rank (" + StepsOfRanks(all, w) +
-        "); a step counts only once every rank has committed it");
+        Mention(Option::kResume) + ": no checkpoint step is listed by every rank (" +
+        StepsOfRanks(all, w) + "); a step counts only once every rank has committed it");
   }
   return long(best);
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/kernels/adamw.h"
+#include "core/util/option.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/gpt_ops.h"
 #include "scheduler/grad_norm.h"
@@ -343,7 +344,8 @@ Status Engine::finish_compute(long step, EngineStepResult* result) {
   for (float l : losses) {
     if (!std::isfinite(l)) {
       return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " + std::to_string(l) +
-                             "; lower --lr or enable --grad-clip");
+                             "; lower " + Mention(Option::kLr) + " or enable " +
+                             Mention(Option::kGradClip));
     }
     loss_sum += l;
   }

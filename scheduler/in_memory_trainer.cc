@@ -15,6 +15,7 @@
 #include "core/nn/gpt_weights.h"
 #include "core/util/log.h"
 #include "core/util/machine_memory.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
 #include "scheduler/data_parallel.h"
@@ -53,10 +54,13 @@ Status CheckInMemoryFitsMachine(const TrainOptions& o, const GptConfig& c, int T
   if (!o.init_path.empty()) need.staging_bytes = uint64_t(c.num_params()) * 4;
   return CheckFitsMachine(
       need, ReadMachineMemory(),
-      "training " + c.to_string() + " in memory with --batch " + std::to_string(o.batch) +
-          " --seq " + std::to_string(T),
-      "page the state instead: give --gpu-mem, --host-mem and --nvme-dir (e.g. --gpu-mem 2G "
-      "--host-mem 4G --nvme-dir DIR), or lower --batch/--seq or the model");
+      "training " + c.to_string() + " in memory with " + Mention(Option::kBatch) + " " +
+          std::to_string(o.batch) + " " + Mention(Option::kSeq) + " " + std::to_string(T),
+      "page the state instead: give " + Mention(Option::kGpuMem) + ", " +
+          Mention(Option::kHostMem) + " and " + Mention(Option::kNvmeDir) + " (e.g. " +
+          Mention(Option::kGpuMem) + " 2G " + Mention(Option::kHostMem) + " 4G " +
+          Mention(Option::kNvmeDir) + " DIR), or lower " + Mention(Option::kBatch) + "/" +
+          Mention(Option::kSeq) + " or the model");
 }
 
 // One device allocation freed on destruction.
@@ -102,9 +106,11 @@ class InMemoryTrainer final : public Trainer {
     uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
     if (capacity < need_bytes) {
       return Status::ResourceExhausted(
-          "--gpu-mem " + FormatBytes(capacity) + " is below the " + FormatBytes(need_bytes) +
-          " that training " + c.to_string() + " in memory with --batch " + std::to_string(B) +
-          " --seq " + std::to_string(T) + " needs; raise --gpu-mem or lower --batch/--seq");
+          Mention(Option::kGpuMem) + " " + FormatBytes(capacity) + " is below the " +
+          FormatBytes(need_bytes) + " that training " + c.to_string() + " in memory with " +
+          Mention(Option::kBatch) + " " + std::to_string(B) + " " + Mention(Option::kSeq) + " " +
+          std::to_string(T) + " needs; raise " + Mention(Option::kGpuMem) + " or lower " +
+          Mention(Option::kBatch) + "/" + Mention(Option::kSeq));
     }
     SimDeviceOptions dopt;
     dopt.capacity_bytes = capacity;
@@ -154,11 +160,10 @@ class InMemoryTrainer final : public Trainer {
     const std::string per_tier = "every byte of state on the device, " +
                                  FormatBytes(uint64_t(layout_.total_numel) * 16) +
                                  " (params, gradients, moments)";
-    Logger("train")->info("{}",
-                          scheduler::GridLine("dp " + std::to_string(ranks()) + " x tp 1 x pp 1",
-                                              o_.ranks->backend(),
-                                              scheduler::ShardPlan::Replicated(layout_),
-                                              "--shard " + o_.shard, "1", per_tier, order));
+    Logger("train")->info(
+        "{}", scheduler::GridLine("dp " + std::to_string(ranks()) + " x tp 1 x pp 1",
+                                  o_.ranks->backend(), scheduler::ShardPlan::Replicated(layout_),
+                                  Mention(Option::kShard) + " " + o_.shard, "1", per_tier, order));
   }
 
   const GptConfig& config() const override { return layout_.config; }
@@ -313,7 +318,8 @@ class InMemoryTrainer final : public Trainer {
     const float loss = HeadForward(k, layout_, block(params_, L + 1), wte, h, y, B, T, head_acts_);
     if (!std::isfinite(loss)) {
       return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
-                             std::to_string(loss) + "; lower --lr or enable --grad-clip");
+                             std::to_string(loss) + "; lower " + Mention(Option::kLr) +
+                             " or enable " + Mention(Option::kGradClip));
     }
     // Backward in reverse.
     HeadBackward(k, layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,

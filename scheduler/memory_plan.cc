@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/device/device.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
 #include "scheduler/boundary_store.h"
@@ -13,51 +14,49 @@
 
 namespace strata::scheduler {
 namespace {
+using enum Option;  // the options named here
 
 uint64_t RoundUp(uint64_t bytes) {
   return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
 }
 
-Result<std::string> CheckChoice(const std::string& value, const std::string& flag) {
+Result<std::string> CheckChoice(const std::string& value, Option option) {
   if (value == "device" || value == "host" || value == "nvme" || value == "auto") return value;
-  return Status::InvalidArgument(flag + " must be device, host, nvme or auto, got '" + value + "'");
+  return NotOneOf(option, "device, host, nvme or auto", value);
 }
 
 Status CheckRecompute(const std::string& recompute) {
   if (recompute == "none" || recompute == "all" || recompute == "auto") return Status::Ok();
-  return Status::InvalidArgument("--recompute must be none, all or auto, got '" + recompute + "'");
-}
-
-Status CheckOrder(const std::string& order) {
-  if (order == "auto" || order == "layer-major" || order == "micro-batch-major") {
-    return Status::Ok();
-  }
-  return Status::InvalidArgument(
-      "--micro-batch-order must be auto, layer-major or micro-batch-major, got '" + order + "'");
+  return NotOneOf(kRecompute, "none, all or auto", recompute);
 }
 
 // The placement flags, checked; `params_on` and `optimizer_on` receive their values.
 Status CheckPlacement(const MemoryPlanInput& in, std::string* params_on,
                       std::string* optimizer_on) {
-  STRATA_ASSIGN_OR_RETURN(*params_on, CheckChoice(in.params_on, "--params-on"));
-  STRATA_ASSIGN_OR_RETURN(*optimizer_on, CheckChoice(in.optimizer_on, "--optimizer-on"));
+  STRATA_ASSIGN_OR_RETURN(*params_on, CheckChoice(in.params_on, kParamsOn));
+  STRATA_ASSIGN_OR_RETURN(*optimizer_on, CheckChoice(in.optimizer_on, kOptimizerOn));
   STRATA_RETURN_IF_ERROR(CheckRecompute(in.recompute));
-  STRATA_RETURN_IF_ERROR(CheckOrder(in.micro_batch_order));
+  const std::string& order = in.micro_batch_order;
+  if (order != "auto" && order != "layer-major" && order != "micro-batch-major") {
+    return NotOneOf(kMicroBatchOrder, "auto, layer-major or micro-batch-major", order);
+  }
   if (in.micro_batch_order == "layer-major" && in.recompute == "none" && in.micro_batches() > 1) {
-    return Status::InvalidArgument(
-        "--micro-batch-order layer-major recomputes every block (the activations of every "
-        "micro-batch would have to wait for backward); use --recompute all or auto, or "
-        "--micro-batch-order micro-batch-major");
+    return Status::InvalidArgument(Mention(kMicroBatchOrder) +
+                                   " layer-major recomputes every block (the activations of every "
+                                   "micro-batch would have to wait for backward); use " +
+                                   Mention(kRecompute) + " all or auto, or " +
+                                   Mention(kMicroBatchOrder) + " micro-batch-major");
   }
   if (*optimizer_on == "device") {
-    return Status::NotSupported(
-        "--optimizer-on device (AdamW on the device) is not implemented yet; use host or nvme "
-        "(AdamW then runs on the host over TBB)");
+    return Status::NotSupported(Mention(kOptimizerOn) +
+                                " device (AdamW on the device) is not implemented yet; use host "
+                                "or nvme (AdamW then runs on the host over TBB)");
   }
-  for (const auto& [value, flag] :
-       {std::pair{*params_on, "--params-on"}, std::pair{*optimizer_on, "--optimizer-on"}}) {
+  for (const auto& [value, option] :
+       {std::pair{*params_on, kParamsOn}, std::pair{*optimizer_on, kOptimizerOn}}) {
     if (value == "nvme" && !in.has_nvme) {
-      return Status::InvalidArgument(std::string(flag) + " nvme needs --nvme-dir");
+      return AtFault(option,
+                     Status::InvalidArgument(Mention(option) + " nvme needs " + Mention(kNvmeDir)));
     }
   }
   return Status::Ok();
@@ -112,15 +111,16 @@ int RecomputeLayers(const MemoryPlanInput& in, uint64_t device_bytes, uint64_t m
 Status BelowMinimalWorkingSet(const MemoryPlanInput& in, const MemoryPlan& plan,
                               const std::vector<uint64_t>& min_slots) {
   std::string msg =
-      "--gpu-mem " + FormatBytes(plan.device_bytes) + " is below the " +
+      Mention(kGpuMem) + " " + FormatBytes(plan.device_bytes) + " is below the " +
       FormatBytes(plan.min_device_bytes) + " (" + std::to_string(plan.min_device_bytes) +
       " bytes) that the minimal device working set needs: block slots of " +
       DescribeSlots(min_slots) +
       " (what the tied head's backward and a block's backward hold at once + 1 prefetch), " +
-      FormatBytes(plan.acts_bytes) + " of activations for --micro-batch " +
-      std::to_string(in.micro_rows) + " --seq " + std::to_string(in.seq) + " and " +
-      FormatBytes(plan.tokens_bytes) + " of tokens; raise --gpu-mem or lower --micro-batch/--seq";
-  if (plan.recompute_layers < plan.layers) msg += ", or use --recompute auto";
+      FormatBytes(plan.acts_bytes) + " of activations for " + Mention(kMicroBatch) + " " +
+      std::to_string(in.micro_rows) + " " + Mention(kSeq) + " " + std::to_string(in.seq) + " and " +
+      FormatBytes(plan.tokens_bytes) + " of tokens; raise " + Mention(kGpuMem) + " or lower " +
+      Mention(kMicroBatch) + "/" + Mention(kSeq);
+  if (plan.recompute_layers < plan.layers) msg += ", or use " + Mention(kRecompute) + " auto";
   return Status::ResourceExhausted(msg);
 }
 
@@ -176,10 +176,11 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   if (*params_on == "auto" && all_resident) *params_on = "device";
   if (*params_on == "device" && !all_resident) {
     return Status::ResourceExhausted(
-        "--params-on device needs block slots of " + DescribeSlots(resident) +
+        Mention(kParamsOn) + " device needs block slots of " + DescribeSlots(resident) +
         " (every block's parameters and the gradients beside them): " +
-        FormatBytes(fixed + TotalBytes(resident)) + " of --gpu-mem, which is " +
-        FormatBytes(plan->device_bytes) + "; raise --gpu-mem or use --params-on host");
+        FormatBytes(fixed + TotalBytes(resident)) + " of " + Mention(kGpuMem) + ", which is " +
+        FormatBytes(plan->device_bytes) + "; raise " + Mention(kGpuMem) + " or use " +
+        Mention(kParamsOn) + " host");
   }
   return Status::Ok();
 }
@@ -187,7 +188,7 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
 // Where one role's `pages` live, given the placement `choice` and the host frames still free
 // beside the working pages (`avail`, reduced by what is pinned here).
 Status PlaceRole(const MemoryPlanInput& in, const std::string& choice, uint64_t pages,
-                 const char* flag, uint64_t* avail, MemoryPlan* plan, Home* out) {
+                 Option option, uint64_t* avail, MemoryPlan* plan, Home* out) {
   if (!in.has_nvme) {  // everything fits (checked by PlanHost)
     *out = choice == "device" ? Home::kDevice : Home::kHost;
     return Status::Ok();
@@ -201,11 +202,11 @@ Status PlaceRole(const MemoryPlanInput& in, const std::string& choice, uint64_t 
   } else if (choice == "host") {
     if (pages > *avail) {
       return Status::ResourceExhausted(
-          std::string(flag) + " host pins " + std::to_string(pages) + " pages (" +
+          Mention(option) + " host pins " + std::to_string(pages) + " pages (" +
           FormatBytes(pages * in.page_bytes) + ") in the host pool, which has room for " +
           std::to_string(*avail) + " beside its " + std::to_string(kHostWorkingPages) +
-          " working pages (--host-mem " + FormatBytes(plan->host_bytes) +
-          "); raise --host-mem or use " + flag + " nvme");
+          " working pages (" + Mention(kHostMem) + " " + FormatBytes(plan->host_bytes) +
+          "); raise " + Mention(kHostMem) + " or use " + Mention(option) + " nvme");
     }
     *out = Home::kHost;
   } else {
@@ -230,24 +231,24 @@ Status PlanHost(const MemoryPlanInput& in, const std::string& params_on,
   plan->host_bytes = host_frames * page;
   if (!in.has_nvme && host_frames < total_pages) {
     return Status::ResourceExhausted(
-        "--host-mem " + FormatBytes(in.host_mem) + " holds " + std::to_string(host_frames) +
-        " pages of " + FormatBytes(page) + ", but without --nvme-dir all " +
-        std::to_string(total_pages) + " pages of model state (" + FormatBytes(total_pages * page) +
-        ") must fit in it; raise --host-mem or give --nvme-dir");
+        Mention(kHostMem) + " " + FormatBytes(in.host_mem) + " holds " +
+        std::to_string(host_frames) + " pages of " + FormatBytes(page) + ", but without " +
+        Mention(kNvmeDir) + " all " + std::to_string(total_pages) + " pages of model state (" +
+        FormatBytes(total_pages * page) + ") must fit in it; raise " + Mention(kHostMem) +
+        " or give " + Mention(kNvmeDir));
   }
   uint64_t avail = host_frames >= kHostWorkingPages ? host_frames - kHostWorkingPages : 0;
   if (in.has_nvme && host_frames < kHostWorkingPages) {
-    return Status::ResourceExhausted("--host-mem " + FormatBytes(in.host_mem) + " is below the " +
-                                     FormatBytes(kHostWorkingPages * page) + " (" +
-                                     std::to_string(kHostWorkingPages) + " pages of " +
+    return Status::ResourceExhausted(Mention(kHostMem) + " " + FormatBytes(in.host_mem) +
+                                     " is below the " + FormatBytes(kHostWorkingPages * page) +
+                                     " (" + std::to_string(kHostWorkingPages) + " pages of " +
                                      FormatBytes(page) +
-                                     ") that the optimizer and the transfers need at "
-                                     "once; raise --host-mem or lower --page-size");
+                                     ") that the optimizer and the transfers need at once; raise " +
+                                     Mention(kHostMem) + " or lower " + Mention(kPageSize));
   }
   STRATA_RETURN_IF_ERROR(
-      PlaceRole(in, params_on, in.param_pages, "--params-on", &avail, plan, &plan->params));
-  return PlaceRole(in, optimizer_on, in.moment_pages, "--optimizer-on", &avail, plan,
-                   &plan->optimizer);
+      PlaceRole(in, params_on, in.param_pages, kParamsOn, &avail, plan, &plan->params));
+  return PlaceRole(in, optimizer_on, in.moment_pages, kOptimizerOn, &avail, plan, &plan->optimizer);
 }
 
 // Layer-major's boundary store: every micro-batch's block-boundary activations (the embedding's
@@ -278,8 +279,8 @@ Status PlanLayerMajor(const MemoryPlanInput& in, std::string params_choice,
                       const std::string& optimizer_on, MemoryPlan* lm) {
   const uint64_t store = BoundaryStoreBytes(in);
   if (in.host_mem > 0 && in.host_mem <= store) {
-    return Status::ResourceExhausted("--host-mem " + FormatBytes(in.host_mem) +
-                                     " does not hold them; raise --host-mem");
+    return Status::ResourceExhausted(Mention(kHostMem) + " " + FormatBytes(in.host_mem) +
+                                     " does not hold them; raise " + Mention(kHostMem));
   }
   // The host side is planned as if the boundaries' frames were gone (their peak), then the pool
   // gets them back: they are borrowed from it.
@@ -299,7 +300,7 @@ Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_choice,
                    const std::string& optimizer_on, MemoryPlan* plan) {
   const bool forced = in.micro_batch_order == "layer-major";
   const std::string set_by = in.order_set_by.empty()
-                                 ? "--micro-batch-order " + in.micro_batch_order
+                                 ? Mention(kMicroBatchOrder) + " " + in.micro_batch_order
                                  : in.order_set_by;
   plan->order_reason = in.micro_batches() == 1                       ? "one micro-batch"
                        : in.micro_batch_order == "micro-batch-major" ? set_by
@@ -325,7 +326,8 @@ Status ChooseOrder(const MemoryPlanInput& in, const std::string& params_choice,
   const Status fits = PlanLayerMajor(in, params_choice, optimizer_on, &lm);
   const std::string store = FormatBytes(BoundaryStoreBytes(in)) + " of boundary activations";
   if (!fits.ok() && forced) {
-    return fits.with_context("--micro-batch-order layer-major keeps " + store + " in --host-mem");
+    return fits.with_context(Mention(kMicroBatchOrder) + " layer-major keeps " + store + " in " +
+                             Mention(kHostMem));
   }
   if (!fits.ok()) {
     plan->order_reason = "layer-major's plan does not fit beside its " + store + ": " +

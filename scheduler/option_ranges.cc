@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/nn/gpt_config.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/page_plan.h"
 
@@ -15,8 +16,8 @@ enum class Unit { kNumber, kBytes };
 
 // One numeric flag: its value and its allowed range [lo, hi], either end open.
 struct Range {
-  const char* flag;
-  const char* what;  // what the value is, for the message
+  Option option;
+  std::string what;  // what the value is, for the message
   double value;
   double lo;
   bool lo_open;
@@ -26,7 +27,7 @@ struct Range {
   // A value that means "not given: the default" (and the default, for the message), or none.
   bool has_sentinel = false;
   double sentinel = 0;
-  const char* default_is = "";
+  std::string default_is = "";
 };
 
 constexpr double kMaxCount = 1e12;                // steps, warmup, checkpoint interval
@@ -34,34 +35,35 @@ constexpr double kMaxBytes = double(1ull << 50);  // 1 PiB: any size flag
 
 std::vector<Range> RangeTable(const TrainOptions& o) {
   return {
-      {"--batch", "rows per step", double(o.batch), 1, false, 65536, false},
-      {"--seq", "tokens per row", double(o.seq), 1, false, kMaxBlockSize, false, Unit::kNumber,
+      {Option::kBatch, "rows per step", double(o.batch), 1, false, 65536, false},
+      {Option::kSeq, "tokens per row", double(o.seq), 1, false, kMaxBlockSize, false, Unit::kNumber,
        true, 0, "min(context, 256)"},
-      {"--steps", "the number of steps", double(o.steps), 0, false, kMaxCount, false},
-      {"--lr", "the learning rate", o.lr, 0, true, 10, false},
-      {"--min-lr", "the cosine schedule's floor", o.min_lr, 0, false, 10, false, Unit::kNumber,
-       true, -1, "10% of --lr"},
-      {"--warmup", "warmup steps", double(o.warmup), 0, false, kMaxCount, false},
-      {"--weight-decay", "AdamW's weight decay", o.weight_decay, 0, false, 100, false},
-      {"--beta1", "AdamW's beta1", o.beta1, 0, false, 1, true},
-      {"--beta2", "AdamW's beta2", o.beta2, 0, false, 1, true},
-      {"--eps", "AdamW's epsilon", o.eps, 0, true, 1, false},
-      {"--grad-clip", "the clipping norm (0: off)", o.grad_clip, 0, false, 1e12, false},
-      {"--threads", "the thread count (0: all cores)", double(o.threads), 0, false, 4096, false},
-      {"--micro-batch", "rows per micro-batch (0: --batch)", double(o.micro_batch), 0, false, 65536,
+      {Option::kSteps, "the number of steps", double(o.steps), 0, false, kMaxCount, false},
+      {Option::kLr, "the learning rate", o.lr, 0, true, 10, false},
+      {Option::kMinLr, "the cosine schedule's floor", o.min_lr, 0, false, 10, false, Unit::kNumber,
+       true, -1, "10% of " + Mention(Option::kLr)},
+      {Option::kWarmup, "warmup steps", double(o.warmup), 0, false, kMaxCount, false},
+      {Option::kWeightDecay, "AdamW's weight decay", o.weight_decay, 0, false, 100, false},
+      {Option::kBeta1, "AdamW's beta1", o.beta1, 0, false, 1, true},
+      {Option::kBeta2, "AdamW's beta2", o.beta2, 0, false, 1, true},
+      {Option::kEps, "AdamW's epsilon", o.eps, 0, true, 1, false},
+      {Option::kGradClip, "the clipping norm (0: off)", o.grad_clip, 0, false, 1e12, false},
+      {Option::kThreads, "the thread count (0: all cores)", double(o.threads), 0, false, 4096,
        false},
-      {"--ckpt-every", "steps between checkpoints (0: never)", double(o.ckpt_every), 0, false,
+      {Option::kMicroBatch, "rows per micro-batch (0: " + Mention(Option::kBatch) + ")",
+       double(o.micro_batch), 0, false, 65536, false},
+      {Option::kCkptEvery, "steps between checkpoints (0: never)", double(o.ckpt_every), 0, false,
        kMaxCount, false},
-      {"--sim-link-gbps", "the sim link's rate in GB/s (0: memcpy speed)", o.sim_link_gbps, 0,
+      {Option::kSimLinkGbps, "the sim link's rate in GB/s (0: memcpy speed)", o.sim_link_gbps, 0,
        false, 1e6, false},
-      {"--gpu-mem", "the device budget", double(o.gpu_mem), 1, false, kMaxBytes, false,
+      {Option::kGpuMem, "the device budget", double(o.gpu_mem), 1, false, kMaxBytes, false,
        Unit::kBytes, true, 0, "what the run needs"},
-      {"--host-mem", "the host pool budget", double(o.host_mem), 1, false, kMaxBytes, false,
+      {Option::kHostMem, "the host pool budget", double(o.host_mem), 1, false, kMaxBytes, false,
        Unit::kBytes, true, 0, "every page of state"},
-      {"--nvme-mem", "the NVMe capacity", double(o.nvme_mem), 1, false, kMaxBytes, false,
+      {Option::kNvmeMem, "the NVMe capacity", double(o.nvme_mem), 1, false, kMaxBytes, false,
        Unit::kBytes, true, 0, "3x the model state"},
-      {"--page-size", "the page size", double(o.page_bytes), double(memory::kMinPageBytes), false,
-       double(kGiB), false, Unit::kBytes, true, 0, "16M"},
+      {Option::kPageSize, "the page size", double(o.page_bytes), double(memory::kMinPageBytes),
+       false, double(kGiB), false, Unit::kBytes, true, 0, "16M"},
   };
 }
 
@@ -80,27 +82,29 @@ bool InRange(const Range& r) {
 }
 
 Status OutOfRange(const Range& r) {
-  std::string msg = std::string(r.flag) + " " + Number(r.value, r.unit) +
+  std::string msg = Mention(r.option) + " " + Number(r.value, r.unit) +
                     " is out of range: " + r.what + " must be " + (r.lo_open ? "> " : ">= ") +
                     Number(r.lo, r.unit) + " and " + (r.hi_open ? "< " : "<= ") +
                     Number(r.hi, r.unit);
-  if (r.has_sentinel) msg += std::string("; leave ") + r.flag + " out for " + r.default_is;
-  return Status::InvalidArgument(msg);
+  if (r.has_sentinel) msg += "; leave " + Mention(r.option) + " out for " + r.default_is;
+  return AtFault(r.option, Status::InvalidArgument(msg));
 }
 
 }  // namespace
 
-Status CheckOptionRanges(const TrainOptions& o,
-                         const std::function<bool(std::string_view flag)>& given) {
+Status CheckOptionRanges(const TrainOptions& o, const std::function<bool(Option option)>& given) {
   for (const Range& r : RangeTable(o)) {
     if (InRange(r)) continue;
-    const bool is_default = r.has_sentinel && r.value == r.sentinel && !(given && given(r.flag));
+    const bool is_default = r.has_sentinel && r.value == r.sentinel && !(given && given(r.option));
     if (!is_default) return OutOfRange(r);
   }
   if (o.min_lr >= 0 && o.min_lr > o.lr) {
-    return Status::InvalidArgument("--min-lr " + Number(o.min_lr, Unit::kNumber) +
-                                   " is above --lr " + Number(o.lr, Unit::kNumber) +
-                                   "; the cosine schedule decays from --lr down to --min-lr");
+    return AtFault(
+        Option::kMinLr,
+        Status::InvalidArgument(Mention(Option::kMinLr) + " " + Number(o.min_lr, Unit::kNumber) +
+                                " is above " + Mention(Option::kLr) + " " +
+                                Number(o.lr, Unit::kNumber) + "; the cosine schedule decays from " +
+                                Mention(Option::kLr) + " down to " + Mention(Option::kMinLr)));
   }
   return Status::Ok();
 }
@@ -108,10 +112,14 @@ Status CheckOptionRanges(const TrainOptions& o,
 Status CheckTokensPerStep(int batch, int seq) {
   const int64_t tokens = int64_t(batch) * seq;
   if (tokens <= kMaxTokensPerStep) return Status::Ok();
-  return Status::InvalidArgument(
-      "--batch " + std::to_string(batch) + " x --seq " + std::to_string(seq) + " = " +
-      std::to_string(tokens) + " tokens per step, above the " + std::to_string(kMaxTokensPerStep) +
-      " one step may hold; lower --batch or --seq");
+  return AtFault(
+      Option::kBatch,
+      Status::InvalidArgument(Mention(Option::kBatch) + " " + std::to_string(batch) + " x " +
+                              Mention(Option::kSeq) + " " + std::to_string(seq) + " = " +
+                              std::to_string(tokens) + " tokens per step, above the " +
+                              std::to_string(kMaxTokensPerStep) + " one step may hold; lower " +
+                              Mention(Option::kBatch) + " or " + Mention(Option::kSeq)),
+      {{"batch", batch}, {"seq", seq}, {"max_tokens", kMaxTokensPerStep}});
 }
 
 }  // namespace strata

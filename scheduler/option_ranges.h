@@ -1,6 +1,7 @@
 // The ranges of TrainOptions' numeric fields, as one table: every number a user gives
-// `strata train` is checked here, with the flag named in the error (InvalidArgument, exit 2),
-// before anything is read, planned or allocated.
+// `strata train` is checked here, with the option named in the error (its mention, and an
+// OptionFault: core/util/option.h; InvalidArgument, exit 2), before anything is read, planned or
+// allocated.
 //
 // Some fields use a sentinel for "not given, take the default" (--seq 0, --min-lr < 0, the
 // sizes 0). A sentinel is accepted only when the caller says the flag was not given: the CLI
@@ -15,6 +16,7 @@
 #include <functional>
 #include <string_view>
 
+#include "core/util/option.h"
 #include "core/util/status.h"
 #include "scheduler/trainer.h"
 
@@ -25,9 +27,10 @@ namespace strata {
 inline constexpr int64_t kMaxTokensPerStep = int64_t{1} << 22;
 
 // Every numeric field within its range, and the relations between fields that a range cannot
-// state (--min-lr <= --lr). `given(flag)`: whether the user gave the flag (nullptr: none was).
+// state (--min-lr <= --lr). `given(option)`: whether the user gave the option (nullptr: none
+// was).
 Status CheckOptionRanges(const TrainOptions& options,
-                         const std::function<bool(std::string_view flag)>& given = nullptr);
+                         const std::function<bool(Option option)>& given = nullptr);
 
 // --batch x --seq within kMaxTokensPerStep, once `seq` is resolved (InvalidArgument).
 Status CheckTokensPerStep(int batch, int seq);

@@ -15,14 +15,15 @@
 #include "core/nn/tp_head.h"
 #include "core/util/log.h"
 #include "core/util/machine_memory.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
 #include "memory/nvme_store.h"
 #include "scheduler/checkpoint.h"
+#include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
 #include "scheduler/machine_fit.h"
 #include "scheduler/memory_plan.h"
-#include "scheduler/data_parallel.h"
 #include "scheduler/paged_trainer_impl.h"
 #include "scheduler/slot_sizes.h"
 #include "scheduler/state_pages.h"
@@ -39,12 +40,13 @@ Status PagedTrainer::setup() {
   threads_ = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
   const uint64_t page = o_.page_bytes > 0 ? o_.page_bytes : memory::kDefaultPageBytes;
   if (page < memory::kMinPageBytes || (page & (page - 1)) != 0) {
-    return Status::InvalidArgument("--page-size " + FormatBytes(page) +
+    return Status::InvalidArgument(Mention(Option::kPageSize) + " " + FormatBytes(page) +
                                    " must be a power of two of at least 4K (e.g. 64K, 16M)");
   }
   if (o_.host_eviction != "belady" && o_.host_eviction != "lru" && o_.host_eviction != "auto") {
-    return Status::InvalidArgument("--host-eviction must be 'auto', 'belady' or 'lru', got '" +
-                                   o_.host_eviction + "'");
+    return Status::InvalidArgument(Mention(Option::kHostEviction) +
+                                   " must be 'auto', 'belady' or 'lru', got '" + o_.host_eviction +
+                                   "'");
   }
   STRATA_RETURN_IF_ERROR(check_page_count(page));
   STRATA_RETURN_IF_ERROR(make_grid());
@@ -82,10 +84,11 @@ Status PagedTrainer::check_page_count(uint64_t page) const {
   const uint64_t pages = state_bytes / page + uint64_t(layout_.num_blocks()) * roles;
   if (pages <= kMaxStatePages) return Status::Ok();
   return Status::InvalidArgument(
-      "--page-size " + FormatBytes(page) + " cuts the " + FormatBytes(state_bytes) +
-      " of model state of " + layout_.config.to_string() + " into about " + std::to_string(pages) +
-      " pages, above the " + std::to_string(kMaxStatePages) +
-      " pages one run may have; raise --page-size (e.g. 16M) or train a smaller model");
+      Mention(Option::kPageSize) + " " + FormatBytes(page) + " cuts the " +
+      FormatBytes(state_bytes) + " of model state of " + layout_.config.to_string() +
+      " into about " + std::to_string(pages) + " pages, above the " +
+      std::to_string(kMaxStatePages) + " pages one run may have; raise " +
+      Mention(Option::kPageSize) + " (e.g. 16M) or train a smaller model");
 }
 
 // After the plan, before the device arena is mapped (scheduler/machine_fit.h): the sim device's
@@ -107,8 +110,10 @@ Status PagedTrainer::check_fits_machine() const {
   }
   return strata::CheckFitsMachine(
       need, ReadMachineMemory(), "the paged engine for " + layout_.config.to_string(),
-      "lower --gpu-mem and --host-mem (left out, they hold everything: every block on the device, "
-      "every page in the host pool) and give --nvme-dir for the rest of the state");
+      "lower " + Mention(Option::kGpuMem) + " and " + Mention(Option::kHostMem) +
+          " (left out, they hold everything: every block on the device, "
+          "every page in the host pool) and give " +
+          Mention(Option::kNvmeDir) + " for the rest of the state");
 }
 
 Status PagedTrainer::make_plan() {
@@ -140,8 +145,10 @@ Status PagedTrainer::make_plan() {
   in.stage.tp = o_.tp;  // a tp rank's activations are its slice's widths
   if (piped()) {  // a stage's own layers, its micro-batches in flight (Note [Stage activations])
     in.micro_batch_order = "micro-batch-major";
-    in.order_set_by = "the pipeline (--pp " + std::to_string(o_.pp) + ") runs each stage's "
-                      "micro-batches in --schedule " + o_.schedule + "'s order";
+    in.order_set_by = "the pipeline (" + Mention(Option::kPp) + " " + std::to_string(o_.pp) +
+                      ") runs each stage's "
+                      "micro-batches in " +
+                      Mention(Option::kSchedule) + " " + o_.schedule + "'s order";
     in.stage = {.first_layer = pipe_.first_layer(),
                 .layers = pipe_.layers(),
                 .in_flight = pipe_.in_flight,

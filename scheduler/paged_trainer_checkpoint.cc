@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/util/log.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/nvme_store.h"
 #include "scheduler/checkpoint_store.h"
@@ -46,16 +47,18 @@ Status PagedTrainer::check_checkpoint_flags(
     const std::optional<scheduler::CheckpointRecord>& found) {
   const std::string& dir = o_.nvme_dirs[0];
   if (o_.keep_checkpoints < 1) {
-    return Status::InvalidArgument("--keep-checkpoints " + std::to_string(o_.keep_checkpoints) +
-                                   " must be at least 1");
+    return Status::InvalidArgument(Mention(Option::kKeepCheckpoints) + " " +
+                                   std::to_string(o_.keep_checkpoints) + " must be at least 1");
   }
   if (!o_.resume) {
     if (found && !found->checkpoints.empty()) {
       return Status::InvalidArgument(
-          "--ckpt-dir " + o_.ckpt_dir + " already holds checkpoints (steps " + found->steps_text() +
-          ") of a run whose store is in " +
-          (found->nvme_dirs.empty() ? std::string("its --nvme-dir") : found->nvme_dirs[0]) +
-          "; add --resume to continue it, or give an empty --ckpt-dir");
+          Mention(Option::kCkptDir) + " " + o_.ckpt_dir + " already holds checkpoints (steps " +
+          found->steps_text() + ") of a run whose store is in " +
+          (found->nvme_dirs.empty() ? std::string("its " + Mention(Option::kNvmeDir))
+                                    : found->nvme_dirs[0]) +
+          "; add " + Mention(Option::kResume) + " to continue it, or give an empty " +
+          Mention(Option::kCkptDir));
     }
     return Status::Ok();
   }
@@ -65,9 +68,10 @@ Status PagedTrainer::check_checkpoint_flags(
   STRATA_RETURN_IF_ERROR(scheduler::CheckResumable(found, o_.ckpt_dir));
   STRATA_RETURN_IF_ERROR(scheduler::CheckRecordIsOfRun(*found, fingerprint_, o_.ckpt_dir));
   if (!memory::NvmeStoreExists(dir)) {
-    return Status::NotFound("--resume: " + o_.ckpt_dir + " names checkpoint " + found->manifest +
-                            " but --nvme-dir " + dir +
-                            " holds no page store; give the --nvme-dir of the checkpointed run");
+    return Status::NotFound(Mention(Option::kResume) + ": " + o_.ckpt_dir + " names checkpoint " +
+                            found->manifest + " but " + Mention(Option::kNvmeDir) + " " + dir +
+                            " holds no page store; give the " + Mention(Option::kNvmeDir) +
+                            " of the checkpointed run");
   }
   return Status::Ok();
 }
@@ -83,15 +87,18 @@ Status PagedTrainer::check_restartable(memory::NvmeStore& store,
   STRATA_ASSIGN_OR_RETURN(const std::string id, store.id());
   const bool unrecorded = found && found->checkpoints.empty() && found->store_id == id;
   if (held.empty() || unrecorded) {
-    Logger("train")->info("--nvme-dir {} holds the store of an earlier run with no checkpoint: "
-                          "starting it over", o_.nvme_dirs[0]);
+    Logger("train")->info(
+        "{} {} holds the store of an earlier run with no checkpoint: starting "
+        "it over",
+        Mention(Option::kNvmeDir), o_.nvme_dirs[0]);
     return Status::Ok();
   }
   return Status::InvalidArgument(
-      "--nvme-dir " + o_.nvme_dirs[0] + " already holds a Strata page store (" +
+      Mention(Option::kNvmeDir) + " " + o_.nvme_dirs[0] + " already holds a Strata page store (" +
       memory::NvmeStorePath(o_.nvme_dirs[0]) + ") with the checkpoints of an earlier run (" +
-      std::to_string(held.size()) + " manifest(s), the newest " + held.back() +
-      "); add --resume with that run's --ckpt-dir to continue it, or give an empty directory");
+      std::to_string(held.size()) + " manifest(s), the newest " + held.back() + "); add " +
+      Mention(Option::kResume) + " with that run's " + Mention(Option::kCkptDir) +
+      " to continue it, or give an empty directory");
 }
 
 // The fingerprint of this run and rank (Note [Shards], Note [Tensor-parallel slices]: a rank's
@@ -145,15 +152,16 @@ std::string PagedTrainer::nvme_minimum_text(const scheduler::NvmeSizing& s) cons
 }
 
 Status PagedTrainer::check_nvme_room(const scheduler::NvmeSizing& s, uint64_t have,
-                                     const char* whose) const {
+                                     const std::string& whose) const {
   if (!s.refused()) return Status::Ok();
-  const bool asked = std::string(whose) == "--nvme-mem";
+  const bool asked = whose == Mention(Option::kNvmeMem);
   return Status::ResourceExhausted(
-      std::string(whose) + " " + FormatBytes(have) + " is below the " + nvme_minimum_text(s) +
-      (asked ? "; raise --nvme-mem or leave it out (a new store)"
-             : "; give --nvme-mem " + FormatBytes(s.min_bytes) +
-                   " or more with --resume to grow the store, or start over in an empty "
-                   "--nvme-dir"));
+      whose + " " + FormatBytes(have) + " is below the " + nvme_minimum_text(s) +
+      (asked ? "; raise " + Mention(Option::kNvmeMem) + " or leave it out (a new store)"
+             : "; give " + Mention(Option::kNvmeMem) + " " + FormatBytes(s.min_bytes) +
+                   " or more with " + Mention(Option::kResume) +
+                   " to grow the store, or start over in an empty " +
+                   Mention(Option::kNvmeDir)));
 }
 
 // A new store without --nvme-mem: the default when the disks hold it, else the minimum and the
@@ -169,11 +177,12 @@ Result<scheduler::NvmeSizing> PagedTrainer::size_new_nvme() const {
   const scheduler::NvmeSizing s = size_nvme(0, room.slot_bytes);
   if (!s.refused()) return s;
   return Status::ResourceExhausted(
-      "--nvme-dir " + room.dir + ": No space left on device (ENOSPC): the store's slot files at "
+      Mention(Option::kNvmeDir) + " " + room.dir + ": No space left on device (ENOSPC): the store's slot files at "
       "the " + nvme_minimum_text(s) + " and " + FormatBytes(room.headroom_bytes) +
       " of headroom for its catalog need " + FormatBytes(s.min_bytes + room.headroom_bytes) +
       " there but only " + FormatBytes(room.free_bytes) +
-      " are free; free space, or give --nvme-dir directories on other disks");
+      " are free; free space, or give " + Mention(Option::kNvmeDir) +
+      " directories on other disks");
 }
 
 // Fewer kept checkpoints than --keep-checkpoints fit: one line, and the run keeps that many.
@@ -181,11 +190,12 @@ void PagedTrainer::keep_checkpoints_that_fit(const scheduler::NvmeSizing& s) {
   if (o_.ckpt_every <= 0 || s.checkpoints_fit >= uint64_t(o_.keep_checkpoints)) return;
   Logger("train")->warn(
       "the NVMe tier takes {} on {} (at least {}, {} with every kept checkpoint): room for {} "
-      "of the {} checkpoints of --keep-checkpoints, so the run keeps the {} newest; to keep them "
-      "all, free space or give --nvme-mem {} (on --resume it grows the store)",
+      "of the {} checkpoints of {}, so the run keeps the {} newest; to keep them all, free "
+      "space or give {} {} (on {} it grows the store)",
       FormatBytes(s.capacity_bytes), o_.nvme_dirs[0], FormatBytes(s.min_bytes),
-      FormatBytes(s.default_bytes), s.checkpoints_fit, o_.keep_checkpoints, s.checkpoints_fit,
-      FormatBytes(s.default_bytes));
+      FormatBytes(s.default_bytes), s.checkpoints_fit, o_.keep_checkpoints,
+      Mention(Option::kKeepCheckpoints), s.checkpoints_fit, Mention(Option::kNvmeMem),
+      FormatBytes(s.default_bytes), Mention(Option::kResume));
   o_.keep_checkpoints = int(s.checkpoints_fit);
 }
 
@@ -197,7 +207,9 @@ Status PagedTrainer::open_nvme() {
   }
   STRATA_RETURN_IF_ERROR(check_checkpoint_flags(found));
   scheduler::NvmeSizing sizing = size_nvme(o_.nvme_mem, UINT64_MAX);
-  if (o_.nvme_mem > 0) STRATA_RETURN_IF_ERROR(check_nvme_room(sizing, o_.nvme_mem, "--nvme-mem"));
+  if (o_.nvme_mem > 0) {
+    STRATA_RETURN_IF_ERROR(check_nvme_room(sizing, o_.nvme_mem, Mention(Option::kNvmeMem)));
+  }
   const bool existed = memory::NvmeStoreExists(o_.nvme_dirs[0]);
   memory::NvmeStoreOptions so;
   so.dirs = o_.nvme_dirs;

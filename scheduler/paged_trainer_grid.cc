@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/util/log.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/paged_trainer_impl.h"
@@ -86,7 +87,7 @@ Result<scheduler::StageCosts> PagedTrainer::measure_stage_costs() {
 std::string PagedTrainer::stages_text() const {
   if (!piped()) return "";
   const std::vector<double> times = scheduler::StageTimes(stage_blocks_, stage_costs_);
-  std::string text = "stages (--pp-partition " + o_.pp_partition + "):";
+  std::string text = "stages (" + Mention(Option::kPpPartition) + " " + o_.pp_partition + "):";
   int first = 1;
   for (int s = 0; s < o_.pp; ++s) {
     const int last = first + stage_blocks_[s] - 1;
@@ -97,7 +98,7 @@ std::string PagedTrainer::stages_text() const {
             (s == 0 ? " + embedding" : "") + (s == o_.pp - 1 ? " + head" : "") + " " + ms;
     first = last + 1;
   }
-  return text + " per micro-batch; --schedule " + o_.schedule + ", " +
+  return text + " per micro-batch; " + Mention(Option::kSchedule) + " " + o_.schedule + ", " +
          std::to_string(rank_rows() / micro_rows()) + " micro-batches";
 }
 
@@ -140,7 +141,8 @@ Status PagedTrainer::log_first_line() {
       per_tier += (r > 0 ? "; rank " : "rank ") + std::to_string(r) + ": " + tiers_text(f);
     }
   }
-  const std::string choice = shard_choice_.empty() ? "--shard " + o_.shard : shard_choice_;
+  const std::string choice =
+      shard_choice_.empty() ? Mention(Option::kShard) + " " + o_.shard : shard_choice_;
   Logger("train")->info("{}", scheduler::GridLine(grid_.describe(), world_->backend(), shards_,
                                                   choice, split_choice_, per_tier,
                                                   plan_.order_to_string(), stages_text()));

@@ -122,7 +122,7 @@ class PagedTrainer final : public Trainer {
                      const std::optional<scheduler::CheckpointRecord>& found);
   scheduler::NvmeSizing size_nvme(uint64_t asked, uint64_t room) const;
   std::string nvme_minimum_text(const scheduler::NvmeSizing& s) const;
-  Status check_nvme_room(const scheduler::NvmeSizing& s, uint64_t have, const char* whose) const;
+  Status check_nvme_room(const scheduler::NvmeSizing& s, uint64_t have, const std::string& whose) const;
   Result<scheduler::NvmeSizing> size_new_nvme() const;
   void keep_checkpoints_that_fit(const scheduler::NvmeSizing& s);
   scheduler::CheckpointRecord fresh_record() const;

@@ -8,6 +8,7 @@
 
 #include "core/device/create_device.h"
 #include "core/util/machine_memory.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "scheduler/paged_trainer_impl.h"
 #include "scheduler/shard_measure.h"
@@ -30,22 +31,27 @@ Status PagedTrainer::make_shards() {
                            (o_.micro_batch_order == "auto" && o_.recompute != "none");
   if (per_rank > 1 && piped()) {
     return Status::InvalidArgument(
-        "--shard " + o_.shard + " with --pp " + std::to_string(o_.pp) + " and " +
-        std::to_string(per_rank) + " micro-batches per data-parallel rank: only this rank's "
+        Mention(Option::kShard) + " " + o_.shard + " with " + Mention(Option::kPp) + " " +
+        std::to_string(o_.pp) + " and " + std::to_string(per_rank) +
+        " micro-batches per data-parallel rank: only this rank's "
         "shard of a gradient has pages, and a pipeline stage sends its gradients down after each "
-        "micro-batch; give one micro-batch per rank (--micro-batch 0) or --shard none");
+        "micro-batch; give one micro-batch per rank (" +
+        Mention(Option::kMicroBatch) + " 0) or " + Mention(Option::kShard) + " none");
   }
   if (per_rank > 1 && !layer_major) {
     return Status::InvalidArgument(
-        "--shard " + o_.shard + " with " + std::to_string(per_rank) +
+        Mention(Option::kShard) + " " + o_.shard + " with " + std::to_string(per_rank) +
         " micro-batches per rank: only this rank's shard of a gradient has pages, so a gradient "
-        "goes down once per step, after every micro-batch ran through its block; give "
-        "--micro-batch-order layer-major --recompute all, or one micro-batch per rank "
-        "(--micro-batch 0)");
+        "goes down once per step, after every micro-batch ran through its block; give " +
+        Mention(Option::kMicroBatchOrder) + " layer-major " + Mention(Option::kRecompute) +
+        " all, or one micro-batch per rank "
+        "(" +
+        Mention(Option::kMicroBatch) + " 0)");
   }
   if (!o_.export_grads_path.empty()) {
-    return Status::NotSupported("--export-grads with --shard " + o_.shard +
-                                " is not built yet; use --shard none");
+    return Status::NotSupported(Mention(Option::kExportGrads) + " with " + Mention(Option::kShard) +
+                                " " + o_.shard + " is not built yet; use " +
+                                Mention(Option::kShard) + " none");
   }
   return Status::Ok();
 }
@@ -68,12 +74,12 @@ Result<std::vector<bool>> PagedTrainer::checkpointed_shards() {
   if (!o_.resume || o_.ckpt_dir.empty()) return std::vector<bool>{};
   STRATA_ASSIGN_OR_RETURN(const auto found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
   if (!found) return std::vector<bool>{};
-  const auto it = found->fingerprint.find("--shard");
+  const auto it = found->fingerprint.find(scheduler::RecordKey(Option::kShard));
   constexpr std::string_view kBlocks = ", blocks ";
   if (it == found->fingerprint.end() || it->second.find(kBlocks) == std::string::npos) {
     return std::vector<bool>{};
   }
-  shard_choice_ = "--shard auto: the checkpoint's choice";
+  shard_choice_ = Mention(Option::kShard) + " auto: the checkpoint's choice";
   return scheduler::ParseShardDecisions(
       it->second.substr(it->second.find(kBlocks) + kBlocks.size()), layout_.num_blocks());
 }
@@ -130,8 +136,8 @@ Result<std::vector<bool>> PagedTrainer::search_shards() {
                                             : ReadMachineMemory().available_bytes / ranks();
   const scheduler::ShardSearchResult r =
       scheduler::SearchShards(scheduler::ShardSearchInputs(setting), capacity);
-  shard_choice_ = "--shard auto: " + r.to_string() + ", state " + FormatBytes(r.state_bytes) +
-                  " per rank of a budget of " + FormatBytes(capacity);
+  shard_choice_ = Mention(Option::kShard) + " auto: " + r.to_string() + ", state " +
+                  FormatBytes(r.state_bytes) + " per rank of a budget of " + FormatBytes(capacity);
   return r.sharded;
 }
 
@@ -163,22 +169,24 @@ Result<MemoryPlan> PagedTrainer::plan_split(scheduler::MemoryPlanInput in) {
       const bool everywhere = std::find(all.begin(), all.end(), 0) == all.end();
       if (!everywhere && !last) continue;
       if (!everywhere && plan.ok()) {
-        return Status::ResourceExhausted("--split-ops auto: --gpu-mem " +
-                                         FormatBytes(o_.gpu_mem) +
-                                         " is too small for another rank even with " +
-                                         std::to_string(k) + " slices; raise --gpu-mem");
+        return Status::ResourceExhausted(
+            Mention(Option::kSplitOps) + " auto: " + Mention(Option::kGpuMem) + " " +
+            FormatBytes(o_.gpu_mem) + " is too small for another rank even with " +
+            std::to_string(k) + " slices; raise " + Mention(Option::kGpuMem));
       }
     } else if (!plan.ok() && !last) {
       continue;
     }
     split_choice_ = split_.describe();
     if (automatic) {
-      split_choice_ += k == 1 ? " (auto: whole blocks fit --gpu-mem)"
-                              : " (auto: the fewest slices with which --gpu-mem fits)";
+      split_choice_ +=
+          k == 1 ? " (auto: whole blocks fit " + Mention(Option::kGpuMem) + ")"
+                 : " (auto: the fewest slices with which " + Mention(Option::kGpuMem) + " fits)";
     }
     return plan;
   }
-  return Status::Internal("no --split-ops factor was tried");  // the last one returns
+  return Status::Internal("no " + Mention(Option::kSplitOps) +
+                          " factor was tried");  // the last one returns
 }
 
 // A block's values of `role` into `values` (its layout's numel floats): read from this rank's

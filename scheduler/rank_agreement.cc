@@ -30,38 +30,39 @@ Result<std::map<std::string, std::string>> RankSharedFlags(const TrainOptions& o
   flags.erase("rank");
   flags.erase("micro-batch rows");
   // Every rank compares the same keys: the fingerprint's defaults it leaves out go in as values.
-  flags["--dtype"] = o.dtype;
-  flags["--steps"] = std::to_string(o.steps);
+  flags[RecordKey(Option::kDtype)] = o.dtype;
+  flags[RecordKey(Option::kSteps)] = std::to_string(o.steps);
   // --engine auto picks by other flags (a paging flag, --gpu-mem): what matters is the engine.
-  flags["--engine"] = o.engine + (paged ? " (the paged engine)" : " (the in-memory engine)");
+  flags[RecordKey(Option::kEngine)] =
+      o.engine + (paged ? " (the paged engine)" : " (the in-memory engine)");
   // Checkpoints: every rank saves together (a barrier before each) and resumes from one step
   // agreed by all; an export gathers every rank's part.
-  flags["--ckpt-dir"] = Given(o.ckpt_dir);
-  flags["--nvme-dir"] = Given(o.nvme_dirs.empty() ? "" : o.nvme_dirs[0]);
-  flags["--ckpt-every"] = std::to_string(o.ckpt_every);
-  flags["--keep-checkpoints"] = std::to_string(o.keep_checkpoints);
-  flags["--resume"] = OnOff(o.resume);
-  flags["--resume-from"] = std::to_string(o.resume_from);
-  flags["--discard-newer"] = OnOff(o.discard_newer);
-  flags["--export"] = Given(o.export_path);
-  flags["--export-grads"] = Given(o.export_grads_path);
-  flags["--movement-only"] = OnOff(o.movement_only);
-  flags["--gpu-mem"] = std::to_string(o.gpu_mem);
-  flags["--host-mem"] = std::to_string(o.host_mem);
-  flags["--nvme-mem"] = std::to_string(o.nvme_mem);
-  flags["--params-on"] = o.params_on;
-  flags["--optimizer-on"] = o.optimizer_on;
-  flags["--recompute"] = o.recompute;
-  flags["--micro-batch-order"] = o.micro_batch_order;
-  flags["--dp"] = std::to_string(o.dp);
-  flags["--tp"] = std::to_string(o.tp);
-  flags["--pp"] = std::to_string(o.pp);
-  flags["--schedule"] = o.schedule;
-  flags["--pp-partition"] = o.pp_partition;
-  flags["--shard"] = o.shard;
-  flags["--split-ops"] = o.split_ops;
-  flags["--comm"] = o.comm;
-  flags["--device"] = o.device;
+  flags[RecordKey(Option::kCkptDir)] = Given(o.ckpt_dir);
+  flags[RecordKey(Option::kNvmeDir)] = Given(o.nvme_dirs.empty() ? "" : o.nvme_dirs[0]);
+  flags[RecordKey(Option::kCkptEvery)] = std::to_string(o.ckpt_every);
+  flags[RecordKey(Option::kKeepCheckpoints)] = std::to_string(o.keep_checkpoints);
+  flags[RecordKey(Option::kResume)] = OnOff(o.resume);
+  flags[RecordKey(Option::kResumeFrom)] = std::to_string(o.resume_from);
+  flags[RecordKey(Option::kDiscardNewer)] = OnOff(o.discard_newer);
+  flags[RecordKey(Option::kExport)] = Given(o.export_path);
+  flags[RecordKey(Option::kExportGrads)] = Given(o.export_grads_path);
+  flags[RecordKey(Option::kMovementOnly)] = OnOff(o.movement_only);
+  flags[RecordKey(Option::kGpuMem)] = std::to_string(o.gpu_mem);
+  flags[RecordKey(Option::kHostMem)] = std::to_string(o.host_mem);
+  flags[RecordKey(Option::kNvmeMem)] = std::to_string(o.nvme_mem);
+  flags[RecordKey(Option::kParamsOn)] = o.params_on;
+  flags[RecordKey(Option::kOptimizerOn)] = o.optimizer_on;
+  flags[RecordKey(Option::kRecompute)] = o.recompute;
+  flags[RecordKey(Option::kMicroBatchOrder)] = o.micro_batch_order;
+  flags[RecordKey(Option::kDp)] = std::to_string(o.dp);
+  flags[RecordKey(Option::kTp)] = std::to_string(o.tp);
+  flags[RecordKey(Option::kPp)] = std::to_string(o.pp);
+  flags[RecordKey(Option::kSchedule)] = o.schedule;
+  flags[RecordKey(Option::kPpPartition)] = o.pp_partition;
+  flags[RecordKey(Option::kShard)] = o.shard;
+  flags[RecordKey(Option::kSplitOps)] = o.split_ops;
+  flags[RecordKey(Option::kComm)] = o.comm;
+  flags[RecordKey(Option::kDevice)] = o.device;
   return flags;
 }
 
@@ -95,7 +96,7 @@ Status CheckRanksAgree(const std::map<std::string, std::string>& flags, parallel
       if (all[r * mine.size() + f] == all[f]) continue;
       // Every rank found this same difference: they trade the values, so that each words it alike
       // (and the job says it once, Note [Ending a failed job] in tools/train_ranks.h).
-      const std::string& flag = entries[f]->first;
+      const std::string flag = RecordKeyWords(entries[f]->first);
       std::vector<char> value(kValueBytes, '\0'), values(kValueBytes * size_t(comm.size()));
       entries[f]->second.copy(value.data(), kValueBytes - 1);
       STRATA_RETURN_IF_ERROR(comm.all_gather(value.data(), values.data(), kValueBytes).wait());

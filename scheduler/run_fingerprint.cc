@@ -5,80 +5,97 @@
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/util/option.h"
+
 namespace strata::scheduler {
 namespace {
 
-// Every field with its flag: the one table that ties them (to_map and CheckSameRun read it). The
-// layout comes first, so that a resume under another grid is named as such before the
-// micro-batch rows that follow from it.
-constexpr std::pair<const char*, std::string RunFingerprint::*> kFields[] = {
-    {"--dp", &RunFingerprint::dp},
-    {"--tp", &RunFingerprint::tp},
-    {"--pp", &RunFingerprint::pp},
-    {"rank", &RunFingerprint::rank},
-    {"--shard", &RunFingerprint::shard},
-    {"micro-batch rows", &RunFingerprint::micro_rows},
-    {"--model", &RunFingerprint::model},
-    {"--data", &RunFingerprint::data},
-    {"--init", &RunFingerprint::init},
-    {"--lr", &RunFingerprint::lr},
-    {"--min-lr", &RunFingerprint::min_lr},
-    {"--warmup", &RunFingerprint::warmup},
-    {"--lr-schedule", &RunFingerprint::lr_schedule},
-    {"--weight-decay", &RunFingerprint::weight_decay},
-    {"--beta1", &RunFingerprint::beta1},
-    {"--beta2", &RunFingerprint::beta2},
-    {"--eps", &RunFingerprint::eps},
-    {"--grad-clip", &RunFingerprint::grad_clip},
-    {"--seed", &RunFingerprint::seed},
-    {"--batch", &RunFingerprint::batch},
-    {"--micro-batch", &RunFingerprint::micro_batch},
-    {"--seq", &RunFingerprint::seq},
-    {"--page-size", &RunFingerprint::page_size},
-    {"--delayed-update", &RunFingerprint::delayed_update},
-    {"--dtype", &RunFingerprint::dtype},
+// Every field with the option that sets it: the one table that ties them (to_map and
+// CheckSameRun read it). The layout comes first, so that a resume under another grid is named as
+// such before the micro-batch rows that follow from it. The rank and the micro-batch rows are
+// set by no option: `other` names them, in the record and in messages.
+struct Field {
+  std::optional<Option> option;
+  const char* other;
+  std::string RunFingerprint::*member;
+
+  std::string key() const { return option ? RecordKey(*option) : other; }
+  std::string words() const { return option ? Mention(*option) : other; }
+  bool is(Option o) const { return option == o; }
+};
+
+const Field kFields[] = {
+    {Option::kDp, "", &RunFingerprint::dp},
+    {Option::kTp, "", &RunFingerprint::tp},
+    {Option::kPp, "", &RunFingerprint::pp},
+    {std::nullopt, "rank", &RunFingerprint::rank},
+    {Option::kShard, "", &RunFingerprint::shard},
+    {std::nullopt, "micro-batch rows", &RunFingerprint::micro_rows},
+    {Option::kModel, "", &RunFingerprint::model},
+    {Option::kData, "", &RunFingerprint::data},
+    {Option::kInit, "", &RunFingerprint::init},
+    {Option::kLr, "", &RunFingerprint::lr},
+    {Option::kMinLr, "", &RunFingerprint::min_lr},
+    {Option::kWarmup, "", &RunFingerprint::warmup},
+    {Option::kLrSchedule, "", &RunFingerprint::lr_schedule},
+    {Option::kWeightDecay, "", &RunFingerprint::weight_decay},
+    {Option::kBeta1, "", &RunFingerprint::beta1},
+    {Option::kBeta2, "", &RunFingerprint::beta2},
+    {Option::kEps, "", &RunFingerprint::eps},
+    {Option::kGradClip, "", &RunFingerprint::grad_clip},
+    {Option::kSeed, "", &RunFingerprint::seed},
+    {Option::kBatch, "", &RunFingerprint::batch},
+    {Option::kMicroBatch, "", &RunFingerprint::micro_batch},
+    {Option::kSeq, "", &RunFingerprint::seq},
+    {Option::kPageSize, "", &RunFingerprint::page_size},
+    {Option::kDelayedUpdate, "", &RunFingerprint::delayed_update},
+    {Option::kDtype, "", &RunFingerprint::dtype},
 };
 
 // Fields added after the first records: a record without one held its default.
-bool IsDefaultOfLaterField(const std::string& flag, const std::string& value) {
-  return (flag == "--shard" && value == "none") || (flag == "--dtype" && value == "fp32");
+bool IsDefaultOfLaterField(const Field& f, const std::string& value) {
+  return (f.is(Option::kShard) && value == "none") || (f.is(Option::kDtype) && value == "fp32");
 }
 
 // The layout's fields, added on 2026-11-27: a record without them does not say (unknown, not
 // compared; the CLI recognises an older rank's directory by its name, tools/resume_dirs.h).
-bool IsUnknownInOlderRecords(const std::string& flag) {
-  return flag == "--dp" || flag == "--tp" || flag == "--pp" || flag == "rank" ||
-         flag == "micro-batch rows";
+bool IsUnknownInOlderRecords(const Field& f) {
+  return f.is(Option::kDp) || f.is(Option::kTp) || f.is(Option::kPp) || !f.option;
 }
 
-int Count(const std::map<std::string, std::string>& m, const char* flag) {
-  auto it = m.find(flag);
+int Count(const std::map<std::string, std::string>& m, Option option) {
+  auto it = m.find(RecordKey(option));
   if (it == m.end()) return 0;
   int value = 0;
   const auto r = std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
   return r.ec == std::errc() ? value : 0;
 }
 
-std::string Value(const std::map<std::string, std::string>& m, const char* flag,
+std::string Value(const std::map<std::string, std::string>& m, const std::string& key,
                   const char* absent) {
-  auto it = m.find(flag);
+  auto it = m.find(key);
   return it == m.end() ? std::string(absent) : it->second;
 }
 
-// --shard's recorded value is the layout it produced; "none" is the flag's own word.
+// --shard's recorded value is the layout it produced; "none" is the option's own word.
 std::string ShardWords(const std::string& value) {
-  return value == "none" ? "none (every rank holds every block whole: --shard none)" : value;
+  return value == "none"
+             ? "none (every rank holds every block whole: " + Mention(Option::kShard) + " none)"
+             : value;
 }
 
 constexpr const char* kNoOtherLayout =
     "resuming under another layout is not built yet: resume the job as it was launched";
 
-constexpr const char* kMayChange =
-    "flags that may change on resume: --steps, budgets, threads, outputs";
+std::string MayChange() {
+  return "flags that may change on resume: " + Mention(Option::kSteps) +
+         ", budgets, threads, outputs";
+}
 
 std::string FloatText(float v) {
   char buf[32];
@@ -87,9 +104,9 @@ std::string FloatText(float v) {
 }
 
 // "<bytes> bytes, xxh3 <hex>" of a file, read in 1 MiB pieces.
-Result<std::string> FileIdentity(const std::string& path, const char* flag) {
+Result<std::string> FileIdentity(const std::string& path, Option option) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::FromErrno(errno, std::string(flag) + ": cannot read " + path);
+  if (!in) return Status::FromErrno(errno, Mention(option) + ": cannot read " + path);
   XXH3_state_t* state = XXH3_createState();
   STRATA_CHECK(state != nullptr);
   XXH3_64bits_reset(state);
@@ -105,7 +122,7 @@ Result<std::string> FileIdentity(const std::string& path, const char* flag) {
   const bool failed = in.bad();
   const uint64_t hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);
-  if (failed) return Status::IoError(std::string(flag) + ": reading " + path + " failed");
+  if (failed) return Status::IoError(Mention(option) + ": reading " + path + " failed");
   char text[80];
   std::snprintf(text, sizeof text, "%llu bytes, xxh3 %016llx",
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(hash));
@@ -114,10 +131,25 @@ Result<std::string> FileIdentity(const std::string& path, const char* flag) {
 
 }  // namespace
 
+std::string RecordKey(Option option) {
+  // The flag's name when the format was made: the file's key, not a message's words.
+  std::string key = "--";
+  for (char c : OptionKey(option)) key += c == '_' ? '-' : c;
+  return key;
+}
+
+std::string RecordKeyWords(const std::string& key) {
+  if (key.size() < 3 || key.compare(0, 2, "--") != 0) return key;
+  std::string option_key = key.substr(2);
+  for (char& c : option_key) c = c == '-' ? '_' : c;
+  const std::optional<Option> option = OptionOfKey(option_key);
+  return option ? Mention(*option) : key;
+}
+
 std::map<std::string, std::string> RunFingerprint::to_map() const {
   std::map<std::string, std::string> out;
-  for (const auto& [flag, field] : kFields) {
-    if (!IsDefaultOfLaterField(flag, this->*field)) out[flag] = this->*field;
+  for (const Field& f : kFields) {
+    if (!IsDefaultOfLaterField(f, this->*f.member)) out[f.key()] = this->*f.member;
   }
   return out;
 }
@@ -142,12 +174,12 @@ Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig
   if (o.data == "builtin") {
     f.data = "builtin";
   } else {
-    STRATA_ASSIGN_OR_RETURN(f.data, FileIdentity(o.data, "--data"));
+    STRATA_ASSIGN_OR_RETURN(f.data, FileIdentity(o.data, Option::kData));
   }
   if (o.init_path.empty()) {
     f.init = "none";
   } else {
-    STRATA_ASSIGN_OR_RETURN(f.init, FileIdentity(o.init_path, "--init"));
+    STRATA_ASSIGN_OR_RETURN(f.init, FileIdentity(o.init_path, Option::kInit));
   }
   f.lr = FloatText(o.lr);
   f.min_lr = FloatText(o.min_lr >= 0 ? o.min_lr : 0.1f * o.lr);  // as LearningRateAt reads it
@@ -178,58 +210,66 @@ std::string FingerprintDigest(const std::map<std::string, std::string>& fields) 
 }
 
 std::string RecordedGrid(const std::map<std::string, std::string>& m) {
-  return "--dp " + Value(m, "--dp", "1") + " --tp " + Value(m, "--tp", "1") + " --pp " +
-         Value(m, "--pp", "1");
+  std::string text;
+  for (const Option o : {Option::kDp, Option::kTp, Option::kPp}) {
+    text += (text.empty() ? "" : " ") + Mention(o) + " " + Value(m, RecordKey(o), "1");
+  }
+  return text;
 }
 
 int RecordedRanks(const std::map<std::string, std::string>& recorded) {
-  if (recorded.find("--dp") == recorded.end()) return 0;
-  const int tp = recorded.count("--tp") ? Count(recorded, "--tp") : 1;
-  const int pp = recorded.count("--pp") ? Count(recorded, "--pp") : 1;
-  return Count(recorded, "--dp") * tp * pp;
+  if (recorded.find(RecordKey(Option::kDp)) == recorded.end()) return 0;
+  const int tp = recorded.count(RecordKey(Option::kTp)) ? Count(recorded, Option::kTp) : 1;
+  const int pp = recorded.count(RecordKey(Option::kPp)) ? Count(recorded, Option::kPp) : 1;
+  return Count(recorded, Option::kDp) * tp * pp;
 }
 
 namespace {
 
-// The refusal of a resume whose `flag` is `value` where the checkpoint's run had `was`.
+// The refusal of a resume whose field `f` is `value` where the checkpoint's run had `was`.
 Status Differs(const RunFingerprint& now, const std::map<std::string, std::string>& recorded,
-               const std::string& flag, const std::string& value, const std::string& was) {
-  const std::string to_new = "; or start a new run in an empty --ckpt-dir and --nvme-dir";
-  if (flag == "--dp" || flag == "--tp" || flag == "--pp") {
+               const Field& f, const std::string& value, const std::string& was) {
+  const std::string resume = Mention(Option::kResume) + ": ";
+  const std::string to_new = "; or start a new run in an empty " + Mention(Option::kCkptDir) +
+                             " and " + Mention(Option::kNvmeDir);
+  const std::string name = f.words();
+  if (f.is(Option::kDp) || f.is(Option::kTp) || f.is(Option::kPp)) {
     return Status::InvalidArgument(
-        "--resume: " + flag + " " + value + " differs from the checkpoint's " + flag + " " + was +
+        resume + name + " " + value + " differs from the checkpoint's " + name + " " + was +
         ": it was written by rank " + Value(recorded, "rank", "0") + " of a job of " +
         std::to_string(RecordedRanks(recorded)) + " rank(s) (" + RecordedGrid(recorded) +
         "), and this run is " + RecordedGrid(now.to_map()) + "; " + kNoOtherLayout + to_new);
   }
-  if (flag == "rank") {
-    return Status::InvalidArgument("--resume: this process is rank " + value +
-                                   " of the job but the checkpoint is rank " + was +
-                                   "'s: give every rank the job's --ckpt-dir and --nvme-dir "
-                                   "(each rank resumes from its own rank-N directory)");
-  }
-  if (flag == "micro-batch rows") {
+  if (!f.option && name == "rank") {
     return Status::InvalidArgument(
-        "--resume: this run computes micro-batches of " + value + " rows (--batch, --micro-batch "
-        "and --dp) but the checkpointed run computed micro-batches of " + was + " rows, whose "
-        "gradients add up in another order; pass flags that give micro-batches of " + was +
-        " rows" + to_new);
+        resume + "this process is rank " + value + " of the job but the checkpoint is rank " + was +
+        "'s: give every rank the job's " + Mention(Option::kCkptDir) + " and " +
+        Mention(Option::kNvmeDir) + " (each rank resumes from its own rank-N directory)");
   }
-  if (flag == "--shard") {
-    return Status::InvalidArgument("--resume: --shard lays out this run's state as " +
+  if (!f.option) {  // the micro-batch rows
+    return Status::InvalidArgument(
+        resume + "this run computes micro-batches of " + value + " rows (" +
+        Mention(Option::kBatch) + ", " + Mention(Option::kMicroBatch) + " and " +
+        Mention(Option::kDp) + ") but the checkpointed run computed micro-batches of " + was +
+        " rows, whose gradients add up in another order; pass flags that give micro-batches of " +
+        was + " rows" + to_new);
+  }
+  if (f.is(Option::kShard)) {
+    return Status::InvalidArgument(resume + name + " lays out this run's state as " +
                                    ShardWords(value) + ", but the checkpoint's as " +
-                                   ShardWords(was) + "; pass the checkpointed run's --shard (" +
-                                   kNoOtherLayout + ")" + to_new);
+                                   ShardWords(was) + "; pass the checkpointed run's " + name +
+                                   " (" + kNoOtherLayout + ")" + to_new);
   }
-  return Status::InvalidArgument("--resume: " + flag + " " + value +
-                                 " differs from the checkpoint's " + was + " (" + kMayChange +
-                                 "); pass the checkpointed run's " + flag + to_new);
+  return AtFault(*f.option,
+                 Status::InvalidArgument(
+                     resume + name + " " + value + " differs from the checkpoint's " + was + " (" +
+                     MayChange() + "); pass the checkpointed run's " + name + to_new));
 }
 
 // Records before 2026-11-27 kept --min-lr's "not given" sentinel, -1: 10% of their --lr.
 std::map<std::string, std::string> WithoutSentinels(std::map<std::string, std::string> recorded) {
-  auto min_lr = recorded.find("--min-lr");
-  auto lr = recorded.find("--lr");
+  auto min_lr = recorded.find(RecordKey(Option::kMinLr));
+  auto lr = recorded.find(RecordKey(Option::kLr));
   if (min_lr != recorded.end() && min_lr->second == "-1" && lr != recorded.end()) {
     float value = 0;
     std::from_chars(lr->second.data(), lr->second.data() + lr->second.size(), value);
@@ -243,19 +283,18 @@ std::map<std::string, std::string> WithoutSentinels(std::map<std::string, std::s
 Status CheckSameRun(const RunFingerprint& now,
                     const std::map<std::string, std::string>& recorded_as_written) {
   const std::map<std::string, std::string> recorded = WithoutSentinels(recorded_as_written);
-  for (const auto& [flag, field] : kFields) {
-    const std::string& value = now.*field;
-    auto it = recorded.find(flag);
+  for (const Field& f : kFields) {
+    const std::string& value = now.*f.member;
+    auto it = recorded.find(f.key());
     if (it != recorded.end() && it->second == value) continue;
-    if (it == recorded.end() && IsDefaultOfLaterField(flag, value)) continue;
-    if (it == recorded.end() && IsUnknownInOlderRecords(flag)) continue;
+    if (it == recorded.end() && IsDefaultOfLaterField(f, value)) continue;
+    if (it == recorded.end() && IsUnknownInOlderRecords(f)) continue;
     // A later field's absence is its default (an older record).
-    const std::string_view name = flag;
-    const std::string was = it != recorded.end() ? it->second
-                            : name == "--shard"  ? std::string("none")
-                            : name == "--dtype"  ? std::string("fp32")
-                                                 : std::string("(not recorded)");
-    return Differs(now, recorded, flag, value, was);
+    const std::string was = it != recorded.end()   ? it->second
+                            : f.is(Option::kShard) ? std::string("none")
+                            : f.is(Option::kDtype) ? std::string("fp32")
+                                                   : std::string("(not recorded)");
+    return Differs(now, recorded, f, value, was);
   }
   return Status::Ok();
 }

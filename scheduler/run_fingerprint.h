@@ -20,6 +20,7 @@
 #include <string>
 
 #include "core/nn/gpt_config.h"
+#include "core/util/option.h"
 #include "core/util/status.h"
 #include "scheduler/trainer.h"
 
@@ -60,7 +61,8 @@ struct RunFingerprint {
   std::string rank = "0";
   std::string micro_rows;
 
-  // flag -> value, the form kept in checkpoint.json.
+  // RecordKey(option) -> value, the form kept in checkpoint.json (with "rank" and
+  // "micro-batch rows", which no option sets).
   std::map<std::string, std::string> to_map() const;
   // The one-line "run" text of checkpoint.json (its form since the first record format).
   std::string summary() const;
@@ -83,16 +85,24 @@ Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig
 // The number of ranks of the job that wrote `recorded` (a checkpoint's to_map): dp * tp * pp,
 // or 0 when the record does not say (an older record).
 int RecordedRanks(const std::map<std::string, std::string>& recorded);
-// "--dp 2 --tp 1 --pp 1": the grid of a record (1 for what it does not say).
+// "{dp} 2 {tp} 1 {pp} 1": the grid of a record (1 for what it does not say).
 std::string RecordedGrid(const std::map<std::string, std::string>& recorded);
+
+// The key of `option`'s field in a record (checkpoint.json, format 2): the CLI flag that set it
+// when the format was made ("--lr" for Option::kLr). A file's key, frozen with the format; it is
+// no wording (messages name the option by its mention, core/util/option.h).
+std::string RecordKey(Option option);
+// How a message names a record's `key`: the mention of the option whose key it is ("{lr}" for
+// "--lr"), else the key itself ("rank").
+std::string RecordKeyWords(const std::string& key);
 
 // A short name for a fingerprint (to_map's form): 16 hex digits of XXH3-64 over its fields.
 std::string FingerprintDigest(const std::map<std::string, std::string>& fields);
 
 // Ok when `recorded` (a checkpoint's to_map) equals `now` in every field; else InvalidArgument
-// naming the first flag that differs and both values, e.g. "--resume: --lr 0.001 differs from
-// the checkpoint's 0.0003 (...)". The layout's fields come first, in words ("--dp 1 differs from
-// the checkpoint's --dp 2", "--shard ... lays out ...").
+// naming the first option that differs and both values, e.g. "{resume}: {lr} 0.001 differs from
+// the checkpoint's 0.0003 (...)", with an OptionFault for it. The layout's fields come first, in
+// words ("{dp} 1 differs from the checkpoint's {dp} 2", "{shard} ... lays out ...").
 Status CheckSameRun(const RunFingerprint& now, const std::map<std::string, std::string>& recorded);
 
 }  // namespace strata::scheduler

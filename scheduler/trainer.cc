@@ -10,6 +10,7 @@
 #include "core/kernels/linear.h"
 #include "core/nn/gpt_weights.h"
 #include "core/nn/tp_layout.h"
+#include "core/util/option.h"
 #include "parallel/comm.h"
 #include "parallel/grid.h"
 #include "scheduler/data_parallel.h"
@@ -44,57 +45,64 @@ kernels::Dtype ComputeDtype(const TrainOptions& o) {
 
 namespace {
 
+using enum Option;  // the options named here
+
 Status ValidateOptions(const TrainOptions& o) {
   auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
   STRATA_RETURN_IF_ERROR(CheckOptionRanges(o));
   if (o.lr_schedule != "constant" && o.lr_schedule != "cosine") {
-    return bad("--lr-schedule must be 'constant' or 'cosine', got '" + o.lr_schedule + "'");
+    return NotOneOf(kLrSchedule, "'constant' or 'cosine'", o.lr_schedule);
   }
   if (o.micro_batch < 0 || (o.micro_batch > 0 && o.batch % o.micro_batch != 0)) {
-    return bad("--micro-batch " + std::to_string(o.micro_batch) + " must divide --batch " +
-               std::to_string(o.batch) + " (e.g. --micro-batch 1, or 0 for one micro-batch)");
+    return bad(Mention(kMicroBatch) + " " + std::to_string(o.micro_batch) + " must divide " +
+               Mention(kBatch) + " " + std::to_string(o.batch) + " (e.g. " + Mention(kMicroBatch) +
+               " 1, or 0 for one micro-batch)");
   }
   if ((o.ckpt_every > 0 || o.resume) && (o.ckpt_dir.empty() || o.nvme_dirs.empty())) {
-    return bad(std::string(o.resume ? "--resume" : "--ckpt-every") +
-               " needs --ckpt-dir and --nvme-dir (checkpoints are manifests of the NVMe page "
-               "store)");
+    return bad(Mention(o.resume ? kResume : kCkptEvery) + " needs " + Mention(kCkptDir) + " and " +
+               Mention(kNvmeDir) + " (checkpoints are manifests of the NVMe page store)");
   }
   if (o.discard_newer && o.resume_from < 0) {
-    return bad("--discard-newer drops the checkpoints newer than --resume-from's step: give "
-               "--resume-from STEP with it");
+    return bad(Mention(kDiscardNewer) + " drops the checkpoints newer than " +
+               Mention(kResumeFrom) + "'s step: give " + Mention(kResumeFrom) + " STEP with it");
   }
   if (o.engine == "memory" &&
       (o.ckpt_every > 0 || o.resume || !o.nvme_dirs.empty() || o.delayed_update ||
        o.movement_only)) {
-    return bad(
-        "--engine memory keeps everything on the device: drop --nvme-dir, --ckpt-every, "
-        "--resume, --delayed-update and --movement-only, or use --engine paged");
+    return bad(Mention(kEngine) + " memory keeps everything on the device: drop " +
+               Mention(kNvmeDir) + ", " + Mention(kCkptEvery) + ", " + Mention(kResume) + ", " +
+               Mention(kDelayedUpdate) + " and " + Mention(kMovementOnly) + ", or use " +
+               Mention(kEngine) + " paged");
   }
   if (o.movement_only && (o.ckpt_every > 0 || o.resume || !o.export_path.empty() ||
                           !o.export_grads_path.empty())) {
-    return bad(
-        "--movement-only trains nothing (the kernels are skipped): drop --ckpt-every, --resume, "
-        "--export and --export-grads");
+    return bad(Mention(kMovementOnly) + " trains nothing (the kernels are skipped): drop " +
+               Mention(kCkptEvery) + ", " + Mention(kResume) + ", " + Mention(kExport) + " and " +
+               Mention(kExportGrads));
   }
   if (o.engine != "auto" && o.engine != "memory" && o.engine != "paged") {
-    return bad("--engine must be auto, memory or paged, got '" + o.engine + "'");
+    return NotOneOf(kEngine, "auto, memory or paged", o.engine);
   }
   if (o.device == "cuda" && o.sim_link_gbps != 0) {
-    return bad("--sim-link-gbps models the sim device's link; drop it or use --device sim");
+    return bad(Mention(kSimLinkGbps) + " models the sim device's link; drop it or use " +
+               Mention(kDevice) + " sim");
   }
   if (o.dtype != "fp32" && o.dtype != "bf16") {
-    return bad("--dtype must be fp32 or bf16, got '" + o.dtype + "'");
+    return NotOneOf(kDtype, "fp32 or bf16", o.dtype);
   }
   if (o.gds != "auto" && o.gds != "on" && o.gds != "off") {
-    return bad("--gds must be auto, on or off, got '" + o.gds + "'");
+    return NotOneOf(kGds, "auto, on or off", o.gds);
   }
   if (o.gds == "on" && o.device != "cuda") {
-    return bad("--gds on moves NVMe pages straight to GPU memory: it needs --device cuda");
+    return bad(Mention(kGds) + " on moves NVMe pages straight to GPU memory: it needs " +
+               Mention(kDevice) + " cuda");
   }
   if (o.gds == "on") {
     return Status::NotSupported(
-        "--gds on: this strata has no GPUDirect Storage path (cuFile is not built in); NVMe "
-        "pages go through the pinned host pool: use --gds auto or off");
+        Mention(kGds) +
+        " on: this strata has no GPUDirect Storage path (cuFile is not built in); NVMe "
+        "pages go through the pinned host pool: use " +
+        Mention(kGds) + " auto or off");
   }
   return Status::Ok();
 }
@@ -104,14 +112,15 @@ Status ValidateOptions(const TrainOptions& o) {
 Status ValidateParallelOptions(const TrainOptions& o) {
   auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
   if (o.shard != "none" && o.shard != "all" && o.shard != "auto") {
-    return bad("--shard must be none, all or auto, got '" + o.shard + "'");
+    return bad(Mention(kShard) + " must be none, all or auto, got '" + o.shard + "'");
   }
   const int ranks = scheduler::RanksOf(o);
   if (o.tp == 1 && o.pp == 1 && (o.dp < 0 || (o.dp > 0 && o.dp != ranks))) {
-    return bad("--dp " + std::to_string(o.dp) + " needs " + std::to_string(o.dp) +
+    return bad(Mention(kDp) + " " + std::to_string(o.dp) + " needs " + std::to_string(o.dp) +
                " ranks and this job has " + std::to_string(ranks) + ": launch it with mpirun -np " +
-               std::to_string(std::max(o.dp, 1)) + " strata train --dp " + std::to_string(o.dp) +
-               " ..., or give --dp " + std::to_string(ranks));
+               std::to_string(std::max(o.dp, 1)) + " strata train " + Mention(kDp) + " " +
+               std::to_string(o.dp) + " ..., or give " + Mention(kDp) + " " +
+               std::to_string(ranks));
   }
   STRATA_ASSIGN_OR_RETURN(const parallel::Grid grid, parallel::Grid::Make(ranks, o.dp, o.tp, o.pp));
   STRATA_RETURN_IF_ERROR(scheduler::ParsePipeSchedule(o.schedule).status());
@@ -119,29 +128,37 @@ Status ValidateParallelOptions(const TrainOptions& o) {
   const int dp = grid.dp();
   const int micro_rows = o.micro_batch > 0 ? o.micro_batch : o.batch / dp;
   if (o.batch % dp != 0 || micro_rows == 0 || (o.batch / micro_rows) % dp != 0) {
-    return bad("--batch " + std::to_string(o.batch) + " does not split into whole micro-batches " +
-               "of " + std::to_string(micro_rows) + " rows over " + std::to_string(dp) +
-               " data-parallel ranks: give a --batch that is a multiple of " + std::to_string(dp) +
-               (o.micro_batch > 0 ? " micro-batches" : "") + " (each rank runs whole micro-batches)");
+    return bad(Mention(kBatch) + " " + std::to_string(o.batch) +
+               " does not split into whole micro-batches " + "of " + std::to_string(micro_rows) +
+               " rows over " + std::to_string(dp) + " data-parallel ranks: give a " +
+               Mention(kBatch) + " that is a multiple of " + std::to_string(dp) +
+               (o.micro_batch > 0 ? " micro-batches" : "") +
+               " (each rank runs whole micro-batches)");
   }
   // --split-ops (Note [Split operators] in scheduler/split_plan.h): a slice is whole forward
   // chunks of a linear's rows (Note [Linear forward in row chunks] in core/kernels/linear.h).
   if (o.split_ops != "1" && o.split_ops != "2" && o.split_ops != "4" && o.split_ops != "auto") {
-    return bad("--split-ops must be 1, 2, 4 (a linear's " + std::to_string(kernels::kLinearChunks) +
+    return bad(Mention(kSplitOps) + " must be 1, 2, 4 (a linear's " +
+               std::to_string(kernels::kLinearChunks) +
                " forward row chunks cut into whole slices) or auto, got '" + o.split_ops + "'");
   }
   if ((o.split_ops == "2" || o.split_ops == "4") && (dp == 1 || o.shard == "none")) {
-    return bad("--split-ops " + o.split_ops + " splits sharded blocks, and this run shards none (" +
-               (dp == 1 ? std::string("one rank") : "--shard none") +
-               "): launch --dp 2 or more with --shard all or auto, or give --split-ops 1");
+    return bad(Mention(kSplitOps) + " " + o.split_ops +
+               " splits sharded blocks, and this run shards none (" +
+               (dp == 1 ? std::string("one rank") : Mention(kShard) + " none") + "): launch " +
+               Mention(kDp) + " 2 or more with " + Mention(kShard) + " all or auto, or give " +
+               Mention(kSplitOps) + " 1");
   }
   if ((o.tp > 1 || o.pp > 1) && o.engine == "memory") {
-    return bad(std::string(o.tp > 1 ? "--tp " + std::to_string(o.tp) : "--pp " + std::to_string(o.pp)) +
-               " runs the paged engine (each rank pages its part of the model): drop --engine memory");
+    return bad(std::string(o.tp > 1 ? Mention(kTp) + " " + std::to_string(o.tp)
+                                    : Mention(kPp) + " " + std::to_string(o.pp)) +
+               " runs the paged engine (each rank pages its part of the model): drop " +
+               Mention(kEngine) + " memory");
   }
   if (dp > 1 && o.shard != "none" && o.engine == "memory") {
-    return bad("--shard " + o.shard + " shards the model state through the page manager: drop "
-               "--engine memory (or give --shard none)");
+    return bad(Mention(kShard) + " " + o.shard +
+               " shards the model state through the page manager: drop " + Mention(kEngine) +
+               " memory (or give " + Mention(kShard) + " none)");
   }
   return Status::Ok();
 }
@@ -152,16 +169,16 @@ Status ValidateParallelOptions(const TrainOptions& o) {
 Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
   const std::string tp = std::to_string(o.tp), pp = std::to_string(o.pp);
   if (c.n_head % o.tp != 0) {
-    return Status::InvalidArgument("--tp " + tp + " does not divide the model's " +
-                                   std::to_string(c.n_head) +
-                                   " attention heads: give a --tp that divides them");
+    return Status::InvalidArgument(Mention(kTp) + " " + tp + " does not divide the model's " +
+                                   std::to_string(c.n_head) + " attention heads: give a " +
+                                   Mention(kTp) + " that divides them");
   }
   const int64_t padded = TpPaddedVocab(c);
   if (padded % o.tp != 0) {
-    return Status::InvalidArgument("--tp " + tp + " does not divide the vocabulary of " +
+    return Status::InvalidArgument(Mention(kTp) + " " + tp + " does not divide the vocabulary of " +
                                    std::to_string(c.vocab_size) + " tokens padded to " +
-                                   std::to_string(padded) + ": give a --tp that divides " +
-                                   std::to_string(padded));
+                                   std::to_string(padded) + ": give a " + Mention(kTp) +
+                                   " that divides " + std::to_string(padded));
   }
   // The partition's text and the stage count (scheduler/pipeline_plan.h); auto's costs are
   // measured when the stages are built, any will do to check the text.
@@ -171,27 +188,31 @@ Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
                              .status());
   // The head's logits of a rank's vocabulary slice live where the whole model's would.
   if (o.tp > 1 && padded / o.tp > c.vocab_size) {
-    return Status::InvalidArgument("--tp " + tp + " gives each rank " +
-                                   std::to_string(padded / o.tp) + " rows of the vocabulary " +
-                                   "padded to " + std::to_string(padded) + ", more than its " +
-                                   std::to_string(c.vocab_size) + " tokens: give a larger --vocab");
+    return Status::InvalidArgument(
+        Mention(kTp) + " " + tp + " gives each rank " + std::to_string(padded / o.tp) +
+        " rows of the vocabulary " + "padded to " + std::to_string(padded) + ", more than its " +
+        std::to_string(c.vocab_size) + " tokens: give a larger " + Mention(kVocab));
   }
   if (o.tp > 1 && o.shard != "none") {
-    return Status::NotSupported("--shard " + o.shard + " with --tp " + tp +
-                                " is not built yet; give --shard none");
+    return Status::NotSupported(Mention(kShard) + " " + o.shard + " with " + Mention(kTp) + " " +
+                                tp + " is not built yet; give " + Mention(kShard) + " none");
   }
   if (o.tp > 1 && o.split_ops != "1") {
-    return Status::NotSupported("--split-ops " + o.split_ops + " with --tp " + tp +
-                                " is not built yet; give --split-ops 1");
+    return Status::NotSupported(Mention(kSplitOps) + " " + o.split_ops + " with " + Mention(kTp) +
+                                " " + tp + " is not built yet; give " + Mention(kSplitOps) + " 1");
   }
   if (o.pp > 1 && (o.shard == "auto" || o.split_ops != "1")) {
-    return Status::NotSupported("--pp " + pp + " with --shard auto or --split-ops " +
-                                o.split_ops + " is not built yet; give --shard none or all and "
-                                "--split-ops 1");
+    return Status::NotSupported(Mention(kPp) + " " + pp + " with " + Mention(kShard) + " auto or " +
+                                Mention(kSplitOps) + " " + o.split_ops +
+                                " is not built yet; give " + Mention(kShard) + " none or all and " +
+                                Mention(kSplitOps) + " 1");
   }
   if (o.pp > 1 && o.micro_batch_order == "layer-major") {
-    return Status::InvalidArgument("--pp " + pp + " runs each stage's micro-batches in its "
-                                   "schedule's order (--schedule): drop --micro-batch-order "
+    return Status::InvalidArgument(Mention(kPp) + " " + pp +
+                                   " runs each stage's micro-batches in its "
+                                   "schedule's order (" +
+                                   Mention(kSchedule) + "): drop " + Mention(kMicroBatchOrder) +
+                                   " "
                                    "layer-major");
   }
   return Status::Ok();
@@ -218,12 +239,14 @@ namespace {
 Status CheckTrainsOn(const TrainOptions& o) {
   if (o.device != "cuda" || scheduler::RanksOf(o) == 1) return Status::Ok();
   const std::string job =
-      "--device cuda: a job of " + std::to_string(scheduler::RanksOf(o)) + " ranks";
+      Mention(kDevice) + " cuda: a job of " + std::to_string(scheduler::RanksOf(o)) + " ranks";
   if (o.ranks->backend() != parallel::CommBackend::kNccl) {
-    return Status::InvalidArgument(job + " over --comm " +
+    return Status::InvalidArgument(job + " over " + Mention(kComm) + " " +
                                    parallel::CommBackendName(o.ranks->backend()) +
-                                   ", whose collectives take host memory; use --comm nccl (or "
-                                   "auto) with --device cuda");
+                                   ", whose collectives take host memory; use " + Mention(kComm) +
+                                   " nccl (or "
+                                   "auto) with " +
+                                   Mention(kDevice) + " cuda");
   }
   return Status::Ok();
 }
@@ -243,15 +266,17 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
   STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, config));
   const int seq = options.seq > 0 ? options.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {
-    return Status::InvalidArgument(
-        "--seq " + std::to_string(seq) + " is above the model's context of " +
-        std::to_string(config.block_size) + " tokens; lower --seq or raise --block-size");
+    return Status::InvalidArgument(Mention(kSeq) + " " + std::to_string(seq) +
+                                   " is above the model's context of " +
+                                   std::to_string(config.block_size) + " tokens; lower " +
+                                   Mention(kSeq) + " or raise " + Mention(kBlockSize));
   }
   STRATA_RETURN_IF_ERROR(CheckTokensPerStep(options.batch, seq));
   std::optional<TokenDataset> data;
   if (options.data == "builtin") {
     if (config.vocab_size < kByteVocabSize) {
-      return Status::InvalidArgument("--data builtin is byte-level text and needs --vocab >= 256");
+      return Status::InvalidArgument(Mention(kData) + " builtin is byte-level text and needs " +
+                                     Mention(kVocab) + " >= 256");
     }
     data = BuiltinCorpusDataset();
   } else {
@@ -272,12 +297,14 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& given) {
     STRATA_RETURN_IF_ERROR(scheduler::CheckRanksAgree(shared, *options.ranks));
   }
   if (paged && ranks > 1 && options.delayed_update) {
-    return Status::NotSupported("--delayed-update under --dp is not built yet; drop it");
+    return Status::NotSupported(Mention(kDelayedUpdate) + " under " + Mention(kDp) +
+                                " is not built yet; drop it");
   }
   if (ranks > 1 && options.ckpt_every > 0 && options.keep_checkpoints < 2) {
     return Status::InvalidArgument(
-        "--keep-checkpoints " + std::to_string(options.keep_checkpoints) + " under --dp " +
-        std::to_string(ranks) + ": a job needs at least 2, so that the ranks always share one "
+        Mention(kKeepCheckpoints) + " " + std::to_string(options.keep_checkpoints) + " under " +
+        Mention(kDp) + " " + std::to_string(ranks) +
+        ": a job needs at least 2, so that the ranks always share one "
         "(Note [Checkpoints across ranks] in scheduler/data_parallel.h)");
   }
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(*data));

@@ -5,7 +5,7 @@
 // - the paged trainer (scheduler/paged_trainer.cc): model state in pages under --gpu-mem,
 //   --host-mem and --nvme-dir budgets, run by the Engine (scheduler/engine.h).
 // Which one runs: --engine memory|paged, or auto (the default): paged as soon as any paging
-// flag (kPagingFlags) is given, or when --gpu-mem is below what the in-memory trainer needs.
+// flag (kPagingOptions) is given, or when --gpu-mem is below what the in-memory trainer needs.
 // Checkpoints and --resume need the paged trainer and --nvme-dir.
 //
 // Note [Canonical arithmetic] (why both give the same bits)
@@ -34,6 +34,7 @@
 
 #include "core/kernels/dtype.h"
 #include "core/nn/gpt_config.h"
+#include "core/util/option.h"
 #include "core/util/status.h"
 
 namespace strata::storage {
@@ -45,12 +46,15 @@ class Comm;
 
 namespace strata {
 
-// The flags that only the paged trainer has: any of them selects it under --engine auto.
-inline constexpr const char* kPagingFlags[] = {
-    "--host-mem",     "--nvme-dir",    "--nvme-mem",       "--page-size",     "--params-on",
-    "--optimizer-on", "--micro-batch", "--recompute",      "--trace",         "--ckpt-dir",
-    "--ckpt-every",   "--resume",      "--delayed-update", "--movement-only", "--host-eviction",
-    "--keep-checkpoints", "--resume-from", "--micro-batch-order", "--discard-newer"};
+// The options that only the paged trainer has: any of them selects it under --engine auto.
+inline constexpr Option kPagingOptions[] = {
+    Option::kHostMem,         Option::kNvmeDir,      Option::kNvmeMem,
+    Option::kPageSize,        Option::kParamsOn,     Option::kOptimizerOn,
+    Option::kMicroBatch,      Option::kRecompute,    Option::kTrace,
+    Option::kCkptDir,         Option::kCkptEvery,    Option::kResume,
+    Option::kDelayedUpdate,   Option::kMovementOnly, Option::kHostEviction,
+    Option::kKeepCheckpoints, Option::kResumeFrom,   Option::kMicroBatchOrder,
+    Option::kDiscardNewer};
 
 struct ModelChoice {
   std::string preset = "small";  // --model
@@ -116,7 +120,7 @@ struct TrainOptions {
   // step 2, Note [Host access plan] in scheduler/host_pages.h) or lru (steered by demote).
   // auto: belady, but lru in layer-major order (scheduler/paged_trainer_impl.h).
   std::string host_eviction = "auto";
-  bool paging_flag_given = false;  // set by the CLI when any of kPagingFlags was given
+  bool paging_flag_given = false;  // set by the CLI when any of kPagingOptions was given
   // Note [Stopping after a step]: when this reads non-zero after a step (not the last one,
   // after which the run just finishes, --export included), Run stops there: the
   // paged trainer drains its updates, writes a checkpoint for that step when checkpoints are on

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "core/util/log.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "storage/catalog_codec.h"
 #include "storage/posix_file.h"
@@ -124,9 +125,11 @@ std::string NewestFile(const std::string& dir, const std::string& prefix, const 
   return best;
 }
 
-constexpr const char* kLostCatalog =
-    "; the store's page mappings and checkpoints cannot be read as they are: restore the "
-    "catalog directory from a backup, or start a new store in an empty --nvme-dir";
+std::string LostCatalog() {
+  return "; the store's page mappings and checkpoints cannot be read as they are: restore the "
+         "catalog directory from a backup, or start a new store in an empty " +
+         Mention(Option::kNvmeDir);
+}
 
 // Note [Catalog damage]: a catalog that cannot be opened is explained by which of RocksDB's own
 // files is at fault, since RocksDB's words ("checksum mismatch", a missing key) do not say.
@@ -135,20 +138,20 @@ Status ExplainOpenFailure(const std::string& path, const rocksdb::Status& s) {
     const std::string manifest = NewestFile(path, "MANIFEST-", "");
     return Status::Corruption(
         "catalog " + path + " has lost its CURRENT file (RocksDB's pointer to its MANIFEST)" +
-        (manifest.empty() ? std::string(kLostCatalog)
+        (manifest.empty() ? LostCatalog()
                           : "; if nothing else is damaged, restore it with: printf '" + manifest +
                                 "\\n' > " + path + "/CURRENT (the newest MANIFEST there)"));
   }
   const std::string text = s.ToString();
   if (s.IsCorruption() && text.find("MANIFEST") != std::string::npos) {
     return Status::Corruption("catalog " + path + ": its MANIFEST file is damaged or truncated (" +
-                              text + ")" + kLostCatalog);
+                              text + ")" + LostCatalog());
   }
   if (s.IsCorruption() && !NewestFile(path, "", ".log").empty()) {
     return Status::Corruption(
         "catalog " + path + ": its write-ahead log (" + path + "/" + NewestFile(path, "", ".log") +
         ") is damaged in the middle, not just cut by a crash (" + text +
-        "), so the commits after the damage cannot be replayed" + kLostCatalog);
+        "), so the commits after the damage cannot be replayed" + LostCatalog());
   }
   return FromRocks(s, "open catalog " + path);
 }
@@ -175,7 +178,7 @@ Result<StoreLayout> Catalog::ReadLayout(const std::string& path) {
     // Tables exist but the MANIFEST that lists them does not name them.
     return Status::Corruption("catalog " + path +
                               " opened without its format record although it holds tables: its "
-                              "MANIFEST file is damaged or truncated" + std::string(kLostCatalog));
+                              "MANIFEST file is damaged or truncated" + LostCatalog());
   }
   if (s.IsNotFound()) {
     return Status::Corruption("catalog " + path +

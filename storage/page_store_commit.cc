@@ -26,6 +26,7 @@
 #include <chrono>
 #include <vector>
 
+#include "core/util/option.h"
 #include "storage/page_checksum.h"
 #include "storage/page_store.h"
 #include "storage/posix_file.h"
@@ -93,8 +94,11 @@ Result<PageEntry> PageStore::allocate_slot_locked(PageId page) {
       "NVMe store is full: no free slot for page " + std::to_string(page) + " (all " +
       std::to_string(slots_.size()) + " slots of " + FormatBytes(layout_.page_bytes) +
       " are referenced by pages, manifests or uncommitted writes); drop old checkpoints "
-      "(strata ckpt prune CKPT_DIR --keep 1), or grow the store: reopen it (--resume) with a "
-      "larger --nvme-mem");
+      "(strata ckpt prune CKPT_DIR " +
+      Mention(Option::kKeep) + " 1), or grow the store: reopen it (" + Mention(Option::kResume) +
+      ") with a "
+      "larger " +
+      Mention(Option::kNvmeMem));
 }
 
 Status PageStore::check_write(const Batch& batch, PageId page, const void* buffer,

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "core/util/log.h"
+#include "core/util/option.h"
 #include "storage/page_store.h"
 #include "storage/posix_file.h"
 
@@ -36,17 +37,18 @@ Result<std::vector<std::string>> CheckedDirs(const PageStoreOptions& options) {
                                    "use e.g. 4M or 16M");
   }
   if (options.dirs.empty()) {
-    return Status::InvalidArgument("no --nvme-dir given; pass one directory per NVMe disk");
+    return Status::InvalidArgument("no " + Mention(Option::kNvmeDir) +
+                                   " given; pass one directory per NVMe disk");
   }
   std::vector<std::string> dirs;
   for (const std::string& d : options.dirs) {
-    STRATA_RETURN_IF_ERROR(CheckWritableDir(d, "--nvme-dir"));
+    STRATA_RETURN_IF_ERROR(CheckWritableDir(d, Mention(Option::kNvmeDir)));
     dirs.push_back(Canonical(d));
   }
   for (size_t i = 0; i < dirs.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (dirs[i] == dirs[j]) {
-        return Status::InvalidArgument("--nvme-dir " + options.dirs[i] +
+        return Status::InvalidArgument(Mention(Option::kNvmeDir) + " " + options.dirs[i] +
                                        " is given twice; pass each directory once");
       }
     }
@@ -68,17 +70,22 @@ Status CheckEmptyForNewStore(const std::string& dir) {
     }
     others.push_back(name);
   }
-  if (ec) return Status::IoError("--nvme-dir " + dir + ": cannot list it: " + ec.message());
+  if (ec)
+    return Status::IoError(Mention(Option::kNvmeDir) + " " + dir +
+                           ": cannot list it: " + ec.message());
   if (others.empty()) return Status::Ok();
   std::sort(others.begin(), others.end());
   std::string shown;
   for (size_t i = 0; i < others.size() && i < 3; ++i) shown += (i ? ", '" : "'") + others[i] + "'";
   if (others.size() > 3) shown += ", ...";
   return Status::InvalidArgument(
-      "--nvme-dir " + dir + " is not empty (it holds " + std::to_string(others.size()) +
-      (others.size() == 1 ? " other entry: " : " other entries: ") + shown +
+      Mention(Option::kNvmeDir) + " " + dir + " is not empty (it holds " +
+      std::to_string(others.size()) + (others.size() == 1 ? " other entry: " : " other entries: ") +
+      shown +
       "); a new store is created only in an empty directory, so that it never overwrites your "
-      "files: give an empty or new directory (or --resume to continue a run whose store is "
+      "files: give an empty or new directory (or " +
+      Mention(Option::kResume) +
+      " to continue a run whose store is "
       "there)");
 }
 
@@ -131,7 +138,8 @@ Result<uint64_t> CheckRoomForSlots(const std::vector<std::string>& dirs, uint64_
   std::vector<Fs> by_fs;
   for (const std::string& d : dirs) {
     struct stat st;
-    if (::stat(d.c_str(), &st) != 0) return Status::FromErrno(errno, "--nvme-dir " + d);
+    if (::stat(d.c_str(), &st) != 0)
+      return Status::FromErrno(errno, Mention(Option::kNvmeDir) + " " + d);
     auto it =
         std::find_if(by_fs.begin(), by_fs.end(), [&](const Fs& fs) { return fs.dev == st.st_dev; });
     if (it == by_fs.end()) it = by_fs.insert(by_fs.end(), Fs{st.st_dev, 0, 0});
@@ -149,7 +157,8 @@ Result<uint64_t> CheckRoomForSlots(const std::vector<std::string>& dirs, uint64_
 std::string SlotsPerDir(uint64_t slots, uint64_t page_bytes, size_t dirs_on_fs) {
   std::string text = std::to_string(slots) + " slots of " + FormatBytes(page_bytes);
   if (dirs_on_fs > 1) {
-    text += " in each of the " + std::to_string(dirs_on_fs) + " --nvme-dir on this filesystem";
+    text += " in each of the " + std::to_string(dirs_on_fs) + " " + Mention(Option::kNvmeDir) +
+            " on this filesystem";
   }
   return text;
 }
@@ -185,18 +194,20 @@ Status PageStore::open_existing(const std::vector<std::string>& dirs, uint64_t c
     return Status::NotSupported("store at " + catalog_path + " has format version " +
                                 std::to_string(layout.format_version) + "; this Strata reads " +
                                 std::to_string(kCatalogFormatVersion) +
-                                "; use the Strata that wrote it or another --nvme-dir");
+                                "; use the Strata that wrote it or another " +
+                                Mention(Option::kNvmeDir));
   }
   if (layout.page_bytes != slot_options.slot_bytes) {
-    return Status::InvalidArgument("store at " + catalog_path + " was made with page size " +
-                                   FormatBytes(layout.page_bytes) + " but this run asks for " +
-                                   FormatBytes(slot_options.slot_bytes) +
-                                   "; pass the store's page size or use another --nvme-dir");
+    return Status::InvalidArgument(
+        "store at " + catalog_path + " was made with page size " + FormatBytes(layout.page_bytes) +
+        " but this run asks for " + FormatBytes(slot_options.slot_bytes) +
+        "; pass the store's page size or use another " + Mention(Option::kNvmeDir));
   }
   if (layout.dirs != dirs) {
-    return Status::InvalidArgument("store at " + catalog_path + " spans --nvme-dir " +
-                                   JoinDirs(layout.dirs) + " but this run passes " +
-                                   JoinDirs(dirs) + "; pass the same directories in order");
+    return Status::InvalidArgument("store at " + catalog_path + " spans " +
+                                   Mention(Option::kNvmeDir) + " " + JoinDirs(layout.dirs) +
+                                   " but this run passes " + JoinDirs(dirs) +
+                                   "; pass the same directories in order");
   }
   STRATA_RETURN_IF_ERROR(
       CheckCatalogHeadroom(dirs[0], layout.slots_per_file * dirs.size(), /*also_needed=*/0));
@@ -242,7 +253,7 @@ Status PageStore::grow_to(uint64_t capacity_bytes) {
                                 return "growing the store to " + FormatBytes(capacity_bytes) +
                                        " (" + SlotsPerDir(more, page_bytes, n) + " more)";
                               },
-                              "free space or ask for less (--nvme-mem)"));
+                              "free space or ask for less (" + Mention(Option::kNvmeMem) + ")"));
   // The catalog keeps its headroom after the growth too.
   STRATA_RETURN_IF_ERROR(CheckCatalogHeadroom(dir_list[0], slots_per_file * dirs, first_fs_bytes,
                                               "growing its slot files by"));
@@ -261,7 +272,8 @@ Status PageStore::create_new(const std::vector<std::string>& dirs, uint64_t capa
   const uint64_t page_bytes = slot_options.slot_bytes;
   if (capacity_bytes == 0) {
     return Status::InvalidArgument("a new NVMe store in " + dirs[0] +
-                                   " needs a capacity (bytes of slots across all --nvme-dir)");
+                                   " needs a capacity (bytes of slots across all " +
+                                   Mention(Option::kNvmeDir) + ")");
   }
   const uint64_t pages = (capacity_bytes + page_bytes - 1) / page_bytes;
   const uint64_t slots_per_file = std::max<uint64_t>(1, (pages + dirs.size() - 1) / dirs.size());
@@ -270,7 +282,7 @@ Status PageStore::create_new(const std::vector<std::string>& dirs, uint64_t capa
     // Never create over another store's files: its pages would be overwritten.
     if (Catalog::Exists(Catalog::PathFor(d)) || PathExists(SlotFile::PathFor(d))) {
       return Status::AlreadyExists(
-          "--nvme-dir " + d + " already holds a Strata store (" +
+          Mention(Option::kNvmeDir) + " " + d + " already holds a Strata store (" +
           (Catalog::Exists(Catalog::PathFor(d)) ? Catalog::PathFor(d) : SlotFile::PathFor(d)) +
           ") that " + dirs[0] +
           " does not describe; pass that store's directories in their "
@@ -287,8 +299,10 @@ Status PageStore::create_new(const std::vector<std::string>& dirs, uint64_t capa
             return std::string(n > 1 ? "the store's slot files (" : "the store's slot file (") +
                    SlotsPerDir(slots_per_file, page_bytes, n) + ")";
           },
-          "free space, give --nvme-dir directories on other disks, or ask for less "
-          "(--nvme-mem)"));
+          "free space, give " + Mention(Option::kNvmeDir) +
+              " directories on other disks, or ask for less "
+              "(" +
+              Mention(Option::kNvmeMem) + ")"));
   // The first directory also keeps the catalog's headroom beside its slot files.
   STRATA_RETURN_IF_ERROR(
       CheckCatalogHeadroom(dirs[0], slots_per_file * dirs.size(), first_fs_bytes));
@@ -306,7 +320,8 @@ Status PageStore::start_engine(IoEngineOptions io, FaultInjector* faults) {
       static std::atomic<bool> logged{false};
       if (!logged.exchange(true)) {
         Logger("storage")->info(
-            "--nvme-dir {} refuses O_DIRECT; using buffered pread/pwrite with fdatasync", f->dir());
+            "{} {} refuses O_DIRECT; using buffered pread/pwrite with fdatasync",
+            Mention(Option::kNvmeDir), f->dir());
       }
       io.backend = IoBackend::kSync;
     }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 
 namespace strata::storage {
@@ -105,8 +106,9 @@ Result<uint64_t> FreeBytes(const std::string& path) {
 
 Status NoSpaceError(const std::string& dir, const std::string& what, uint64_t need_bytes,
                     uint64_t free_bytes, const std::string& advice) {
-  return Status::ResourceExhausted("--nvme-dir " + dir + ": No space left on device (ENOSPC): " +
-                                   what + " needs " + FormatBytes(need_bytes) + " there but only " +
+  return Status::ResourceExhausted(Mention(Option::kNvmeDir) + " " + dir +
+                                   ": No space left on device (ENOSPC): " + what + " needs " +
+                                   FormatBytes(need_bytes) + " there but only " +
                                    FormatBytes(free_bytes) + " are free; " + advice);
 }
 

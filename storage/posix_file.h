@@ -43,7 +43,8 @@ Status PwriteFull(int fd, const std::string& path, uint64_t offset, const void* 
                   uint64_t bytes);
 
 // Checks that `dir` exists, is a directory and is writable by this process. `flag` names the
-// option in the message ("--nvme-dir /mnt/x does not exist; create it or fix the path").
+// option in the message, as its mention (core/util/option.h): "{nvme_dir} /mnt/x does not
+// exist; create it or fix the path", which the CLI shows as --nvme-dir and the C API as nvme_dir.
 Status CheckWritableDir(const std::string& dir, const std::string& flag);
 
 // Bytes available to this process on the filesystem holding `path`.
@@ -51,7 +52,7 @@ Result<uint64_t> FreeBytes(const std::string& path);
 
 // The one wording of a directory without room, for every refusal or failure of the store for
 // lack of disk space (checked ahead, or fallocate's own ENOSPC): ResourceExhausted
-//   "--nvme-dir <dir>: No space left on device (ENOSPC): <what> needs <need> there but only
+//   "{nvme_dir} <dir>: No space left on device (ENOSPC): <what> needs <need> there but only
 //    <free> are free; <advice>"
 // `what` names what needs the space ("the store's slot file (16 slots of 64 KiB)").
 Status NoSpaceError(const std::string& dir, const std::string& what, uint64_t need_bytes,

@@ -5,13 +5,16 @@
 #include <unistd.h>
 
 #include "core/util/log.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 
 namespace strata::storage {
 namespace {
 
-constexpr const char* kFreeOrAsk =
-    "free space, give --nvme-dir directories on other disks, or ask for less (--nvme-mem)";
+std::string FreeOrAsk() {
+  return "free space, give " + Mention(Option::kNvmeDir) +
+         " directories on other disks, or ask for less (" + Mention(Option::kNvmeMem) + ")";
+}
 
 std::string SlotsOf(uint64_t slots, uint64_t slot_bytes) {
   return std::to_string(slots) + " slots of " + FormatBytes(slot_bytes);
@@ -25,7 +28,7 @@ Status FallocateFailed(int err, const std::string& dir, const std::string& what,
     return Status::FromErrno(err, "fallocate " + std::to_string(bytes) + " bytes for " + path);
   }
   Result<uint64_t> free_bytes = FreeBytes(dir);
-  return NoSpaceError(dir, what, bytes, free_bytes.ok() ? *free_bytes : 0, kFreeOrAsk);
+  return NoSpaceError(dir, what, bytes, free_bytes.ok() ? *free_bytes : 0, FreeOrAsk());
 }
 
 }  // namespace
@@ -41,7 +44,7 @@ Result<std::unique_ptr<SlotFile>> SlotFile::Create(const SlotFileOptions& option
   if (free_bytes < bytes) {
     return NoSpaceError(
         options.dir, "the store's slot file (" + SlotsOf(options.slots, options.slot_bytes) + ")",
-        bytes, free_bytes, kFreeOrAsk);
+        bytes, free_bytes, FreeOrAsk());
   }
   return OpenFile(options, /*create=*/true);
 }
@@ -64,7 +67,8 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
   if (!create && !existed) {
     return Status::NotFound("slot file " + path +
                             " is missing; the store's catalog refers to it (was the directory "
-                            "wiped or is --nvme-dir pointing elsewhere?)");
+                            "wiped or is " +
+                            Mention(Option::kNvmeDir) + " pointing elsewhere?)");
   }
   const int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
   const bool refused = options.faults != nullptr && options.faults->direct_io_refused();
@@ -73,7 +77,7 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
   if (fd < 0 && err == EINVAL) {
     if (create && !existed) ::unlink(path.c_str());
     if (options.direct_io == DirectIo::kRequire) {
-      return Status::NotSupported("--nvme-dir " + options.dir +
+      return Status::NotSupported(Mention(Option::kNvmeDir) + " " + options.dir +
                                   ": the filesystem refuses O_DIRECT; put the store on a "
                                   "filesystem that supports direct I/O (ext4, xfs)");
     }

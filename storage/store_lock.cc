@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <string>
 
+#include "core/util/option.h"
+
 namespace strata::storage {
 namespace {
 
@@ -53,17 +55,20 @@ Result<StoreLock> StoreLock::Acquire(const std::vector<std::string>& dirs) {
   StoreLock lock;
   for (const std::string& dir : dirs) {
     UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd.valid()) return Status::FromErrno(errno, "open --nvme-dir " + dir + " to lock it");
+    if (!fd.valid())
+      return Status::FromErrno(errno,
+                               "open " + Mention(Option::kNvmeDir) + " " + dir + " to lock it");
     const std::string label = LabelPathFor(dir);
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
-      if (err != EWOULDBLOCK) return Status::FromErrno(err, "lock --nvme-dir " + dir);
+      if (err != EWOULDBLOCK)
+        return Status::FromErrno(err, "lock " + Mention(Option::kNvmeDir) + " " + dir);
       const std::string pid = OwnerPid(label);
       return Status::FailedPrecondition(
-          "--nvme-dir " + dir + " is in use by " +
+          Mention(Option::kNvmeDir) + " " + dir + " is in use by " +
           (pid.empty() ? std::string("another process") : "pid " + pid) +
-          ": one run owns a store at a time; wait for that run to end, or give another "
-          "--nvme-dir");
+          ": one run owns a store at a time; wait for that run to end, or give another " +
+          Mention(Option::kNvmeDir));
     }
     lock.dir_fds_.push_back(std::move(fd));
     STRATA_RETURN_IF_ERROR(WriteLabel(label));

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "core/util/log_words.h"
 #include "core/util/sizes.h"
 #include "scheduler/checkpoint.h"
 #include "stress/stress_child.h"
@@ -68,7 +69,7 @@ Status ConfigRun::prepare(const std::vector<Disturbance>& draws) {
       store_root_ = disk_->path();
       used_disk_ = true;
     } else {
-      events_.push_back("no disk for the fill (" + disk.status().message() + ")");
+      events_.push_back("no disk for the fill (" + InLogTerms(disk.status().message()) + ")");
     }
   }
   for (const std::string& d : NvmeDirs(c_, store_root_)) {
@@ -316,7 +317,8 @@ Result<StressConfigResult> RunStressConfiguration(const StressConfig& c,
   if (Status plan = CheckPagedPlan(c); !plan.ok()) {
     StressConfigResult r;
     r.passed = r.skipped = true;
-    r.progress = "config " + std::to_string(c.index) + ": skipped (" + plan.message() + ")";
+    r.progress =
+        "config " + std::to_string(c.index) + ": skipped (" + InLogTerms(plan.message()) + ")";
     ++counters->skipped;
     return r;
   }

@@ -13,6 +13,7 @@
 #include "core/util/sizes.h"
 #include "scheduler/checkpoint_store.h"
 #include "tools/command.h"
+#include "tools/option_words.h"
 
 namespace strata::tools {
 namespace {
@@ -124,7 +125,7 @@ Status RunVerify(const CkptFlags& f) {
   for (const scheduler::CheckpointEntry& e : which) {
     Status s = o.store->verify_snapshot(e.manifest);
     std::printf("step %ld  %s  %s\n", e.step, e.manifest.c_str(),
-                s.ok() ? "ok" : ("DAMAGED: " + s.message()).c_str());
+                s.ok() ? "ok" : ("DAMAGED: " + InFlagTerms(s.message())).c_str());
     if (!s.ok() && first.ok()) {
       first = Status::Corruption("checkpoint step " + std::to_string(e.step) + " (" + e.manifest +
                                  ") fails verification: " + s.message());

@@ -12,6 +12,7 @@
 #include "scheduler/checkpoint.h"
 #include "scheduler/trainer.h"
 #include "tools/command.h"
+#include "tools/option_words.h"
 #include "tools/output_paths.h"
 #include "tools/resume_dirs.h"
 #include "tools/step_log.h"
@@ -186,7 +187,8 @@ Status RunTrain(TrainFlags& f, const CLI::App& cmd, CommandContext& ctx) {
   const std::string rank_text =
       "rank " + std::to_string(ranks.rank) + " of " + std::to_string(ranks.size);
   if (!end.in_order) {
-    std::fprintf(stderr, "strata: error: %s: %s\n", rank_text.c_str(), s.message().c_str());
+    std::fprintf(stderr, "strata: error: %s: %s\n", rank_text.c_str(),
+                 InFlagTerms(s.message()).c_str());
     std::fflush(stderr);
     ranks.comm->abort(ExitCodeFor(s));
   }

@@ -3,9 +3,11 @@
 #include <string>
 #include <vector>
 
+#include "core/util/log_words.h"
 #include "stress/stress_command.h"
 #include "tools/budget_message.h"
 #include "tools/command.h"
+#include "tools/option_words.h"
 
 namespace strata::tools {
 
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
       "Model state lives in fixed-size pages that move between device memory, pinned host\n"
       "memory and NVMe under hard budgets. Run `strata <command> --help` for each command."};
   app.require_subcommand(1);
+  strata::SetLogOptionWords(FlagOf);
   CommandContext ctx;
   AddTrainCommand(app, ctx);
   AddBenchCommand(app, ctx);
@@ -72,8 +75,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!ctx.status.ok() && !ctx.error_said) {
-    // A budget shortfall from memory/ is worded with its flag here, for every command.
-    const strata::Status shown = WithBudgetAdvice(ctx.status);
+    // A budget shortfall from memory/, and every option the floors below mention, are worded
+    // with their flags here, for every command.
+    const strata::Status shown = InFlagTerms(WithBudgetAdvice(ctx.status));
     std::fprintf(stderr, "strata: error: %s\n", shown.message().c_str());
   }
   if (ctx.status.ok() && ctx.stop_signal != 0) return 128 + ctx.stop_signal;

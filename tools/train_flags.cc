@@ -2,6 +2,7 @@
 
 #include "core/util/sizes.h"
 #include "scheduler/option_ranges.h"
+#include "tools/option_words.h"
 
 namespace strata::tools {
 namespace {
@@ -224,12 +225,11 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
     STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(f.page_size, "--page-size"));
   }
   if (cmd.count("--resume-from") > 0) o.resume = true;
-  for (const char* flag : kPagingFlags) {
-    if (cmd.count(flag) > 0) o.paging_flag_given = true;
+  for (const Option option : kPagingOptions) {
+    if (cmd.count(FlagOf(option)) > 0) o.paging_flag_given = true;
   }
   // Every number, with its flag; a sentinel ("0: the default") given explicitly is refused.
-  return CheckOptionRanges(
-      o, [&](std::string_view flag) { return cmd.count(std::string(flag)) > 0; });
+  return CheckOptionRanges(o, [&](Option option) { return cmd.count(FlagOf(option)) > 0; });
 }
 
 }  // namespace strata::tools

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/util/check.h"
+#include "core/util/option.h"
 
 namespace strata {
 namespace {
@@ -34,8 +35,9 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) {
-      return Status::NotFound("data file " + path +
-                              " does not exist; check --data (or use --data builtin)");
+      return Status::NotFound("data file " + path + " does not exist; check " +
+                              Mention(Option::kData) + " (or use " + Mention(Option::kData) +
+                              " builtin)");
     }
     return Status::FromErrno(err, "open data file " + path);
   }
@@ -43,8 +45,8 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat data file " + path);
   if (S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument("data path " + path +
-                                   " is a directory; --data needs a token file or a text file");
+    return Status::InvalidArgument("data path " + path + " is a directory; " +
+                                   Mention(Option::kData) + " needs a token file or a text file");
   }
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;
@@ -117,19 +119,19 @@ Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, std::strin
         std::to_string(file_bytes) + " bytes; regenerate it");
   }
   if (count == 0) {
-    return Status::InvalidArgument("token file " + path +
-                                   " holds no tokens; give --data a file with training data");
+    return Status::InvalidArgument("token file " + path + " holds no tokens; give " +
+                                   Mention(Option::kData) + " a file with training data");
   }
   std::vector<uint16_t> tokens(static_cast<size_t>(count));
   const char* p = bytes.data() + kTokenFileHeaderBytes;
   for (int64_t i = 0; i < count; ++i) {
     const uint16_t t = LoadUint16Le(p + 2 * i);
     if (t >= vocab_size) {
-      return Status::OutOfRange("token file " + path + ": token " + std::to_string(i) +
-                                " (byte offset " + std::to_string(kTokenFileHeaderBytes + 2 * i) +
-                                ") is " + std::to_string(t) + ", not below the vocabulary size " +
-                                std::to_string(vocab_size) +
-                                "; pass the tokenizer's vocabulary size with --vocab");
+      return Status::OutOfRange(
+          "token file " + path + ": token " + std::to_string(i) + " (byte offset " +
+          std::to_string(kTokenFileHeaderBytes + 2 * i) + ") is " + std::to_string(t) +
+          ", not below the vocabulary size " + std::to_string(vocab_size) +
+          "; pass the tokenizer's vocabulary size with " + Mention(Option::kVocab));
     }
     tokens[static_cast<size_t>(i)] = t;
   }
@@ -145,8 +147,8 @@ std::vector<uint16_t> BytesToTokens(std::string_view text) {
 Status CheckVocabSize(int vocab_size, const std::string& path) {
   if (vocab_size <= 0 || vocab_size > 65536) {
     return Status::InvalidArgument("vocabulary size " + std::to_string(vocab_size) +
-                                   " for data file " + path +
-                                   " is out of range; --vocab must be in 1..65536");
+                                   " for data file " + path + " is out of range; " +
+                                   Mention(Option::kVocab) + " must be in 1..65536");
   }
   return Status::Ok();
 }
@@ -163,8 +165,8 @@ Result<TokenDataset> TokenDataset::FromBytes(std::string_view bytes, const std::
                                              int vocab_size) {
   STRATA_RETURN_IF_ERROR(CheckVocabSize(vocab_size, path));
   if (bytes.empty()) {
-    return Status::InvalidArgument("data file " + path +
-                                   " is empty; give --data a file with training data");
+    return Status::InvalidArgument("data file " + path + " is empty; give " +
+                                   Mention(Option::kData) + " a file with training data");
   }
   const bool has_magic = bytes.size() >= 4 && LoadInt32Le(bytes.data()) == kTokenFileMagic;
   if (has_magic) {
@@ -182,8 +184,9 @@ Result<TokenDataset> TokenDataset::FromBytes(std::string_view bytes, const std::
   if (vocab_size < kByteVocabSize) {
     return Status::InvalidArgument(
         "data file " + path + " is read as byte-level text, which needs a vocabulary of " +
-        std::to_string(kByteVocabSize) + " but --vocab is " + std::to_string(vocab_size) +
-        "; use --vocab 256 or a token file (magic " + std::to_string(kTokenFileMagic) + ")");
+        std::to_string(kByteVocabSize) + " but " + Mention(Option::kVocab) + " is " +
+        std::to_string(vocab_size) + "; use " + Mention(Option::kVocab) +
+        " 256 or a token file (magic " + std::to_string(kTokenFileMagic) + ")");
   }
   return TokenDataset(BytesToTokens(bytes), path, Format::kText);
 }
@@ -199,15 +202,16 @@ TokenDataset TokenDataset::FromText(std::string_view text, std::string name) {
 Status TokenDataset::check_window(int T) const {
   if (T <= 0) {
     return Status::InvalidArgument("sequence length " + std::to_string(T) +
-                                   " must be positive; pass --seq with a value >= 1");
+                                   " must be positive; pass " + Mention(Option::kSeq) +
+                                   " with a value >= 1");
   }
   const int64_t n = num_tokens();
   if (n < int64_t{T} + 2) {
     return Status::InvalidArgument(
         "data " + name_ + " has " + std::to_string(n) + " tokens, too few for sequence length " +
         std::to_string(T) + " (a batch window needs at least T + 2 = " + std::to_string(T + 2) +
-        " tokens); use a smaller --seq (at most " + std::to_string(n >= 2 ? n - 2 : 0) +
-        ") or more data");
+        " tokens); use a smaller " + Mention(Option::kSeq) + " (at most " +
+        std::to_string(n >= 2 ? n - 2 : 0) + ") or more data");
   }
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 #include "core/device/create_device.h"
 
 #include "core/device/kernel_table.h"
+#include "core/util/option.h"
 
 namespace strata {
 namespace {
@@ -10,19 +11,23 @@ Status CheckGpuUsable(const DeviceChoice& choice) {
 #ifndef STRATA_WITH_CUDA
   (void)choice;
   return Status::NotSupported(
-      "--device cuda: this strata was built without CUDA; rebuild with the CUDA toolkit "
-      "(-DSTRATA_WITH_CUDA=ON) on a machine with an NVIDIA GPU, or use --device sim");
+      Mention(Option::kDevice) +
+      " cuda: this strata was built without CUDA; rebuild with the CUDA toolkit "
+      "(-DSTRATA_WITH_CUDA=ON) on a machine with an NVIDIA GPU, or use " +
+      Mention(Option::kDevice) + " sim");
 #else
   const int count = CudaDeviceCount();
   if (count == 0) {
     return Status::NotSupported(
-        "--device cuda: no usable CUDA GPU (no NVIDIA driver or device found); check "
-        "nvidia-smi, or use --device sim");
+        Mention(Option::kDevice) +
+        " cuda: no usable CUDA GPU (no NVIDIA driver or device found); check "
+        "nvidia-smi, or use " +
+        Mention(Option::kDevice) + " sim");
   }
   if (choice.cuda_ordinal < 0 || choice.cuda_ordinal >= count) {
-    return Status::InvalidArgument("--device cuda: GPU " + std::to_string(choice.cuda_ordinal) +
-                                   " does not exist; " + std::to_string(count) +
-                                   " CUDA device(s) present");
+    return Status::InvalidArgument(Mention(Option::kDevice) + " cuda: GPU " +
+                                   std::to_string(choice.cuda_ordinal) + " does not exist; " +
+                                   std::to_string(count) + " CUDA device(s) present");
   }
   return Status::Ok();
 #endif
@@ -35,11 +40,12 @@ Status CheckKernelsComplete(const std::string& kind, const KernelTable& table,
   if (table.complete()) return Status::Ok();
   const std::string what =
       "the " + std::string(kind == "cuda" ? "CUDA" : kind) + " kernel table" +
-      (dtype == kernels::Dtype::kBf16 ? " of --dtype bf16" : "") + " is incomplete";
+      (dtype == kernels::Dtype::kBf16 ? " of " + Mention(Option::kDtype) + " bf16" : "") +
+      " is incomplete";
   const std::string missing =
       table.missing() == KernelTable{}.missing() ? "every op" : table.missing();
-  return Status::NotSupported("--device " + kind + ": " + what + " (missing " + missing +
-                              "); use --device sim");
+  return Status::NotSupported(Mention(Option::kDevice) + " " + kind + ": " + what + " (missing " +
+                              missing + "); use " + Mention(Option::kDevice) + " sim");
 }
 
 }  // namespace
@@ -55,7 +61,8 @@ Status CheckDeviceChoice(const DeviceChoice& choice) {
     STRATA_RETURN_IF_ERROR(CheckKernelsComplete(choice.kind, CudaKernelTable(), Dtype::kFp32));
     return CheckKernelsComplete(choice.kind, CudaBf16KernelTable(), Dtype::kBf16);
   }
-  return Status::InvalidArgument("--device must be sim or cuda, got '" + choice.kind + "'");
+  return Status::InvalidArgument(Mention(Option::kDevice) + " must be sim or cuda, got '" +
+                                 choice.kind + "'");
 }
 
 Result<std::unique_ptr<Device>> CreateDevice(const DeviceChoice& choice,

@@ -36,6 +36,7 @@
 #include "core/device/cuda_stream.h"
 #include "core/device/device.h"
 #include "core/device/device_accounting.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 
 namespace strata {
@@ -75,11 +76,11 @@ class CudaDevice final : public Device {
         bytes > UINT64_MAX - (kDeviceAlignment - 1) ? UINT64_MAX : RoundUp(bytes);
     std::unique_lock<std::shared_mutex> lock(mu_);
     if (!arena_.fits(rounded)) {
-      return Status::ResourceExhausted(
-          name() + ": cannot allocate " + FormatBytes(bytes) + " (" + std::to_string(bytes) +
-          " bytes): " + arena_.in_use() +
-          " budget; raise --gpu-mem, or lower what must be resident at once (smaller "
-          "--micro-batch or page size)");
+      return Status::ResourceExhausted(name() + ": cannot allocate " + FormatBytes(bytes) + " (" +
+                                       std::to_string(bytes) + " bytes): " + arena_.in_use() +
+                                       " budget; raise " + Mention(Option::kGpuMem) +
+                                       ", or lower what must be resident at once (smaller " +
+                                       Mention(Option::kMicroBatch) + " or page size)");
     }
     cudaSetDevice(ordinal_);
     void* base = nullptr;
@@ -94,8 +95,9 @@ class CudaDevice final : public Device {
       cudaGetLastError();  // clear the (non-sticky) allocation error
       return CudaStatus(err, name() + ": cudaMalloc of " + FormatBytes(rounded) + " with " +
                                  FormatBytes(arena_.current) +
-                                 " of the budget in use; the GPU has less free memory than "
-                                 "--gpu-mem (other processes?); lower --gpu-mem");
+                                 " of the budget in use; the GPU has less free memory than " +
+                                 Mention(Option::kGpuMem) + " (other processes?); lower " +
+                                 Mention(Option::kGpuMem));
     }
     live_.emplace(reinterpret_cast<uintptr_t>(aligned), Block{base, rounded, bytes});
     arena_.on_alloc(rounded);
@@ -267,7 +269,8 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t capacity_
   }
   if (capacity_bytes == 0) {
     return Status::InvalidArgument("cuda:" + std::to_string(ordinal) +
-                                   ": capacity is 0 bytes; give the budget with --gpu-mem");
+                                   ": capacity is 0 bytes; give the budget with " +
+                                   Mention(Option::kGpuMem));
   }
   STRATA_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(ordinal), "cudaSetDevice"));
   size_t free_bytes = 0;
@@ -275,9 +278,10 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t capacity_
   STRATA_RETURN_IF_ERROR(CudaStatus(cudaMemGetInfo(&free_bytes, &total_bytes),
                                     "cuda:" + std::to_string(ordinal) + ": cudaMemGetInfo"));
   if (capacity_bytes > total_bytes) {
-    return Status::InvalidArgument("cuda:" + std::to_string(ordinal) + ": --gpu-mem " +
-                                   FormatBytes(capacity_bytes) + " exceeds the GPU's " +
-                                   FormatBytes(total_bytes) + "; lower --gpu-mem");
+    return Status::InvalidArgument("cuda:" + std::to_string(ordinal) + ": " +
+                                   Mention(Option::kGpuMem) + " " + FormatBytes(capacity_bytes) +
+                                   " exceeds the GPU's " + FormatBytes(total_bytes) + "; lower " +
+                                   Mention(Option::kGpuMem));
   }
   // Loaded here, not linked: Note [cuBLAS loaded on first use] in cuda_blas.h.
   STRATA_RETURN_IF_ERROR(

@@ -3,6 +3,7 @@
 
 #include "core/device/cuda_status.h"
 #include "core/device/gpu_peak.h"
+#include "core/util/option.h"
 
 namespace strata {
 
@@ -10,7 +11,8 @@ Result<GpuPeak> CudaGpuPeak(int ordinal) {
   cudaDeviceProp prop{};
   const Status props = cuda::CudaStatus(cudaGetDeviceProperties(&prop, ordinal),
                                         "cuda:" + std::to_string(ordinal) +
-                                            ": cudaGetDeviceProperties (no GPU? use --device sim)");
+                                            ": cudaGetDeviceProperties (no GPU? use " +
+                                            Mention(Option::kDevice) + " sim)");
   if (!props.ok()) {
     cudaGetLastError();
     return props;

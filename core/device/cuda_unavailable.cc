@@ -4,6 +4,7 @@
 
 #include "core/device/device.h"
 #include "core/device/gpu_peak.h"
+#include "core/util/option.h"
 
 namespace strata {
 
@@ -26,7 +27,8 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t /*capacit
 
 Result<GpuPeak> CudaGpuPeak(int ordinal) {
   return Status::NotSupported("cuda:" + std::to_string(ordinal) +
-                              ": built without CUDA; no GPU peak to report (use --device sim)");
+                              ": built without CUDA; no GPU peak to report (use " +
+                              Mention(Option::kDevice) + " sim)");
 }
 
 }  // namespace strata

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/device/sim_stream.h"
+#include "core/util/option.h"
 #include "core/util/sizes.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -49,17 +50,17 @@ const char* CopyKindName(CopyKind kind) {
 
 Result<std::unique_ptr<SimDevice>> SimDevice::Create(const SimDeviceOptions& options) {
   if (options.capacity_bytes == 0) {
-    return Status::InvalidArgument(
-        "sim device: capacity is 0 bytes; give the device budget with --gpu-mem (e.g. 2G)");
+    return Status::InvalidArgument("sim device: capacity is 0 bytes; give the device budget with " +
+                                   Mention(Option::kGpuMem) + " (e.g. 2G)");
   }
   if (!std::isfinite(options.link_gbps) || options.link_gbps < 0) {
-    return Status::InvalidArgument("sim device: --sim-link-gbps " +
+    return Status::InvalidArgument("sim device: " + Mention(Option::kSimLinkGbps) + " " +
                                    std::to_string(options.link_gbps) +
                                    " is not a rate; use a positive number of GB/s, or 0 for "
                                    "unthrottled copies");
   }
   if (options.capacity_bytes > UINT64_MAX - kDeviceAlignment) {
-    return Status::InvalidArgument("sim device: --gpu-mem " +
+    return Status::InvalidArgument("sim device: " + Mention(Option::kGpuMem) + " " +
                                    std::to_string(options.capacity_bytes) + " bytes is too large");
   }
   const uint64_t arena_bytes = RoundUp(options.capacity_bytes);
@@ -67,8 +68,9 @@ Result<std::unique_ptr<SimDevice>> SimDevice::Create(const SimDeviceOptions& opt
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
     return Status::FromErrno(errno, "sim device: mmap of a " + FormatBytes(arena_bytes) +
-                                        " arena for --gpu-mem")
-        .with_context("lower --gpu-mem or raise the process's address-space limit (ulimit -v)");
+                                        " arena for " + Mention(Option::kGpuMem))
+        .with_context("lower " + Mention(Option::kGpuMem) +
+                      " or raise the process's address-space limit (ulimit -v)");
   }
   return std::unique_ptr<SimDevice>(new SimDevice(static_cast<char*>(base), arena_bytes, options));
 }
@@ -109,7 +111,9 @@ Status SimDevice::exhausted_locked(size_t requested, uint64_t rounded, bool frag
     for (const auto& [start, bytes] : free_blocks_) largest = std::max(largest, bytes);
     msg += ", and the arena is fragmented (largest free block " + FormatBytes(largest) + ")";
   }
-  msg += "; raise --gpu-mem, or lower what must be resident at once (smaller --micro-batch or "
+  msg += "; raise " + Mention(Option::kGpuMem) +
+         ", or lower what must be resident at once (smaller " + Mention(Option::kMicroBatch) +
+         " or "
          "page size)";
   return Status::ResourceExhausted(std::move(msg));
 }

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/util/option.h"
+
 namespace strata {
 namespace {
 
@@ -23,26 +25,34 @@ constexpr Preset kPresets[] = {
 
 Status GptConfig::validate() const {
   // Note [Shape limits]: bounds first, so that nothing below multiplies unchecked values.
-  auto in_range = [](int v, int max, const char* flag, const char* what) -> Status {
+  auto in_range = [](int v, int max, Option option, const char* what) -> Status {
     if (v > 0 && v <= max) return Status::Ok();
-    return Status::InvalidArgument(std::string(flag) + " " + std::to_string(v) + " is out of " +
-                                   "range: " + what + " must be between 1 and " +
-                                   std::to_string(max));
+    return AtFault(option,
+                   Status::InvalidArgument(Mention(option) + " " + std::to_string(v) +
+                                           " is out of range: " + what + " must be between 1 and " +
+                                           std::to_string(max)),
+                   {{"got", v}, {"max", max}});
   };
-  STRATA_RETURN_IF_ERROR(in_range(n_layer, kMaxLayers, "--n-layer", "the number of blocks"));
-  STRATA_RETURN_IF_ERROR(in_range(n_head, kMaxHeads, "--n-head", "the number of heads"));
-  STRATA_RETURN_IF_ERROR(in_range(n_embd, kMaxEmbd, "--n-embd", "the embedding width"));
+  STRATA_RETURN_IF_ERROR(in_range(n_layer, kMaxLayers, Option::kNLayer, "the number of blocks"));
+  STRATA_RETURN_IF_ERROR(in_range(n_head, kMaxHeads, Option::kNHead, "the number of heads"));
+  STRATA_RETURN_IF_ERROR(in_range(n_embd, kMaxEmbd, Option::kNEmbd, "the embedding width"));
   if (vocab_size > kMaxVocab) {
-    return Status::InvalidArgument("--vocab " + std::to_string(vocab_size) +
-                                   " is above 65536, the largest id a uint16 token file holds");
+    return AtFault(
+        Option::kVocab,
+        Status::InvalidArgument(Mention(Option::kVocab) + " " + std::to_string(vocab_size) +
+                                " is above 65536, the largest id a uint16 token file holds"),
+        {{"got", vocab_size}, {"max", kMaxVocab}});
   }
-  STRATA_RETURN_IF_ERROR(in_range(vocab_size, kMaxVocab, "--vocab", "the vocabulary size"));
+  STRATA_RETURN_IF_ERROR(in_range(vocab_size, kMaxVocab, Option::kVocab, "the vocabulary size"));
   STRATA_RETURN_IF_ERROR(
-      in_range(block_size, kMaxBlockSize, "--block-size", "the context length in tokens"));
+      in_range(block_size, kMaxBlockSize, Option::kBlockSize, "the context length in tokens"));
   if (n_embd % n_head != 0) {
-    return Status::InvalidArgument("--n-embd " + std::to_string(n_embd) +
-                                   " is not divisible by --n-head " + std::to_string(n_head) +
-                                   "; each head needs n_embd / n_head channels");
+    return AtFault(Option::kNEmbd,
+                   Status::InvalidArgument(Mention(Option::kNEmbd) + " " + std::to_string(n_embd) +
+                                           " is not divisible by " + Mention(Option::kNHead) + " " +
+                                           std::to_string(n_head) +
+                                           "; each head needs n_embd / n_head channels"),
+                   {{"n_embd", n_embd}, {"n_head", n_head}});
   }
   return Status::Ok();
 }
@@ -68,7 +78,9 @@ Result<GptConfig> GptPreset(const std::string& name) {
   }
   std::string known;
   for (const auto& p : kPresets) known += (known.empty() ? "" : ", ") + std::string(p.name);
-  return Status::InvalidArgument("--model: unknown model '" + name + "'; known: " + known);
+  return AtFault(Option::kModel,
+                 Status::InvalidArgument(Mention(Option::kModel) + ": unknown model '" + name +
+                                         "'; known: " + known));
 }
 
 std::vector<std::string> GptPresetNames() {

@@ -15,7 +15,7 @@ namespace {
 constexpr uint64_t kBudget = 1 << 20;
 
 void ExpectOneLineNamingDevice(const Status& s) {
-  EXPECT_NE(s.message().find("--device"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("{device}"), std::string::npos) << s.to_string();
   EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.to_string();
 }
 
@@ -49,7 +49,7 @@ TEST(CreateDevice, CudaWithoutGpuIsNotSupported) {
   const Status s = CheckDeviceChoice({.kind = "cuda"});
   EXPECT_EQ(s.code(), StatusCode::kNotSupported) << s.to_string();
   ExpectOneLineNamingDevice(s);
-  EXPECT_NE(s.message().find("--device sim"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.message().find("{device} sim"), std::string::npos) << s.to_string();
   auto device = CreateDevice({.kind = "cuda"}, {.capacity_bytes = kBudget});
   EXPECT_EQ(device.status().code(), StatusCode::kNotSupported);
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/util/option.h"
+
 namespace strata {
 namespace {
 
@@ -20,20 +22,28 @@ TEST(GptConfigLimits, EachDimensionAboveItsLimitNamesItsFlag) {
     int GptConfig::*field;
     int value;
     const char* flag;
+    Option option;
   };
-  for (const Case& c : {Case{&GptConfig::n_layer, kMaxLayers + 1, "--n-layer"},
-                        Case{&GptConfig::n_layer, 100000000, "--n-layer"},
-                        Case{&GptConfig::n_head, kMaxHeads + 1, "--n-head"},
-                        Case{&GptConfig::n_embd, kMaxEmbd + 1, "--n-embd"},
-                        Case{&GptConfig::vocab_size, kMaxVocab + 1, "--vocab"},
-                        Case{&GptConfig::block_size, 2147483647, "--block-size"},
-                        Case{&GptConfig::n_layer, 0, "--n-layer"},
-                        Case{&GptConfig::block_size, -1, "--block-size"}}) {
+  for (const Case& c :
+       {Case{&GptConfig::n_layer, kMaxLayers + 1, "{n_layer}", Option::kNLayer},
+        Case{&GptConfig::n_layer, 100000000, "{n_layer}", Option::kNLayer},
+        Case{&GptConfig::n_head, kMaxHeads + 1, "{n_head}", Option::kNHead},
+        Case{&GptConfig::n_embd, kMaxEmbd + 1, "{n_embd}", Option::kNEmbd},
+        Case{&GptConfig::vocab_size, kMaxVocab + 1, "{vocab}", Option::kVocab},
+        Case{&GptConfig::block_size, 2147483647, "{block_size}", Option::kBlockSize},
+        Case{&GptConfig::n_layer, 0, "{n_layer}", Option::kNLayer},
+        Case{&GptConfig::block_size, -1, "{block_size}", Option::kBlockSize}}) {
     GptConfig g = Tiny();
     g.*c.field = c.value;
     const Status s = g.validate();
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.flag << " " << c.value;
     EXPECT_NE(s.message().find(c.flag), std::string::npos) << s.message();
+    // The option at fault and the value given, as facts (the message names no flag).
+    const OptionFault* fault = OptionFaultOf(s);
+    ASSERT_NE(fault, nullptr) << s.message();
+    EXPECT_EQ(fault->option, c.option);
+    EXPECT_EQ(fault->number("got"), c.value);
+    EXPECT_EQ(s.message().find("--"), std::string::npos) << s.message();
   }
 }
 

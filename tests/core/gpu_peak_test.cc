@@ -36,7 +36,7 @@ TEST(GpuPeak, WithoutGpuIsNotSupported) {
   if (CudaDeviceCount() > 0) GTEST_SKIP() << "a CUDA GPU is present; this tests its absence";
   auto peak = CudaGpuPeak(0);
   ASSERT_FALSE(peak.ok());
-  EXPECT_NE(peak.status().message().find("--device sim"), std::string::npos)
+  EXPECT_NE(peak.status().message().find("{device} sim"), std::string::npos)
       << peak.status().to_string();
 }
 

@@ -54,7 +54,7 @@ TEST(SimDevice, CreateValidatesOptions) {
   auto zero = CreateSimDevice({.capacity_bytes = 0});
   ASSERT_FALSE(zero.ok());
   EXPECT_EQ(zero.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(zero.status().message().find("--gpu-mem"), std::string::npos);
+  EXPECT_NE(zero.status().message().find("{gpu_mem}"), std::string::npos);
 
   auto negative = CreateSimDevice({.capacity_bytes = 1 << 20, .link_gbps = -1.0});
   ASSERT_FALSE(negative.ok());
@@ -109,7 +109,7 @@ TEST(SimDevice, OverCapacityReturnsStatusWithNumbers) {
   EXPECT_NE(msg.find("786432"), std::string::npos) << msg;
   EXPECT_NE(msg.find("524288"), std::string::npos) << msg;
   EXPECT_NE(msg.find("1048576"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("raise --gpu-mem"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("raise {gpu_mem}"), std::string::npos) << msg;
   // A failed allocation changes nothing.
   EXPECT_EQ(device->stats().current_bytes, 512u << 10);
   EXPECT_EQ(device->stats().alloc_count, 1u);

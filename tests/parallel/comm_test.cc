@@ -33,7 +33,7 @@ TEST(CreateComm, NcclWithoutAGpuIsNotSupported) {
   if (CudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is present; this checks the no-GPU answer";
   auto comm = CreateComm({.backend = CommBackend::kNccl});
   EXPECT_EQ(comm.status().code(), StatusCode::kNotSupported) << comm.status().to_string();
-  EXPECT_NE(comm.status().message().find("--comm nccl needs a CUDA build and a GPU"),
+  EXPECT_NE(comm.status().message().find("{comm} nccl needs a CUDA build and a GPU"),
             std::string::npos)
       << comm.status().message();
 }

@@ -9,6 +9,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/util/option.h"
+
 namespace strata::parallel {
 namespace {
 
@@ -58,10 +60,23 @@ TEST(Grid, DpDefaultsToTheRanksLeftByTpAndPp) {
 TEST(Grid, AGridThatDoesNotFitTheJobIsRefusedNamingTheFlags) {
   auto product = Grid::Make(8, 2, 2, 1);
   ASSERT_FALSE(product.ok());
-  EXPECT_NE(product.status().message().find("--dp 2 x --tp 2 x --pp 1 = 4 ranks, and this job "
+  EXPECT_NE(product.status().message().find("{dp} 2 x {tp} 2 x {pp} 1 = 4 ranks, and this job "
                                             "has 8"),
             std::string::npos)
       << product.status().to_string();
+  // The facts, for code: the option at fault and the numbers (Note [Options in messages]).
+  const OptionFault* fault = OptionFaultOf(product.status());
+  ASSERT_NE(fault, nullptr);
+  EXPECT_EQ(fault->option, Option::kDp);
+  EXPECT_EQ(fault->number("dp"), 2);
+  EXPECT_EQ(fault->number("tp"), 2);
+  EXPECT_EQ(fault->number("pp"), 1);
+  EXPECT_EQ(fault->number("ranks"), 8);
+  auto zero = Grid::Make(4, 0, 0, 1);
+  ASSERT_FALSE(zero.ok());
+  ASSERT_NE(OptionFaultOf(zero.status()), nullptr);
+  EXPECT_EQ(OptionFaultOf(zero.status())->option, Option::kTp);
+  EXPECT_EQ(OptionFaultOf(zero.status())->number("got"), 0);
   auto divide = Grid::Make(6, 0, 4, 1);
   ASSERT_FALSE(divide.ok());
   EXPECT_NE(divide.status().message().find("does not divide the job's 6 ranks"),

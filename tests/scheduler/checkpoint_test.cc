@@ -102,8 +102,15 @@ TEST(RunFingerprint, ADifferenceNamesTheFlagAndBothValues) {
   recorded["--lr"] = "0.001";
   Status s = CheckSameRun(*now, recorded);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("--lr 0.0003 differs from the checkpoint's 0.001"), std::string::npos)
+  EXPECT_NE(s.message().find("{lr} 0.0003 differs from the checkpoint's 0.001"), std::string::npos)
       << s.to_string();
+  // The option at fault, for code; the record keeps its key as written ("--lr").
+  ASSERT_NE(OptionFaultOf(s), nullptr) << s.to_string();
+  EXPECT_EQ(OptionFaultOf(s)->option, Option::kLr);
+  EXPECT_EQ(RecordKey(Option::kLr), "--lr");
+  EXPECT_EQ(RecordKey(Option::kMicroBatchOrder), "--micro-batch-order");
+  EXPECT_EQ(RecordKeyWords("--lr"), "{lr}");
+  EXPECT_EQ(RecordKeyWords("rank"), "rank");
 }
 
 // --dtype joined the fingerprint after the first records: a record without it was fp32, and a
@@ -120,11 +127,11 @@ TEST(RunFingerprint, DtypeIsCheckedAndOlderRecordsAreFp32) {
   EXPECT_EQ(bf16->to_map().at("--dtype"), "bf16");
   EXPECT_TRUE(CheckSameRun(*fp32, fp32->to_map()).ok());
   Status s = CheckSameRun(*bf16, fp32->to_map());
-  EXPECT_NE(s.message().find("--dtype bf16 differs from the checkpoint's fp32"),
+  EXPECT_NE(s.message().find("{dtype} bf16 differs from the checkpoint's fp32"),
             std::string::npos)
       << s.to_string();
   s = CheckSameRun(*fp32, bf16->to_map());
-  EXPECT_NE(s.message().find("--dtype fp32 differs from the checkpoint's bf16"), std::string::npos)
+  EXPECT_NE(s.message().find("{dtype} fp32 differs from the checkpoint's bf16"), std::string::npos)
       << s.to_string();
 }
 
@@ -143,11 +150,11 @@ TEST(RunFingerprint, TheGridTheRankAndTheMicroBatchRowsAreChecked) {
   EXPECT_EQ(recorded.at("micro-batch rows"), "4");
   EXPECT_EQ(one->to_map().at("micro-batch rows"), "8");  // --batch 8, one micro-batch
   EXPECT_EQ(RecordedRanks(recorded), 2);
-  EXPECT_EQ(RecordedGrid(recorded), "--dp 2 --tp 1 --pp 1");
+  EXPECT_EQ(RecordedGrid(recorded), "{dp} 2 {tp} 1 {pp} 1");
   Status s = CheckSameRun(*one, recorded);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("--dp 1 differs from the checkpoint's --dp 2: it was written by "
-                             "rank 1 of a job of 2 rank(s) (--dp 2 --tp 1 --pp 1)"),
+  EXPECT_NE(s.message().find("{dp} 1 differs from the checkpoint's {dp} 2: it was written by "
+                             "rank 1 of a job of 2 rank(s) ({dp} 2 {tp} 1 {pp} 1)"),
             std::string::npos)
       << s.to_string();
   // The same grid on another rank, and other micro-batches.
@@ -158,7 +165,7 @@ TEST(RunFingerprint, TheGridTheRankAndTheMicroBatchRowsAreChecked) {
       << s.to_string();
   auto rows2 = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 2});
   s = CheckSameRun(*rows2, recorded);
-  EXPECT_NE(s.message().find("micro-batches of 2 rows (--batch, --micro-batch and --dp) but the "
+  EXPECT_NE(s.message().find("micro-batches of 2 rows ({batch}, {micro_batch} and {dp}) but the "
                              "checkpointed run computed micro-batches of 4 rows"),
             std::string::npos)
       << s.to_string();
@@ -194,7 +201,7 @@ TEST(RunFingerprint, MinLrIsTheRateTheScheduleUses) {
   auto other = MakeRunFingerprint(o, c, 64, 16384);
   ASSERT_TRUE(other.ok());
   Status s = CheckSameRun(*other, older);
-  EXPECT_NE(s.message().find("--min-lr 0.02 differs from the checkpoint's 0.05"),
+  EXPECT_NE(s.message().find("{min_lr} 0.02 differs from the checkpoint's 0.05"),
             std::string::npos)
       << s.to_string();
 }
@@ -209,7 +216,7 @@ TEST(CheckpointRecord, TheSharedRecordsErrorsKeepTheTrainersAdvice) {
   ASSERT_FALSE(edited.ok());
   EXPECT_NE(edited.status().message().find(
                 "the record was edited or damaged after Strata wrote it; put back the file "
-                "Strata wrote (to resume from an older listed checkpoint use --resume-from STEP, "
+                "Strata wrote (to resume from an older listed checkpoint use {resume_from} STEP, "
                 "never an edit)"),
             std::string::npos)
       << edited.status().to_string();
@@ -217,7 +224,7 @@ TEST(CheckpointRecord, TheSharedRecordsErrorsKeepTheTrainersAdvice) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "ckpt/checkpoint.json is not a Strata checkpoint record (not a JSON object); put back "
-            "the file Strata wrote, or start a new run in an empty --ckpt-dir and --nvme-dir");
+            "the file Strata wrote, or start a new run in an empty {ckpt_dir} and {nvme_dir}");
   memory::CheckpointRecord named;
   (void)named.push_newest({3, "embed-c1", "c1", {{"page_size", "65536"}}}, 0);
   auto api = ParseCheckpointRecord(memory::CheckpointRecordJson(named), "ckpt/checkpoint.json");

@@ -44,7 +44,7 @@ TEST_F(MemoryPlanTest, BudgetBelowMinimumIsRefusedWithTheNumber) {
   EXPECT_EQ(plan.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(plan.status().message().find(std::to_string(full->min_device_bytes)), std::string::npos)
       << plan.status().message();
-  EXPECT_NE(plan.status().message().find("--gpu-mem"), std::string::npos);
+  EXPECT_NE(plan.status().message().find("{gpu_mem}"), std::string::npos);
   in_.gpu_mem = full->min_device_bytes;
   auto at_min = MakeMemoryPlan(in_);
   ASSERT_TRUE(at_min.ok()) << at_min.status().to_string();
@@ -131,7 +131,7 @@ TEST_F(MemoryPlanTest, AutoPlacementFillsHostWithParamsFirst) {
   auto refused = MakeMemoryPlan(in_);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(refused.status().message().find("--optimizer-on"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("{optimizer_on}"), std::string::npos);
 }
 
 TEST_F(MemoryPlanTest, BadChoices) {
@@ -146,7 +146,7 @@ TEST_F(MemoryPlanTest, BadChoices) {
   in_.host_mem = 10 * in_.page_bytes;  // no NVMe: everything must fit
   auto plan = MakeMemoryPlan(in_);
   EXPECT_EQ(plan.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(plan.status().message().find("--nvme-dir"), std::string::npos);
+  EXPECT_NE(plan.status().message().find("{nvme_dir}"), std::string::npos);
 }
 
 }  // namespace
@@ -199,7 +199,7 @@ TEST_F(MemoryPlanTest, ForcedLayerMajorIsRefusedWithoutRecomputeOrHostRoom) {
   in_.micro_batch_order = "layer-major";
   auto none = MakeMemoryPlan(in_);
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.status().message().find("--recompute"), std::string::npos);
+  EXPECT_NE(none.status().message().find("{recompute}"), std::string::npos);
   in_.recompute = "all";
   in_.has_nvme = true;
   in_.host_mem = 8 * 16384;  // below the boundaries and the pool's working pages

@@ -53,7 +53,7 @@ TEST(MovementOnly, RefusedWhereItMakesNoSense) {
   o.export_path = "/var/tmp/never-written.safetensors";
   auto t = Trainer::Create(o);
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(t.status().message().find("--movement-only"), std::string::npos);
+  EXPECT_NE(t.status().message().find("{movement_only}"), std::string::npos);
 }
 
 }  // namespace

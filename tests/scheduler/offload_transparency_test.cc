@@ -268,7 +268,7 @@ TEST_F(OffloadTransparency, ConcurrentHostEvictionPoliciesGiveTheSameBits) {
   bad.host_eviction = "fifo";
   auto t = Trainer::Create(bad);
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("--host-eviction"), std::string::npos);
+  EXPECT_NE(t.status().message().find("{host_eviction}"), std::string::npos);
 }
 
 }  // namespace

@@ -10,8 +10,16 @@
 namespace strata {
 namespace {
 
+// The options' mentions (core/util/option.h) by the flags the messages used to name.
+std::string M(const std::string& flag) {
+  std::string key = flag.substr(2);
+  for (char& c : key) c = c == '-' ? '_' : c;
+  return "{" + key + "}";
+}
+Option O(const std::string& flag) { return *OptionOfKey(M(flag).substr(1, M(flag).size() - 2)); }
+
 Status Check(const TrainOptions& o, const std::string& given_flag = "") {
-  return CheckOptionRanges(o, [&](std::string_view f) { return f == given_flag; });
+  return CheckOptionRanges(o, [&](Option f) { return !given_flag.empty() && f == O(given_flag); });
 }
 
 TEST(OptionRanges, DefaultsPass) { EXPECT_TRUE(Check(TrainOptions{}).ok()); }
@@ -20,7 +28,9 @@ TEST(OptionRanges, OutOfRangeNamesTheFlag) {
   auto expect_bad = [](const TrainOptions& o, const std::string& flag) {
     const Status s = Check(o);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << flag;
-    EXPECT_EQ(s.message().rfind(flag + " ", 0), 0u) << s.message();
+    EXPECT_EQ(s.message().rfind(M(flag) + " ", 0), 0u) << s.message();
+    ASSERT_NE(OptionFaultOf(s), nullptr) << s.message();
+    EXPECT_EQ(OptionFaultOf(s)->option, O(flag)) << s.message();
   };
   TrainOptions beta1, eps, lr, clip, min_lr, min_lr_above;
   beta1.beta1 = 1.0f;  // the open end
@@ -44,8 +54,7 @@ TEST(OptionRanges, ASentinelIsTheDefaultOnlyWhenNotGiven) {
        {"--seq", "--gpu-mem", "--host-mem", "--nvme-mem", "--page-size", "--min-lr"}) {
     const Status s = Check(o, flag);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << flag;
-    EXPECT_NE(s.message().find(std::string("leave ") + flag + " out"), std::string::npos)
-        << s.message();
+    EXPECT_NE(s.message().find("leave " + M(flag) + " out"), std::string::npos) << s.message();
   }
 }
 

@@ -78,11 +78,11 @@ TEST(StagePartition, BadTextsAndTooManyStagesAreRefusedNamingTheFlag) {
   for (const char* bad : {"1,2", "0,8", "4,4,0", "x", "3,,5", ""}) {
     auto r = PartitionStages(bad, 2, 8);
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("--pp-partition"), std::string::npos) << bad;
+    EXPECT_NE(r.status().message().find("{pp_partition}"), std::string::npos) << bad;
   }
   auto many = PartitionStages("uniform", 9, 8);
   ASSERT_FALSE(many.ok());
-  EXPECT_NE(many.status().message().find("--pp 9 asks for more pipeline stages"),
+  EXPECT_NE(many.status().message().find("{pp} 9 asks for more pipeline stages"),
             std::string::npos);
 }
 

@@ -90,7 +90,7 @@ TEST(PageStoreBadInput, FullDiskNamesNeededAndFreeBytes) {
   o.capacity_bytes = uint64_t{1} << 50;  // 1 PiB: more than any disk here
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
-  ExpectOneLine(r.status(), "--nvme-dir " + dir.path() + "/a: No space left on device (ENOSPC): ");
+  ExpectOneLine(r.status(), "{nvme_dir} " + dir.path() + "/a: No space left on device (ENOSPC): ");
   EXPECT_NE(r.status().message().find("needs 1048576.00 GiB there"), std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("are free"), std::string::npos);
@@ -107,7 +107,7 @@ TEST(PageStoreBadInput, FallocatesOwnENOSPCIsWordedAsEveryShortfall) {
   o.faults = &faults;
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
-  ExpectOneLine(r.status(), "--nvme-dir " + dir.path() + "/a: No space left on device (ENOSPC): ");
+  ExpectOneLine(r.status(), "{nvme_dir} " + dir.path() + "/a: No space left on device (ENOSPC): ");
   EXPECT_NE(r.status().message().find("the store's slot file (16 slots of 64.00 KiB) needs "),
             std::string::npos)
       << r.status().message();

@@ -53,7 +53,7 @@ TEST(PageStoreGrow, AReopenWithMoreCapacityGrowsTheStoreAndKeepsItsPages) {
     PageStore::Batch full = (*store)->new_batch();
     Status none = (*store)->write_page_version(full, 4, 1, buf.data(), kPage);
     EXPECT_EQ(none.code(), StatusCode::kResourceExhausted) << none.to_string();
-    EXPECT_NE(none.message().find("--nvme-mem"), std::string::npos) << none.message();
+    EXPECT_NE(none.message().find("{nvme_mem}"), std::string::npos) << none.message();
   }
   auto grown = PageStore::Open(Options(dir.path(), 12));
   ASSERT_TRUE(grown.ok()) << grown.status().to_string();
@@ -72,7 +72,7 @@ TEST(PageStoreGrow, AReopenWithMoreCapacityGrowsTheStoreAndKeepsItsPages) {
 
 void ExpectNoSpace(const Status& s, const std::string& dir, const std::string& what) {
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
-  EXPECT_NE(s.message().find("--nvme-dir " + dir + ": No space left on device (ENOSPC): " + what),
+  EXPECT_NE(s.message().find("{nvme_dir} " + dir + ": No space left on device (ENOSPC): " + what),
             std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find(" are free; "), std::string::npos) << s.message();
@@ -119,7 +119,7 @@ TEST(PageStoreGrow, DirectoriesOnOneDiskNeedTheSumOfTheirGrowth) {
   auto refused = PageStore::Open(Options(disk.path(), pages));
   ASSERT_FALSE(refused.ok());
   ExpectNoSpace(refused.status(), disk.path() + "/b", "growing the store to ");
-  EXPECT_NE(refused.status().message().find("in each of the 2 --nvme-dir on this filesystem"),
+  EXPECT_NE(refused.status().message().find("in each of the 2 {nvme_dir} on this filesystem"),
             std::string::npos)
       << refused.status().message();
   EXPECT_EQ(std::filesystem::file_size(disk.path() + "/a/strata.slots"), slot_bytes_before)

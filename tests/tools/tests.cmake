@@ -1,7 +1,8 @@
 # Extra tools test entries (included by tests/CMakeLists.txt; sees strata_tools_tests).
 # tools/ builds the strata binary, not a library: the budget wording's one source file is
 # compiled into the test binary to test it as a unit.
-target_sources(strata_tools_tests PRIVATE ${PROJECT_SOURCE_DIR}/tools/budget_message.cc)
+target_sources(strata_tools_tests PRIVATE ${PROJECT_SOURCE_DIR}/tools/budget_message.cc
+                                          ${PROJECT_SOURCE_DIR}/tools/option_words.cc)
 # `strata stress` and its fault injection: the SPEC parser and the stress judge are unit-tested
 # from the soak's library (stress/).
 target_link_libraries(strata_tools_tests PRIVATE strata_stress strata_storage CLI11::CLI11

@@ -1,0 +1,65 @@
+// core/util/option.h: the floors below the edges name options by their mentions, and carry the
+// option at fault with its numbers; an edge words each mention (Note [Options in messages]).
+#include "core/util/option.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/util/log_words.h"
+
+namespace strata {
+namespace {
+
+std::string Shout(Option option) { return "<" + std::string(OptionKey(option)) + ">"; }
+
+TEST(Option, EveryKeyNamesItsOptionBackAndIsAMention) {
+  for (int i = 0; i <= static_cast<int>(Option::kWeightDecay); ++i) {
+    const Option option = static_cast<Option>(i);
+    const std::string_view key = OptionKey(option);
+    ASSERT_FALSE(key.empty());
+    EXPECT_EQ(OptionOfKey(key), option) << key;
+    EXPECT_EQ(Mention(option), "{" + std::string(key) + "}");
+    EXPECT_EQ(Mention(option).find("--"), std::string::npos);
+    EXPECT_EQ(WordMentions(Mention(option), Shout), "<" + std::string(key) + ">");
+  }
+  EXPECT_EQ(OptionOfKey("no_such_option"), std::nullopt);
+}
+
+TEST(Option, OnlyKnownMentionsAreWordedTheRestIsKept) {
+  const std::string message = Mention(Option::kNvmeDir) + " /tmp/{x}/{nvme_dir: {\"a\": 1} {" +
+                              " and " + Mention(Option::kNvmeMem) + "{}{" +
+                              Mention(Option::kTp) + "{";
+  EXPECT_EQ(WordMentions(message, Shout),
+            "<nvme_dir> /tmp/{x}/{nvme_dir: {\"a\": 1} { and <nvme_mem>{}{<tp>{");
+  EXPECT_EQ(WordMentions("", Shout), "");
+  EXPECT_EQ(WordMentions("no mention here", Shout), "no mention here");
+}
+
+TEST(Option, TheFaultTravelsWithContext) {
+  const Status s = AtFault(Option::kPp, Status::InvalidArgument(Mention(Option::kPp) + " 0"),
+                           {{"got", 0}, {"blocks", 12}});
+  for (const Status& t : {s, s.with_context("grid")}) {
+    const OptionFault* fault = OptionFaultOf(t);
+    ASSERT_NE(fault, nullptr) << t.to_string();
+    EXPECT_EQ(fault->option, Option::kPp);
+    EXPECT_EQ(fault->number("got"), 0);
+    EXPECT_EQ(fault->number("blocks"), 12);
+    EXPECT_EQ(fault->number("none"), std::nullopt);
+    EXPECT_EQ(t.code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(OptionFaultOf(Status::InvalidArgument("plain")), nullptr);
+}
+
+// Log lines reach stderr without passing an edge: they take the process's words, which the
+// CLI's main() sets to flags; unset, each option reads as its key.
+TEST(Option, LogLinesTakeTheProcesssWords) {
+  EXPECT_EQ(InLogTerms(Mention(Option::kTp) + " 0"), "tp 0");
+  SetLogOptionWords(Shout);
+  EXPECT_EQ(InLogTerms(Mention(Option::kTp) + " 0"), "<tp> 0");
+  SetLogOptionWords(nullptr);
+  EXPECT_EQ(InLogTerms(Mention(Option::kNvmeDir)), "nvme_dir");
+}
+
+}  // namespace
+}  // namespace strata
