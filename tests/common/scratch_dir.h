@@ -18,12 +18,17 @@
 
 namespace strata::test_support {
 
+// Where every test's scratch directories live: $STRATA_TEST_TMPDIR when set, else /var/tmp.
+inline std::string ScratchRoot() {
+  const char* base = std::getenv("STRATA_TEST_TMPDIR");
+  return base != nullptr ? base : "/var/tmp";
+}
+
 class ScratchDir {
  public:
   // `tag` shows in the directory's name, to tell leftovers apart: /var/tmp/strata-<tag>-XXXXXX.
   explicit ScratchDir(std::string_view tag = "test") {
-    const char* base = std::getenv("STRATA_TEST_TMPDIR");
-    std::string tmpl = base != nullptr ? base : "/var/tmp";
+    std::string tmpl = ScratchRoot();
     tmpl.append("/strata-").append(tag).append("-XXXXXX");
     const char* p = ::mkdtemp(tmpl.data());
     EXPECT_NE(p, nullptr) << "mkdtemp " << tmpl << ": " << std::strerror(errno);

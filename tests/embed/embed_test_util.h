@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "strata.h"
+#include "tests/common/scratch_dir.h"
 
 namespace strata::embed::test {
 
@@ -40,12 +41,31 @@ inline strata_status MakeRuntime(const Options& kv, strata_runtime** out) {
 
 inline std::string LastError() { return strata_last_error(); }
 
-// A fresh empty directory under the test's temp dir.
+// The directories FreshDir made in this test binary, removed with everything in them when it
+// exits. A test may reopen a FreshDir by name after its runtime is gone (resume tests do), so
+// they outlive the test that made them; a crash leaves them, and the next FreshDir of the same
+// name and pid starts them over. (The function-local static is test-only state.)
+class FreshDirs {
+ public:
+  ~FreshDirs() {
+    std::error_code ec;
+    for (const auto& d : dirs_) std::filesystem::remove_all(d, ec);
+  }
+  void add(const std::filesystem::path& d) { dirs_.push_back(d); }
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
+
+// A fresh empty directory on a real disk (test_support::ScratchRoot, never tmpfs), removed when
+// the test binary exits.
 inline std::string FreshDir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("strata_embed_" + name + "_" + std::to_string(::getpid()));
+  static FreshDirs made;
+  const std::filesystem::path dir = std::filesystem::path(test_support::ScratchRoot()) /
+                                    ("strata_embed_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  made.add(dir);
   return dir.string();
 }
 
