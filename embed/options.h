@@ -16,7 +16,7 @@ struct EmbedOptions {
   uint64_t gpu_bytes = 256ull << 20;
   uint64_t host_bytes = 0;  // required
   std::vector<std::string> nvme_dirs;
-  uint64_t nvme_bytes = 0;  // 0: DefaultNvmeVersions x the registered state, at least 64 MiB
+  uint64_t nvme_bytes = 0;  // 0: sized by memory::SizeNvmeTier (embed/runtime_store.cc), >= 64 MiB
   uint64_t page_bytes = 16ull << 20;
   int threads = 0;  // 0: every core
   std::string checkpoint_dir;
@@ -40,10 +40,6 @@ class OptionValues {
 // Every value checked: sizes parse ("64M"), page_size is a multiple of 4K, host_mem is
 // given and holds at least kMinHostPages pages, threads >= 0.
 Result<EmbedOptions> ParseOptions(const OptionValues& values);
-
-// Versions of the registered state the NVMe tier holds room for when nvme_mem is unset: the
-// current pages and their copy-on-write versions, and with a checkpoint_dir the checkpoints'.
-inline uint64_t DefaultNvmeVersions(const EmbedOptions& o) { return o.checkpoint_dir.empty() ? 2 : 4; }
 
 // The optimizer holds a parameter page, a gradient page and two moment pages at once, and the
 // embedder at least one more.

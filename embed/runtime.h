@@ -105,6 +105,7 @@ class Runtime {
   std::vector<std::string> nvme_dirs() const;
   Status check_store();
   Status check_store_free(const std::vector<std::string>& dirs) const;
+  uint64_t default_nvme_bytes() const;  // nvme_mem unset
   Status open_memory();
   Status collect_unlisted();
   Status delete_manifests(const std::vector<std::string>& manifests);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "embed/runtime.h"
+#include "memory/nvme_capacity.h"
 #include "memory/nvme_store.h"
 
 namespace strata::embed {
@@ -68,23 +69,36 @@ Status Runtime::check_store_free(const std::vector<std::string>& dirs) const {
       "(strata_runtime_close), or give another nvme_dir");
 }
 
-// Opened when the layout is sealed: unless nvme_mem is set, the store's capacity is twice the
-// registered state (a page's copy-on-write version beside its current one), four times with a
-// checkpoint_dir (the checkpoints' versions too), at least 64 MiB. The store's slot files are
-// allocated whole, so this is disk taken at open. A resumed store then drops the manifests no
-// checkpoint lists.
+// Opened when the layout is sealed. Unless nvme_mem is set, the capacity is what the tier
+// stores (Note [NVMe capacity] in memory/nvme_capacity.h): one version of every page, the
+// versions the host pool can stage, and with a checkpoint_dir the kept checkpoints' (keep_
+// checkpoints, or 2 when it keeps every checkpoint: a store cannot be sized for all of them);
+// at least 64 MiB. The store's slot files are allocated whole, so this is disk taken at open. A
+// resumed store then drops the manifests no checkpoint lists.
+uint64_t Runtime::default_nvme_bytes() const {
+  memory::NvmeSizingInput in;
+  in.page_bytes = layout_.page_bytes();
+  in.state_pages = layout_.num_pages();
+  for (memory::PageId p = 0; p < layout_.num_pages(); ++p) {
+    const std::vector<size_t>& in_page = layout_.tensors_in(p);
+    const bool gradient =
+        !in_page.empty() && layout_.tensor(in_page.front()).role == STRATA_ROLE_GRADIENT;
+    if (!gradient) ++in.durable_pages;
+  }
+  in.host_pages = options_.host_bytes / options_.page_bytes;
+  if (!options_.checkpoint_dir.empty()) {
+    in.keep_checkpoints = options_.keep_checkpoints != 0 ? options_.keep_checkpoints : 2;
+  }
+  return std::max<uint64_t>(memory::SizeNvmeTier(in).capacity_bytes, 64ull << 20);
+}
+
 Status Runtime::open_memory() {
   const std::vector<std::string> dirs = nvme_dirs();
   if (dirs.empty() || nvme_) return Status::Ok();
   memory::NvmeStoreOptions so;
   so.dirs = dirs;
   so.page_bytes = options_.page_bytes;
-  so.capacity_bytes =
-      options_.nvme_bytes != 0
-          ? options_.nvme_bytes
-          : std::max<uint64_t>(DefaultNvmeVersions(options_) * layout_.num_pages() *
-                                   layout_.page_bytes(),
-                               64ull << 20);
+  so.capacity_bytes = options_.nvme_bytes != 0 ? options_.nvme_bytes : default_nvme_bytes();
   so.restore_snapshot = resumed_.manifest;
   STRATA_ASSIGN_OR_RETURN(nvme_, memory::OpenNvmeStore(so));
   return resumed_.name.empty() ? Status::Ok() : collect_unlisted();

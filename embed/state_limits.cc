@@ -61,7 +61,7 @@ Status StateLimits::check(const std::string& what, uint64_t bytes, uint64_t page
                                        " and nvme_mem " + BytesOf(nvme_pages, page_bytes) +
                                        ": raise nvme_mem to at least " +
                                        BytesOf(pages - host_pages, page_bytes) +
-                                       " (unset, it is twice the registered pages, four times with checkpoint_dir)");
+                                       " (unset, it is sized to what the tier stores)");
     case Nvme::kDisks:
       break;
   }

@@ -124,9 +124,9 @@ Status PagedTrainer::make_fingerprint() {
   return Status::Ok();
 }
 
-// Note [NVMe capacity] in scheduler/nvme_capacity.h. `room` bounds a new store only.
-scheduler::NvmeSizing PagedTrainer::size_nvme(uint64_t asked, uint64_t room) const {
-  scheduler::NvmeSizingInput in;
+// Note [NVMe capacity] in memory/nvme_capacity.h. `room` bounds a new store only.
+memory::NvmeSizing PagedTrainer::size_nvme(uint64_t asked, uint64_t room) const {
+  memory::NvmeSizingInput in;
   in.page_bytes = pages_->page_bytes();
   in.state_pages = pages_->num_pages();
   in.durable_pages = durable_pages().size();
@@ -134,11 +134,11 @@ scheduler::NvmeSizing PagedTrainer::size_nvme(uint64_t asked, uint64_t room) con
   in.keep_checkpoints = o_.ckpt_every > 0 ? uint64_t(o_.keep_checkpoints) : 0;
   in.asked_bytes = asked;
   in.room_bytes = room;
-  return scheduler::SizeNvmeTier(in);
+  return memory::SizeNvmeTier(in);
 }
 
 // What the minimum holds, in words (Note [NVMe capacity]).
-std::string PagedTrainer::nvme_minimum_text(const scheduler::NvmeSizing& s) const {
+std::string PagedTrainer::nvme_minimum_text(const memory::NvmeSizing& s) const {
   const uint64_t staged = std::min(plan_.host_bytes / pages_->page_bytes(), pages_->num_pages());
   return FormatBytes(s.min_bytes) + " that the NVMe tier needs (one version of each of the " +
          std::to_string(pages_->num_pages()) + " pages of state, room for the " +
@@ -151,7 +151,7 @@ std::string PagedTrainer::nvme_minimum_text(const scheduler::NvmeSizing& s) cons
          ")";
 }
 
-Status PagedTrainer::check_nvme_room(const scheduler::NvmeSizing& s, uint64_t have,
+Status PagedTrainer::check_nvme_room(const memory::NvmeSizing& s, uint64_t have,
                                      const std::string& whose) const {
   if (!s.refused()) return Status::Ok();
   const bool asked = whose == Mention(Option::kNvmeMem);
@@ -166,15 +166,15 @@ Status PagedTrainer::check_nvme_room(const scheduler::NvmeSizing& s, uint64_t ha
 
 // A new store without --nvme-mem: the default when the disks hold it, else the minimum and the
 // checkpoints that fit, else a refusal in the page store's ENOSPC wording.
-Result<scheduler::NvmeSizing> PagedTrainer::size_new_nvme() const {
-  const scheduler::NvmeSizing want = size_nvme(0, UINT64_MAX);
+Result<memory::NvmeSizing> PagedTrainer::size_new_nvme() const {
+  const memory::NvmeSizing want = size_nvme(0, UINT64_MAX);
   const uint64_t page = pages_->page_bytes();
   const Result<memory::NvmeDiskRoom> measured =
       memory::NvmeRoomForNewStore(o_.nvme_dirs, page, want.default_bytes / page);
   // A missing or unreadable directory: the store's open words it (CheckWritableDir).
   if (!measured.ok()) return want;
   const memory::NvmeDiskRoom& room = *measured;
-  const scheduler::NvmeSizing s = size_nvme(0, room.slot_bytes);
+  const memory::NvmeSizing s = size_nvme(0, room.slot_bytes);
   if (!s.refused()) return s;
   return Status::ResourceExhausted(
       Mention(Option::kNvmeDir) + " " + room.dir + ": No space left on device (ENOSPC): the store's slot files at "
@@ -186,7 +186,7 @@ Result<scheduler::NvmeSizing> PagedTrainer::size_new_nvme() const {
 }
 
 // Fewer kept checkpoints than --keep-checkpoints fit: one line, and the run keeps that many.
-void PagedTrainer::keep_checkpoints_that_fit(const scheduler::NvmeSizing& s) {
+void PagedTrainer::keep_checkpoints_that_fit(const memory::NvmeSizing& s) {
   if (o_.ckpt_every <= 0 || s.checkpoints_fit >= uint64_t(o_.keep_checkpoints)) return;
   Logger("train")->warn(
       "the NVMe tier takes {} on {} (at least {}, {} with every kept checkpoint): room for {} "
@@ -206,7 +206,7 @@ Status PagedTrainer::open_nvme() {
     STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
   }
   STRATA_RETURN_IF_ERROR(check_checkpoint_flags(found));
-  scheduler::NvmeSizing sizing = size_nvme(o_.nvme_mem, UINT64_MAX);
+  memory::NvmeSizing sizing = size_nvme(o_.nvme_mem, UINT64_MAX);
   if (o_.nvme_mem > 0) {
     STRATA_RETURN_IF_ERROR(check_nvme_room(sizing, o_.nvme_mem, Mention(Option::kNvmeMem)));
   }

@@ -24,7 +24,7 @@
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
-#include "scheduler/nvme_capacity.h"
+#include "memory/nvme_capacity.h"
 #include "scheduler/pipe_stage.h"
 #include "scheduler/run_fingerprint.h"
 #include "scheduler/split_plan.h"
@@ -120,11 +120,11 @@ class PagedTrainer final : public Trainer {
   Status make_fingerprint();
   Status plan_resume(memory::NvmeStore& store,
                      const std::optional<scheduler::CheckpointRecord>& found);
-  scheduler::NvmeSizing size_nvme(uint64_t asked, uint64_t room) const;
-  std::string nvme_minimum_text(const scheduler::NvmeSizing& s) const;
-  Status check_nvme_room(const scheduler::NvmeSizing& s, uint64_t have, const std::string& whose) const;
-  Result<scheduler::NvmeSizing> size_new_nvme() const;
-  void keep_checkpoints_that_fit(const scheduler::NvmeSizing& s);
+  memory::NvmeSizing size_nvme(uint64_t asked, uint64_t room) const;
+  std::string nvme_minimum_text(const memory::NvmeSizing& s) const;
+  Status check_nvme_room(const memory::NvmeSizing& s, uint64_t have, const std::string& whose) const;
+  Result<memory::NvmeSizing> size_new_nvme() const;
+  void keep_checkpoints_that_fit(const memory::NvmeSizing& s);
   scheduler::CheckpointRecord fresh_record() const;
   // The step's figures from the counters at the end of its compute and the previous step's.
   StepStats stats_of(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,

@@ -217,5 +217,35 @@ TEST(CApiSizes, ADeviceAcquireLargerThanGpuMemFailsAtOnce) {
   EXPECT_STRATA_OK(strata_runtime_close(rt));
 }
 
+// Issue 32, item 7 for the C API: unset, nvme_mem is what the tier stores (Note [NVMe capacity]
+// in memory/nvme_capacity.h), no longer 2x or 4x the registered pages. 40 pairs of 1 MiB pages
+// (parameter, gradient and AdamW's two moments: 160 pages, 40 of them gradients), a host pool
+// of 5 pages: one version of every page plus the 5 the pool can stage; with a checkpoint_dir
+// and keep_checkpoints 3, one checkpoint's pages and a gradient's next version each, then two
+// more checkpoints.
+TEST(CApiSizes, DefaultNvmeCapacityIsWhatTheTierStores) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  auto budget = [](Options extra) {
+    Options o = {{"host_mem", "5M"}, {"page_size", "1M"}};
+    o.insert(o.end(), extra.begin(), extra.end());
+    strata_runtime* rt = nullptr;
+    EXPECT_STRATA_OK(MakeRuntime(o, &rt));
+    std::vector<strata_tensor> params, grads;
+    RegisterLayers(rt, 40, kMiB / 4, [](int) { return 0.0f; }, &params, &grads);
+    ReadFloats(rt, params[0], 1);  // seals the layout: the store opens
+    strata_stats st{};
+    EXPECT_STRATA_OK(strata_get_stats(rt, &st));
+    EXPECT_EQ(st.pages, 160u);
+    EXPECT_STRATA_OK(strata_runtime_close(rt));
+    return st.nvme_budget_bytes;
+  };
+  EXPECT_EQ(budget({{"nvme_dir", FreshDir("default_nvme")}}), (160 + 5) * kMiB);
+  const std::string dir = FreshDir("default_nvme_ckpt");
+  EXPECT_EQ(budget({{"nvme_dir", dir + "/nvme"},
+                    {"checkpoint_dir", dir + "/ckpt"},
+                    {"keep_checkpoints", "3"}}),
+            (160 + 5 + (160 + 40) + 2 * 160) * kMiB);
+}
+
 }  // namespace
 }  // namespace strata::embed::test

@@ -1,8 +1,8 @@
 // Issue 32, item 7: the NVMe tier asked for more disk than it stores (gpt2-xl at --gpu-mem 3G
 // --host-mem 2G: at least 50.62 GiB, 75.94 GiB by default, 2x and 3x its 25.31 GiB of state).
-// Note [NVMe capacity] in scheduler/nvme_capacity.h: one version of every page, the versions the
+// Note [NVMe capacity] in memory/nvme_capacity.h: one version of every page, the versions the
 // host pool can stage, and the kept checkpoints.
-#include "scheduler/nvme_capacity.h"
+#include "memory/nvme_capacity.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,11 @@
 namespace strata::scheduler {
 namespace {
 
+using memory::NvmeFit;
+using memory::NvmeSizing;
+using memory::NvmeSizingInput;
 using memory::Role;
+using memory::SizeNvmeTier;
 
 // The sizing input of `strata train --model gpt2-xl --batch 1 --seq 256 --gpu-mem 3G
 // --host-mem 2G --nvme-dir D` (16 MiB pages), from the page plan and the memory plan the

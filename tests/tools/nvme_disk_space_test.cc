@@ -13,7 +13,7 @@
 // - item 13: every refusal for lack of space (a --nvme-mem or a default capacity larger than the
 //   disk, several --nvme-dir on one disk, a growth on --resume) says "No space left on device
 //   (ENOSPC)" with the bytes needed and free, exit 1.
-// Issue 32, item 7 (Note [NVMe capacity] in scheduler/nvme_capacity.h): without --nvme-mem a new
+// Issue 32, item 7 (Note [NVMe capacity] in memory/nvme_capacity.h): without --nvme-mem a new
 // store takes the default when the disk holds it; with less room but at least the minimum the
 // run trains and says in one line how many checkpoints fit; below the minimum it is refused
 // naming the minimum and the free space.

@@ -1,5 +1,5 @@
 // Issue 32, item 7: `strata train`'s NVMe tier is sized to what it stores (Note [NVMe capacity]
-// in scheduler/nvme_capacity.h). Through the CLI on the small model, whose pages move through
+// in memory/nvme_capacity.h). Through the CLI on the small model, whose pages move through
 // the NVMe tier (--host-mem 4M of its 166.75 MiB of state), with --nvme-mem standing in for a
 // disk's free space (the room of a disk is the sizing function's input: tests/scheduler/
 // nvme_capacity_test.cc holds its three cases): at the minimum, with or without checkpoints,

@@ -1,8 +1,8 @@
-#include "scheduler/nvme_capacity.h"
+#include "memory/nvme_capacity.h"
 
 #include <algorithm>
 
-namespace strata::scheduler {
+namespace strata::memory {
 
 NvmeSizing SizeNvmeTier(const NvmeSizingInput& in) {
   NvmeSizing s;
@@ -44,4 +44,4 @@ NvmeSizing SizeNvmeTier(const NvmeSizingInput& in) {
   return s;
 }
 
-}  // namespace strata::scheduler
+}  // namespace strata::memory

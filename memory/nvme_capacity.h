@@ -1,7 +1,7 @@
-// SizeNvmeTier: how many bytes of slots the paged trainer's NVMe tier asks for, decided before
-// the store is created, from the page counts, the host pool and the kept checkpoints. A pure
-// function of numbers (no disk, no words): the trainer measures the free space and words the
-// outcome.
+// SizeNvmeTier: how many bytes of slots an NVMe tier asks for, decided before the store is
+// created, from the page counts, the host pool and the kept checkpoints. A pure function of
+// numbers (no disk, no words): the paged trainer measures the free space and words the outcome;
+// the C API sizes its default capacity with it (embed/runtime_store.cc).
 //
 // Note [NVMe capacity]
 // The store is copy-on-write (docs/storage.md): a page's new version goes to a free slot and
@@ -36,7 +36,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace strata::scheduler {
+namespace strata::memory {
 
 struct NvmeSizingInput {
   uint64_t page_bytes = 0;
@@ -74,4 +74,4 @@ struct NvmeSizing {
 // whole checkpoints as the room holds; the run then keeps checkpoints_fit of them.
 NvmeSizing SizeNvmeTier(const NvmeSizingInput& in);
 
-}  // namespace strata::scheduler
+}  // namespace strata::memory
