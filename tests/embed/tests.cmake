@@ -18,6 +18,12 @@ set_target_properties(strata_embedder_memory_probe PROPERTIES
 target_compile_options(strata_embedder_memory_probe PRIVATE -Wall -Wextra -Wpedantic
                        $<$<BOOL:${STRATA_WERROR}>:-Werror>)
 target_link_libraries(strata_embedder_memory_probe PRIVATE strata_shared)
+# A sanitized libstrata.so leaves its sanitizer runtime to the program (embed/CMakeLists.txt),
+# and clang's C driver links only the C half of UBSan's (no __ubsan_vptr_type_cache): linked as
+# C++ there, the probe gets all of it. (The test skips under sanitizers; the probe must link.)
+if(STRATA_SANITIZE)
+  set_target_properties(strata_embedder_memory_probe PROPERTIES LINKER_LANGUAGE CXX)
+endif()
 add_dependencies(strata_embed_tests strata_embedder_memory_probe)
 target_compile_definitions(strata_embed_tests PRIVATE
   STRATA_EMBEDDER_MEMORY_PROBE="$<TARGET_FILE:strata_embedder_memory_probe>")
