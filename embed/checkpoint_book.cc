@@ -14,20 +14,17 @@ constexpr const char* kRecordFile = "strata_checkpoints.json";
 // memory/checkpoint_record.h says what is wrong with the record and where; the advice is in the
 // C API's terms.
 Status InApiTerms(const Status& s) {
-  const Fault* fault = memory::RecordFaultOf(s);
+  const Fault* fault = DetailOf<Fault>(s);
   if (fault == nullptr) return s;
-  auto again = [&](const Status& worded) {
-    return worded.with_detail(std::make_shared<Fault>(*fault));
-  };
   switch (fault->kind) {
     case Fault::Kind::kNotARecord:
-      return again(Status::Corruption(s.message() +
-                                      "; put back the file Strata wrote, or move it away to start "
-                                      "afresh (its checkpoints are then lost)"));
+      return s.with_message(s.message() +
+                            "; put back the file Strata wrote, or move it away to start "
+                            "afresh (its checkpoints are then lost)");
     case Fault::Kind::kChecksum:
-      return again(Status::Corruption(s.message() +
-                                      " (to resume from another listed checkpoint, set the option "
-                                      "resume to its name; never edit the record)"));
+      return s.with_message(s.message() +
+                            " (to resume from another listed checkpoint, set the option "
+                            "resume to its name; never edit the record)");
     case Fault::Kind::kUnreadable:
       return s.with_context("checkpoint_dir");
     case Fault::Kind::kFormat:
@@ -37,8 +34,9 @@ Status InApiTerms(const Status& s) {
 }
 
 Status NotOurs(const std::string& path, const std::string& what) {
-  return InApiTerms(Status::Corruption(path + " is not a Strata checkpoint record (" + what + ")")
-                        .with_detail(std::make_shared<Fault>(Fault::Kind::kNotARecord, path)));
+  return InApiTerms(
+      WithDetail(Status::Corruption(path + " is not a Strata checkpoint record (" + what + ")"),
+                 Fault(Fault::Kind::kNotARecord, path)));
 }
 
 // A format-2 record, or a format-1 one (Note [Format-1 records]).

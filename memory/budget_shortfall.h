@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 
 #include "core/util/status.h"
@@ -21,6 +20,8 @@ enum class Relief : uint8_t {
   kSmallerPages,  // the need is a number of pages: a smaller page size needs fewer bytes
 };
 
+// A Status detail (core/util/status.h): WithDetail(status, shortfall) attaches it,
+// DetailOf<BudgetShortfall>(status) reads it.
 struct BudgetShortfall {
   Tier tier = Tier::kHost;
   uint64_t need_bytes = 0;  // the smallest budget that would have done
@@ -29,22 +30,5 @@ struct BudgetShortfall {
   std::string held_by;      // who holds the budget now (a stall), empty when nothing does
   Relief or_lower = Relief::kNone;
 };
-
-// The Status detail that carries a BudgetShortfall.
-struct BudgetShortfallDetail final : StatusDetail {
-  explicit BudgetShortfallDetail(BudgetShortfall s) : shortfall(std::move(s)) {}
-  BudgetShortfall shortfall;
-};
-
-// `status` carrying `shortfall` as its detail.
-inline Status WithShortfall(const Status& status, BudgetShortfall shortfall) {
-  return status.with_detail(std::make_shared<const BudgetShortfallDetail>(std::move(shortfall)));
-}
-
-// The shortfall `status` carries, or nullptr.
-inline const BudgetShortfall* ShortfallOf(const Status& status) {
-  const auto* d = status.detail<BudgetShortfallDetail>();
-  return d == nullptr ? nullptr : &d->shortfall;
-}
 
 }  // namespace strata::memory

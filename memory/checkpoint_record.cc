@@ -34,7 +34,7 @@ std::string ChecksumOf(const Json& without_checksum) {
 }
 
 Status Fault(Status status, Kind kind, const std::string& path) {
-  return status.with_detail(std::make_shared<CheckpointRecordFault>(kind, path));
+  return WithDetail(std::move(status), CheckpointRecordFault(kind, path));
 }
 
 Status Bad(const std::string& path, const std::string& what) {

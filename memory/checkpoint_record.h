@@ -98,8 +98,9 @@ struct CheckpointRecord {
   std::string steps_text() const;
 };
 
-// The Status detail of a record that cannot be used, for the caller's advice.
-struct CheckpointRecordFault final : StatusDetail {
+// The Status detail of a record that cannot be used, for the caller's advice
+// (DetailOf<CheckpointRecordFault>(status)).
+struct CheckpointRecordFault {
   enum class Kind : uint8_t {
     kNotARecord,   // not JSON, or a field missing or of the wrong type (Corruption)
     kChecksum,     // parses, but its checksum does not match its content (Corruption)
@@ -110,10 +111,6 @@ struct CheckpointRecordFault final : StatusDetail {
   Kind kind;
   std::string path;
 };
-// The fault of `status`, or nullptr when it is not a record's.
-inline const CheckpointRecordFault* RecordFaultOf(const Status& status) {
-  return status.detail<CheckpointRecordFault>();
-}
 
 // Whether JSON `text` nests lists and objects deeper than `max_depth` (a guard before a parser
 // that recurses; text that is not JSON is judged by its brackets outside strings).

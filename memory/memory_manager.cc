@@ -77,15 +77,14 @@ Status CheckOptions(const MemoryManagerOptions& o) {
                                    "; use the store's page size or a new store");
   }
   if (o.host_bytes < page) {
-    return WithShortfall(
-        Status::ResourceExhausted("the host budget " + FormatBytes(o.host_bytes) +
-                                  " is below one page (" + FormatBytes(page) + ")"),
-        BudgetShortfall{.tier = Tier::kHost,
-                        .need_bytes = page,
-                        .have_bytes = o.host_bytes,
-                        .what = "one page",
-                        .held_by = "",
-                        .or_lower = Relief::kSmallerPages});
+    return WithDetail(Status::ResourceExhausted("the host budget " + FormatBytes(o.host_bytes) +
+                                                " is below one page (" + FormatBytes(page) + ")"),
+                      BudgetShortfall{.tier = Tier::kHost,
+                                      .need_bytes = page,
+                                      .have_bytes = o.host_bytes,
+                                      .what = "one page",
+                                      .held_by = "",
+                                      .or_lower = Relief::kSmallerPages});
   }
   if (o.write_back_batch_pages == 0) {
     return Status::InvalidArgument(

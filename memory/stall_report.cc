@@ -45,12 +45,12 @@ Status StallStatus(ManagerState& m, PageId page, const std::string& what, bool f
   Status st = Status::Timeout(msg);
   if (!for_frame) return st;
   const uint64_t have = m.pool->capacity_frames() * m.page_bytes;
-  return WithShortfall(st, BudgetShortfall{.tier = Tier::kHost,
-                                           .need_bytes = have + m.page_bytes,
-                                           .have_bytes = have,
-                                           .what = "a free page frame",
-                                           .held_by = report,
-                                           .or_lower = Relief::kNone});
+  return WithDetail(st, BudgetShortfall{.tier = Tier::kHost,
+                                        .need_bytes = have + m.page_bytes,
+                                        .have_bytes = have,
+                                        .what = "a free page frame",
+                                        .held_by = report,
+                                        .or_lower = Relief::kNone});
 }
 
 }  // namespace strata::memory::internal

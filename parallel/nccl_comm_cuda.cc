@@ -241,11 +241,14 @@ Result<std::unique_ptr<Comm>> CreateNcclComm(const CommOptions& options) {
   int devices = 0;
   const cudaError_t counted = cudaGetDeviceCount(&devices);
   if (counted != cudaSuccess || devices == 0) {
-    return Status::NotSupported(
-        std::string(Mention(Option::kComm) +
-                    " nccl needs a CUDA build and a GPU: no CUDA device is visible (") +
-        (counted != cudaSuccess ? cudaGetErrorString(counted) : "0 devices") + "); use " +
-        Mention(Option::kComm) + " mpi");
+    return AtFault(
+        Option::kComm,
+        Status::NotSupported(std::string(Mention(Option::kComm) +
+                                         " nccl needs a CUDA build and a GPU: no CUDA device is "
+                                         "visible (") +
+                             (counted != cudaSuccess ? cudaGetErrorString(counted) : "0 devices") +
+                             "); use " + Mention(Option::kComm) + " mpi"),
+        {{"gpus", 0}});
   }
   CommOptions bootstrap_options = options;
   bootstrap_options.backend = CommBackend::kMpi;

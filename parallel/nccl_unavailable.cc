@@ -9,13 +9,13 @@
 namespace strata::parallel {
 
 Result<std::unique_ptr<Comm>> CreateNcclComm(const CommOptions& /*options*/) {
-  return Status::NotSupported(
-      Mention(Option::kComm) +
-      " nccl needs a CUDA build and a GPU: this strata was built without NCCL (it needs "
-      "the CUDA toolkit with NCCL and MPI when configuring); rebuild with them, or use " +
-      Mention(Option::kComm) +
-      " "
-      "mpi");
+  return AtFault(Option::kComm,
+                 Status::NotSupported(
+                     Mention(Option::kComm) +
+                     " nccl needs a CUDA build and a GPU: this strata was built without NCCL (it "
+                     "needs the CUDA toolkit with NCCL and MPI when configuring); rebuild with "
+                     "them, or use " +
+                     Mention(Option::kComm) + " mpi"));
 }
 
 }  // namespace strata::parallel

@@ -11,20 +11,18 @@ namespace {
 // flags. The words are those the trainer said before the record was shared.
 Status InTrainerTerms(const Status& s) {
   using Kind = memory::CheckpointRecordFault::Kind;
-  const memory::CheckpointRecordFault* fault = memory::RecordFaultOf(s);
+  const memory::CheckpointRecordFault* fault = DetailOf<memory::CheckpointRecordFault>(s);
   if (fault == nullptr) return s;
   switch (fault->kind) {
     case Kind::kNotARecord:
-      return Status::Corruption(
-                 s.message() + "; put back the file Strata wrote, or start a new run in an empty " +
-                 Mention(Option::kCkptDir) + " and " + Mention(Option::kNvmeDir))
-          .with_detail(std::make_shared<memory::CheckpointRecordFault>(*fault));
+      return s.with_message(s.message() +
+                            "; put back the file Strata wrote, or start a new run in an empty " +
+                            Mention(Option::kCkptDir) + " and " + Mention(Option::kNvmeDir));
     case Kind::kChecksum:
-      return Status::Corruption(s.message() + " (to resume from an older listed checkpoint use " +
-                                Mention(Option::kResumeFrom) +
-                                " "
-                                "STEP, never an edit)")
-          .with_detail(std::make_shared<memory::CheckpointRecordFault>(*fault));
+      return s.with_message(s.message() + " (to resume from an older listed checkpoint use " +
+                            Mention(Option::kResumeFrom) +
+                            " "
+                            "STEP, never an edit)");
     case Kind::kUnreadable:
       return s.with_context(Mention(Option::kCkptDir));
     case Kind::kFormat:
@@ -36,11 +34,10 @@ Status InTrainerTerms(const Status& s) {
 // A record of named checkpoints is the C API's (embed/checkpoint_book.h), copied here.
 Result<CheckpointRecord> OnlyNumbered(CheckpointRecord record, const std::string& path) {
   if (!record.checkpoints.empty() && !record.checkpoints[0].name.empty()) {
-    return InTrainerTerms(
+    return InTrainerTerms(WithDetail(
         Status::Corruption(path + " is not a Strata checkpoint record (it lists the named "
-                                  "checkpoints of a C API runtime, not a training run's)")
-            .with_detail(std::make_shared<memory::CheckpointRecordFault>(
-                memory::CheckpointRecordFault::Kind::kNotARecord, path)));
+                                  "checkpoints of a C API runtime, not a training run's)"),
+        memory::CheckpointRecordFault(memory::CheckpointRecordFault::Kind::kNotARecord, path)));
   }
   return record;
 }

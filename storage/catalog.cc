@@ -125,10 +125,16 @@ std::string NewestFile(const std::string& dir, const std::string& prefix, const 
   return best;
 }
 
-std::string LostCatalog() {
-  return "; the store's page mappings and checkpoints cannot be read as they are: restore the "
-         "catalog directory from a backup, or start a new store in an empty " +
-         Mention(Option::kNvmeDir);
+// Corruption "<what>; the store's page mappings ... cannot be read ...": the store is lost, and
+// the option to change is the directory (a new store in an empty one).
+Status LostCatalog(const std::string& what) {
+  return AtFault(
+      Option::kNvmeDir,
+      Status::Corruption(what +
+                         "; the store's page mappings and checkpoints cannot be read as they are: "
+                         "restore the catalog directory from a backup, or start a new store in an "
+                         "empty " +
+                         Mention(Option::kNvmeDir)));
 }
 
 // Note [Catalog damage]: a catalog that cannot be opened is explained by which of RocksDB's own
@@ -136,22 +142,22 @@ std::string LostCatalog() {
 Status ExplainOpenFailure(const std::string& path, const rocksdb::Status& s) {
   if (!PathExists(path + "/CURRENT")) {
     const std::string manifest = NewestFile(path, "MANIFEST-", "");
-    return Status::Corruption(
-        "catalog " + path + " has lost its CURRENT file (RocksDB's pointer to its MANIFEST)" +
-        (manifest.empty() ? LostCatalog()
-                          : "; if nothing else is damaged, restore it with: printf '" + manifest +
-                                "\\n' > " + path + "/CURRENT (the newest MANIFEST there)"));
+    const std::string what =
+        "catalog " + path + " has lost its CURRENT file (RocksDB's pointer to its MANIFEST)";
+    if (manifest.empty()) return LostCatalog(what);
+    return Status::Corruption(what + "; if nothing else is damaged, restore it with: printf '" +
+                              manifest + "\\n' > " + path + "/CURRENT (the newest MANIFEST there)");
   }
   const std::string text = s.ToString();
   if (s.IsCorruption() && text.find("MANIFEST") != std::string::npos) {
-    return Status::Corruption("catalog " + path + ": its MANIFEST file is damaged or truncated (" +
-                              text + ")" + LostCatalog());
+    return LostCatalog("catalog " + path + ": its MANIFEST file is damaged or truncated (" + text +
+                       ")");
   }
   if (s.IsCorruption() && !NewestFile(path, "", ".log").empty()) {
-    return Status::Corruption(
-        "catalog " + path + ": its write-ahead log (" + path + "/" + NewestFile(path, "", ".log") +
-        ") is damaged in the middle, not just cut by a crash (" + text +
-        "), so the commits after the damage cannot be replayed" + LostCatalog());
+    return LostCatalog("catalog " + path + ": its write-ahead log (" + path + "/" +
+                       NewestFile(path, "", ".log") +
+                       ") is damaged in the middle, not just cut by a crash (" + text +
+                       "), so the commits after the damage cannot be replayed");
   }
   return FromRocks(s, "open catalog " + path);
 }
@@ -176,9 +182,9 @@ Result<StoreLayout> Catalog::ReadLayout(const std::string& path) {
   s = db->Get(rocksdb::ReadOptions(), kFormatKey, &format);
   if (s.IsNotFound() && !NewestFile(path, "", ".sst").empty()) {
     // Tables exist but the MANIFEST that lists them does not name them.
-    return Status::Corruption("catalog " + path +
-                              " opened without its format record although it holds tables: its "
-                              "MANIFEST file is damaged or truncated" + LostCatalog());
+    return LostCatalog("catalog " + path +
+                       " opened without its format record although it holds tables: its "
+                       "MANIFEST file is damaged or truncated");
   }
   if (s.IsNotFound()) {
     return Status::Corruption("catalog " + path +

@@ -90,15 +90,19 @@ Result<PageEntry> PageStore::allocate_slot_locked(PageId page) {
     used_peak_ = std::max(used_peak_, slots_.size() - free_count_);
     return e;
   }
-  return Status::ResourceExhausted(
-      "NVMe store is full: no free slot for page " + std::to_string(page) + " (all " +
-      std::to_string(slots_.size()) + " slots of " + FormatBytes(layout_.page_bytes) +
-      " are referenced by pages, manifests or uncommitted writes); drop old checkpoints "
-      "(strata ckpt prune CKPT_DIR " +
-      Mention(Option::kKeep) + " 1), or grow the store: reopen it (" + Mention(Option::kResume) +
-      ") with a "
-      "larger " +
-      Mention(Option::kNvmeMem));
+  // Two cures (fewer checkpoints, a larger store); the option is the store's size.
+  return AtFault(
+      Option::kNvmeMem,
+      Status::ResourceExhausted(
+          "NVMe store is full: no free slot for page " + std::to_string(page) + " (all " +
+          std::to_string(slots_.size()) + " slots of " + FormatBytes(layout_.page_bytes) +
+          " are referenced by pages, manifests or uncommitted writes); drop old checkpoints "
+          "(strata ckpt prune CKPT_DIR " +
+          Mention(Option::kKeep) + " 1), or grow the store: reopen it (" +
+          Mention(Option::kResume) + ") with a larger " + Mention(Option::kNvmeMem)),
+      {{"slots", int64_t(slots_.size())},
+       {"page_bytes", FaultNumber(layout_.page_bytes)},
+       {"capacity_bytes", FaultNumber(slots_.size() * layout_.page_bytes)}});
 }
 
 Status PageStore::check_write(const Batch& batch, PageId page, const void* buffer,

@@ -12,6 +12,7 @@
 #include "core/util/option.h"
 #include "storage/page_store.h"
 #include "storage/posix_file.h"
+#include "storage/store_dirs.h"
 
 namespace strata::storage {
 namespace {
@@ -20,73 +21,6 @@ std::string JoinDirs(const std::vector<std::string>& dirs) {
   std::string out;
   for (const std::string& d : dirs) out += (out.empty() ? "" : ", ") + d;
   return "[" + out + "]";
-}
-
-// Canonical form of a directory, so that "/a/b/" and "/a/./b" name the same store.
-std::string Canonical(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::weakly_canonical(dir, ec);
-  return ec ? dir : p.string();
-}
-
-// The canonical directories of options.dirs, each checked to be a writable directory given once.
-Result<std::vector<std::string>> CheckedDirs(const PageStoreOptions& options) {
-  if (options.page_bytes == 0 || !IsIoAligned(options.page_bytes)) {
-    return Status::InvalidArgument("page size " + std::to_string(options.page_bytes) +
-                                   " bytes is not a positive multiple of 4 KiB (4096 bytes); "
-                                   "use e.g. 4M or 16M");
-  }
-  if (options.dirs.empty()) {
-    return Status::InvalidArgument("no " + Mention(Option::kNvmeDir) +
-                                   " given; pass one directory per NVMe disk");
-  }
-  std::vector<std::string> dirs;
-  for (const std::string& d : options.dirs) {
-    STRATA_RETURN_IF_ERROR(CheckWritableDir(d, Mention(Option::kNvmeDir)));
-    dirs.push_back(Canonical(d));
-  }
-  for (size_t i = 0; i < dirs.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (dirs[i] == dirs[j]) {
-        return Status::InvalidArgument(Mention(Option::kNvmeDir) + " " + options.dirs[i] +
-                                       " is given twice; pass each directory once");
-      }
-    }
-  }
-  return dirs;
-}
-
-// A new store is created only in directories that hold nothing but Strata's own leftovers (the
-// lock, an interrupted creation's *.new files): it must never overwrite or mix with a user's
-// files, and a directory with other files in it is usually a mistyped path.
-Status CheckEmptyForNewStore(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::string> others;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name == kStoreLockName || name == std::string(kSlotFileName) + ".new" ||
-        name == std::string(kCatalogDirName) + ".new") {
-      continue;
-    }
-    others.push_back(name);
-  }
-  if (ec)
-    return Status::IoError(Mention(Option::kNvmeDir) + " " + dir +
-                           ": cannot list it: " + ec.message());
-  if (others.empty()) return Status::Ok();
-  std::sort(others.begin(), others.end());
-  std::string shown;
-  for (size_t i = 0; i < others.size() && i < 3; ++i) shown += (i ? ", '" : "'") + others[i] + "'";
-  if (others.size() > 3) shown += ", ...";
-  return Status::InvalidArgument(
-      Mention(Option::kNvmeDir) + " " + dir + " is not empty (it holds " +
-      std::to_string(others.size()) + (others.size() == 1 ? " other entry: " : " other entries: ") +
-      shown +
-      "); a new store is created only in an empty directory, so that it never overwrites your "
-      "files: give an empty or new directory (or " +
-      Mention(Option::kResume) +
-      " to continue a run whose store is "
-      "there)");
 }
 
 // Note [Disk space]
@@ -120,13 +54,14 @@ Status CheckCatalogHeadroom(const std::string& dir, uint64_t slots, uint64_t als
           " of headroom for its catalog's log, tables and checkpoint manifests)",
       need, free_bytes,
       "free space on that filesystem (nothing was written: the store and its "
-      "checkpoints are as they were)");
+      "checkpoints are as they were)",
+      Option::kNvmeDir);
 }
 
 // Checks that every filesystem under `dirs` has room for `bytes_per_dir` of slots per directory
 // it holds (several --nvme-dir on one disk need the sum); returns the bytes the first
 // directory's filesystem takes. `what(n)` names what needs the room when n directories share
-// the filesystem, for NoSpaceError.
+// the filesystem, for NoSpaceError; `advice` says to ask for less, so {nvme_mem} is at fault.
 Result<uint64_t> CheckRoomForSlots(const std::vector<std::string>& dirs, uint64_t bytes_per_dir,
                                    const std::function<std::string(size_t)>& what,
                                    const std::string& advice) {
@@ -138,8 +73,10 @@ Result<uint64_t> CheckRoomForSlots(const std::vector<std::string>& dirs, uint64_
   std::vector<Fs> by_fs;
   for (const std::string& d : dirs) {
     struct stat st;
-    if (::stat(d.c_str(), &st) != 0)
-      return Status::FromErrno(errno, Mention(Option::kNvmeDir) + " " + d);
+    if (::stat(d.c_str(), &st) != 0) {
+      return AtFault(Option::kNvmeDir,
+                     Status::FromErrno(errno, Mention(Option::kNvmeDir) + " " + d));
+    }
     auto it =
         std::find_if(by_fs.begin(), by_fs.end(), [&](const Fs& fs) { return fs.dev == st.st_dev; });
     if (it == by_fs.end()) it = by_fs.insert(by_fs.end(), Fs{st.st_dev, 0, 0});
@@ -147,7 +84,7 @@ Result<uint64_t> CheckRoomForSlots(const std::vector<std::string>& dirs, uint64_
     ++it->dirs;
     STRATA_ASSIGN_OR_RETURN(uint64_t free_bytes, FreeBytes(d));
     if (free_bytes < it->bytes) {
-      return NoSpaceError(d, what(it->dirs), it->bytes, free_bytes, advice);
+      return NoSpaceError(d, what(it->dirs), it->bytes, free_bytes, advice, Option::kNvmeMem);
     }
   }
   return by_fs.front().bytes;
@@ -191,23 +128,31 @@ Status PageStore::open_existing(const std::vector<std::string>& dirs, uint64_t c
   const std::string catalog_path = Catalog::PathFor(dirs[0]);
   STRATA_ASSIGN_OR_RETURN(StoreLayout layout, Catalog::ReadLayout(catalog_path));
   if (layout.format_version != kCatalogFormatVersion) {
-    return Status::NotSupported("store at " + catalog_path + " has format version " +
-                                std::to_string(layout.format_version) + "; this Strata reads " +
-                                std::to_string(kCatalogFormatVersion) +
-                                "; use the Strata that wrote it or another " +
-                                Mention(Option::kNvmeDir));
+    return AtFault(Option::kNvmeDir,
+                   Status::NotSupported(
+                       "store at " + catalog_path + " has format version " +
+                       std::to_string(layout.format_version) + "; this Strata reads " +
+                       std::to_string(kCatalogFormatVersion) +
+                       "; use the Strata that wrote it or another " + Mention(Option::kNvmeDir)),
+                   {{"format", layout.format_version}, {"reads_format", kCatalogFormatVersion}});
   }
   if (layout.page_bytes != slot_options.slot_bytes) {
-    return Status::InvalidArgument(
-        "store at " + catalog_path + " was made with page size " + FormatBytes(layout.page_bytes) +
-        " but this run asks for " + FormatBytes(slot_options.slot_bytes) +
-        "; pass the store's page size or use another " + Mention(Option::kNvmeDir));
+    return AtFault(Option::kPageSize,
+                   Status::InvalidArgument(
+                       "store at " + catalog_path + " was made with page size " +
+                       FormatBytes(layout.page_bytes) + " but this run asks for " +
+                       FormatBytes(slot_options.slot_bytes) +
+                       "; pass the store's page size or use another " + Mention(Option::kNvmeDir)),
+                   {{"got", FaultNumber(slot_options.slot_bytes)},
+                    {"store_page_bytes", FaultNumber(layout.page_bytes)}});
   }
   if (layout.dirs != dirs) {
-    return Status::InvalidArgument("store at " + catalog_path + " spans " +
-                                   Mention(Option::kNvmeDir) + " " + JoinDirs(layout.dirs) +
-                                   " but this run passes " + JoinDirs(dirs) +
-                                   "; pass the same directories in order");
+    return AtFault(
+        Option::kNvmeDir,
+        Status::InvalidArgument("store at " + catalog_path + " spans " + Mention(Option::kNvmeDir) +
+                                " " + JoinDirs(layout.dirs) + " but this run passes " +
+                                JoinDirs(dirs) + "; pass the same directories in order"),
+        {{"dirs", int64_t(dirs.size())}, {"store_dirs", int64_t(layout.dirs.size())}});
   }
   STRATA_RETURN_IF_ERROR(
       CheckCatalogHeadroom(dirs[0], layout.slots_per_file * dirs.size(), /*also_needed=*/0));
@@ -271,9 +216,11 @@ Status PageStore::create_new(const std::vector<std::string>& dirs, uint64_t capa
                              SlotFileOptions slot_options) {
   const uint64_t page_bytes = slot_options.slot_bytes;
   if (capacity_bytes == 0) {
-    return Status::InvalidArgument("a new NVMe store in " + dirs[0] +
-                                   " needs a capacity (bytes of slots across all " +
-                                   Mention(Option::kNvmeDir) + ")");
+    return AtFault(Option::kNvmeMem,
+                   Status::InvalidArgument("a new NVMe store in " + dirs[0] +
+                                           " needs a capacity (bytes of slots across all " +
+                                           Mention(Option::kNvmeDir) + ")"),
+                   {{"got", 0}});
   }
   const uint64_t pages = (capacity_bytes + page_bytes - 1) / page_bytes;
   const uint64_t slots_per_file = std::max<uint64_t>(1, (pages + dirs.size() - 1) / dirs.size());
@@ -281,12 +228,15 @@ Status PageStore::create_new(const std::vector<std::string>& dirs, uint64_t capa
   for (const std::string& d : dirs) {
     // Never create over another store's files: its pages would be overwritten.
     if (Catalog::Exists(Catalog::PathFor(d)) || PathExists(SlotFile::PathFor(d))) {
-      return Status::AlreadyExists(
-          Mention(Option::kNvmeDir) + " " + d + " already holds a Strata store (" +
-          (Catalog::Exists(Catalog::PathFor(d)) ? Catalog::PathFor(d) : SlotFile::PathFor(d)) +
-          ") that " + dirs[0] +
-          " does not describe; pass that store's directories in their "
-          "original order (the first holds strata.catalog), or delete its files to start over");
+      return AtFault(
+          Option::kNvmeDir,
+          Status::AlreadyExists(
+              Mention(Option::kNvmeDir) + " " + d + " already holds a Strata store (" +
+              (Catalog::Exists(Catalog::PathFor(d)) ? Catalog::PathFor(d) : SlotFile::PathFor(d)) +
+              ") that " + dirs[0] +
+              " does not describe; pass that store's directories in their "
+              "original order (the first holds strata.catalog), or delete its files to start "
+              "over"));
     }
     STRATA_RETURN_IF_ERROR(CheckEmptyForNewStore(d));
   }

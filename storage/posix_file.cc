@@ -105,11 +105,14 @@ Result<uint64_t> FreeBytes(const std::string& path) {
 }
 
 Status NoSpaceError(const std::string& dir, const std::string& what, uint64_t need_bytes,
-                    uint64_t free_bytes, const std::string& advice) {
-  return Status::ResourceExhausted(Mention(Option::kNvmeDir) + " " + dir +
-                                   ": No space left on device (ENOSPC): " + what + " needs " +
-                                   FormatBytes(need_bytes) + " there but only " +
-                                   FormatBytes(free_bytes) + " are free; " + advice);
+                    uint64_t free_bytes, const std::string& advice, Option at_fault) {
+  return AtFault(
+      at_fault,
+      Status::ResourceExhausted(Mention(Option::kNvmeDir) + " " + dir +
+                                ": No space left on device (ENOSPC): " + what + " needs " +
+                                FormatBytes(need_bytes) + " there but only " +
+                                FormatBytes(free_bytes) + " are free; " + advice),
+      {{"need_bytes", FaultNumber(need_bytes)}, {"free_bytes", FaultNumber(free_bytes)}});
 }
 
 bool PathExists(const std::string& path) {

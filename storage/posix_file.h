@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/util/option.h"
 #include "core/util/status.h"
 
 namespace strata::storage {
@@ -54,9 +55,11 @@ Result<uint64_t> FreeBytes(const std::string& path);
 // lack of disk space (checked ahead, or fallocate's own ENOSPC): ResourceExhausted
 //   "{nvme_dir} <dir>: No space left on device (ENOSPC): <what> needs <need> there but only
 //    <free> are free; <advice>"
-// `what` names what needs the space ("the store's slot file (16 slots of 64 KiB)").
+// `what` names what needs the space ("the store's slot file (16 slots of 64 KiB)"). The Status
+// is at fault of `at_fault` (Note [Options in messages] in core/util/option.h): {nvme_mem} where
+// asking for less is a cure, else {nvme_dir}; its numbers are "need_bytes" and "free_bytes".
 Status NoSpaceError(const std::string& dir, const std::string& what, uint64_t need_bytes,
-                    uint64_t free_bytes, const std::string& advice);
+                    uint64_t free_bytes, const std::string& advice, Option at_fault);
 
 bool PathExists(const std::string& path);
 

@@ -28,7 +28,8 @@ Status FallocateFailed(int err, const std::string& dir, const std::string& what,
     return Status::FromErrno(err, "fallocate " + std::to_string(bytes) + " bytes for " + path);
   }
   Result<uint64_t> free_bytes = FreeBytes(dir);
-  return NoSpaceError(dir, what, bytes, free_bytes.ok() ? *free_bytes : 0, FreeOrAsk());
+  return NoSpaceError(dir, what, bytes, free_bytes.ok() ? *free_bytes : 0, FreeOrAsk(),
+                      Option::kNvmeMem);
 }
 
 }  // namespace
@@ -44,7 +45,7 @@ Result<std::unique_ptr<SlotFile>> SlotFile::Create(const SlotFileOptions& option
   if (free_bytes < bytes) {
     return NoSpaceError(
         options.dir, "the store's slot file (" + SlotsOf(options.slots, options.slot_bytes) + ")",
-        bytes, free_bytes, FreeOrAsk());
+        bytes, free_bytes, FreeOrAsk(), Option::kNvmeMem);
   }
   return OpenFile(options, /*create=*/true);
 }
@@ -65,10 +66,11 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
   const std::string& path = file->path_;
   const bool existed = PathExists(path);
   if (!create && !existed) {
-    return Status::NotFound("slot file " + path +
-                            " is missing; the store's catalog refers to it (was the directory "
-                            "wiped or is " +
-                            Mention(Option::kNvmeDir) + " pointing elsewhere?)");
+    return AtFault(Option::kNvmeDir,
+                   Status::NotFound("slot file " + path +
+                                    " is missing; the store's catalog refers to it (was the "
+                                    "directory wiped or is " +
+                                    Mention(Option::kNvmeDir) + " pointing elsewhere?)"));
   }
   const int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
   const bool refused = options.faults != nullptr && options.faults->direct_io_refused();
@@ -77,9 +79,10 @@ Result<std::unique_ptr<SlotFile>> SlotFile::OpenFile(const SlotFileOptions& opti
   if (fd < 0 && err == EINVAL) {
     if (create && !existed) ::unlink(path.c_str());
     if (options.direct_io == DirectIo::kRequire) {
-      return Status::NotSupported(Mention(Option::kNvmeDir) + " " + options.dir +
-                                  ": the filesystem refuses O_DIRECT; put the store on a "
-                                  "filesystem that supports direct I/O (ext4, xfs)");
+      return AtFault(Option::kNvmeDir,
+                     Status::NotSupported(Mention(Option::kNvmeDir) + " " + options.dir +
+                                          ": the filesystem refuses O_DIRECT; put the store on a "
+                                          "filesystem that supports direct I/O (ext4, xfs)"));
     }
     file->direct_io_ = false;
     fd = ::open(path.c_str(), flags, 0644);

@@ -55,20 +55,29 @@ Result<StoreLock> StoreLock::Acquire(const std::vector<std::string>& dirs) {
   StoreLock lock;
   for (const std::string& dir : dirs) {
     UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd.valid())
-      return Status::FromErrno(errno,
-                               "open " + Mention(Option::kNvmeDir) + " " + dir + " to lock it");
+    if (!fd.valid()) {
+      return AtFault(Option::kNvmeDir,
+                     Status::FromErrno(
+                         errno, "open " + Mention(Option::kNvmeDir) + " " + dir + " to lock it"));
+    }
     const std::string label = LabelPathFor(dir);
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
-      if (err != EWOULDBLOCK)
-        return Status::FromErrno(err, "lock " + Mention(Option::kNvmeDir) + " " + dir);
+      if (err != EWOULDBLOCK) {
+        return AtFault(Option::kNvmeDir,
+                       Status::FromErrno(err, "lock " + Mention(Option::kNvmeDir) + " " + dir));
+      }
       const std::string pid = OwnerPid(label);
-      return Status::FailedPrecondition(
-          Mention(Option::kNvmeDir) + " " + dir + " is in use by " +
-          (pid.empty() ? std::string("another process") : "pid " + pid) +
-          ": one run owns a store at a time; wait for that run to end, or give another " +
-          Mention(Option::kNvmeDir));
+      std::vector<std::pair<std::string, int64_t>> numbers;
+      if (!pid.empty() && pid.size() < 19) numbers.emplace_back("pid", std::stoll(pid));
+      return AtFault(
+          Option::kNvmeDir,
+          Status::FailedPrecondition(
+              Mention(Option::kNvmeDir) + " " + dir + " is in use by " +
+              (pid.empty() ? std::string("another process") : "pid " + pid) +
+              ": one run owns a store at a time; wait for that run to end, or give another " +
+              Mention(Option::kNvmeDir)),
+          std::move(numbers));
     }
     lock.dir_fds_.push_back(std::move(fd));
     STRATA_RETURN_IF_ERROR(WriteLabel(label));

@@ -30,13 +30,13 @@ std::string BudgetAdvice(const memory::BudgetShortfall& s) {
 }
 
 Status WithBudgetAdvice(const Status& status) {
-  const memory::BudgetShortfall* s = memory::ShortfallOf(status);
+  const memory::BudgetShortfall* s = DetailOf<memory::BudgetShortfall>(status);
   if (s == nullptr) return status;
   std::string message = status.message();
   size_t line_end = std::min(message.find('\n'), message.size());
   if (line_end > 0 && message[line_end - 1] == '.') message.erase(--line_end, 1);
   message.insert(line_end, "; " + BudgetAdvice(*s));
-  return memory::WithShortfall(Status(status.code(), std::move(message)), *s);
+  return status.with_message(std::move(message));
 }
 
 }  // namespace strata::tools

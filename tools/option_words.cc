@@ -1,7 +1,5 @@
 #include "tools/option_words.h"
 
-#include "memory/budget_shortfall.h"
-
 namespace strata::tools {
 
 std::string FlagOf(Option option) {
@@ -17,15 +15,9 @@ std::string FlagOf(Option option) {
 std::string InFlagTerms(const std::string& text) { return WordMentions(text, FlagOf); }
 
 Status InFlagTerms(const Status& status) {
-  if (status.ok()) return status;
-  // A Status keeps its detail through with_context only: the details a lower floor attaches
-  // are carried over by type.
-  Status out(status.code(), InFlagTerms(status.message()));
-  if (const OptionFault* f = OptionFaultOf(status)) return WithOptionFault(out, *f);
-  if (const memory::BudgetShortfall* s = memory::ShortfallOf(status)) {
-    return memory::WithShortfall(out, *s);
-  }
-  return out;
+  // The words change; the detail a lower floor attached (an OptionFault, a BudgetShortfall)
+  // stays for the code that acts on it.
+  return status.with_message(InFlagTerms(status.message()));
 }
 
 }  // namespace strata::tools

@@ -35,9 +35,10 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) {
-      return Status::NotFound("data file " + path + " does not exist; check " +
-                              Mention(Option::kData) + " (or use " + Mention(Option::kData) +
-                              " builtin)");
+      return AtFault(Option::kData,
+                     Status::NotFound("data file " + path + " does not exist; check " +
+                                      Mention(Option::kData) + " (or use " +
+                                      Mention(Option::kData) + " builtin)"));
     }
     return Status::FromErrno(err, "open data file " + path);
   }
@@ -45,8 +46,10 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, "stat data file " + path);
   if (S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument("data path " + path + " is a directory; " +
-                                   Mention(Option::kData) + " needs a token file or a text file");
+    return AtFault(
+        Option::kData,
+        Status::InvalidArgument("data path " + path + " is a directory; " + Mention(Option::kData) +
+                                " needs a token file or a text file"));
   }
   std::string bytes(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;
@@ -119,19 +122,24 @@ Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, std::strin
         std::to_string(file_bytes) + " bytes; regenerate it");
   }
   if (count == 0) {
-    return Status::InvalidArgument("token file " + path + " holds no tokens; give " +
-                                   Mention(Option::kData) + " a file with training data");
+    return AtFault(Option::kData,
+                   Status::InvalidArgument("token file " + path + " holds no tokens; give " +
+                                           Mention(Option::kData) + " a file with training data"),
+                   {{"tokens", 0}});
   }
   std::vector<uint16_t> tokens(static_cast<size_t>(count));
   const char* p = bytes.data() + kTokenFileHeaderBytes;
   for (int64_t i = 0; i < count; ++i) {
     const uint16_t t = LoadUint16Le(p + 2 * i);
     if (t >= vocab_size) {
-      return Status::OutOfRange(
-          "token file " + path + ": token " + std::to_string(i) + " (byte offset " +
-          std::to_string(kTokenFileHeaderBytes + 2 * i) + ") is " + std::to_string(t) +
-          ", not below the vocabulary size " + std::to_string(vocab_size) +
-          "; pass the tokenizer's vocabulary size with " + Mention(Option::kVocab));
+      return AtFault(
+          Option::kVocab,
+          Status::OutOfRange(
+              "token file " + path + ": token " + std::to_string(i) + " (byte offset " +
+              std::to_string(kTokenFileHeaderBytes + 2 * i) + ") is " + std::to_string(t) +
+              ", not below the vocabulary size " + std::to_string(vocab_size) +
+              "; pass the tokenizer's vocabulary size with " + Mention(Option::kVocab)),
+          {{"got", vocab_size}, {"token", t}, {"index", i}});
     }
     tokens[static_cast<size_t>(i)] = t;
   }
@@ -146,9 +154,11 @@ std::vector<uint16_t> BytesToTokens(std::string_view text) {
 
 Status CheckVocabSize(int vocab_size, const std::string& path) {
   if (vocab_size <= 0 || vocab_size > 65536) {
-    return Status::InvalidArgument("vocabulary size " + std::to_string(vocab_size) +
-                                   " for data file " + path + " is out of range; " +
-                                   Mention(Option::kVocab) + " must be in 1..65536");
+    return AtFault(Option::kVocab,
+                   Status::InvalidArgument("vocabulary size " + std::to_string(vocab_size) +
+                                           " for data file " + path + " is out of range; " +
+                                           Mention(Option::kVocab) + " must be in 1..65536"),
+                   {{"got", vocab_size}, {"min", 1}, {"max", 65536}});
   }
   return Status::Ok();
 }
@@ -165,8 +175,10 @@ Result<TokenDataset> TokenDataset::FromBytes(std::string_view bytes, const std::
                                              int vocab_size) {
   STRATA_RETURN_IF_ERROR(CheckVocabSize(vocab_size, path));
   if (bytes.empty()) {
-    return Status::InvalidArgument("data file " + path + " is empty; give " +
-                                   Mention(Option::kData) + " a file with training data");
+    return AtFault(Option::kData,
+                   Status::InvalidArgument("data file " + path + " is empty; give " +
+                                           Mention(Option::kData) + " a file with training data"),
+                   {{"file_bytes", 0}});
   }
   const bool has_magic = bytes.size() >= 4 && LoadInt32Le(bytes.data()) == kTokenFileMagic;
   if (has_magic) {
@@ -182,11 +194,14 @@ Result<TokenDataset> TokenDataset::FromBytes(std::string_view bytes, const std::
         " (llm.c/nanoGPT format); regenerate it, or rename it if it is plain text");
   }
   if (vocab_size < kByteVocabSize) {
-    return Status::InvalidArgument(
-        "data file " + path + " is read as byte-level text, which needs a vocabulary of " +
-        std::to_string(kByteVocabSize) + " but " + Mention(Option::kVocab) + " is " +
-        std::to_string(vocab_size) + "; use " + Mention(Option::kVocab) +
-        " 256 or a token file (magic " + std::to_string(kTokenFileMagic) + ")");
+    return AtFault(
+        Option::kVocab,
+        Status::InvalidArgument(
+            "data file " + path + " is read as byte-level text, which needs a vocabulary of " +
+            std::to_string(kByteVocabSize) + " but " + Mention(Option::kVocab) + " is " +
+            std::to_string(vocab_size) + "; use " + Mention(Option::kVocab) +
+            " 256 or a token file (magic " + std::to_string(kTokenFileMagic) + ")"),
+        {{"got", vocab_size}, {"min", kByteVocabSize}});
   }
   return TokenDataset(BytesToTokens(bytes), path, Format::kText);
 }
@@ -201,17 +216,22 @@ TokenDataset TokenDataset::FromText(std::string_view text, std::string name) {
 
 Status TokenDataset::check_window(int T) const {
   if (T <= 0) {
-    return Status::InvalidArgument("sequence length " + std::to_string(T) +
-                                   " must be positive; pass " + Mention(Option::kSeq) +
-                                   " with a value >= 1");
+    return AtFault(Option::kSeq,
+                   Status::InvalidArgument("sequence length " + std::to_string(T) +
+                                           " must be positive; pass " + Mention(Option::kSeq) +
+                                           " with a value >= 1"),
+                   {{"got", T}, {"min", 1}});
   }
   const int64_t n = num_tokens();
   if (n < int64_t{T} + 2) {
-    return Status::InvalidArgument(
-        "data " + name_ + " has " + std::to_string(n) + " tokens, too few for sequence length " +
-        std::to_string(T) + " (a batch window needs at least T + 2 = " + std::to_string(T + 2) +
-        " tokens); use a smaller " + Mention(Option::kSeq) + " (at most " +
-        std::to_string(n >= 2 ? n - 2 : 0) + ") or more data");
+    return AtFault(
+        Option::kSeq,
+        Status::InvalidArgument("data " + name_ + " has " + std::to_string(n) +
+                                " tokens, too few for sequence length " + std::to_string(T) +
+                                " (a batch window needs at least T + 2 = " + std::to_string(T + 2) +
+                                " tokens); use a smaller " + Mention(Option::kSeq) + " (at most " +
+                                std::to_string(n >= 2 ? n - 2 : 0) + ") or more data"),
+        {{"got", T}, {"max", n >= 2 ? n - 2 : 0}, {"tokens", n}});
   }
   return Status::Ok();
 }

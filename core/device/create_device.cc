@@ -10,24 +10,30 @@ namespace {
 Status CheckGpuUsable(const DeviceChoice& choice) {
 #ifndef STRATA_WITH_CUDA
   (void)choice;
-  return Status::NotSupported(
-      Mention(Option::kDevice) +
-      " cuda: this strata was built without CUDA; rebuild with the CUDA toolkit "
-      "(-DSTRATA_WITH_CUDA=ON) on a machine with an NVIDIA GPU, or use " +
-      Mention(Option::kDevice) + " sim");
+  return AtFault(Option::kDevice,
+                 Status::NotSupported(
+                     Mention(Option::kDevice) +
+                     " cuda: this strata was built without CUDA; rebuild with the CUDA toolkit "
+                     "(-DSTRATA_WITH_CUDA=ON) on a machine with an NVIDIA GPU, or use " +
+                     Mention(Option::kDevice) + " sim"));
 #else
   const int count = CudaDeviceCount();
   if (count == 0) {
-    return Status::NotSupported(
-        Mention(Option::kDevice) +
-        " cuda: no usable CUDA GPU (no NVIDIA driver or device found); check "
-        "nvidia-smi, or use " +
-        Mention(Option::kDevice) + " sim");
+    return AtFault(
+        Option::kDevice,
+        Status::NotSupported(Mention(Option::kDevice) +
+                             " cuda: no usable CUDA GPU (no NVIDIA driver or device found); check "
+                             "nvidia-smi, or use " +
+                             Mention(Option::kDevice) + " sim"),
+        {{"gpus", 0}});
   }
   if (choice.cuda_ordinal < 0 || choice.cuda_ordinal >= count) {
-    return Status::InvalidArgument(Mention(Option::kDevice) + " cuda: GPU " +
-                                   std::to_string(choice.cuda_ordinal) + " does not exist; " +
-                                   std::to_string(count) + " CUDA device(s) present");
+    return AtFault(
+        Option::kDevice,
+        Status::InvalidArgument(Mention(Option::kDevice) + " cuda: GPU " +
+                                std::to_string(choice.cuda_ordinal) + " does not exist; " +
+                                std::to_string(count) + " CUDA device(s) present"),
+        {{"got", choice.cuda_ordinal}, {"gpus", count}});
   }
   return Status::Ok();
 #endif
@@ -44,8 +50,10 @@ Status CheckKernelsComplete(const std::string& kind, const KernelTable& table,
       " is incomplete";
   const std::string missing =
       table.missing() == KernelTable{}.missing() ? "every op" : table.missing();
-  return Status::NotSupported(Mention(Option::kDevice) + " " + kind + ": " + what + " (missing " +
-                              missing + "); use " + Mention(Option::kDevice) + " sim");
+  return AtFault(
+      Option::kDevice,
+      Status::NotSupported(Mention(Option::kDevice) + " " + kind + ": " + what + " (missing " +
+                           missing + "); use " + Mention(Option::kDevice) + " sim"));
 }
 
 }  // namespace
@@ -61,8 +69,7 @@ Status CheckDeviceChoice(const DeviceChoice& choice) {
     STRATA_RETURN_IF_ERROR(CheckKernelsComplete(choice.kind, CudaKernelTable(), Dtype::kFp32));
     return CheckKernelsComplete(choice.kind, CudaBf16KernelTable(), Dtype::kBf16);
   }
-  return Status::InvalidArgument(Mention(Option::kDevice) + " must be sim or cuda, got '" +
-                                 choice.kind + "'");
+  return NotOneOf(Option::kDevice, "sim or cuda", choice.kind);
 }
 
 Result<std::unique_ptr<Device>> CreateDevice(const DeviceChoice& choice,

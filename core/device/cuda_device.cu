@@ -76,11 +76,16 @@ class CudaDevice final : public Device {
         bytes > UINT64_MAX - (kDeviceAlignment - 1) ? UINT64_MAX : RoundUp(bytes);
     std::unique_lock<std::shared_mutex> lock(mu_);
     if (!arena_.fits(rounded)) {
-      return Status::ResourceExhausted(name() + ": cannot allocate " + FormatBytes(bytes) + " (" +
-                                       std::to_string(bytes) + " bytes): " + arena_.in_use() +
-                                       " budget; raise " + Mention(Option::kGpuMem) +
-                                       ", or lower what must be resident at once (smaller " +
-                                       Mention(Option::kMicroBatch) + " or page size)");
+      return AtFault(
+          Option::kGpuMem,
+          Status::ResourceExhausted(name() + ": cannot allocate " + FormatBytes(bytes) + " (" +
+                                    std::to_string(bytes) + " bytes): " + arena_.in_use() +
+                                    " budget; raise " + Mention(Option::kGpuMem) +
+                                    ", or lower what must be resident at once (smaller " +
+                                    Mention(Option::kMicroBatch) + " or page size)"),
+          {{"need_bytes", FaultNumber(rounded)},
+           {"in_use_bytes", FaultNumber(arena_.current)},
+           {"capacity_bytes", FaultNumber(arena_.capacity)}});
     }
     cudaSetDevice(ordinal_);
     void* base = nullptr;
@@ -93,11 +98,16 @@ class CudaDevice final : public Device {
     }
     if (err != cudaSuccess) {
       cudaGetLastError();  // clear the (non-sticky) allocation error
-      return CudaStatus(err, name() + ": cudaMalloc of " + FormatBytes(rounded) + " with " +
-                                 FormatBytes(arena_.current) +
-                                 " of the budget in use; the GPU has less free memory than " +
-                                 Mention(Option::kGpuMem) + " (other processes?); lower " +
-                                 Mention(Option::kGpuMem));
+      return AtFault(Option::kGpuMem,
+                     CudaStatus(err, name() + ": cudaMalloc of " + FormatBytes(rounded) + " with " +
+                                         FormatBytes(arena_.current) +
+                                         " of the budget in use; the GPU has less free memory "
+                                         "than " +
+                                         Mention(Option::kGpuMem) + " (other processes?); lower " +
+                                         Mention(Option::kGpuMem)),
+                     {{"need_bytes", FaultNumber(rounded)},
+                      {"in_use_bytes", FaultNumber(arena_.current)},
+                      {"capacity_bytes", FaultNumber(arena_.capacity)}});
     }
     live_.emplace(reinterpret_cast<uintptr_t>(aligned), Block{base, rounded, bytes});
     arena_.on_alloc(rounded);
@@ -268,9 +278,11 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t capacity_
                                    std::to_string(count - 1) + ")");
   }
   if (capacity_bytes == 0) {
-    return Status::InvalidArgument("cuda:" + std::to_string(ordinal) +
-                                   ": capacity is 0 bytes; give the budget with " +
-                                   Mention(Option::kGpuMem));
+    return AtFault(Option::kGpuMem,
+                   Status::InvalidArgument("cuda:" + std::to_string(ordinal) +
+                                           ": capacity is 0 bytes; give the budget with " +
+                                           Mention(Option::kGpuMem)),
+                   {{"got", 0}});
   }
   STRATA_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(ordinal), "cudaSetDevice"));
   size_t free_bytes = 0;
@@ -278,10 +290,12 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t capacity_
   STRATA_RETURN_IF_ERROR(CudaStatus(cudaMemGetInfo(&free_bytes, &total_bytes),
                                     "cuda:" + std::to_string(ordinal) + ": cudaMemGetInfo"));
   if (capacity_bytes > total_bytes) {
-    return Status::InvalidArgument("cuda:" + std::to_string(ordinal) + ": " +
-                                   Mention(Option::kGpuMem) + " " + FormatBytes(capacity_bytes) +
-                                   " exceeds the GPU's " + FormatBytes(total_bytes) + "; lower " +
-                                   Mention(Option::kGpuMem));
+    return AtFault(Option::kGpuMem,
+                   Status::InvalidArgument(
+                       "cuda:" + std::to_string(ordinal) + ": " + Mention(Option::kGpuMem) + " " +
+                       FormatBytes(capacity_bytes) + " exceeds the GPU's " +
+                       FormatBytes(total_bytes) + "; lower " + Mention(Option::kGpuMem)),
+                   {{"got", FaultNumber(capacity_bytes)}, {"max", FaultNumber(total_bytes)}});
   }
   // Loaded here, not linked: Note [cuBLAS loaded on first use] in cuda_blas.h.
   STRATA_RETURN_IF_ERROR(

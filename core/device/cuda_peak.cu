@@ -15,7 +15,7 @@ Result<GpuPeak> CudaGpuPeak(int ordinal) {
                                             Mention(Option::kDevice) + " sim)");
   if (!props.ok()) {
     cudaGetLastError();
-    return props;
+    return AtFault(Option::kDevice, props);
   }
   GpuPeak peak = GpuPeakFromTable(prop.name);
   if (peak.fp32_tflops > 0) return peak;

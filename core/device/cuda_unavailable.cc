@@ -26,9 +26,10 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t /*capacit
 }
 
 Result<GpuPeak> CudaGpuPeak(int ordinal) {
-  return Status::NotSupported("cuda:" + std::to_string(ordinal) +
-                              ": built without CUDA; no GPU peak to report (use " +
-                              Mention(Option::kDevice) + " sim)");
+  return AtFault(Option::kDevice,
+                 Status::NotSupported("cuda:" + std::to_string(ordinal) +
+                                      ": built without CUDA; no GPU peak to report (use " +
+                                      Mention(Option::kDevice) + " sim)"));
 }
 
 }  // namespace strata

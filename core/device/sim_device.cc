@@ -50,27 +50,39 @@ const char* CopyKindName(CopyKind kind) {
 
 Result<std::unique_ptr<SimDevice>> SimDevice::Create(const SimDeviceOptions& options) {
   if (options.capacity_bytes == 0) {
-    return Status::InvalidArgument("sim device: capacity is 0 bytes; give the device budget with " +
-                                   Mention(Option::kGpuMem) + " (e.g. 2G)");
+    return AtFault(
+        Option::kGpuMem,
+        Status::InvalidArgument("sim device: capacity is 0 bytes; give the device budget with " +
+                                Mention(Option::kGpuMem) + " (e.g. 2G)"),
+        {{"got", 0}});
   }
   if (!std::isfinite(options.link_gbps) || options.link_gbps < 0) {
-    return Status::InvalidArgument("sim device: " + Mention(Option::kSimLinkGbps) + " " +
-                                   std::to_string(options.link_gbps) +
-                                   " is not a rate; use a positive number of GB/s, or 0 for "
-                                   "unthrottled copies");
+    // Not a number to state: NaN and infinity have no int64_t.
+    return AtFault(Option::kSimLinkGbps,
+                   Status::InvalidArgument("sim device: " + Mention(Option::kSimLinkGbps) + " " +
+                                           std::to_string(options.link_gbps) +
+                                           " is not a rate; use a positive number of GB/s, or 0 "
+                                           "for unthrottled copies"));
   }
   if (options.capacity_bytes > UINT64_MAX - kDeviceAlignment) {
-    return Status::InvalidArgument("sim device: " + Mention(Option::kGpuMem) + " " +
-                                   std::to_string(options.capacity_bytes) + " bytes is too large");
+    return AtFault(
+        Option::kGpuMem,
+        Status::InvalidArgument("sim device: " + Mention(Option::kGpuMem) + " " +
+                                std::to_string(options.capacity_bytes) + " bytes is too large"),
+        {{"got", FaultNumber(options.capacity_bytes)},
+         {"max", FaultNumber(UINT64_MAX - kDeviceAlignment)}});
   }
   const uint64_t arena_bytes = RoundUp(options.capacity_bytes);
   void* base = mmap(nullptr, arena_bytes, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
-    return Status::FromErrno(errno, "sim device: mmap of a " + FormatBytes(arena_bytes) +
-                                        " arena for " + Mention(Option::kGpuMem))
-        .with_context("lower " + Mention(Option::kGpuMem) +
-                      " or raise the process's address-space limit (ulimit -v)");
+    return AtFault(
+        Option::kGpuMem,
+        Status::FromErrno(errno, "sim device: mmap of a " + FormatBytes(arena_bytes) +
+                                     " arena for " + Mention(Option::kGpuMem))
+            .with_context("lower " + Mention(Option::kGpuMem) +
+                          " or raise the process's address-space limit (ulimit -v)"),
+        {{"got", FaultNumber(options.capacity_bytes)}, {"need_bytes", FaultNumber(arena_bytes)}});
   }
   return std::unique_ptr<SimDevice>(new SimDevice(static_cast<char*>(base), arena_bytes, options));
 }
@@ -115,7 +127,10 @@ Status SimDevice::exhausted_locked(size_t requested, uint64_t rounded, bool frag
          ", or lower what must be resident at once (smaller " + Mention(Option::kMicroBatch) +
          " or "
          "page size)";
-  return Status::ResourceExhausted(std::move(msg));
+  return AtFault(Option::kGpuMem, Status::ResourceExhausted(std::move(msg)),
+                 {{"need_bytes", FaultNumber(rounded)},
+                  {"in_use_bytes", FaultNumber(arena_.current)},
+                  {"capacity_bytes", FaultNumber(arena_.capacity)}});
 }
 
 Result<void*> SimDevice::alloc(size_t bytes) {

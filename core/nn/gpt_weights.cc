@@ -64,13 +64,18 @@ Status CheckShapeAgainstTensors(const std::string& path, const SafetensorsFile& 
   const uint64_t want_tensors = 4 + 12 * uint64_t(c.n_layer);
   const uint64_t want_numel = uint64_t(c.num_params());
   if (tensors >= want_tensors && numel >= want_numel) return Status::Ok();
-  return Status::Corruption(Mention(Option::kInit) + " " + path + ": its model shape " +
-                            c.to_string() + " needs " + std::to_string(want_tensors) +
-                            " tensors of " + std::to_string(want_numel) +
-                            " values, but the file holds " + std::to_string(tensors) +
-                            " tensors of " + std::to_string(numel) +
-                            "; its __metadata__ does not describe its tensors (the file is "
-                            "damaged or was edited); export it again");
+  return AtFault(
+      Option::kInit,
+      Status::Corruption(Mention(Option::kInit) + " " + path + ": its model shape " +
+                         c.to_string() + " needs " + std::to_string(want_tensors) + " tensors of " +
+                         std::to_string(want_numel) + " values, but the file holds " +
+                         std::to_string(tensors) + " tensors of " + std::to_string(numel) +
+                         "; its __metadata__ does not describe its tensors (the file "
+                         "is damaged or was edited); export it again"),
+      {{"tensors", int64_t(tensors)},
+       {"need_tensors", int64_t(want_tensors)},
+       {"values", int64_t(numel)},
+       {"need_values", int64_t(want_numel)}});
 }
 
 }  // namespace
@@ -87,12 +92,14 @@ Status ExportGptSafetensors(const std::string& path, const GptLayout& layout, co
       {"n_layer", std::to_string(c.n_layer)},       {"n_head", std::to_string(c.n_head)},
       {"n_embd", std::to_string(c.n_embd)},         {"vocab_size", std::to_string(c.vocab_size)},
       {"block_size", std::to_string(c.block_size)}, {"format", "strata-gpt2"}};
-  return WriteSafetensors(path, views, meta).with_context(Mention(Option::kExport) + " " + path);
+  return AtFault(
+      Option::kExport,
+      WriteSafetensors(path, views, meta).with_context(Mention(Option::kExport) + " " + path));
 }
 
 Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path) {
   auto file = ReadSafetensors(path);
-  if (!file.ok()) return file.status().with_context(Mention(Option::kInit));
+  if (!file.ok()) return AtFault(Option::kInit, file.status().with_context(Mention(Option::kInit)));
   const SafetensorsFile& f = *file;
   GptConfig c;
   int* fields[] = {&c.n_layer, &c.n_head, &c.n_embd, &c.vocab_size, &c.block_size};
@@ -110,9 +117,11 @@ Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path) {
     const SafetensorsTensor* wte = Find(f, "transformer.wte.weight");
     const SafetensorsTensor* wpe = Find(f, "transformer.wpe.weight");
     if (!wte || !wpe || wte->shape.size() != 2 || wpe->shape.size() != 2) {
-      return Status::Corruption(Mention(Option::kInit) + " " + path +
-                                ": no model shape in __metadata__ and no 2-D "
-                                "transformer.wte.weight / transformer.wpe.weight to infer it from");
+      return AtFault(Option::kInit,
+                     Status::Corruption(Mention(Option::kInit) + " " + path +
+                                        ": no model shape in __metadata__ and no 2-D "
+                                        "transformer.wte.weight / transformer.wpe.weight to infer "
+                                        "it from"));
     }
     c.vocab_size = int(wte->shape[0]);
     c.n_embd = int(wte->shape[1]);
@@ -122,35 +131,44 @@ Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path) {
     c.n_head = c.n_embd % 64 == 0 ? c.n_embd / 64 : 1;
   }
   Status valid = c.validate();
-  if (!valid.ok())
-    return Status::Corruption(Mention(Option::kInit) + " " + path +
-                              ": bad model shape: " + valid.message());
+  if (!valid.ok()) {
+    // The file is at fault, by the numbers of the shape's own refusal ("got", "max").
+    const OptionFault* shape = DetailOf<OptionFault>(valid);
+    return AtFault(Option::kInit,
+                   Status::Corruption(Mention(Option::kInit) + " " + path +
+                                      ": bad model shape: " + valid.message()),
+                   shape != nullptr ? shape->numbers : OptionFault{}.numbers);
+  }
   STRATA_RETURN_IF_ERROR(CheckShapeAgainstTensors(path, f, c));
   return c;
 }
 
 Status ImportGptSafetensors(const std::string& path, const GptLayout& layout, float* values) {
   auto file = ReadSafetensors(path);
-  if (!file.ok()) return file.status().with_context(Mention(Option::kInit));
+  if (!file.ok()) return AtFault(Option::kInit, file.status().with_context(Mention(Option::kInit)));
   for (size_t b = 0; b < layout.blocks.size(); ++b) {
     std::memset(values + layout.block_offset[b], 0, sizeof(float) * layout.blocks[b].numel);
     for (const auto& t : layout.blocks[b].tensors) {
       const SafetensorsTensor* src = Find(*file, t.name);
       if (!src) {
-        return Status::Corruption(Mention(Option::kInit) + " " + path + ": tensor " + t.name + " " +
-                                  ShapeString(t.shape) +
-                                  " is missing; the file holds another "
-                                  "model or was not written for GPT-2");
+        return AtFault(Option::kInit,
+                       Status::Corruption(Mention(Option::kInit) + " " + path + ": tensor " +
+                                          t.name + " " + ShapeString(t.shape) +
+                                          " is missing; the file holds another "
+                                          "model or was not written for GPT-2"));
       }
       if (src->shape != t.shape) {
-        return Status::InvalidArgument(
-            Mention(Option::kInit) + " " + path + ": tensor " + t.name + " has shape " +
-            ShapeString(src->shape) + " but the model needs " + ShapeString(t.shape) + "; drop " +
-            Mention(Option::kModel) + " and the shape flags (" + Mention(Option::kNLayer) + ", " +
-            Mention(Option::kNHead) + ", " + Mention(Option::kNEmbd) + ", " +
-            Mention(Option::kVocab) + ", " + Mention(Option::kBlockSize) +
-            ") to take the "
-            "file's shape");
+        // The file is what the user asked for; the model's shape is what to change.
+        return AtFault(
+            Option::kModel,
+            Status::InvalidArgument(
+                Mention(Option::kInit) + " " + path + ": tensor " + t.name + " has shape " +
+                ShapeString(src->shape) + " but the model needs " + ShapeString(t.shape) +
+                "; drop " + Mention(Option::kModel) + " and the shape flags (" +
+                Mention(Option::kNLayer) + ", " + Mention(Option::kNHead) + ", " +
+                Mention(Option::kNEmbd) + ", " + Mention(Option::kVocab) + ", " +
+                Mention(Option::kBlockSize) + ") to take the file's shape"),
+            {{"values", int64_t(src->data.size())}, {"need_values", int64_t(t.numel)}});
       }
       std::memcpy(values + layout.block_offset[b] + t.offset, src->data.data(),
                   sizeof(float) * t.numel);

@@ -16,7 +16,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -114,6 +113,7 @@ std::string WordMentions(std::string_view message, OptionWords words);
 
 // The structured form of "this option's value is wrong": the option at fault and the numbers
 // that show it (name and value: "got" 0, "need_bytes" 1 << 30, "blocks" 12). Sizes are bytes.
+// A Status detail (status.h): attached by AtFault, read by DetailOf<OptionFault>(status).
 struct OptionFault {
   Option option = Option::kBatch;
   std::vector<std::pair<std::string, int64_t>> numbers;
@@ -122,26 +122,15 @@ struct OptionFault {
   std::optional<int64_t> number(std::string_view name) const;
 };
 
-struct OptionFaultDetail final : StatusDetail {
-  explicit OptionFaultDetail(OptionFault f) : fault(std::move(f)) {}
-  OptionFault fault;
-};
-
-// `status` carrying `fault` as its detail.
-inline Status WithOptionFault(const Status& status, OptionFault fault) {
-  return status.with_detail(std::make_shared<const OptionFaultDetail>(std::move(fault)));
-}
-
-// The option fault `status` carries, or nullptr.
-inline const OptionFault* OptionFaultOf(const Status& status) {
-  const auto* d = status.detail<OptionFaultDetail>();
-  return d == nullptr ? nullptr : &d->fault;
-}
-
 // Shorthand for the common case: `status` at fault of `option`, with `numbers`.
 inline Status AtFault(Option option, const Status& status,
                       std::vector<std::pair<std::string, int64_t>> numbers = {}) {
-  return WithOptionFault(status, OptionFault{option, std::move(numbers)});
+  return WithDetail(status, OptionFault{option, std::move(numbers)});
+}
+
+// A byte count or size as a fault's number: the largest int64_t stands for anything above it.
+inline int64_t FaultNumber(uint64_t v) {
+  return v > uint64_t{INT64_MAX} ? INT64_MAX : static_cast<int64_t>(v);
 }
 
 // InvalidArgument "{option} must be <choices>, got '<got>'", at fault of `option`: the refusal

@@ -51,17 +51,17 @@ std::string Status::to_string() const {
   return std::string(StatusCodeName(code_)) + ": " + message_;
 }
 
-Status Status::with_context(const std::string& context) const {
+Status Status::with_message(std::string message) const {
   if (ok()) return *this;
-  Status out(code_, context + ": " + message_);
+  Status out(code_, std::move(message));
   out.detail_ = detail_;
   return out;
 }
 
-Status Status::with_detail(std::shared_ptr<const StatusDetail> detail) const {
+Status Status::with_context(const std::string& context) const {
   if (ok()) return *this;
-  Status out = *this;
-  out.detail_ = std::move(detail);
+  Status out(code_, context + ": " + message_);
+  out.detail_ = detail_;
   return out;
 }
 

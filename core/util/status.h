@@ -38,12 +38,30 @@ enum class StatusCode {
 const char* StatusCodeName(StatusCode code);
 
 // Structured facts a layer attaches to an error so that a caller can act on them without
-// parsing the message (memory::BudgetShortfall: which budget, how much was needed and given).
-// The message stays complete on its own; the detail is for code. Immutable once attached.
+// parsing the message: which option is at fault and by how much (OptionFault, option.h), which
+// budget fell short (memory::BudgetShortfall), why a checkpoint record cannot be used. The
+// message stays complete on its own; the detail is for code. Any copyable struct can be a
+// detail; one Status carries at most one, immutable once attached:
+//   return WithDetail(Status::InvalidArgument(msg), OptionFault{Option::kBatch, {{"got", 0}}});
+//   if (const OptionFault* f = DetailOf<OptionFault>(status)) ... f->option ...
+class Status;
+template <typename T>
+Status WithDetail(const Status& status, T detail);
+template <typename T>
+const T* DetailOf(const Status& status);
+
+namespace internal {
+// The type-erased holder of a detail; WithDetail and DetailOf are its only users.
 class StatusDetail {
  public:
   virtual ~StatusDetail() = default;
 };
+template <typename T>
+struct StatusDetailOf final : StatusDetail {
+  explicit StatusDetailOf(T v) : value(std::move(v)) {}
+  T value;
+};
+}  // namespace internal
 
 class [[nodiscard]] Status {
  public:
@@ -82,14 +100,9 @@ class [[nodiscard]] Status {
 
   // Returns a Status with the same code, detail and `context + ": " + message`.
   Status with_context(const std::string& context) const;
-
-  // The same Status carrying `detail` (ignored on OK).
-  Status with_detail(std::shared_ptr<const StatusDetail> detail) const;
-  // The attached detail if it is a D, else nullptr.
-  template <typename D>
-  const D* detail() const {
-    return dynamic_cast<const D*>(detail_.get());
-  }
+  // Returns a Status with the same code and detail and `message` as its text: an edge's words
+  // for a lower floor's error (tools/option_words.h). OK stays OK.
+  Status with_message(std::string message) const;
 
   // Explicit, greppable way to drop a Status on purpose.
   void ignore_error() const {}
@@ -99,10 +112,31 @@ class [[nodiscard]] Status {
   }
 
  private:
+  template <typename T>
+  friend Status WithDetail(const Status& status, T detail);
+  template <typename T>
+  friend const T* DetailOf(const Status& status);
+
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
-  std::shared_ptr<const StatusDetail> detail_;
+  std::shared_ptr<const internal::StatusDetail> detail_;
 };
+
+// `status` carrying `detail` (replacing any it had); OK stays OK and carries nothing.
+template <typename T>
+Status WithDetail(const Status& status, T detail) {
+  if (status.ok()) return status;
+  Status out = status;
+  out.detail_ = std::make_shared<const internal::StatusDetailOf<T>>(std::move(detail));
+  return out;
+}
+
+// The detail of type T that `status` carries, or nullptr (none, or one of another type).
+template <typename T>
+const T* DetailOf(const Status& status) {
+  const auto* d = dynamic_cast<const internal::StatusDetailOf<T>*>(status.detail_.get());
+  return d == nullptr ? nullptr : &d->value;
+}
 
 // Result<T>: a value or a non-OK Status.
 template <typename T>

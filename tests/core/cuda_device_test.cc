@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/device/device.h"
+#include "core/util/option.h"
 
 namespace strata {
 namespace {
@@ -57,6 +58,16 @@ TEST_F(CudaDeviceTest, AllocIsBudgetedAlignedAndCounted) {
   ASSERT_FALSE(too_big.ok());
   EXPECT_EQ(too_big.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(too_big.status().message().find(std::to_string(kBudget)), std::string::npos);
+  const OptionFault* fault = DetailOf<OptionFault>(too_big.status());
+  ASSERT_NE(fault, nullptr) << too_big.status().to_string();
+  EXPECT_EQ(fault->option, Option::kGpuMem);
+  EXPECT_EQ(fault->number("need_bytes"), int64_t{kBudget});
+  EXPECT_EQ(fault->number("in_use_bytes"), 4096);
+  EXPECT_EQ(fault->number("capacity_bytes"), int64_t{kBudget});
+  const Status zero = CreateCudaDevice(0, 0).status();
+  ASSERT_NE(DetailOf<OptionFault>(zero), nullptr) << zero.to_string();
+  EXPECT_EQ(DetailOf<OptionFault>(zero)->option, Option::kGpuMem);
+  EXPECT_EQ(DetailOf<OptionFault>(zero)->number("got"), 0);
 
   device_->free(*a);
   EXPECT_FALSE(device_->is_device_memory(*a, 1));

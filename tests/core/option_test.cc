@@ -40,7 +40,7 @@ TEST(Option, TheFaultTravelsWithContext) {
   const Status s = AtFault(Option::kPp, Status::InvalidArgument(Mention(Option::kPp) + " 0"),
                            {{"got", 0}, {"blocks", 12}});
   for (const Status& t : {s, s.with_context("grid")}) {
-    const OptionFault* fault = OptionFaultOf(t);
+    const OptionFault* fault = DetailOf<OptionFault>(t);
     ASSERT_NE(fault, nullptr) << t.to_string();
     EXPECT_EQ(fault->option, Option::kPp);
     EXPECT_EQ(fault->number("got"), 0);
@@ -48,7 +48,7 @@ TEST(Option, TheFaultTravelsWithContext) {
     EXPECT_EQ(fault->number("none"), std::nullopt);
     EXPECT_EQ(t.code(), StatusCode::kInvalidArgument);
   }
-  EXPECT_EQ(OptionFaultOf(Status::InvalidArgument("plain")), nullptr);
+  EXPECT_EQ(DetailOf<OptionFault>(Status::InvalidArgument("plain")), nullptr);
 }
 
 // Log lines reach stderr without passing an edge: they take the process's words, which the

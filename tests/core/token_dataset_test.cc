@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/util/option.h"
+
 namespace strata {
 namespace {
 
@@ -122,6 +124,12 @@ TEST_F(TokenDatasetTest, TokenAboveVocabIsOutOfRangeWithIndexAndValue) {
   EXPECT_NE(m.find("4242"), std::string::npos) << m;
   EXPECT_NE(m.find("256"), std::string::npos) << m;
   EXPECT_NE(m.find("{vocab}"), std::string::npos) << m;
+  const OptionFault* fault = DetailOf<OptionFault>(ds.status());
+  ASSERT_NE(fault, nullptr);
+  EXPECT_EQ(fault->option, Option::kVocab);
+  EXPECT_EQ(fault->number("got"), 256);
+  EXPECT_EQ(fault->number("token"), 4242);
+  EXPECT_EQ(fault->number("index"), 37);
 }
 
 TEST_F(TokenDatasetTest, BinWithoutMagicIsBadMagic) {
@@ -160,6 +168,10 @@ TEST_F(TokenDatasetTest, TextFileNeedsVocab256) {
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(ds.status().message().find("256"), std::string::npos) << ds.status().to_string();
+  ASSERT_NE(DetailOf<OptionFault>(ds.status()), nullptr);
+  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->option, Option::kVocab);
+  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("got"), 100);
+  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("min"), 256);
 }
 
 TEST_F(TokenDatasetTest, MissingFileIsNotFound) {
@@ -168,6 +180,8 @@ TEST_F(TokenDatasetTest, MissingFileIsNotFound) {
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kNotFound);
   EXPECT_NE(ds.status().message().find(path), std::string::npos) << ds.status().to_string();
+  ASSERT_NE(DetailOf<OptionFault>(ds.status()), nullptr);
+  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->option, Option::kData);
 }
 
 TEST_F(TokenDatasetTest, EmptyFileIsInvalidArgument) {
@@ -175,6 +189,9 @@ TEST_F(TokenDatasetTest, EmptyFileIsInvalidArgument) {
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(ds.status().message().find("empty"), std::string::npos) << ds.status().to_string();
+  ASSERT_NE(DetailOf<OptionFault>(ds.status()), nullptr);
+  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->option, Option::kData);
+  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("file_bytes"), 0);
 }
 
 TEST_F(TokenDatasetTest, TokenFileWithZeroTokensIsInvalidArgument) {
@@ -193,6 +210,10 @@ TEST_F(TokenDatasetTest, BadVocabIsInvalidArgument) {
   auto ds = TokenDataset::Open(WriteFile("input.txt", "abc"), 0);
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_NE(DetailOf<OptionFault>(ds.status()), nullptr);
+  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->option, Option::kVocab);
+  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("got"), 0);
+  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("max"), 65536);
 }
 
 TEST(TokenDatasetWindow, CheckWindowNeedsTPlusTwoTokens) {
@@ -204,7 +225,13 @@ TEST(TokenDatasetWindow, CheckWindowNeedsTPlusTwoTokens) {
   EXPECT_NE(s.message().find("ten tokens"), std::string::npos) << s.to_string();
   EXPECT_NE(s.message().find("10 tokens"), std::string::npos) << s.to_string();
   EXPECT_NE(s.message().find("{seq}"), std::string::npos) << s.to_string();
+  ASSERT_NE(DetailOf<OptionFault>(s), nullptr);
+  EXPECT_EQ(DetailOf<OptionFault>(s)->option, Option::kSeq);
+  EXPECT_EQ(DetailOf<OptionFault>(s)->number("got"), 9);
+  EXPECT_EQ(DetailOf<OptionFault>(s)->number("max"), 8);
+  EXPECT_EQ(DetailOf<OptionFault>(s)->number("tokens"), 10);
   EXPECT_FALSE(ds.check_window(0).ok());
+  EXPECT_EQ(DetailOf<OptionFault>(ds.check_window(0))->number("got"), 0);
 }
 
 TEST(TokenDatasetWindow, BatchFollowsTheDocumentedFormula) {

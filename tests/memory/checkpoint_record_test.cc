@@ -121,9 +121,10 @@ TEST(CheckpointRecordShared, AFlippedByteIsRefusedNamingTheFileAndBothSums) {
       << m;
   EXPECT_NE(m.find("put back the file Strata wrote"), std::string::npos) << m;
   EXPECT_EQ(m.find("--"), std::string::npos) << "a flag, below tools/: " << m;
-  ASSERT_NE(RecordFaultOf(back.status()), nullptr);
-  EXPECT_EQ(RecordFaultOf(back.status())->kind, CheckpointRecordFault::Kind::kChecksum);
-  EXPECT_EQ(RecordFaultOf(back.status())->path, "d/strata_checkpoints.json");
+  ASSERT_NE(DetailOf<CheckpointRecordFault>(back.status()), nullptr);
+  EXPECT_EQ(DetailOf<CheckpointRecordFault>(back.status())->kind,
+            CheckpointRecordFault::Kind::kChecksum);
+  EXPECT_EQ(DetailOf<CheckpointRecordFault>(back.status())->path, "d/strata_checkpoints.json");
 }
 
 TEST(CheckpointRecordShared, RefusesMixedOrRepeatedEntriesAndOtherFormats) {
@@ -138,7 +139,8 @@ TEST(CheckpointRecordShared, RefusesMixedOrRepeatedEntriesAndOtherFormats) {
   for (const CheckpointRecord& r : {mixed, twice}) {
     auto back = ParseCheckpointRecord(CheckpointRecordJson(r), "x.json");
     ASSERT_FALSE(back.ok());
-    EXPECT_EQ(RecordFaultOf(back.status())->kind, CheckpointRecordFault::Kind::kNotARecord);
+    EXPECT_EQ(DetailOf<CheckpointRecordFault>(back.status())->kind,
+              CheckpointRecordFault::Kind::kNotARecord);
     EXPECT_NE(back.status().message().find("x.json is not a Strata checkpoint record"),
               std::string::npos)
         << back.status().to_string();
@@ -146,7 +148,8 @@ TEST(CheckpointRecordShared, RefusesMixedOrRepeatedEntriesAndOtherFormats) {
   auto v1 = ParseCheckpointRecord(R"({"format": 1, "checkpoints": []})", "x.json");
   ASSERT_FALSE(v1.ok());
   EXPECT_EQ(v1.status().code(), StatusCode::kNotSupported);
-  EXPECT_EQ(RecordFaultOf(v1.status())->kind, CheckpointRecordFault::Kind::kFormat);
+  EXPECT_EQ(DetailOf<CheckpointRecordFault>(v1.status())->kind,
+            CheckpointRecordFault::Kind::kFormat);
 }
 
 TEST(CheckpointRecordShared, WritesAndReadsBackUnderTheCallersFileName) {

@@ -135,7 +135,7 @@ TEST(MemoryManagerTest, BudgetBelowOnePageIsAStructuredShortfall) {
   EXPECT_NE(r.status().message().find("the host budget 32.00 KiB is below one page (64.00 KiB)"),
             std::string::npos)
       << r.status().message();
-  const BudgetShortfall* s = ShortfallOf(r.status());
+  const BudgetShortfall* s = DetailOf<BudgetShortfall>(r.status());
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->tier, Tier::kHost);
   EXPECT_EQ(s->need_bytes, kPage);
@@ -201,7 +201,7 @@ TEST(MemoryManagerConcurrentTest, ConcurrentStallReportsWhoHoldsWhat) {
   auto starved = rig.mm->acquire_sync(9, Access::kRead);
   ASSERT_FALSE(starved.ok());
   EXPECT_NE(starved.status().message().find("a free page frame"), std::string::npos);
-  const BudgetShortfall* s = ShortfallOf(starved.status());
+  const BudgetShortfall* s = DetailOf<BudgetShortfall>(starved.status());
   ASSERT_NE(s, nullptr) << "a frame stall carries the host budget's shortfall";
   EXPECT_EQ(s->tier, Tier::kHost);
   EXPECT_EQ(s->have_bytes, 4 * kPage);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/device/device.h"
+#include "core/util/option.h"
 
 namespace strata::parallel {
 namespace {
@@ -36,6 +37,8 @@ TEST(CreateComm, NcclWithoutAGpuIsNotSupported) {
   EXPECT_NE(comm.status().message().find("{comm} nccl needs a CUDA build and a GPU"),
             std::string::npos)
       << comm.status().message();
+  ASSERT_NE(DetailOf<OptionFault>(comm.status()), nullptr);
+  EXPECT_EQ(DetailOf<OptionFault>(comm.status())->option, Option::kComm);
 }
 
 #ifndef STRATA_WITH_MPI

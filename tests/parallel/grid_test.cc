@@ -65,7 +65,7 @@ TEST(Grid, AGridThatDoesNotFitTheJobIsRefusedNamingTheFlags) {
             std::string::npos)
       << product.status().to_string();
   // The facts, for code: the option at fault and the numbers (Note [Options in messages]).
-  const OptionFault* fault = OptionFaultOf(product.status());
+  const OptionFault* fault = DetailOf<OptionFault>(product.status());
   ASSERT_NE(fault, nullptr);
   EXPECT_EQ(fault->option, Option::kDp);
   EXPECT_EQ(fault->number("dp"), 2);
@@ -74,9 +74,9 @@ TEST(Grid, AGridThatDoesNotFitTheJobIsRefusedNamingTheFlags) {
   EXPECT_EQ(fault->number("ranks"), 8);
   auto zero = Grid::Make(4, 0, 0, 1);
   ASSERT_FALSE(zero.ok());
-  ASSERT_NE(OptionFaultOf(zero.status()), nullptr);
-  EXPECT_EQ(OptionFaultOf(zero.status())->option, Option::kTp);
-  EXPECT_EQ(OptionFaultOf(zero.status())->number("got"), 0);
+  ASSERT_NE(DetailOf<OptionFault>(zero.status()), nullptr);
+  EXPECT_EQ(DetailOf<OptionFault>(zero.status())->option, Option::kTp);
+  EXPECT_EQ(DetailOf<OptionFault>(zero.status())->number("got"), 0);
   auto divide = Grid::Make(6, 0, 4, 1);
   ASSERT_FALSE(divide.ok());
   EXPECT_NE(divide.status().message().find("does not divide the job's 6 ranks"),

@@ -105,8 +105,8 @@ TEST(RunFingerprint, ADifferenceNamesTheFlagAndBothValues) {
   EXPECT_NE(s.message().find("{lr} 0.0003 differs from the checkpoint's 0.001"), std::string::npos)
       << s.to_string();
   // The option at fault, for code; the record keeps its key as written ("--lr").
-  ASSERT_NE(OptionFaultOf(s), nullptr) << s.to_string();
-  EXPECT_EQ(OptionFaultOf(s)->option, Option::kLr);
+  ASSERT_NE(DetailOf<OptionFault>(s), nullptr) << s.to_string();
+  EXPECT_EQ(DetailOf<OptionFault>(s)->option, Option::kLr);
   EXPECT_EQ(RecordKey(Option::kLr), "--lr");
   EXPECT_EQ(RecordKey(Option::kMicroBatchOrder), "--micro-batch-order");
   EXPECT_EQ(RecordKeyWords("--lr"), "{lr}");

@@ -29,8 +29,8 @@ TEST(OptionRanges, OutOfRangeNamesTheFlag) {
     const Status s = Check(o);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << flag;
     EXPECT_EQ(s.message().rfind(M(flag) + " ", 0), 0u) << s.message();
-    ASSERT_NE(OptionFaultOf(s), nullptr) << s.message();
-    EXPECT_EQ(OptionFaultOf(s)->option, O(flag)) << s.message();
+    ASSERT_NE(DetailOf<OptionFault>(s), nullptr) << s.message();
+    EXPECT_EQ(DetailOf<OptionFault>(s)->option, O(flag)) << s.message();
   };
   TrainOptions beta1, eps, lr, clip, min_lr, min_lr_above;
   beta1.beta1 = 1.0f;  // the open end

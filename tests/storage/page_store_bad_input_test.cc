@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/util/option.h"
 #include "storage/page_store.h"
 #include "tests/storage/storage_test_util.h"
 
@@ -33,6 +34,15 @@ void ExpectOneLine(const Status& s, const std::string& must_contain) {
   EXPECT_NE(s.message().find(must_contain), std::string::npos) << s.message();
 }
 
+// The refusal is at fault of `option` (Note [Options in messages]); returns its numbers.
+OptionFault ExpectFault(const Status& s, Option option) {
+  const OptionFault* fault = DetailOf<OptionFault>(s);
+  EXPECT_NE(fault, nullptr) << s.to_string();
+  if (fault == nullptr) return {};
+  EXPECT_EQ(fault->option, option) << s.to_string();
+  return *fault;
+}
+
 bool DirIsEmpty(const std::string& dir) {
   return std::filesystem::is_empty(std::filesystem::path(dir));
 }
@@ -43,6 +53,7 @@ TEST(PageStoreBadInput, MissingDirectory) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(missing));
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   ExpectOneLine(r.status(), missing);
+  ExpectFault(r.status(), Option::kNvmeDir);
   EXPECT_FALSE(std::filesystem::exists(missing));
 }
 
@@ -94,6 +105,10 @@ TEST(PageStoreBadInput, FullDiskNamesNeededAndFreeBytes) {
   EXPECT_NE(r.status().message().find("needs 1048576.00 GiB there"), std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("are free"), std::string::npos);
+  // Asking for less is the cure: the store's size is at fault, by the bytes the message states.
+  const OptionFault f = ExpectFault(r.status(), Option::kNvmeMem);
+  EXPECT_GE(f.number("need_bytes").value_or(0), int64_t{1} << 50);
+  EXPECT_LT(f.number("free_bytes").value_or(INT64_MAX), f.number("need_bytes").value_or(0));
   EXPECT_TRUE(DirIsEmpty(dir.path() + "/a"));
 }
 
@@ -112,6 +127,8 @@ TEST(PageStoreBadInput, FallocatesOwnENOSPCIsWordedAsEveryShortfall) {
             std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("are free"), std::string::npos);
+  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeMem).number("need_bytes"),
+            int64_t(SlotFile::BytesFor(16, 64 * kKiB)));
   EXPECT_TRUE(DirIsEmpty(dir.path() + "/a"));
 }
 
@@ -131,6 +148,7 @@ TEST(PageStoreBadInput, PageSizeNotMultipleOf4KiB) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(dir.path(), 5000));
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), "page size 5000 bytes is not a positive multiple of 4 KiB");
+  EXPECT_EQ(ExpectFault(r.status(), Option::kPageSize).number("got"), 5000);
   EXPECT_TRUE(DirIsEmpty(dir.path()));
 }
 
@@ -141,6 +159,7 @@ TEST(PageStoreBadInput, DuplicateDirectory) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), "given twice");
+  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeDir).number("index"), 1);
 }
 
 class ExistingStore : public ::testing::Test {
@@ -169,6 +188,9 @@ TEST_F(ExistingStore, OtherPageSizeIsRefused) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), "was made with page size 64.00 KiB but this run asks for 128.00 KiB");
   EXPECT_NE(r.status().message().find(dir_.path()), std::string::npos);
+  const OptionFault f = ExpectFault(r.status(), Option::kPageSize);
+  EXPECT_EQ(f.number("got"), int64_t{128 * kKiB});
+  EXPECT_EQ(f.number("store_page_bytes"), int64_t{64 * kKiB});
   expect_intact();
 }
 
@@ -186,6 +208,7 @@ TEST_F(ExistingStore, OtherFormatVersionIsRefused) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(dir_.path()));
   EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
   ExpectOneLine(r.status(), "has format version " + std::to_string(kCatalogFormatVersion + 1));
+  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeDir).number("format"), kCatalogFormatVersion + 1);
   {
     Result<std::unique_ptr<Catalog>> catalog =
         Catalog::Open(Catalog::PathFor(dir_.path()), /*create=*/false);
@@ -206,6 +229,7 @@ TEST_F(ExistingStore, MissingSlotFileIsNamed) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(dir_.path()));
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   ExpectOneLine(r.status(), slots);
+  ExpectFault(r.status(), Option::kNvmeDir);
   ASSERT_EQ(::rename((slots + ".moved").c_str(), slots.c_str()), 0);
   expect_intact();
 }
@@ -220,6 +244,7 @@ TEST(PageStoreBadInput, DirectIoRefusedIsAnErrorWhenRequired) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
   EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
   ExpectOneLine(r.status(), dir.path() + ": the filesystem refuses O_DIRECT");
+  ExpectFault(r.status(), Option::kNvmeDir);
   EXPECT_TRUE(DirIsEmpty(dir.path()));
 }
 
@@ -249,6 +274,7 @@ TEST(PageStoreBadInput, NewStoreNeedsCapacity) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), "needs a capacity");
+  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeMem).number("got"), 0);
   EXPECT_TRUE(DirIsEmpty(dir.path()));
 }
 
@@ -267,6 +293,7 @@ TEST(PageStoreBadInput, ANewStoreRefusesADirectoryWithOtherFiles) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(d));
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), d + " is not empty (it holds 1 other entry: 'notes.txt')");
+  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeDir).number("entries"), 1);
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(d),
                           std::filesystem::directory_iterator{}),
             1);
@@ -309,6 +336,8 @@ TEST_F(CatalogDamage, ALostCurrentFileSaysHowToRestoreIt) {
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
   ExpectOneLine(r.status(), "has lost its CURRENT file");
   EXPECT_NE(r.status().message().find("printf 'MANIFEST-"), std::string::npos);
+  // A restore by hand, no option to change.
+  EXPECT_EQ(DetailOf<OptionFault>(r.status()), nullptr);
 }
 
 TEST_F(CatalogDamage, ATruncatedManifestIsNamedNotCalledAForeignStore) {
@@ -316,6 +345,7 @@ TEST_F(CatalogDamage, ATruncatedManifestIsNamedNotCalledAForeignStore) {
   auto r = PageStore::Open(Options(dir_.path()));
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
   ExpectOneLine(r.status(), "MANIFEST file is damaged or truncated");
+  ExpectFault(r.status(), Option::kNvmeDir);  // the store is lost: a new one in an empty dir
   EXPECT_EQ(r.status().message().find("not a Strata store"), std::string::npos);
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/util/option.h"
 #include "storage/page_store.h"
 #include "tests/storage/storage_test_util.h"
 
@@ -51,6 +52,10 @@ TEST(StoreLock, ANewStoreInALockedDirectoryIsRefusedBeforeAnyWrite) {
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("is in use by pid"), std::string::npos)
       << store.status().message();
+  const OptionFault* fault = DetailOf<OptionFault>(store.status());
+  ASSERT_NE(fault, nullptr);
+  EXPECT_EQ(fault->option, Option::kNvmeDir);
+  EXPECT_EQ(fault->number("pid"), int64_t{::getpid()});
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/strata.slots.new"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/strata.catalog.new"));
 }

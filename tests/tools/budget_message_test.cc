@@ -22,7 +22,7 @@ using tools::WithBudgetAdvice;
 // What MemoryManager::Create returns for a host pool below one page (memory_manager_test checks
 // that it carries this shortfall).
 Status HostBelowOnePage() {
-  return memory::WithShortfall(
+  return WithDetail(
       Status::ResourceExhausted("the host budget 32.00 KiB is below one page (64.00 KiB)"),
       BudgetShortfall{.tier = Tier::kHost,
                       .need_bytes = 65536,
@@ -38,7 +38,7 @@ TEST(BudgetMessage, HostBelowOnePageNamesHostMemAndPageSize) {
   EXPECT_EQ(shown.message(),
             "the host budget 32.00 KiB is below one page (64.00 KiB); raise --host-mem to at "
             "least 65536 (64.00 KiB), or lower --page-size");
-  const BudgetShortfall* s = memory::ShortfallOf(shown);
+  const BudgetShortfall* s = DetailOf<BudgetShortfall>(shown);
   ASSERT_NE(s, nullptr) << "the detail stays for code";
   EXPECT_EQ(s->need_bytes, 65536u);
   EXPECT_EQ(s->have_bytes, 32768u);
@@ -53,7 +53,7 @@ BudgetShortfall Short(Tier tier, uint64_t need, uint64_t have) {
 }
 
 TEST(BudgetMessage, AdviceGoesOnTheFirstLine) {
-  const Status stall = memory::WithShortfall(
+  const Status stall = WithDetail(
       Status::Timeout("page 9 on host: waited 200 ms for a free page frame without progress; "
                       "raise the host budget or have holders release pages sooner\n"
                       "Who holds what:\n  page 0: [read on host by forward block 1]\n"),

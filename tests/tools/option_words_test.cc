@@ -27,9 +27,9 @@ TEST(OptionWords, AnErrorKeepsItsCodeAndDetailInFlagTerms) {
   const Status shown = InFlagTerms(raw);
   EXPECT_EQ(shown.message(), "--nvme-dir /d: full; ask for less (--nvme-mem)");
   EXPECT_EQ(shown.code(), StatusCode::kResourceExhausted);
-  ASSERT_NE(OptionFaultOf(shown), nullptr);
-  EXPECT_EQ(OptionFaultOf(shown)->option, Option::kNvmeDir);
-  EXPECT_EQ(OptionFaultOf(shown)->number("free_bytes"), 4096);
+  ASSERT_NE(DetailOf<OptionFault>(shown), nullptr);
+  EXPECT_EQ(DetailOf<OptionFault>(shown)->option, Option::kNvmeDir);
+  EXPECT_EQ(DetailOf<OptionFault>(shown)->number("free_bytes"), 4096);
   EXPECT_TRUE(InFlagTerms(Status::Ok()).ok());
 }
 
@@ -39,7 +39,7 @@ TEST(OptionWords, BudgetAdviceAndMentionsAreWordedTogether) {
   s.need_bytes = 65536;
   s.have_bytes = 4096;
   const Status raw =
-      memory::WithShortfall(Status::ResourceExhausted("no frame for " + Mention(Option::kSeq)), s);
+      WithDetail(Status::ResourceExhausted("no frame for " + Mention(Option::kSeq)), s);
   EXPECT_EQ(InFlagTerms(WithBudgetAdvice(raw)).message(),
             "no frame for --seq; raise --host-mem to at least 65536 (64.00 KiB)");
 }
