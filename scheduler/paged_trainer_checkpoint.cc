@@ -20,7 +20,7 @@ std::vector<memory::PageId> PagedTrainer::durable_pages() const {
   std::vector<memory::PageId> out;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
     for (Role r : {Role::kParam, Role::kAdamM, Role::kAdamV, Role::kMaster}) {
-      if (r == Role::kMaster && !o_.delayed_update) continue;
+      if (r == Role::kMaster && !o_.optimizer.delayed_update) continue;
       for (memory::PageId p : pages_->pages(b, r)) out.push_back(p);
     }
   }
@@ -32,7 +32,7 @@ scheduler::CheckpointRecord PagedTrainer::fresh_record() const {
   scheduler::CheckpointRecord r;
   r.run = fingerprint_.summary();
   r.fingerprint = fingerprint_.to_map();
-  for (const std::string& d : o_.nvme_dirs) {
+  for (const std::string& d : o_.budgets.nvme_dirs) {
     std::error_code ec;
     const std::filesystem::path abs = std::filesystem::absolute(d, ec);
     r.nvme_dirs.push_back(ec ? d : abs.lexically_normal().string());
@@ -45,16 +45,17 @@ scheduler::CheckpointRecord PagedTrainer::fresh_record() const {
 // may not replace checkpoints; a store that holds none is started over (open_nvme).
 Status PagedTrainer::check_checkpoint_flags(
     const std::optional<scheduler::CheckpointRecord>& found) {
-  const std::string& dir = o_.nvme_dirs[0];
-  if (o_.keep_checkpoints < 1) {
+  const std::string& dir = o_.budgets.nvme_dirs[0];
+  if (o_.checkpoints.keep < 1) {
     return Status::InvalidArgument(Mention(Option::kKeepCheckpoints) + " " +
-                                   std::to_string(o_.keep_checkpoints) + " must be at least 1");
+                                   std::to_string(o_.checkpoints.keep) + " must be at least 1");
   }
-  if (!o_.resume) {
+  if (!o_.checkpoints.resume) {
     if (found && !found->checkpoints.empty()) {
       return Status::InvalidArgument(
-          Mention(Option::kCkptDir) + " " + o_.ckpt_dir + " already holds checkpoints (steps " +
-          found->steps_text() + ") of a run whose store is in " +
+          Mention(Option::kCkptDir) + " " + o_.checkpoints.dir +
+          " already holds checkpoints (steps " + found->steps_text() +
+          ") of a run whose store is in " +
           (found->nvme_dirs.empty() ? std::string("its " + Mention(Option::kNvmeDir))
                                     : found->nvme_dirs[0]) +
           "; add " + Mention(Option::kResume) + " to continue it, or give an empty " +
@@ -65,13 +66,13 @@ Status PagedTrainer::check_checkpoint_flags(
   // No record beside an existing store: PlanResume names the store's checkpoints (a mistyped
   // --ckpt-dir), or refuses for want of one.
   if (!found && memory::NvmeStoreExists(dir)) return Status::Ok();
-  STRATA_RETURN_IF_ERROR(scheduler::CheckResumable(found, o_.ckpt_dir));
-  STRATA_RETURN_IF_ERROR(scheduler::CheckRecordIsOfRun(*found, fingerprint_, o_.ckpt_dir));
+  STRATA_RETURN_IF_ERROR(scheduler::CheckResumable(found, o_.checkpoints.dir));
+  STRATA_RETURN_IF_ERROR(scheduler::CheckRecordIsOfRun(*found, fingerprint_, o_.checkpoints.dir));
   if (!memory::NvmeStoreExists(dir)) {
-    return Status::NotFound(Mention(Option::kResume) + ": " + o_.ckpt_dir + " names checkpoint " +
-                            found->manifest + " but " + Mention(Option::kNvmeDir) + " " + dir +
-                            " holds no page store; give the " + Mention(Option::kNvmeDir) +
-                            " of the checkpointed run");
+    return Status::NotFound(
+        Mention(Option::kResume) + ": " + o_.checkpoints.dir + " names checkpoint " +
+        found->manifest + " but " + Mention(Option::kNvmeDir) + " " + dir +
+        " holds no page store; give the " + Mention(Option::kNvmeDir) + " of the checkpointed run");
   }
   return Status::Ok();
 }
@@ -90,14 +91,15 @@ Status PagedTrainer::check_restartable(memory::NvmeStore& store,
     Logger("train")->info(
         "{} {} holds the store of an earlier run with no checkpoint: starting "
         "it over",
-        Mention(Option::kNvmeDir), o_.nvme_dirs[0]);
+        Mention(Option::kNvmeDir), o_.budgets.nvme_dirs[0]);
     return Status::Ok();
   }
   return Status::InvalidArgument(
-      Mention(Option::kNvmeDir) + " " + o_.nvme_dirs[0] + " already holds a Strata page store (" +
-      memory::NvmeStorePath(o_.nvme_dirs[0]) + ") with the checkpoints of an earlier run (" +
-      std::to_string(held.size()) + " manifest(s), the newest " + held.back() + "); add " +
-      Mention(Option::kResume) + " with that run's " + Mention(Option::kCkptDir) +
+      Mention(Option::kNvmeDir) + " " + o_.budgets.nvme_dirs[0] +
+      " already holds a Strata page store (" + memory::NvmeStorePath(o_.budgets.nvme_dirs[0]) +
+      ") with the checkpoints of an earlier run (" + std::to_string(held.size()) +
+      " manifest(s), the newest " + held.back() + "); add " + Mention(Option::kResume) +
+      " with that run's " + Mention(Option::kCkptDir) +
       " to continue it, or give an empty directory");
 }
 
@@ -108,15 +110,16 @@ Status PagedTrainer::make_fingerprint() {
                           ? "dp " + std::to_string(ranks()) + ", blocks " + shards_.describe()
                           : "none";
   if (piped()) {
-    shard = "pp " + std::to_string(o_.pp) + " stage " + std::to_string(pipe_.stage) + " blocks " +
-            std::to_string(pipe_.blocks.first_block) + "-" +
+    shard = "pp " + std::to_string(o_.grid.pp) + " stage " + std::to_string(pipe_.stage) +
+            " blocks " + std::to_string(pipe_.blocks.first_block) + "-" +
             std::to_string(pipe_.blocks.last_block) + (shard == "none" ? "" : "; " + shard);
   }
-  if (o_.tp > 1) shard = "tp " + std::to_string(o_.tp) + (shard == "none" ? "" : "; " + shard);
+  if (o_.grid.tp > 1)
+    shard = "tp " + std::to_string(o_.grid.tp) + (shard == "none" ? "" : "; " + shard);
   const scheduler::RunLayout layout{.shard = shard,
                                     .dp = ranks(),
-                                    .tp = o_.tp,
-                                    .pp = o_.pp,
+                                    .tp = o_.grid.tp,
+                                    .pp = o_.grid.pp,
                                     .rank = world_rank(),
                                     .micro_rows = micro_rows()};
   STRATA_ASSIGN_OR_RETURN(fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config, seq_,
@@ -131,7 +134,7 @@ scheduler::NvmeSizing PagedTrainer::size_nvme(uint64_t asked, uint64_t room) con
   in.state_pages = pages_->num_pages();
   in.durable_pages = durable_pages().size();
   in.host_pages = plan_.host_bytes / in.page_bytes;
-  in.keep_checkpoints = o_.ckpt_every > 0 ? uint64_t(o_.keep_checkpoints) : 0;
+  in.keep_checkpoints = o_.checkpoints.every > 0 ? uint64_t(o_.checkpoints.keep) : 0;
   in.asked_bytes = asked;
   in.room_bytes = room;
   return scheduler::SizeNvmeTier(in);
@@ -143,7 +146,7 @@ std::string PagedTrainer::nvme_minimum_text(const scheduler::NvmeSizing& s) cons
   return FormatBytes(s.min_bytes) + " that the NVMe tier needs (one version of each of the " +
          std::to_string(pages_->num_pages()) + " pages of state, room for the " +
          std::to_string(staged) + " versions the host pool can stage" +
-         (o_.ckpt_every > 0
+         (o_.checkpoints.every > 0
               ? ", a second version of every page for one kept checkpoint, and one of the " +
                     std::to_string(pages_->num_pages() - durable_pages().size()) +
                     " gradient pages while the next is saved"
@@ -170,7 +173,7 @@ Result<scheduler::NvmeSizing> PagedTrainer::size_new_nvme() const {
   const scheduler::NvmeSizing want = size_nvme(0, UINT64_MAX);
   const uint64_t page = pages_->page_bytes();
   const Result<memory::NvmeDiskRoom> measured =
-      memory::NvmeRoomForNewStore(o_.nvme_dirs, page, want.default_bytes / page);
+      memory::NvmeRoomForNewStore(o_.budgets.nvme_dirs, page, want.default_bytes / page);
   // A missing or unreadable directory: the store's open words it (CheckWritableDir).
   if (!measured.ok()) return want;
   const memory::NvmeDiskRoom& room = *measured;
@@ -187,34 +190,35 @@ Result<scheduler::NvmeSizing> PagedTrainer::size_new_nvme() const {
 
 // Fewer kept checkpoints than --keep-checkpoints fit: one line, and the run keeps that many.
 void PagedTrainer::keep_checkpoints_that_fit(const scheduler::NvmeSizing& s) {
-  if (o_.ckpt_every <= 0 || s.checkpoints_fit >= uint64_t(o_.keep_checkpoints)) return;
+  if (o_.checkpoints.every <= 0 || s.checkpoints_fit >= uint64_t(o_.checkpoints.keep)) return;
   Logger("train")->warn(
       "the NVMe tier takes {} on {} (at least {}, {} with every kept checkpoint): room for {} "
       "of the {} checkpoints of {}, so the run keeps the {} newest; to keep them all, free "
       "space or give {} {} (on {} it grows the store)",
-      FormatBytes(s.capacity_bytes), o_.nvme_dirs[0], FormatBytes(s.min_bytes),
-      FormatBytes(s.default_bytes), s.checkpoints_fit, o_.keep_checkpoints,
+      FormatBytes(s.capacity_bytes), o_.budgets.nvme_dirs[0], FormatBytes(s.min_bytes),
+      FormatBytes(s.default_bytes), s.checkpoints_fit, o_.checkpoints.keep,
       Mention(Option::kKeepCheckpoints), s.checkpoints_fit, Mention(Option::kNvmeMem),
       FormatBytes(s.default_bytes), Mention(Option::kResume));
-  o_.keep_checkpoints = int(s.checkpoints_fit);
+  o_.checkpoints.keep = int(s.checkpoints_fit);
 }
 
 Status PagedTrainer::open_nvme() {
   std::optional<scheduler::CheckpointRecord> found;
-  if (!o_.ckpt_dir.empty()) {  // only checkpoints need the fingerprint (it reads --data, --init)
+  // Only checkpoints need the fingerprint (it reads --data, --init).
+  if (!o_.checkpoints.dir.empty()) {
     STRATA_RETURN_IF_ERROR(make_fingerprint());
-    STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
+    STRATA_ASSIGN_OR_RETURN(found, scheduler::ReadCheckpointRecord(o_.checkpoints.dir));
   }
   STRATA_RETURN_IF_ERROR(check_checkpoint_flags(found));
-  scheduler::NvmeSizing sizing = size_nvme(o_.nvme_mem, UINT64_MAX);
-  if (o_.nvme_mem > 0) {
-    STRATA_RETURN_IF_ERROR(check_nvme_room(sizing, o_.nvme_mem, Mention(Option::kNvmeMem)));
+  scheduler::NvmeSizing sizing = size_nvme(o_.budgets.nvme_mem, UINT64_MAX);
+  if (o_.budgets.nvme_mem > 0) {
+    STRATA_RETURN_IF_ERROR(check_nvme_room(sizing, o_.budgets.nvme_mem, Mention(Option::kNvmeMem)));
   }
-  const bool existed = memory::NvmeStoreExists(o_.nvme_dirs[0]);
+  const bool existed = memory::NvmeStoreExists(o_.budgets.nvme_dirs[0]);
   memory::NvmeStoreOptions so;
-  so.dirs = o_.nvme_dirs;
+  so.dirs = o_.budgets.nvme_dirs;
   so.page_bytes = pages_->page_bytes();
-  if (o_.nvme_mem == 0 && !existed) {
+  if (o_.budgets.nvme_mem == 0 && !existed) {
     STRATA_ASSIGN_OR_RETURN(sizing, size_new_nvme());
   }
   so.capacity_bytes = sizing.capacity_bytes > 0 ? sizing.capacity_bytes : sizing.default_bytes;
@@ -225,14 +229,14 @@ Status PagedTrainer::open_nvme() {
   STRATA_RETURN_IF_ERROR(
       check_nvme_room(sizing, store->capacity_bytes(), "the NVMe store's capacity"));
   keep_checkpoints_that_fit(sizing);
-  if (!o_.resume && existed) STRATA_RETURN_IF_ERROR(check_restartable(*store, found));
-  if (o_.resume || (existed && !o_.ckpt_dir.empty())) {
+  if (!o_.checkpoints.resume && existed) STRATA_RETURN_IF_ERROR(check_restartable(*store, found));
+  if (o_.checkpoints.resume || (existed && !o_.checkpoints.dir.empty())) {
     STRATA_RETURN_IF_ERROR(plan_resume(*store, found));
-  } else if (!o_.ckpt_dir.empty()) {
+  } else if (!o_.checkpoints.dir.empty()) {
     // Before any manifest: a kill before the first checkpoint leaves a record of this store.
     record_ = fresh_record();
     STRATA_ASSIGN_OR_RETURN(record_.store_id, store->id());
-    STRATA_RETURN_IF_ERROR(scheduler::WriteCheckpointRecord(o_.ckpt_dir, record_));
+    STRATA_RETURN_IF_ERROR(scheduler::WriteCheckpointRecord(o_.checkpoints.dir, record_));
   }
   nvme_ = memory::NvmeStore::IntoTier(std::move(store));
   return Status::Ok();
@@ -242,18 +246,20 @@ Status PagedTrainer::open_nvme() {
 // record in force (scheduler::PlanResume).
 Status PagedTrainer::plan_resume(memory::NvmeStore& store,
                                  const std::optional<scheduler::CheckpointRecord>& found) {
-  scheduler::ResumeRequest req{o_.ckpt_dir, o_.nvme_dirs[0], o_.resume_from, o_.discard_newer,
-                               o_.resume};
-  if (o_.resume && world_size() > 1) {  // Note [Checkpoints across ranks] in data_parallel.h
+  scheduler::ResumeRequest req{o_.checkpoints.dir, o_.budgets.nvme_dirs[0],
+                               o_.checkpoints.resume_from, o_.checkpoints.discard_newer,
+                               o_.checkpoints.resume};
+  if (o_.checkpoints.resume &&
+      world_size() > 1) {  // Note [Checkpoints across ranks] in data_parallel.h
     // Without --resume-from the ranks agree on their newest common checkpoint: a rank's newer
     // one (killed while the others saved) was never the job's, and goes.
-    req.discard_newer = req.discard_newer || o_.resume_from < 0;
+    req.discard_newer = req.discard_newer || o_.checkpoints.resume_from < 0;
     std::vector<long> steps;
     if (found) {
       for (const scheduler::CheckpointEntry& e : found->checkpoints) steps.push_back(e.step);
     }
-    STRATA_ASSIGN_OR_RETURN(req.resume_from,
-                            scheduler::AgreeOnResumeStep(*world_, steps, o_.resume_from));
+    STRATA_ASSIGN_OR_RETURN(
+        req.resume_from, scheduler::AgreeOnResumeStep(*world_, steps, o_.checkpoints.resume_from));
   }
   STRATA_ASSIGN_OR_RETURN(scheduler::ResumePlan plan,
                           scheduler::PlanResume(store, found, fresh_record(), req));
@@ -287,8 +293,8 @@ Status PagedTrainer::write_checkpoint(long steps_done) {
   STRATA_RETURN_IF_ERROR(mm_->save_snapshot(name, durable_pages()));
   scheduler::CheckpointRecord next = record_;
   // The retired ones' manifests go with every other unlisted step-* manifest below.
-  (void)next.push_newest({steps_done, name}, uint64_t(o_.keep_checkpoints));
-  STRATA_RETURN_IF_ERROR(scheduler::WriteCheckpointRecord(o_.ckpt_dir, next));
+  (void)next.push_newest({steps_done, name}, uint64_t(o_.checkpoints.keep));
+  STRATA_RETURN_IF_ERROR(scheduler::WriteCheckpointRecord(o_.checkpoints.dir, next));
   record_ = std::move(next);
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, mm_->snapshot_names());
   for (const std::string& n : names) {
@@ -299,7 +305,7 @@ Status PagedTrainer::write_checkpoint(long steps_done) {
       STRATA_RETURN_IF_ERROR(mm_->delete_snapshot(n));
     }
   }
-  Logger("train")->debug("checkpoint {} in {} (kept: steps {})", name, o_.ckpt_dir,
+  Logger("train")->debug("checkpoint {} in {} (kept: steps {})", name, o_.checkpoints.dir,
                          record_.steps_text());
   return Status::Ok();
 }

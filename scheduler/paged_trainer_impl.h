@@ -30,6 +30,7 @@
 #include "scheduler/split_plan.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
+#include "scheduler/train_options.h"
 #include "scheduler/trainer.h"
 
 namespace strata::memory {
@@ -53,7 +54,7 @@ class PagedTrainer final : public Trainer {
  public:
   PagedTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
       : o_(std::move(o)),
-        layout_(o_.tp > 1 ? MakeTpLayout(c, o_.tp) : MakeGptLayout(c)),
+        layout_(o_.grid.tp > 1 ? MakeTpLayout(c, o_.grid.tp) : MakeGptLayout(c)),
         full_layout_(MakeGptLayout(c)),
         seq_(seq),
         data_(std::move(data)) {}
@@ -76,29 +77,30 @@ class PagedTrainer final : public Trainer {
   // Data parallelism (Note [Data-parallel gradients]): this rank and the size of its
   // data-parallel group (o_.ranks once make_grid ran); each rank runs rank_rows() of the step's
   // --batch, one micro-batch unless --micro-batch says otherwise.
-  int rank() const { return scheduler::RankOf(o_); }
-  int ranks() const { return scheduler::RanksOf(o_); }
+  int rank() const { return scheduler::RankOf(o_.grid); }
+  int ranks() const { return scheduler::RanksOf(o_.grid); }
   // The job's ranks (the whole grid): rank 0 writes the outputs, all agree on checkpoints.
   int world_rank() const { return world_ != nullptr ? world_->rank() : 0; }
   int world_size() const { return world_ != nullptr ? world_->size() : 1; }
   int tp_rank() const { return tp_comm_ != nullptr ? tp_comm_->rank() : 0; }
-  int rank_rows() const { return o_.batch / ranks(); }
-  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : rank_rows(); }
+  int rank_rows() const { return o_.data.batch / ranks(); }
+  int micro_rows() const { return o_.data.micro_batch > 0 ? o_.data.micro_batch : rank_rows(); }
   // --host-eviction auto: Belady over the learned plan, except in layer-major order, where the
   // plan misjudged the moments and LRU moved fewer bytes and ran faster (docs/scheduler.md,
   // Limits: 80-layer scale run, 2026-11-25).
   bool belady() const {
-    return o_.host_eviction == "belady" ||
-           (o_.host_eviction == "auto" && plan_.order != scheduler::MicroBatchOrder::kLayerMajor);
+    return o_.budgets.host_eviction == "belady" ||
+           (o_.budgets.host_eviction == "auto" &&
+            plan_.order != scheduler::MicroBatchOrder::kLayerMajor);
   }
-  bool checkpoints_on() const { return o_.ckpt_every > 0 && !o_.ckpt_dir.empty(); }
+  bool checkpoints_on() const { return o_.checkpoints.every > 0 && !o_.checkpoints.dir.empty(); }
   // The grid's groups (paged_trainer_grid.cc): o_.ranks becomes this rank's data-parallel group.
   Status make_grid();
   // Pipeline parallelism (paged_trainer_grid.cc): this rank's stage, the blocks it holds, the
   // stage of a block, the costs the partition balances.
   Status make_stage(int stage);
   Result<scheduler::StageCosts> measure_stage_costs();
-  bool piped() const { return o_.pp > 1; }
+  bool piped() const { return o_.grid.pp > 1; }
   std::vector<bool> held_blocks() const;
   int stage_of(int block) const;
   std::string stages_text() const;
