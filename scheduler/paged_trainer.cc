@@ -11,14 +11,12 @@
 #include "core/device/create_device.h"
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
-#include "core/nn/gpt_weights.h"
 #include "core/nn/tp_head.h"
 #include "core/util/log.h"
 #include "core/util/machine_memory.h"
 #include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
-#include "memory/nvme_store.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
@@ -34,10 +32,32 @@ namespace internal {
 
 using memory::Role;
 
-// Setup, in order: the page plan, the memory plan, the device, the NVMe tier, the memory manager
-// with the model's initial state (or a checkpoint's), the Engine.
+// Setup, in order, one step each: the paging flags, the grid (paged_trainer_grid.cc) and the
+// shards this rank holds (paged_trainer_shards.cc), the page plan, the memory plan, the device,
+// the NVMe tier and its checkpoint record (scheduler/nvme_setup.h), the memory manager with the
+// model's initial state or a checkpoint's (paged_trainer_state.cc), the Engine.
 Status PagedTrainer::setup() {
   threads_ = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
+  STRATA_ASSIGN_OR_RETURN(const uint64_t page, checked_page_bytes());
+  STRATA_RETURN_IF_ERROR(check_page_count(page));
+  STRATA_RETURN_IF_ERROR(make_grid());
+  STRATA_RETURN_IF_ERROR(make_shards());
+  STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page,
+                                                          o_.optimizer.delayed_update, &shards_));
+  pages_ = std::make_unique<StatePages>(std::move(sp));
+  STRATA_RETURN_IF_ERROR(make_plan());
+  STRATA_RETURN_IF_ERROR(check_fits_machine());
+  STRATA_RETURN_IF_ERROR(create_device());
+  if (!o_.budgets.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(open_nvme());
+  STRATA_RETURN_IF_ERROR(create_memory());
+  STRATA_RETURN_IF_ERROR(load_state());
+  STRATA_RETURN_IF_ERROR(create_engine());
+  timeline_.set_keep_all(!o_.outputs.trace_path.empty());
+  return Status::Ok();
+}
+
+// --page-size (0: the default) and --host-eviction, checked.
+Result<uint64_t> PagedTrainer::checked_page_bytes() const {
   const uint64_t page =
       o_.budgets.page_bytes > 0 ? o_.budgets.page_bytes : memory::kDefaultPageBytes;
   if (page < memory::kMinPageBytes || (page & (page - 1)) != 0) {
@@ -50,30 +70,17 @@ Status PagedTrainer::setup() {
                                    " must be 'auto', 'belady' or 'lru', got '" +
                                    o_.budgets.host_eviction + "'");
   }
-  STRATA_RETURN_IF_ERROR(check_page_count(page));
-  STRATA_RETURN_IF_ERROR(make_grid());
-  STRATA_RETURN_IF_ERROR(make_shards());
-  STRATA_ASSIGN_OR_RETURN(StatePages sp,
-                          StatePages::Make(layout_, page, o_.optimizer.delayed_update, &shards_));
-  pages_ = std::make_unique<StatePages>(std::move(sp));
-  STRATA_RETURN_IF_ERROR(make_plan());
-  STRATA_RETURN_IF_ERROR(check_fits_machine());
+  return page;
+}
+
+// The device, its arena capped at the plan's bytes (the sim device's; a GPU's is the plan's).
+Status PagedTrainer::create_device() {
   SimDeviceOptions dopt;
   dopt.capacity_bytes = plan_.device_bytes;
   dopt.link_gbps = o_.sim_link_gbps;
-  STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_.grid)}, dopt));
-  if (!o_.budgets.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(open_nvme());
-  STRATA_RETURN_IF_ERROR(create_memory());
-  if (resume_from_) {
-    // The manager adopted the manifest's pages as committed NVMe copies (they load on demand).
-    Logger("train")->info("resuming after step {} from {} ({})", start_step_,
-                          resume_from_->manifest, o_.checkpoints.dir);
-  } else {
-    STRATA_RETURN_IF_ERROR(write_initial_params());
-    if (nvme_ && !nvme_->committed_pages().empty()) STRATA_RETURN_IF_ERROR(reset_moments());
-  }
-  STRATA_RETURN_IF_ERROR(create_engine());
-  timeline_.set_keep_all(!o_.outputs.trace_path.empty());
+  const int ordinal = scheduler::CudaOrdinalOf(o_.grid);
+  STRATA_ASSIGN_OR_RETURN(device_,
+                          CreateDevice({.kind = o_.device, .cuda_ordinal = ordinal}, dopt));
   return Status::Ok();
 }
 
@@ -220,74 +227,6 @@ Status PagedTrainer::create_engine() {
   eo.host_access_plan = belady() && nvme_ != nullptr;
   STRATA_ASSIGN_OR_RETURN(engine_, Engine::Create(eo));
   return Status::Ok();
-}
-
-// The whole model's initial values (the same bits as one rank's), each block cut to this rank's
-// tensor-parallel slice.
-Status PagedTrainer::write_initial_params() {
-  std::vector<float> all;
-  if (!o_.model.init_path.empty()) {
-    all.resize(full_layout_.total_numel);
-    STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.model.init_path, full_layout_, all.data()));
-  }
-  std::vector<float> whole, mine;
-  for (int b = 0; b < layout_.num_blocks(); ++b) {
-    if (!shards_.held(b)) continue;  // another stage's
-    const float* values;
-    if (all.empty()) {
-      whole.assign(full_layout_.blocks[b].numel, 0.0f);
-      InitBlockParams(full_layout_.blocks[b], o_.seed, whole.data());
-      values = whole.data();
-    } else {
-      values = all.data() + full_layout_.block_offset[b];
-    }
-    mine.assign(layout_.blocks[b].numel, 0.0f);
-    slice_block(b, values, mine.data());
-    STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kParam, mine.data()));
-    if (o_.optimizer.delayed_update) {
-      STRATA_RETURN_IF_ERROR(
-          scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kMaster, mine.data()));
-    }
-  }
-  return Status::Ok();
-}
-
-// A fresh start over a store left by killed runs that never checkpointed (--resume with no
-// record yet): the MemoryManager adopts every committed page as valid, so the moments are reset
-// to zeros explicitly (the parameters are written anyway, gradients are overwritten each step).
-Status PagedTrainer::reset_moments() {
-  std::vector<float> zeros;
-  for (int b = 0; b < layout_.num_blocks(); ++b) {
-    if (!shards_.held(b)) continue;
-    zeros.assign(layout_.blocks[b].numel, 0.0f);
-    for (Role r : {Role::kAdamM, Role::kAdamV}) {
-      STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, r, zeros.data()));
-    }
-  }
-  return Status::Ok();
-}
-
-// Queued behind the step's updates on the optimizer queue (Engine::enqueue_after_updates): the
-// driver goes on with the next step while the pages are flushed and the manifest saved. The next
-// step's updates queue behind it, so the manifest holds exactly the state after `steps_done`.
-Status PagedTrainer::export_role(Role role, const std::string& path) {
-  std::vector<float> all(full_layout_.total_numel, 0.0f), mine;
-  for (int b = 0; b < layout_.num_blocks(); ++b) {
-    float* whole = all.data() + full_layout_.block_offset[b];
-    if (shards_.held(b)) {
-      mine.assign(layout_.blocks[b].numel, 0.0f);
-      STRATA_RETURN_IF_ERROR(gather_block(b, role, mine.data()));
-      STRATA_RETURN_IF_ERROR(unslice_block(b, mine.data(), whole));
-    }
-    if (piped()) {  // from the stage that holds it
-      STRATA_RETURN_IF_ERROR(
-          pp_tied_->broadcast(whole, size_t(full_layout_.blocks[b].numel) * 4, stage_of(b))
-              .wait()
-              .with_context("gathering block " + std::to_string(b) + " over the stages"));
-    }
-  }
-  if (world_rank() != 0) return Status::Ok();  // rank 0 alone writes (docs/parallel.md)
-  return ExportGptSafetensors(path, full_layout_, all.data());
 }
 
 Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {

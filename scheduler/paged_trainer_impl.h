@@ -1,6 +1,9 @@
 // PagedTrainer (internal to scheduler/): the Trainer over the Engine, for CreatePagedTrainer
-// (paged_trainer.h). paged_trainer.cc sets it up and runs it; paged_trainer_checkpoint.cc
-// opens the NVMe tier (fresh or resumed) and writes checkpoints.
+// (paged_trainer.h). paged_trainer.cc sets it up, one step after another, and runs it; the
+// steps' parts live in files named for them: paged_trainer_grid.cc (the grid's Comms, the
+// pipeline stage, tensor-parallel slices), paged_trainer_shards.cc (which blocks this rank holds
+// a shard of), paged_trainer_checkpoint.cc (the NVMe tier, opened by scheduler/nvme_setup.h,
+// and the checkpoints written into it), paged_trainer_state.cc (the model's values in and out).
 // Threads: Setup and Run from one thread; checkpoints run on the Engine's optimizer queue.
 #pragma once
 
@@ -24,7 +27,6 @@
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
-#include "scheduler/nvme_capacity.h"
 #include "scheduler/pipe_stage.h"
 #include "scheduler/run_fingerprint.h"
 #include "scheduler/split_plan.h"
@@ -32,10 +34,6 @@
 #include "scheduler/trace.h"
 #include "scheduler/train_options.h"
 #include "scheduler/trainer.h"
-
-namespace strata::memory {
-class NvmeStore;
-}  // namespace strata::memory
 
 namespace strata::internal {
 
@@ -110,24 +108,16 @@ class PagedTrainer final : public Trainer {
   // every tp rank's slice of it (`local`; collective over the tp group).
   void slice_block(int block, const float* full, float* local) const;
   Status unslice_block(int block, const float* local, float* full);
+  Result<uint64_t> checked_page_bytes() const;
   Status check_page_count(uint64_t page_bytes) const;
   Status check_fits_machine() const;
   Status make_plan();
+  Status create_device();
   Status create_memory();
+  Status load_state();
   Status create_engine();
   Status open_nvme();
-  Status check_checkpoint_flags(const std::optional<scheduler::CheckpointRecord>& found);
-  Status check_restartable(memory::NvmeStore& store,
-                           const std::optional<scheduler::CheckpointRecord>& found) const;
   Status make_fingerprint();
-  Status plan_resume(memory::NvmeStore& store,
-                     const std::optional<scheduler::CheckpointRecord>& found);
-  scheduler::NvmeSizing size_nvme(uint64_t asked, uint64_t room) const;
-  std::string nvme_minimum_text(const scheduler::NvmeSizing& s) const;
-  Status check_nvme_room(const scheduler::NvmeSizing& s, uint64_t have, const std::string& whose) const;
-  Result<scheduler::NvmeSizing> size_new_nvme() const;
-  void keep_checkpoints_that_fit(const scheduler::NvmeSizing& s);
-  scheduler::CheckpointRecord fresh_record() const;
   // The step's figures from the counters at the end of its compute and the previous step's.
   StepStats stats_of(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,
                     const memory::MemoryStats& m0) const;
