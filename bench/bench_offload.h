@@ -15,7 +15,7 @@
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "memory/tier.h"
-#include "scheduler/trainer.h"
+#include "scheduler/trainer_factory.h"
 #include "bench/bench_dir.h"
 
 namespace CLI {

@@ -35,7 +35,7 @@ constexpr int kInMemoryWarmupSteps = 1;
 TrainOptions ModelOptions(const Flags& f, const TrainOptions& base) {
   TrainOptions o =
       WithShape(base, {f.amp_layers, f.amp_embd, f.amp_heads, f.amp_seq, f.amp_batch});
-  o.micro_batch = f.amp_micro_batch;
+  o.data.micro_batch = f.amp_micro_batch;
   return o;
 }
 
@@ -43,12 +43,12 @@ TrainOptions ModelOptions(const Flags& f, const TrainOptions& base) {
 // directory is set per round.
 Result<TrainOptions> PagedOptions(const Flags& f, const TrainOptions& base, uint64_t page) {
   TrainOptions o = ModelOptions(f, base);
-  o.engine = "paged";
-  o.paging_flag_given = true;
-  o.page_bytes = page;
-  STRATA_ASSIGN_OR_RETURN(o.gpu_mem, ParseBytes(f.amp_gpu_mem, "--amp-gpu-mem"));
-  STRATA_ASSIGN_OR_RETURN(o.host_mem, ParseBytes(f.amp_host_mem, "--amp-host-mem"));
-  o.recompute = "auto";
+  o.budgets.engine = "paged";
+  o.budgets.paging_flag_given = true;
+  o.budgets.page_bytes = page;
+  STRATA_ASSIGN_OR_RETURN(o.budgets.gpu_mem, ParseBytes(f.amp_gpu_mem, "--amp-gpu-mem"));
+  STRATA_ASSIGN_OR_RETURN(o.budgets.host_mem, ParseBytes(f.amp_host_mem, "--amp-host-mem"));
+  o.budgets.recompute = "auto";
   o.steps = f.amp_warmup_steps + f.amp_steps;
   return o;
 }
@@ -78,12 +78,12 @@ Result<AmpRound> RunRound(const Flags& f, const TrainOptions& base, TrainOptions
   AmpRound r;
   const std::string tag = " round " + std::to_string(round + 1);
   TrainOptions mem = ModelOptions(f, base);
-  mem.engine = "memory";
+  mem.budgets.engine = "memory";
   mem.steps = kInMemoryWarmupSteps + f.amp_steps;
   STRATA_ASSIGN_OR_RETURN(r.in_memory,
                           RunTrainer(mem, kInMemoryWarmupSteps, ("amp in-memory" + tag).c_str()));
   STRATA_ASSIGN_OR_RETURN(auto dir, BenchDir::Create(nvme_parent, "amp", "--nvme-dir"));
-  paged.nvme_dirs = {dir->path()};
+  paged.budgets.nvme_dirs = {dir->path()};
   STRATA_ASSIGN_OR_RETURN(r.paged,
                           RunTrainer(paged, f.amp_warmup_steps, ("amp paged" + tag).c_str()));
   Summarise(f, &r);
@@ -120,11 +120,11 @@ Result<AmpResult> MeasureAmplification(const Flags& f, const TrainOptions& base,
                                        const std::string& nvme_parent) {
   AmpResult r;
   STRATA_ASSIGN_OR_RETURN(r.paged_options, PagedOptions(f, base, page));
-  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(r.paged_options));
+  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(r.paged_options.model));
   r.layout = MakeGptLayout(config);
   // The floor's plan needs to know NVMe is there; the directory itself is each round's.
   TrainOptions with_nvme = r.paged_options;
-  with_nvme.nvme_dirs = {nvme_parent};
+  with_nvme.budgets.nvme_dirs = {nvme_parent};
   STRATA_ASSIGN_OR_RETURN(r.floor, ComputeNvmeFloor(with_nvme));
   for (int round = 0; round < f.amp_rounds; ++round) {
     STRATA_ASSIGN_OR_RETURN(AmpRound one, RunRound(f, base, r.paged_options, nvme_parent, round));

@@ -21,13 +21,13 @@ void AddAmpConfig(const AmpResult& r, const Flags& f, nlohmann::ordered_json& ou
   const TrainOptions& o = r.paged_options;
   const NvmeFloor& fl = r.floor;
   out["amp_model"] = r.layout.config.to_string();
-  out["amp_batch"] = o.batch;
-  out["amp_micro_batch"] = o.micro_batch;
-  out["amp_seq"] = o.seq;
+  out["amp_batch"] = o.data.batch;
+  out["amp_micro_batch"] = o.data.micro_batch;
+  out["amp_seq"] = o.data.seq;
   out["amp_page_bytes"] = fl.page_bytes;
   out["amp_state_bytes"] = fl.state_bytes;
-  out["amp_gpu_mem"] = o.gpu_mem;
-  out["amp_host_mem"] = o.host_mem;
+  out["amp_gpu_mem"] = o.budgets.gpu_mem;
+  out["amp_host_mem"] = o.budgets.host_mem;
   out["amp_params_on"] = memory::TierName(fl.params);
   out["amp_optimizer_on"] = memory::TierName(fl.optimizer);
   out["amp_param_pages"] = fl.param_pages;
@@ -117,8 +117,8 @@ void AddAmplification(const AmpResult& r, const Flags& f, nlohmann::ordered_json
   out["scale_vs_memory_in_memory_step_s"] = median.in_memory.median_step_s;
   out["scale_vs_memory_paged_cpu_s_per_step"] = median.paged.median_cpu_s;
   out["scale_vs_memory_in_memory_cpu_s_per_step"] = median.in_memory.median_cpu_s;
-  out["scale_vs_memory_device_multiple"] = double(fl.state_bytes) / r.paged_options.gpu_mem;
-  out["scale_vs_memory_host_multiple"] = double(fl.state_bytes) / r.paged_options.host_mem;
+  out["scale_vs_memory_device_multiple"] = double(fl.state_bytes) / r.paged_options.budgets.gpu_mem;
+  out["scale_vs_memory_host_multiple"] = double(fl.state_bytes) / r.paged_options.budgets.host_mem;
   out["scale_vs_memory_losses_equal"] = losses_equal;
 }
 

@@ -16,10 +16,10 @@ constexpr int kEvictionWarmupSteps = 3;
 Result<double> NvmeBytesPerStep(TrainOptions o, const char* policy, int steps,
                                 const std::string& nvme_parent, const char* what) {
   STRATA_ASSIGN_OR_RETURN(auto dir, BenchDir::Create(nvme_parent, "eviction", "--nvme-dir"));
-  o.nvme_dirs = {dir->path()};
-  o.host_eviction = policy;
+  o.budgets.nvme_dirs = {dir->path()};
+  o.budgets.host_eviction = policy;
   o.steps = kEvictionWarmupSteps + steps;
-  o.ckpt_every = 0;
+  o.checkpoints.every = 0;
   STRATA_ASSIGN_OR_RETURN(
       const RunSummary run,
       RunTrainer(o, kEvictionWarmupSteps, (std::string(what) + " " + policy).c_str()));
@@ -48,17 +48,17 @@ TrainOptions DemoOptions(const TrainOptions& base) {
   TrainOptions o;
   o.model.preset = "small";
   o.model.preset_given = true;
-  o.batch = 8;
-  o.micro_batch = 4;
-  o.lr = 1e-3f;
-  o.warmup = 10;
+  o.data.batch = 8;
+  o.data.micro_batch = 4;
+  o.optimizer.lr = 1e-3f;
+  o.optimizer.warmup = 10;
   o.threads = base.threads;
-  o.engine = "paged";
-  o.paging_flag_given = true;
-  o.gpu_mem = 128ull << 20;
-  o.host_mem = 64ull << 20;
-  o.page_bytes = 1ull << 20;
-  o.recompute = "auto";
+  o.budgets.engine = "paged";
+  o.budgets.paging_flag_given = true;
+  o.budgets.gpu_mem = 128ull << 20;
+  o.budgets.host_mem = 64ull << 20;
+  o.budgets.page_bytes = 1ull << 20;
+  o.budgets.recompute = "auto";
   return o;
 }
 

@@ -38,7 +38,7 @@ Status MeasureRound(TrainOptions o, double compute_s, const Flags& f, const std:
   STRATA_ASSIGN_OR_RETURN(r.movement,
                           RunTrainer(o, f.warmup_steps, (what + " movement-only").c_str()));
   // Without --gpu-mem the plan allocates every useful slot: its peak is the budget in force.
-  m->gpu_mem = o.gpu_mem > 0 ? o.gpu_mem : r.step.steps.back().device_peak_bytes;
+  m->gpu_mem = o.budgets.gpu_mem > 0 ? o.budgets.gpu_mem : r.step.steps.back().device_peak_bytes;
   m->rounds.push_back(std::move(r));
   return Status::Ok();
 }
@@ -47,8 +47,8 @@ Status MeasureRound(TrainOptions o, double compute_s, const Flags& f, const std:
 // slots (or half the blocks), with clipping, every activation kept.
 TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSummary& in_memory) {
   TrainOptions clipped = ov;
-  clipped.params_on = "host";
-  clipped.grad_clip = 1.0f;
+  clipped.budgets.params_on = "host";
+  clipped.optimizer.grad_clip = 1.0f;
   const GptLayout layout = MakeGptLayout(in_memory.config);
   int64_t largest = 0;
   for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
@@ -57,8 +57,9 @@ TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSumm
       std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots, layout.num_blocks() / 2);
   const scheduler::ActivationLayout acts =
       scheduler::MakeActivationLayout(in_memory.config, f.batch, in_memory.seq, 0);
-  clipped.gpu_mem = RoundUp4K(acts.bytes()) + RoundUp4K(uint64_t(2) * f.batch * in_memory.seq * 4) +
-                    slots * slot_bytes;
+  clipped.budgets.gpu_mem = RoundUp4K(acts.bytes()) +
+                            RoundUp4K(uint64_t(2) * f.batch * in_memory.seq * 4) +
+                            slots * slot_bytes;
   return clipped;
 }
 
@@ -67,22 +68,22 @@ TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSumm
 Result<bool> FitMicroBatch(TrainOptions& off, const GptLayout& layout, int seq) {
   scheduler::MemoryPlanInput in;
   in.layout = &layout;
-  in.batch = off.batch;
+  in.batch = off.data.batch;
   in.seq = seq;
   in.recompute = "all";
   uint64_t need = 0;
-  for (int mb = off.batch; mb >= 1; --mb) {
-    if (off.batch % mb != 0) continue;
-    off.micro_batch = mb;
+  for (int mb = off.data.batch; mb >= 1; --mb) {
+    if (off.data.batch % mb != 0) continue;
+    off.data.micro_batch = mb;
     in.micro_rows = mb;
     STRATA_ASSIGN_OR_RETURN(need, scheduler::MinimalDeviceBytes(in));
-    if (need <= off.gpu_mem) return false;
+    if (need <= off.budgets.gpu_mem) return false;
   }
   std::fprintf(stderr,
                "bench offload: 25%% of the states (%s) is below the minimal device "
                "working set (%s); using the minimum\n",
-               FormatBytes(off.gpu_mem).c_str(), FormatBytes(need).c_str());
-  off.gpu_mem = need;
+               FormatBytes(off.budgets.gpu_mem).c_str(), FormatBytes(need).c_str());
+  off.budgets.gpu_mem = need;
   return true;
 }
 
@@ -96,7 +97,7 @@ Result<std::pair<RunSummary, RunSummary>> SharedCoresPair(const TrainOptions& me
   STRATA_ASSIGN_OR_RETURN(
       pair.first, RunTrainer(mem, f.warmup_steps, ("cost in-memory, shared cores" + what).c_str()));
   STRATA_ASSIGN_OR_RETURN(auto dir, BenchDir::Create(nvme_parent, "cost-shared", "--nvme-dir"));
-  off.nvme_dirs = {dir->path()};
+  off.budgets.nvme_dirs = {dir->path()};
   STRATA_ASSIGN_OR_RETURN(
       pair.second, RunTrainer(off, f.warmup_steps, ("offload, shared cores" + what).c_str()));
   return pair;
@@ -128,18 +129,18 @@ Result<OverlapResult> MeasureOverlap(const Flags& f, const TrainOptions& base, u
   // Compute-only: the in-memory trainer (Note [Overlap configuration]).
   TrainOptions mem = base;
   mem.model.n_layer = f.overlap_layers;
-  mem.engine = "memory";
-  mem.grad_clip = 0;
+  mem.budgets.engine = "memory";
+  mem.optimizer.grad_clip = 0;
   OverlapResult r;
   STRATA_ASSIGN_OR_RETURN(r.in_memory, RunTrainer(mem, f.warmup_steps, "in-memory"));
   const double compute_s = r.in_memory.median_step_s;
   // Parameters resident on the device (every slot the plan finds useful), moments on the host.
   TrainOptions ov = mem;
-  ov.engine = "paged";
-  ov.paging_flag_given = true;
-  ov.params_on = "device";
-  ov.optimizer_on = "host";
-  ov.page_bytes = page;
+  ov.budgets.engine = "paged";
+  ov.budgets.paging_flag_given = true;
+  ov.budgets.params_on = "device";
+  ov.budgets.optimizer_on = "host";
+  ov.budgets.page_bytes = page;
   const TrainOptions clipped = ClippedConfig(ov, f, r.in_memory);
   STRATA_ASSIGN_OR_RETURN(r.resident.link_gbps,
                           CalibrateLink(ov, compute_s * kBackwardShare, f, "overlap"));
@@ -164,9 +165,9 @@ Result<CostResult> MeasureCost(const Flags& f, const TrainOptions& base, uint64_
   cost_mem.model.n_layer = f.cost_layers;
   cost_mem.model.n_embd = f.cost_embd;
   cost_mem.model.n_head = f.cost_heads;
-  cost_mem.batch = f.cost_batch;
-  cost_mem.seq = f.cost_seq;
-  cost_mem.engine = "memory";
+  cost_mem.data.batch = f.cost_batch;
+  cost_mem.data.seq = f.cost_seq;
+  cost_mem.budgets.engine = "memory";
   CostResult r;
   STRATA_ASSIGN_OR_RETURN(r.in_memory, RunTrainer(cost_mem, f.warmup_steps, "cost in-memory"));
   const GptLayout layout = MakeGptLayout(r.in_memory.config);
@@ -191,7 +192,7 @@ Result<CostResult> MeasureCost(const Flags& f, const TrainOptions& base, uint64_
   const size_t median = MedianIndex(r.shared_ratios);
   r.shared_in_memory = rounds[median].first;
   r.shared_offload = rounds[median].second;
-  shared_mem.grad_clip = shared_off.grad_clip = 0;
+  shared_mem.optimizer.grad_clip = shared_off.optimizer.grad_clip = 0;
   STRATA_ASSIGN_OR_RETURN(auto no_clip,
                           SharedCoresPair(shared_mem, shared_off, f, nvme_parent, ", no clipping"));
   r.shared_no_clip_in_memory = std::move(no_clip.first);
@@ -205,12 +206,12 @@ Result<ScaleResult> MeasureScale(const Flags& f, const TrainOptions& base, uint6
   TrainOptions& sc = r.options;
   sc = WithShape(base, {f.scale_layers, f.scale_embd, f.scale_heads, f.scale_seq, f.scale_batch});
   sc.steps = f.scale_steps;
-  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(sc));
+  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(sc.model));
   r.layout = MakeGptLayout(config);
   const uint64_t state = StateBytes(r.layout);
   STRATA_ASSIGN_OR_RETURN(auto sc_dir, BenchDir::Create(nvme_parent, "scale", "--nvme-dir"));
   PageUnderBudgets(sc, page, state / 16, RoundDownPage(state / 4, page), *sc_dir);
-  sc.micro_batch = 1;
+  sc.data.micro_batch = 1;
   STRATA_ASSIGN_OR_RETURN(r.run, RunTrainer(sc, 0, "scale"));
   sc_dir.reset();
   if (f.fio) {

@@ -32,33 +32,33 @@ scheduler::MemoryPlanInput PlanInput(const TrainOptions& o, const GptLayout& lay
                                      const scheduler::StatePages& sp) {
   scheduler::MemoryPlanInput in;
   in.layout = &layout;
-  in.micro_rows = o.micro_batch > 0 ? o.micro_batch : o.batch;
-  in.batch = o.batch;
+  in.micro_rows = o.data.micro_batch > 0 ? o.data.micro_batch : o.data.batch;
+  in.batch = o.data.batch;
   in.seq = seq;
-  in.gpu_mem = o.gpu_mem;
-  in.host_mem = o.host_mem;
-  in.has_nvme = !o.nvme_dirs.empty();
+  in.gpu_mem = o.budgets.gpu_mem;
+  in.host_mem = o.budgets.host_mem;
+  in.has_nvme = !o.budgets.nvme_dirs.empty();
   in.page_bytes = sp.page_bytes();
   in.param_pages = sp.pages_of_role(Role::kParam);
   in.grad_pages = sp.pages_of_role(Role::kGrad);
   in.moment_pages = sp.pages_of_role(Role::kAdamM) + sp.pages_of_role(Role::kAdamV) +
-                    (o.delayed_update ? sp.pages_of_role(Role::kMaster) : 0);
-  in.params_on = o.params_on;
-  in.optimizer_on = o.optimizer_on;
-  in.recompute = o.recompute;
+                    (o.optimizer.delayed_update ? sp.pages_of_role(Role::kMaster) : 0);
+  in.params_on = o.budgets.params_on;
+  in.optimizer_on = o.budgets.optimizer_on;
+  in.recompute = o.budgets.recompute;
   return in;
 }
 
 }  // namespace
 
 Result<NvmeFloor> ComputeNvmeFloor(const TrainOptions& o) {
-  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(o));
+  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(o.model));
   const GptLayout layout = MakeGptLayout(config);
-  const uint64_t page = o.page_bytes > 0 ? o.page_bytes : memory::kDefaultPageBytes;
+  const uint64_t page = o.budgets.page_bytes > 0 ? o.budgets.page_bytes : memory::kDefaultPageBytes;
   STRATA_ASSIGN_OR_RETURN(const scheduler::StatePages sp,
-                          scheduler::StatePages::Make(layout, page, o.delayed_update));
+                          scheduler::StatePages::Make(layout, page, o.optimizer.delayed_update));
   // The trainer's default seq: min(block_size, 256) (TrainOptions::seq).
-  const int seq = o.seq > 0 ? o.seq : std::min(config.block_size, 256);
+  const int seq = o.data.seq > 0 ? o.data.seq : std::min(config.block_size, 256);
   STRATA_ASSIGN_OR_RETURN(const scheduler::MemoryPlan plan,
                           scheduler::MakeMemoryPlan(PlanInput(o, layout, seq, sp)));
   NvmeFloor f;
@@ -69,7 +69,7 @@ Result<NvmeFloor> ComputeNvmeFloor(const TrainOptions& o) {
   f.params = plan.params;
   f.optimizer = plan.optimizer;
   f.params_host_pinned = plan.params_host_pinned;
-  const bool nvme = !o.nvme_dirs.empty();
+  const bool nvme = !o.budgets.nvme_dirs.empty();
   uint64_t read_pages = 0, write_pages = 0;
   if (plan.params == Tier::kNvme) {
     read_pages += 2 * f.param_pages;

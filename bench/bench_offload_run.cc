@@ -43,7 +43,7 @@ void LogStep(const char* what, const StepStats& s) {
 }  // namespace
 
 Result<RunSummary> RunTrainer(const TrainOptions& o, int warmup, const char* what) {
-  STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o));
+  STRATA_ASSIGN_OR_RETURN(auto trainer, CreateTrainer(o));
   RunSummary r;
   r.config = trainer->config();
   r.seq = trainer->seq();
@@ -79,20 +79,20 @@ TrainOptions WithShape(const TrainOptions& base, const ModelShape& shape) {
   o.model.n_embd = shape.embd;
   o.model.n_head = shape.heads;
   o.model.block_size = shape.seq;
-  o.batch = shape.batch;
-  o.seq = shape.seq;
+  o.data.batch = shape.batch;
+  o.data.seq = shape.seq;
   return o;
 }
 
 void PageUnderBudgets(TrainOptions& o, uint64_t page, uint64_t gpu_mem, uint64_t host_mem,
                       const BenchDir& nvme) {
-  o.engine = "paged";
-  o.paging_flag_given = true;
-  o.page_bytes = page;
-  o.gpu_mem = gpu_mem;
-  o.host_mem = host_mem;
-  o.recompute = "auto";
-  o.nvme_dirs = {nvme.path()};
+  o.budgets.engine = "paged";
+  o.budgets.paging_flag_given = true;
+  o.budgets.page_bytes = page;
+  o.budgets.gpu_mem = gpu_mem;
+  o.budgets.host_mem = host_mem;
+  o.budgets.recompute = "auto";
+  o.budgets.nvme_dirs = {nvme.path()};
 }
 
 double FioReadBytesPerS(const std::string& dir) {

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/device/gpu_peak.h"
-#include "scheduler/trainer.h"
+#include "scheduler/trainer_factory.h"
 #include "bench/bench_gemm.h"
 #include "bench/bench_commands.h"
 
@@ -48,7 +48,7 @@ Result<nlohmann::ordered_json> StepReport(const TrainOptions& o, int steps, cons
   out["dtype"] = o.dtype;
   out["model"] = o.model.preset;
   out["params"] = c.num_params();
-  out["batch"] = o.batch;
+  out["batch"] = o.data.batch;
   out["seq"] = T;
   out["threads"] = o.threads;
   out["steps"] = steps;
@@ -78,8 +78,8 @@ void AddBenchStepCommand(CLI::App& bench, Status& status) {
   CLI::App* cmd = bench.add_subcommand(
       "step", "Training tokens/s and achieved GFLOP/s vs sgemm peak (median of --steps)");
   cmd->add_option("--model", f->o.model.preset, "Model preset")->capture_default_str();
-  cmd->add_option("--batch", f->o.batch, "Rows per step")->capture_default_str();
-  cmd->add_option("--seq", f->o.seq, "Tokens per row (default min(context, 256))");
+  cmd->add_option("--batch", f->o.data.batch, "Rows per step")->capture_default_str();
+  cmd->add_option("--seq", f->o.data.seq, "Tokens per row (default min(context, 256))");
   cmd->add_option("--steps", f->o.steps, "Timed steps")->capture_default_str();
   cmd->add_option("--warmup-steps", f->warmup_steps, "Untimed steps first")->capture_default_str();
   cmd->add_option("--threads", f->o.threads, "Compute threads")->capture_default_str();
@@ -96,7 +96,7 @@ void AddBenchStepCommand(CLI::App& bench, Status& status) {
       return;
     }
     o.steps += f->warmup_steps;
-    auto trainer = Trainer::Create(o);
+    auto trainer = CreateTrainer(o);
     if (!trainer.ok()) {
       status = trainer.status();
       return;

@@ -8,10 +8,10 @@
 
 namespace strata::scheduler {
 
-int RankOf(const TrainOptions& o) { return o.ranks != nullptr ? o.ranks->rank() : 0; }
-int RanksOf(const TrainOptions& o) { return o.ranks != nullptr ? o.ranks->size() : 1; }
-int CudaOrdinalOf(const TrainOptions& o) {
-  return o.ranks != nullptr && o.ranks->device() >= 0 ? o.ranks->device() : 0;
+int RankOf(const GridOptions& g) { return g.ranks != nullptr ? g.ranks->rank() : 0; }
+int RanksOf(const GridOptions& g) { return g.ranks != nullptr ? g.ranks->size() : 1; }
+int CudaOrdinalOf(const GridOptions& g) {
+  return g.ranks != nullptr && g.ranks->device() >= 0 ? g.ranks->device() : 0;
 }
 
 RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks) {

@@ -27,16 +27,16 @@
 #include "core/util/status.h"
 #include "parallel/comm.h"
 #include "scheduler/shard_plan.h"
-#include "scheduler/trainer.h"
+#include "scheduler/train_options.h"
 
 namespace strata::scheduler {
 
-// This process's rank in the job of `o.ranks`, and the job's size: 0 of 1 without a Comm.
-int RankOf(const TrainOptions& o);
-int RanksOf(const TrainOptions& o);
+// This process's rank in the job of `grid.ranks`, and the job's size: 0 of 1 without a Comm.
+int RankOf(const GridOptions& grid);
+int RanksOf(const GridOptions& grid);
 // The GPU of this rank for --device cuda: the one its Comm moves device memory on (NCCL picks
 // local rank % GPUs), else 0.
-int CudaOrdinalOf(const TrainOptions& o);
+int CudaOrdinalOf(const GridOptions& grid);
 
 // The micro-batches of one rank: [first, first + count).
 struct RankMicroBatches {

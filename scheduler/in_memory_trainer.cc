@@ -28,15 +28,15 @@ namespace strata {
 // micro-batch (with the dres of each micro-batch of this rank), the step's tokens, alignment
 // slack; under dp, the embedding's own gradient part (Note [Data-parallel gradients]).
 uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T) {
-  const int ranks = std::max(o.dp, 1);
-  const int B = o.micro_batch > 0 ? o.micro_batch : o.batch / ranks;
+  const int ranks = std::max(o.grid.dp, 1);
+  const int B = o.data.micro_batch > 0 ? o.data.micro_batch : o.data.batch / ranks;
   const GptLayout layout = MakeGptLayout(c);
   const int64_t P = layout.total_numel;
   const uint64_t acts =
-      scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o.batch / B / ranks)
+      scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o.data.batch / B / ranks)
           .bytes();
   const uint64_t embedding_part = ranks > 1 ? uint64_t(layout.embedding().numel) * 4 : 0;
-  return uint64_t(P) * 4 * 4 + acts + embedding_part + uint64_t(2) * o.batch * T * 4 +
+  return uint64_t(P) * 4 * 4 + acts + embedding_part + uint64_t(2) * o.data.batch * T * 4 +
          16 * kDeviceAlignment;
 }
 
@@ -51,11 +51,11 @@ Status CheckInMemoryFitsMachine(const TrainOptions& o, const GptConfig& c, int T
   if (o.device != "sim") return Status::Ok();
   RamNeed need;
   need.device_bytes = InMemoryDeviceBytes(o, c, T);
-  if (!o.init_path.empty()) need.staging_bytes = uint64_t(c.num_params()) * 4;
+  if (!o.model.init_path.empty()) need.staging_bytes = uint64_t(c.num_params()) * 4;
   return CheckFitsMachine(
       need, ReadMachineMemory(),
       "training " + c.to_string() + " in memory with " + Mention(Option::kBatch) + " " +
-          std::to_string(o.batch) + " " + Mention(Option::kSeq) + " " + std::to_string(T),
+          std::to_string(o.data.batch) + " " + Mention(Option::kSeq) + " " + std::to_string(T),
       "page the state instead: give " + Mention(Option::kGpuMem) + ", " +
           Mention(Option::kHostMem) + " and " + Mention(Option::kNvmeDir) + " (e.g. " +
           Mention(Option::kGpuMem) + " 2G " + Mention(Option::kHostMem) + " 4G " +
@@ -103,7 +103,7 @@ class InMemoryTrainer final : public Trainer {
     const scheduler::ActivationLayout act_layout =
         scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, my_micro_batches().count);
     const uint64_t need_bytes = InMemoryDeviceBytes(o_, c, T);
-    uint64_t capacity = o_.gpu_mem ? o_.gpu_mem : need_bytes;
+    uint64_t capacity = o_.budgets.gpu_mem ? o_.budgets.gpu_mem : need_bytes;
     if (capacity < need_bytes) {
       return Status::ResourceExhausted(
           Mention(Option::kGpuMem) + " " + FormatBytes(capacity) + " is below the " +
@@ -115,7 +115,7 @@ class InMemoryTrainer final : public Trainer {
     SimDeviceOptions dopt;
     dopt.capacity_bytes = capacity;
     dopt.link_gbps = o_.sim_link_gbps;
-    STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_)}, dopt));
+    STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_.grid)}, dopt));
     compute_ = device_->create_stream("compute");
 
     auto alloc = [&](int64_t floats, DeviceBuffer* out) -> Status {
@@ -128,7 +128,7 @@ class InMemoryTrainer final : public Trainer {
     STRATA_RETURN_IF_ERROR(alloc(P, &m_));
     STRATA_RETURN_IF_ERROR(alloc(P, &v_));
     STRATA_RETURN_IF_ERROR(alloc(act_layout.floats(), &acts_));
-    STRATA_RETURN_IF_ERROR(alloc(2 * int64_t(o_.batch) * T, &tokens_));
+    STRATA_RETURN_IF_ERROR(alloc(2 * int64_t(o_.data.batch) * T, &tokens_));
     if (ranks() > 1) {
       STRATA_RETURN_IF_ERROR(alloc(layout_.embedding().numel, &embedding_part_));
     }
@@ -161,9 +161,10 @@ class InMemoryTrainer final : public Trainer {
                                  FormatBytes(uint64_t(layout_.total_numel) * 16) +
                                  " (params, gradients, moments)";
     Logger("train")->info(
-        "{}", scheduler::GridLine("dp " + std::to_string(ranks()) + " x tp 1 x pp 1",
-                                  o_.ranks->backend(), scheduler::ShardPlan::Replicated(layout_),
-                                  Mention(Option::kShard) + " " + o_.shard, "1", per_tier, order));
+        "{}",
+        scheduler::GridLine("dp " + std::to_string(ranks()) + " x tp 1 x pp 1",
+                            o_.grid.ranks->backend(), scheduler::ShardPlan::Replicated(layout_),
+                            Mention(Option::kShard) + " " + o_.grid.shard, "1", per_tier, order));
   }
 
   const GptConfig& config() const override { return layout_.config; }
@@ -182,25 +183,26 @@ class InMemoryTrainer final : public Trainer {
       compute_->launch([&] { arena.execute([&] { status = train_step(step, &s); }); });
       STRATA_RETURN_IF_ERROR(compute_->synchronize());
       STRATA_RETURN_IF_ERROR(status);
-      if (step == 0 && !o_.export_grads_path.empty() && rank() == 0) {
+      if (step == 0 && !o_.outputs.export_grads_path.empty() && rank() == 0) {
         // The update reads the gradients but leaves them as they were: step 1's, unclipped.
         STRATA_ASSIGN_OR_RETURN(std::vector<float> grads, download(grads_));
-        STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_grads_path, layout_, grads.data()));
+        STRATA_RETURN_IF_ERROR(
+            ExportGptSafetensors(o_.outputs.export_grads_path, layout_, grads.data()));
       }
       const auto t1 = Clock::now();
       s.step = step + 1;
       s.step_s = std::chrono::duration<double>(t1 - t0).count();
       s.elapsed_s = std::chrono::duration<double>(t1 - start).count();
-      s.tokens_per_s = double(o_.batch) * seq_ / s.step_s;
+      s.tokens_per_s = double(o_.data.batch) * seq_ / s.step_s;
       s.device_peak_bytes = device_->stats().peak_bytes;
       on_step(s);
       // Note [Stopping after a step]: no --export; after the last step the run just finishes.
-      if (StopRequested(o_) && step + 1 < o_.steps) return Status::Ok();
+      if (StopRequested(o_.stop_signal) && step + 1 < o_.steps) return Status::Ok();
     }
-    if (!o_.export_path.empty() && rank() == 0) {  // every rank holds the same weights
+    if (!o_.outputs.export_path.empty() && rank() == 0) {  // every rank holds the same weights
       STRATA_ASSIGN_OR_RETURN(std::vector<float> params, download(params_));
-      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.export_path, layout_, params.data()));
-      Logger("train")->info("wrote weights to {}", o_.export_path);
+      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.outputs.export_path, layout_, params.data()));
+      Logger("train")->info("wrote weights to {}", o_.outputs.export_path);
     }
     return Status::Ok();
   }
@@ -212,8 +214,8 @@ class InMemoryTrainer final : public Trainer {
   // never writes device memory. Waits for the setup's work on the compute stream too.
   Status upload_initial_params() {
     std::vector<float> initial(size_t(layout_.total_numel), 0.0f);
-    if (!o_.init_path.empty()) {
-      STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, layout_, initial.data()));
+    if (!o_.model.init_path.empty()) {
+      STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.model.init_path, layout_, initial.data()));
     } else {
       for (int b = 0; b < layout_.num_blocks(); ++b) {
         InitBlockParams(layout_.blocks[b], o_.seed, initial.data() + layout_.block_offset[b]);
@@ -227,9 +229,9 @@ class InMemoryTrainer final : public Trainer {
   // Batch `step`'s tokens and targets, made on the host and copied up on the compute stream,
   // before the step's launch (the previous step's synchronize freed tokens_host_).
   Status upload_tokens(long step) {
-    const int64_t n = int64_t(o_.batch) * seq_;
+    const int64_t n = int64_t(o_.data.batch) * seq_;
     tokens_host_.resize(size_t(2 * n));
-    data_.batch(step, o_.batch, seq_, tokens_host_.data(), tokens_host_.data() + n);
+    data_.batch(step, o_.data.batch, seq_, tokens_host_.data(), tokens_host_.data() + n);
     return device_->copy_async(tokens_.i(), tokens_host_.data(), tokens_host_.size() * 4,
                                CopyKind::kHostToDevice, *compute_);
   }
@@ -244,12 +246,14 @@ class InMemoryTrainer final : public Trainer {
   }
 
   // Rows per micro-batch: --micro-batch, else one micro-batch per rank.
-  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : o_.batch / ranks(); }
+  int micro_rows() const {
+    return o_.data.micro_batch > 0 ? o_.data.micro_batch : o_.data.batch / ranks();
+  }
 
-  int rank() const { return scheduler::RankOf(o_); }
-  int ranks() const { return scheduler::RanksOf(o_); }
+  int rank() const { return scheduler::RankOf(o_.grid); }
+  int ranks() const { return scheduler::RanksOf(o_.grid); }
   scheduler::RankMicroBatches my_micro_batches() const {
-    return scheduler::RanksMicroBatches(o_.batch / micro_rows(), rank(), ranks());
+    return scheduler::RanksMicroBatches(o_.data.batch / micro_rows(), rank(), ranks());
   }
 
   // One optimizer step on batch `step` (0-based): this rank's micro-batches (every one on a
@@ -259,7 +263,7 @@ class InMemoryTrainer final : public Trainer {
     const int T = seq_, B = micro_rows();
     const scheduler::RankMicroBatches mine = my_micro_batches();
     const int32_t* xs = tokens_.i();
-    const int32_t* ys = xs + int64_t(o_.batch) * T;
+    const int32_t* ys = xs + int64_t(o_.data.batch) * T;
     kernels().zero(grads_.f(), long(layout_.total_numel));
     std::vector<float> losses;
     // Micro-batches add up into grads_ (Note [Gradient contributions]); the embedding's
@@ -273,8 +277,8 @@ class InMemoryTrainer final : public Trainer {
     embedding_backwards(xs + int64_t(mine.first) * B * T, mine.count);
     if (ranks() > 1) {
       STRATA_RETURN_IF_ERROR(scheduler::ReduceReplicatedGradients(
-          *o_.ranks, kernels(), layout_, grads_.f(), embedding_part_.f()));
-      STRATA_ASSIGN_OR_RETURN(losses, scheduler::GatherMicroBatchLosses(*o_.ranks, losses));
+          *o_.grid.ranks, kernels(), layout_, grads_.f(), embedding_part_.f()));
+      STRATA_ASSIGN_OR_RETURN(losses, scheduler::GatherMicroBatchLosses(*o_.grid.ranks, losses));
     }
     double loss_sum = 0.0;  // in micro-batch order, whatever the ranks
     for (float loss : losses) loss_sum += loss;
@@ -307,7 +311,7 @@ class InMemoryTrainer final : public Trainer {
     const int T = seq_, L = layout_.config.n_layer, B = micro_rows();
     const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
     float* dwte = block(grads_, 0) + layout_.embedding().tensors[kWte].offset;
-    const float dloss = 1.0f / float(int64_t(o_.batch) * T);
+    const float dloss = 1.0f / float(int64_t(o_.data.batch) * T);
     // Forward: embedding, L transformer blocks, head.
     EmbeddingForward(k, layout_, block(params_, 0), x, B, T, emb_out_);
     const float* h = emb_out_;
@@ -340,20 +344,20 @@ class InMemoryTrainer final : public Trainer {
       block_sums[b] = BlockGradSumOfSquares(kernels(), layout_.blocks[b], block(grads_, b));
     }
     s->grad_norm = GlobalGradNorm(block_sums);
-    float coef = 1.0f;
-    if (o_.grad_clip > 0) coef = kernels::clip_coefficient(s->grad_norm, o_.grad_clip);
+    const float clip = o_.optimizer.grad_clip;
+    const float coef = clip > 0 ? kernels::clip_coefficient(s->grad_norm, clip) : 1.0f;
     s->clipped = coef < 1.0f;
-    s->lr = LearningRateAt(o_, step);
+    s->lr = LearningRateAt(o_.optimizer, o_.steps, step);
     kernels::AdamWParams hp;
     hp.lr = s->lr;
-    hp.beta1 = o_.beta1;
-    hp.beta2 = o_.beta2;
-    hp.eps = o_.eps;
+    hp.beta1 = o_.optimizer.beta1;
+    hp.beta2 = o_.optimizer.beta2;
+    hp.eps = o_.optimizer.eps;
     hp.step = step + 1;
     const KernelTable& k = kernels();
     for (int b = 0; b < layout_.num_blocks(); ++b) {
       for (const auto& t : layout_.blocks[b].tensors) {
-        hp.weight_decay = t.decay ? o_.weight_decay : 0.0f;
+        hp.weight_decay = t.decay ? o_.optimizer.weight_decay : 0.0f;
         const int64_t off = layout_.block_offset[b] + t.offset;
         k.adamw_update(params_.f() + off, grads_.f() + off, m_.f() + off, v_.f() + off, t.numel,
                        hp, coef);
@@ -362,7 +366,7 @@ class InMemoryTrainer final : public Trainer {
   }
 
   // The device's kernels at --dtype.
-  const KernelTable& kernels() const { return device_->kernels(ComputeDtype(o_)); }
+  const KernelTable& kernels() const { return device_->kernels(ComputeDtype(o_.dtype)); }
 
   TrainOptions o_;
   GptLayout layout_;

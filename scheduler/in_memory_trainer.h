@@ -11,6 +11,7 @@
 
 #include "core/data/token_dataset.h"
 #include "core/nn/gpt_config.h"
+#include "scheduler/train_options.h"
 #include "scheduler/trainer.h"
 
 namespace strata {
@@ -18,7 +19,8 @@ namespace strata {
 // Device bytes the in-memory trainer allocates for `o` with model `c` and seq `T`.
 uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T);
 
-// `options` are validated by Trainer::Create; `seq` resolved; `data` checked for the window.
+// `options` are validated by CreateTrainer (trainer_factory.h); `seq` resolved; `data` checked for
+// the window.
 Result<std::unique_ptr<Trainer>> CreateInMemoryTrainer(const TrainOptions& options,
                                                        const GptConfig& config, int seq,
                                                        TokenDataset data);

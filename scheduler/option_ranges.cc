@@ -35,35 +35,37 @@ constexpr double kMaxBytes = double(1ull << 50);  // 1 PiB: any size flag
 
 std::vector<Range> RangeTable(const TrainOptions& o) {
   return {
-      {Option::kBatch, "rows per step", double(o.batch), 1, false, 65536, false},
-      {Option::kSeq, "tokens per row", double(o.seq), 1, false, kMaxBlockSize, false, Unit::kNumber,
-       true, 0, "min(context, 256)"},
+      {Option::kBatch, "rows per step", double(o.data.batch), 1, false, 65536, false},
+      {Option::kSeq, "tokens per row", double(o.data.seq), 1, false, kMaxBlockSize, false,
+       Unit::kNumber, true, 0, "min(context, 256)"},
       {Option::kSteps, "the number of steps", double(o.steps), 0, false, kMaxCount, false},
-      {Option::kLr, "the learning rate", o.lr, 0, true, 10, false},
-      {Option::kMinLr, "the cosine schedule's floor", o.min_lr, 0, false, 10, false, Unit::kNumber,
-       true, -1, "10% of " + Mention(Option::kLr)},
-      {Option::kWarmup, "warmup steps", double(o.warmup), 0, false, kMaxCount, false},
-      {Option::kWeightDecay, "AdamW's weight decay", o.weight_decay, 0, false, 100, false},
-      {Option::kBeta1, "AdamW's beta1", o.beta1, 0, false, 1, true},
-      {Option::kBeta2, "AdamW's beta2", o.beta2, 0, false, 1, true},
-      {Option::kEps, "AdamW's epsilon", o.eps, 0, true, 1, false},
-      {Option::kGradClip, "the clipping norm (0: off)", o.grad_clip, 0, false, 1e12, false},
+      {Option::kLr, "the learning rate", o.optimizer.lr, 0, true, 10, false},
+      {Option::kMinLr, "the cosine schedule's floor", o.optimizer.min_lr, 0, false, 10, false,
+       Unit::kNumber, true, -1, "10% of " + Mention(Option::kLr)},
+      {Option::kWarmup, "warmup steps", double(o.optimizer.warmup), 0, false, kMaxCount, false},
+      {Option::kWeightDecay, "AdamW's weight decay", o.optimizer.weight_decay, 0, false, 100,
+       false},
+      {Option::kBeta1, "AdamW's beta1", o.optimizer.beta1, 0, false, 1, true},
+      {Option::kBeta2, "AdamW's beta2", o.optimizer.beta2, 0, false, 1, true},
+      {Option::kEps, "AdamW's epsilon", o.optimizer.eps, 0, true, 1, false},
+      {Option::kGradClip, "the clipping norm (0: off)", o.optimizer.grad_clip, 0, false, 1e12,
+       false},
       {Option::kThreads, "the thread count (0: all cores)", double(o.threads), 0, false, 4096,
        false},
       {Option::kMicroBatch, "rows per micro-batch (0: " + Mention(Option::kBatch) + ")",
-       double(o.micro_batch), 0, false, 65536, false},
-      {Option::kCkptEvery, "steps between checkpoints (0: never)", double(o.ckpt_every), 0, false,
-       kMaxCount, false},
+       double(o.data.micro_batch), 0, false, 65536, false},
+      {Option::kCkptEvery, "steps between checkpoints (0: never)", double(o.checkpoints.every), 0,
+       false, kMaxCount, false},
       {Option::kSimLinkGbps, "the sim link's rate in GB/s (0: memcpy speed)", o.sim_link_gbps, 0,
        false, 1e6, false},
-      {Option::kGpuMem, "the device budget", double(o.gpu_mem), 1, false, kMaxBytes, false,
+      {Option::kGpuMem, "the device budget", double(o.budgets.gpu_mem), 1, false, kMaxBytes, false,
        Unit::kBytes, true, 0, "what the run needs"},
-      {Option::kHostMem, "the host pool budget", double(o.host_mem), 1, false, kMaxBytes, false,
-       Unit::kBytes, true, 0, "every page of state"},
-      {Option::kNvmeMem, "the NVMe capacity", double(o.nvme_mem), 1, false, kMaxBytes, false,
-       Unit::kBytes, true, 0, "3x the model state"},
-      {Option::kPageSize, "the page size", double(o.page_bytes), double(memory::kMinPageBytes),
-       false, double(kGiB), false, Unit::kBytes, true, 0, "16M"},
+      {Option::kHostMem, "the host pool budget", double(o.budgets.host_mem), 1, false, kMaxBytes,
+       false, Unit::kBytes, true, 0, "every page of state"},
+      {Option::kNvmeMem, "the NVMe capacity", double(o.budgets.nvme_mem), 1, false, kMaxBytes,
+       false, Unit::kBytes, true, 0, "3x the model state"},
+      {Option::kPageSize, "the page size", double(o.budgets.page_bytes),
+       double(memory::kMinPageBytes), false, double(kGiB), false, Unit::kBytes, true, 0, "16M"},
   };
 }
 
@@ -98,13 +100,14 @@ Status CheckOptionRanges(const TrainOptions& o, const std::function<bool(Option 
     const bool is_default = r.has_sentinel && r.value == r.sentinel && !(given && given(r.option));
     if (!is_default) return OutOfRange(r);
   }
-  if (o.min_lr >= 0 && o.min_lr > o.lr) {
+  if (o.optimizer.min_lr >= 0 && o.optimizer.min_lr > o.optimizer.lr) {
     return AtFault(
         Option::kMinLr,
-        Status::InvalidArgument(Mention(Option::kMinLr) + " " + Number(o.min_lr, Unit::kNumber) +
-                                " is above " + Mention(Option::kLr) + " " +
-                                Number(o.lr, Unit::kNumber) + "; the cosine schedule decays from " +
-                                Mention(Option::kLr) + " down to " + Mention(Option::kMinLr)));
+        Status::InvalidArgument(Mention(Option::kMinLr) + " " +
+                                Number(o.optimizer.min_lr, Unit::kNumber) + " is above " +
+                                Mention(Option::kLr) + " " + Number(o.optimizer.lr, Unit::kNumber) +
+                                "; the cosine schedule decays from " + Mention(Option::kLr) +
+                                " down to " + Mention(Option::kMinLr)));
   }
   return Status::Ok();
 }

@@ -18,7 +18,7 @@
 
 #include "core/util/option.h"
 #include "core/util/status.h"
-#include "scheduler/trainer.h"
+#include "scheduler/train_options.h"
 
 namespace strata {
 

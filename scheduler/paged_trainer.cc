@@ -11,14 +11,12 @@
 #include "core/device/create_device.h"
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
-#include "core/nn/gpt_weights.h"
 #include "core/nn/tp_head.h"
 #include "core/util/log.h"
 #include "core/util/machine_memory.h"
 #include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
-#include "memory/nvme_store.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
@@ -34,51 +32,62 @@ namespace internal {
 
 using memory::Role;
 
-// Setup, in order: the page plan, the memory plan, the device, the NVMe tier, the memory manager
-// with the model's initial state (or a checkpoint's), the Engine.
+// Setup, in order, one step each: the paging flags, the grid (paged_trainer_grid.cc) and the
+// shards this rank holds (paged_trainer_shards.cc), the page plan, the memory plan, the device,
+// the NVMe tier and its checkpoint record (scheduler/nvme_setup.h), the memory manager with the
+// model's initial state or a checkpoint's (paged_trainer_state.cc), the Engine.
 Status PagedTrainer::setup() {
   threads_ = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
-  const uint64_t page = o_.page_bytes > 0 ? o_.page_bytes : memory::kDefaultPageBytes;
+  STRATA_ASSIGN_OR_RETURN(const uint64_t page, checked_page_bytes());
+  STRATA_RETURN_IF_ERROR(check_page_count(page));
+  STRATA_RETURN_IF_ERROR(make_grid());
+  STRATA_RETURN_IF_ERROR(make_shards());
+  STRATA_ASSIGN_OR_RETURN(StatePages sp, StatePages::Make(layout_, page,
+                                                          o_.optimizer.delayed_update, &shards_));
+  pages_ = std::make_unique<StatePages>(std::move(sp));
+  STRATA_RETURN_IF_ERROR(make_plan());
+  STRATA_RETURN_IF_ERROR(check_fits_machine());
+  STRATA_RETURN_IF_ERROR(create_device());
+  if (!o_.budgets.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(open_nvme());
+  STRATA_RETURN_IF_ERROR(create_memory());
+  STRATA_RETURN_IF_ERROR(load_state());
+  STRATA_RETURN_IF_ERROR(create_engine());
+  timeline_.set_keep_all(!o_.outputs.trace_path.empty());
+  return Status::Ok();
+}
+
+// --page-size (0: the default) and --host-eviction, checked.
+Result<uint64_t> PagedTrainer::checked_page_bytes() const {
+  const uint64_t page =
+      o_.budgets.page_bytes > 0 ? o_.budgets.page_bytes : memory::kDefaultPageBytes;
   if (page < memory::kMinPageBytes || (page & (page - 1)) != 0) {
     return Status::InvalidArgument(Mention(Option::kPageSize) + " " + FormatBytes(page) +
                                    " must be a power of two of at least 4K (e.g. 64K, 16M)");
   }
-  if (o_.host_eviction != "belady" && o_.host_eviction != "lru" && o_.host_eviction != "auto") {
+  if (o_.budgets.host_eviction != "belady" && o_.budgets.host_eviction != "lru" &&
+      o_.budgets.host_eviction != "auto") {
     return Status::InvalidArgument(Mention(Option::kHostEviction) +
-                                   " must be 'auto', 'belady' or 'lru', got '" + o_.host_eviction +
-                                   "'");
+                                   " must be 'auto', 'belady' or 'lru', got '" +
+                                   o_.budgets.host_eviction + "'");
   }
-  STRATA_RETURN_IF_ERROR(check_page_count(page));
-  STRATA_RETURN_IF_ERROR(make_grid());
-  STRATA_RETURN_IF_ERROR(make_shards());
-  STRATA_ASSIGN_OR_RETURN(StatePages sp,
-                          StatePages::Make(layout_, page, o_.delayed_update, &shards_));
-  pages_ = std::make_unique<StatePages>(std::move(sp));
-  STRATA_RETURN_IF_ERROR(make_plan());
-  STRATA_RETURN_IF_ERROR(check_fits_machine());
+  return page;
+}
+
+// The device, its arena capped at the plan's bytes (the sim device's; a GPU's is the plan's).
+Status PagedTrainer::create_device() {
   SimDeviceOptions dopt;
   dopt.capacity_bytes = plan_.device_bytes;
   dopt.link_gbps = o_.sim_link_gbps;
-  STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_)}, dopt));
-  if (!o_.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(open_nvme());
-  STRATA_RETURN_IF_ERROR(create_memory());
-  if (resume_from_) {
-    // The manager adopted the manifest's pages as committed NVMe copies (they load on demand).
-    Logger("train")->info("resuming after step {} from {} ({})", start_step_,
-                          resume_from_->manifest, o_.ckpt_dir);
-  } else {
-    STRATA_RETURN_IF_ERROR(write_initial_params());
-    if (nvme_ && !nvme_->committed_pages().empty()) STRATA_RETURN_IF_ERROR(reset_moments());
-  }
-  STRATA_RETURN_IF_ERROR(create_engine());
-  timeline_.set_keep_all(!o_.trace_path.empty());
+  const int ordinal = scheduler::CudaOrdinalOf(o_.grid);
+  STRATA_ASSIGN_OR_RETURN(device_,
+                          CreateDevice({.kind = o_.device, .cuda_ordinal = ordinal}, dopt));
   return Status::Ok();
 }
 
 // Before the page plan is built: its tables hold an entry per page, so a tiny --page-size on
 // a large model would cost gigabytes of bookkeeping before any budget is checked.
 Status PagedTrainer::check_page_count(uint64_t page) const {
-  const uint64_t roles = o_.delayed_update ? 5 : 4;
+  const uint64_t roles = o_.optimizer.delayed_update ? 5 : 4;
   const uint64_t state_bytes = uint64_t(layout_.total_numel) * 4 * roles;
   // Each (block, role) starts a page of its own: at most one more page each.
   const uint64_t pages = state_bytes / page + uint64_t(layout_.num_blocks()) * roles;
@@ -103,9 +112,9 @@ Status PagedTrainer::check_fits_machine() const {
   }
   need.host_bytes = plan_.host_bytes;
   const uint64_t model_bytes = uint64_t(full_layout_.total_numel) * 4;
-  if (!o_.init_path.empty()) {
+  if (!o_.model.init_path.empty()) {
     need.staging_bytes = 2 * model_bytes;  // the file's tensors and the layout's copy
-  } else if (!o_.export_path.empty() || !o_.export_grads_path.empty()) {
+  } else if (!o_.outputs.export_path.empty() || !o_.outputs.export_grads_path.empty()) {
     need.staging_bytes = model_bytes;
   }
   return strata::CheckFitsMachine(
@@ -124,36 +133,37 @@ Status PagedTrainer::make_plan() {
   in.seq = seq_;
   in.embedding_part_bytes =
       ranks() > 1 && (!piped() || pipe_.first()) ? uint64_t(shards_.gathered_floats(0)) * 4 : 0;
-  in.tp_stats_bytes = o_.tp > 1 ? uint64_t(TpHeadStatsFloats(micro_rows(), seq_, o_.tp)) * 4 : 0;
-  in.gpu_mem = o_.gpu_mem;
-  in.host_mem = o_.host_mem;
-  in.has_nvme = !o_.nvme_dirs.empty();
+  in.tp_stats_bytes =
+      o_.grid.tp > 1 ? uint64_t(TpHeadStatsFloats(micro_rows(), seq_, o_.grid.tp)) * 4 : 0;
+  in.gpu_mem = o_.budgets.gpu_mem;
+  in.host_mem = o_.budgets.host_mem;
+  in.has_nvme = !o_.budgets.nvme_dirs.empty();
   in.page_bytes = pages_->page_bytes();
   in.param_pages = pages_->pages_of_role(Role::kParam);
   in.grad_pages = pages_->pages_of_role(Role::kGrad);
   // The master copy (--delayed-update) lives with the optimizer's state.
   in.moment_pages = pages_->pages_of_role(Role::kAdamM) + pages_->pages_of_role(Role::kAdamV) +
-                    (o_.delayed_update ? pages_->pages_of_role(Role::kMaster) : 0);
-  in.params_on = o_.params_on;
-  in.optimizer_on = o_.optimizer_on;
-  in.recompute = o_.recompute;
-  in.micro_batch_order = o_.micro_batch_order;
+                    (o_.optimizer.delayed_update ? pages_->pages_of_role(Role::kMaster) : 0);
+  in.params_on = o_.budgets.params_on;
+  in.optimizer_on = o_.budgets.optimizer_on;
+  in.recompute = o_.budgets.recompute;
+  in.micro_batch_order = o_.budgets.micro_batch_order;
   if (shards_.any_sharded() && rank_rows() > micro_rows()) {
     in.micro_batch_order = "layer-major";
     in.order_set_by = "sharded blocks are gathered once for all of a rank's micro-batches";
   }
-  in.stage.tp = o_.tp;  // a tp rank's activations are its slice's widths
+  in.stage.tp = o_.grid.tp;  // a tp rank's activations are its slice's widths
   if (piped()) {  // a stage's own layers, its micro-batches in flight (Note [Stage activations])
     in.micro_batch_order = "micro-batch-major";
-    in.order_set_by = "the pipeline (" + Mention(Option::kPp) + " " + std::to_string(o_.pp) +
+    in.order_set_by = "the pipeline (" + Mention(Option::kPp) + " " + std::to_string(o_.grid.pp) +
                       ") runs each stage's "
                       "micro-batches in " +
-                      Mention(Option::kSchedule) + " " + o_.schedule + "'s order";
+                      Mention(Option::kSchedule) + " " + o_.grid.schedule + "'s order";
     in.stage = {.first_layer = pipe_.first_layer(),
                 .layers = pipe_.layers(),
                 .in_flight = pipe_.in_flight,
                 .with_head = pipe_.last(),
-                .tp = o_.tp};
+                .tp = o_.grid.tp};
   }
   STRATA_ASSIGN_OR_RETURN(plan_, plan_split(in));
   STRATA_RETURN_IF_ERROR(log_first_line());
@@ -192,136 +202,71 @@ Status PagedTrainer::create_engine() {
   eo.plan = plan_;
   eo.batch = rank_rows();
   eo.micro_rows = micro_rows();
-  eo.comm = o_.ranks;
-  eo.global_batch = o_.batch;
+  eo.comm = o_.grid.ranks;
+  eo.global_batch = o_.data.batch;
   eo.tp_comm = tp_comm_.get();
   if (piped()) eo.pipe = &pipe_;
   eo.shards = &shards_;
   if (split_.any_split()) {  // the slices' own Comm (slice_gather.h)
-    STRATA_ASSIGN_OR_RETURN(slice_comm_, parallel::CreateComm({.backend = o_.ranks->backend(),
-                                                               .timeout_s = o_.comm_timeout_s}));
+    STRATA_ASSIGN_OR_RETURN(slice_comm_,
+                            parallel::CreateComm({.backend = o_.grid.ranks->backend(),
+                                                  .timeout_s = o_.grid.comm_timeout_s}));
     eo.split = &split_;
     eo.slice_comm = slice_comm_.get();
   }
   eo.seq = seq_;
   eo.threads = threads_;
-  eo.beta1 = o_.beta1;
-  eo.beta2 = o_.beta2;
-  eo.eps = o_.eps;
-  eo.weight_decay = o_.weight_decay;
-  eo.grad_clip = o_.grad_clip;
-  eo.delayed_update = o_.delayed_update;
+  eo.beta1 = o_.optimizer.beta1;
+  eo.beta2 = o_.optimizer.beta2;
+  eo.eps = o_.optimizer.eps;
+  eo.weight_decay = o_.optimizer.weight_decay;
+  eo.grad_clip = o_.optimizer.grad_clip;
+  eo.delayed_update = o_.optimizer.delayed_update;
   eo.skip_kernels = o_.movement_only;
-  eo.dtype = ComputeDtype(o_);
+  eo.dtype = ComputeDtype(o_.dtype);
   eo.host_access_plan = belady() && nvme_ != nullptr;
   STRATA_ASSIGN_OR_RETURN(engine_, Engine::Create(eo));
   return Status::Ok();
 }
 
-// The whole model's initial values (the same bits as one rank's), each block cut to this rank's
-// tensor-parallel slice.
-Status PagedTrainer::write_initial_params() {
-  std::vector<float> all;
-  if (!o_.init_path.empty()) {
-    all.resize(full_layout_.total_numel);
-    STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.init_path, full_layout_, all.data()));
-  }
-  std::vector<float> whole, mine;
-  for (int b = 0; b < layout_.num_blocks(); ++b) {
-    if (!shards_.held(b)) continue;  // another stage's
-    const float* values;
-    if (all.empty()) {
-      whole.assign(full_layout_.blocks[b].numel, 0.0f);
-      InitBlockParams(full_layout_.blocks[b], o_.seed, whole.data());
-      values = whole.data();
-    } else {
-      values = all.data() + full_layout_.block_offset[b];
-    }
-    mine.assign(layout_.blocks[b].numel, 0.0f);
-    slice_block(b, values, mine.data());
-    STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kParam, mine.data()));
-    if (o_.delayed_update) {
-      STRATA_RETURN_IF_ERROR(
-          scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kMaster, mine.data()));
-    }
-  }
-  return Status::Ok();
-}
-
-// A fresh start over a store left by killed runs that never checkpointed (--resume with no
-// record yet): the MemoryManager adopts every committed page as valid, so the moments are reset
-// to zeros explicitly (the parameters are written anyway, gradients are overwritten each step).
-Status PagedTrainer::reset_moments() {
-  std::vector<float> zeros;
-  for (int b = 0; b < layout_.num_blocks(); ++b) {
-    if (!shards_.held(b)) continue;
-    zeros.assign(layout_.blocks[b].numel, 0.0f);
-    for (Role r : {Role::kAdamM, Role::kAdamV}) {
-      STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, r, zeros.data()));
-    }
-  }
-  return Status::Ok();
-}
-
-// Queued behind the step's updates on the optimizer queue (Engine::enqueue_after_updates): the
-// driver goes on with the next step while the pages are flushed and the manifest saved. The next
-// step's updates queue behind it, so the manifest holds exactly the state after `steps_done`.
-Status PagedTrainer::export_role(Role role, const std::string& path) {
-  std::vector<float> all(full_layout_.total_numel, 0.0f), mine;
-  for (int b = 0; b < layout_.num_blocks(); ++b) {
-    float* whole = all.data() + full_layout_.block_offset[b];
-    if (shards_.held(b)) {
-      mine.assign(layout_.blocks[b].numel, 0.0f);
-      STRATA_RETURN_IF_ERROR(gather_block(b, role, mine.data()));
-      STRATA_RETURN_IF_ERROR(unslice_block(b, mine.data(), whole));
-    }
-    if (piped()) {  // from the stage that holds it
-      STRATA_RETURN_IF_ERROR(
-          pp_tied_->broadcast(whole, size_t(full_layout_.blocks[b].numel) * 4, stage_of(b))
-              .wait()
-              .with_context("gathering block " + std::to_string(b) + " over the stages"));
-    }
-  }
-  if (world_rank() != 0) return Status::Ok();  // rank 0 alone writes (docs/parallel.md)
-  return ExportGptSafetensors(path, full_layout_, all.data());
-}
-
 Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  std::vector<int32_t> tokens(size_t(2) * o_.batch * seq_);
+  std::vector<int32_t> tokens(size_t(2) * o_.data.batch * seq_);
   std::vector<int32_t> mine(size_t(2) * rank_rows() * seq_);  // this rank's rows of `tokens`
   // Counters at the end of the previous step's compute (EngineStepResult::device_at_end).
   DeviceStats d0 = device_->stats();
   memory::MemoryStats m0 = mm_->stats();
   for (long step = start_step_; step < o_.steps; ++step) {
-    data_.batch(step, o_.batch, seq_, tokens.data(), tokens.data() + size_t(o_.batch) * seq_);
+    data_.batch(step, o_.data.batch, seq_, tokens.data(),
+                tokens.data() + size_t(o_.data.batch) * seq_);
     const size_t row0 = size_t(rank()) * rank_rows() * seq_, n = size_t(rank_rows()) * seq_;
     std::copy_n(tokens.begin() + row0, n, mine.begin());
-    std::copy_n(tokens.begin() + size_t(o_.batch) * seq_ + row0, n, mine.begin() + n);
+    std::copy_n(tokens.begin() + size_t(o_.data.batch) * seq_ + row0, n, mine.begin() + n);
     const auto c0 = Clock::now();
     const int64_t t0 = timeline_.now_ns();
     scheduler::EngineStepResult r;
     std::function<Status()> on_grads;
-    if (step == 0 && !o_.export_grads_path.empty() &&
-        (world_rank() == 0 || o_.tp > 1 || piped())) {
-      on_grads = [&] { return export_role(Role::kGrad, o_.export_grads_path); };
+    if (step == 0 && !o_.outputs.export_grads_path.empty() &&
+        (world_rank() == 0 || o_.grid.tp > 1 || piped())) {
+      on_grads = [&] { return export_role(Role::kGrad, o_.outputs.export_grads_path); };
     }
-    STRATA_RETURN_IF_ERROR(
-        engine_->run_step(step, LearningRateAt(o_, step), mine.data(), &r, on_grads));
+    STRATA_RETURN_IF_ERROR(engine_->run_step(step, LearningRateAt(o_.optimizer, o_.steps, step),
+                                             mine.data(), &r, on_grads));
     const int64_t t1 = timeline_.now_ns();
     const auto c1 = Clock::now();
     StepStats s = stats_of(step, r, d0, m0);
     s.step_s = std::chrono::duration<double>(c1 - c0).count();
     s.elapsed_s = std::chrono::duration<double>(c1 - start).count();
-    s.tokens_per_s = double(o_.batch) * seq_ / s.step_s;
+    s.tokens_per_s = double(o_.data.batch) * seq_ / s.step_s;
     s.overlap = timeline_.overlap(t0, t1);
     d0 = r.device_at_end;
     m0 = r.memory_at_end;
     timeline_.forget(t0);
     on_step(s);
-    const bool stop = StopRequested(o_) && step + 1 < o_.steps;  // after the last: finish
-    if (checkpoints_on() && ((step + 1) % o_.ckpt_every == 0 || stop)) {
+    const bool stop =
+        StopRequested(o_.stop_signal) && step + 1 < o_.steps;  // after the last: finish
+    if (checkpoints_on() && ((step + 1) % o_.checkpoints.every == 0 || stop)) {
       STRATA_RETURN_IF_ERROR(checkpoint(step + 1));
     }
     if (stop) return drain();  // Note [Stopping after a step]: no --export, no --trace
@@ -336,7 +281,7 @@ StepStats PagedTrainer::stats_of(long step, const scheduler::EngineStepResult& r
   StepStats s;
   s.step = step + 1;
   s.loss = r.loss;
-  s.lr = LearningRateAt(o_, step);
+  s.lr = LearningRateAt(o_.optimizer, o_.steps, step);
   s.grad_norm = r.grad_norm;
   s.clipped = r.clipped;
   s.device_peak_bytes = d1.peak_bytes;
@@ -366,16 +311,16 @@ Status PagedTrainer::finish() {
   STRATA_RETURN_IF_ERROR(drain());
   // Every rank takes part when some block is sharded or sliced (its pieces are gathered);
   // otherwise every rank holds the same weights and rank 0 alone reads them.
-  if (!o_.export_path.empty() &&
-      (world_rank() == 0 || shards_.any_sharded() || o_.tp > 1 || piped())) {
+  if (!o_.outputs.export_path.empty() &&
+      (world_rank() == 0 || shards_.any_sharded() || o_.grid.tp > 1 || piped())) {
     // With --delayed-update the master holds the last update (Note [Delayed update]).
-    STRATA_RETURN_IF_ERROR(
-        export_role(o_.delayed_update ? Role::kMaster : Role::kParam, o_.export_path));
-    if (world_rank() == 0) Logger("train")->info("wrote weights to {}", o_.export_path);
+    STRATA_RETURN_IF_ERROR(export_role(o_.optimizer.delayed_update ? Role::kMaster : Role::kParam,
+                                       o_.outputs.export_path));
+    if (world_rank() == 0) Logger("train")->info("wrote weights to {}", o_.outputs.export_path);
   }
-  if (!o_.trace_path.empty()) {
-    STRATA_RETURN_IF_ERROR(timeline_.write_chrome_trace(o_.trace_path));
-    Logger("train")->info("wrote trace to {}", o_.trace_path);
+  if (!o_.outputs.trace_path.empty()) {
+    STRATA_RETURN_IF_ERROR(timeline_.write_chrome_trace(o_.outputs.trace_path));
+    Logger("train")->info("wrote trace to {}", o_.outputs.trace_path);
   }
   return Status::Ok();
 }

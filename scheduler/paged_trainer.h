@@ -10,11 +10,13 @@
 
 #include "core/data/token_dataset.h"
 #include "core/nn/gpt_config.h"
+#include "scheduler/train_options.h"
 #include "scheduler/trainer.h"
 
 namespace strata {
 
-// `options` are validated by Trainer::Create; `seq` resolved; `data` checked for the window.
+// `options` are validated by CreateTrainer (trainer_factory.h); `seq` resolved; `data` checked for
+// the window.
 Result<std::unique_ptr<Trainer>> CreatePagedTrainer(const TrainOptions& options,
                                                     const GptConfig& config, int seq,
                                                     TokenDataset data);

@@ -18,14 +18,16 @@ namespace strata::internal {
 // Note [Rank order] in parallel/grid.h: a group's color is the rank's other two coordinates, its
 // key the coordinate along the group, so a group's Comm ranks run along its axis.
 Status PagedTrainer::make_grid() {
-  world_ = o_.ranks;
-  STRATA_ASSIGN_OR_RETURN(grid_, parallel::Grid::Make(world_size(), o_.dp, o_.tp, o_.pp));
-  if (o_.tp == 1 && o_.pp == 1) return Status::Ok();  // the job is one data-parallel group
+  world_ = o_.grid.ranks;
+  STRATA_ASSIGN_OR_RETURN(grid_,
+                          parallel::Grid::Make(world_size(), o_.grid.dp, o_.grid.tp, o_.grid.pp));
+  if (o_.grid.tp == 1 && o_.grid.pp == 1)
+    return Status::Ok();  // the job is one data-parallel group
   const parallel::GridCoord me = grid_.coord(world_rank());
   STRATA_ASSIGN_OR_RETURN(tp_comm_, world_->split(me.pp * grid_.dp() + me.dp, me.tp));
   STRATA_ASSIGN_OR_RETURN(dp_comm_, world_->split(me.pp * grid_.tp() + me.tp, me.dp));
-  o_.ranks = dp_comm_.get();
-  if (o_.pp == 1) return Status::Ok();
+  o_.grid.ranks = dp_comm_.get();
+  if (o_.grid.pp == 1) return Status::Ok();
   const int pipeline = me.dp * grid_.tp() + me.tp;  // its stages share dp and tp
   for (std::unique_ptr<parallel::Comm>* c : {&pp_fwd_[0], &pp_fwd_[1], &pp_bwd_[0], &pp_bwd_[1],
                                              &pp_tied_}) {
@@ -37,12 +39,12 @@ Status PagedTrainer::make_grid() {
 // This rank's stage: its blocks from --pp-partition (Note [Stage partition]), its order of
 // forwards and backwards from --schedule over this data-parallel rank's micro-batches.
 Status PagedTrainer::make_stage(int stage) {
-  const int L = full_layout_.config.n_layer, P = o_.pp;
+  const int L = full_layout_.config.n_layer, P = o_.grid.pp;
   STRATA_ASSIGN_OR_RETURN(stage_costs_, measure_stage_costs());
   STRATA_ASSIGN_OR_RETURN(stage_blocks_,
-                          scheduler::PartitionStages(o_.pp_partition, P, L, stage_costs_));
+                          scheduler::PartitionStages(o_.grid.pp_partition, P, L, stage_costs_));
   STRATA_ASSIGN_OR_RETURN(const scheduler::PipeSchedule schedule,
-                          scheduler::ParsePipeSchedule(o_.schedule));
+                          scheduler::ParsePipeSchedule(o_.grid.schedule));
   int first = 1;
   for (int s = 0; s < stage; ++s) first += stage_blocks_[s];
   pipe_.stage = stage;
@@ -87,18 +89,18 @@ Result<scheduler::StageCosts> PagedTrainer::measure_stage_costs() {
 std::string PagedTrainer::stages_text() const {
   if (!piped()) return "";
   const std::vector<double> times = scheduler::StageTimes(stage_blocks_, stage_costs_);
-  std::string text = "stages (" + Mention(Option::kPpPartition) + " " + o_.pp_partition + "):";
+  std::string text = "stages (" + Mention(Option::kPpPartition) + " " + o_.grid.pp_partition + "):";
   int first = 1;
-  for (int s = 0; s < o_.pp; ++s) {
+  for (int s = 0; s < o_.grid.pp; ++s) {
     const int last = first + stage_blocks_[s] - 1;
     char ms[32];
     std::snprintf(ms, sizeof(ms), "%.2f ms", times[s] * 1e3);
     text += std::string(s > 0 ? "," : "") + " " + std::to_string(s) + ": blocks " +
-            std::to_string(first) + "-" + std::to_string(last) +
-            (s == 0 ? " + embedding" : "") + (s == o_.pp - 1 ? " + head" : "") + " " + ms;
+            std::to_string(first) + "-" + std::to_string(last) + (s == 0 ? " + embedding" : "") +
+            (s == o_.grid.pp - 1 ? " + head" : "") + " " + ms;
     first = last + 1;
   }
-  return text + " per micro-batch; " + Mention(Option::kSchedule) + " " + o_.schedule + ", " +
+  return text + " per micro-batch; " + Mention(Option::kSchedule) + " " + o_.grid.schedule + ", " +
          std::to_string(rank_rows() / micro_rows()) + " micro-batches";
 }
 
@@ -109,7 +111,7 @@ std::string PagedTrainer::tiers_text(const std::vector<uint64_t>& f) const {
                      memory::TierName(static_cast<memory::Tier>(f[3])) + ", gradients " +
                      FormatBytes(f[1]) + " through the host, moments " + FormatBytes(f[2]) +
                      " on " + memory::TierName(static_cast<memory::Tier>(f[4]));
-  if (o_.tp > 1 || piped()) {
+  if (o_.grid.tp > 1 || piped()) {
     text += ", recompute " + std::to_string(f[5]) + " of " + std::to_string(f[6]) + " blocks";
   }
   return text;
@@ -129,7 +131,7 @@ Status PagedTrainer::log_first_line() {
       uint64_t(plan_.params), uint64_t(plan_.optimizer), uint64_t(plan_.recompute_layers),
       uint64_t(plan_.layers)};
   std::string per_tier = tiers_text(mine);
-  if (o_.tp > 1 || piped()) {
+  if (o_.grid.tp > 1 || piped()) {
     std::vector<uint64_t> all(mine.size() * size_t(world_size()));
     STRATA_RETURN_IF_ERROR(world_->all_gather(mine.data(), all.data(), mine.size() * 8)
                                .wait()
@@ -142,7 +144,7 @@ Status PagedTrainer::log_first_line() {
     }
   }
   const std::string choice =
-      shard_choice_.empty() ? Mention(Option::kShard) + " " + o_.shard : shard_choice_;
+      shard_choice_.empty() ? Mention(Option::kShard) + " " + o_.grid.shard : shard_choice_;
   Logger("train")->info("{}", scheduler::GridLine(grid_.describe(), world_->backend(), shards_,
                                                   choice, split_choice_, per_tier,
                                                   plan_.order_to_string(), stages_text()));
@@ -166,17 +168,17 @@ std::vector<bool> PagedTrainer::held_blocks() const {
 // stage holds the same values).
 int PagedTrainer::stage_of(int block) const {
   if (block == 0) return 0;
-  if (block == layout_.num_blocks() - 1) return o_.pp - 1;
+  if (block == layout_.num_blocks() - 1) return o_.grid.pp - 1;
   int last = 0;
-  for (int s = 0; s < o_.pp; ++s) {
+  for (int s = 0; s < o_.grid.pp; ++s) {
     last += stage_blocks_[s];
     if (block <= last) return s;
   }
-  return o_.pp - 1;
+  return o_.grid.pp - 1;
 }
 
 void PagedTrainer::slice_block(int block, const float* full, float* local) const {
-  if (o_.tp == 1) {
+  if (o_.grid.tp == 1) {
     std::copy_n(full, layout_.blocks[block].numel, local);
     return;
   }
@@ -186,13 +188,13 @@ void PagedTrainer::slice_block(int block, const float* full, float* local) const
 // Every tp rank's slice gathered (in rank order), each put back at its place.
 Status PagedTrainer::unslice_block(int block, const float* local, float* full) {
   const int64_t n = layout_.blocks[block].numel;
-  if (o_.tp == 1) {
+  if (o_.grid.tp == 1) {
     std::copy_n(local, n, full);
     return Status::Ok();
   }
-  std::vector<float> all(size_t(n) * o_.tp);
+  std::vector<float> all(size_t(n) * o_.grid.tp);
   STRATA_RETURN_IF_ERROR(tp_comm_->all_gather(local, all.data(), size_t(n) * 4).wait());
-  for (int t = 0; t < o_.tp; ++t) {
+  for (int t = 0; t < o_.grid.tp; ++t) {
     UnsliceBlockParams(full_layout_.blocks[block], layout_.blocks[block], t,
                        all.data() + int64_t(t) * n, full);
   }

@@ -1,6 +1,9 @@
 // PagedTrainer (internal to scheduler/): the Trainer over the Engine, for CreatePagedTrainer
-// (paged_trainer.h). paged_trainer.cc sets it up and runs it; paged_trainer_checkpoint.cc
-// opens the NVMe tier (fresh or resumed) and writes checkpoints.
+// (paged_trainer.h). paged_trainer.cc sets it up, one step after another, and runs it; the
+// steps' parts live in files named for them: paged_trainer_grid.cc (the grid's Comms, the
+// pipeline stage, tensor-parallel slices), paged_trainer_shards.cc (which blocks this rank holds
+// a shard of), paged_trainer_checkpoint.cc (the NVMe tier, opened by scheduler/nvme_setup.h,
+// and the checkpoints written into it), paged_trainer_state.cc (the model's values in and out).
 // Threads: Setup and Run from one thread; checkpoints run on the Engine's optimizer queue.
 #pragma once
 
@@ -24,17 +27,13 @@
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
-#include "memory/nvme_capacity.h"
 #include "scheduler/pipe_stage.h"
 #include "scheduler/run_fingerprint.h"
 #include "scheduler/split_plan.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
+#include "scheduler/train_options.h"
 #include "scheduler/trainer.h"
-
-namespace strata::memory {
-class NvmeStore;
-}  // namespace strata::memory
 
 namespace strata::internal {
 
@@ -53,7 +52,7 @@ class PagedTrainer final : public Trainer {
  public:
   PagedTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
       : o_(std::move(o)),
-        layout_(o_.tp > 1 ? MakeTpLayout(c, o_.tp) : MakeGptLayout(c)),
+        layout_(o_.grid.tp > 1 ? MakeTpLayout(c, o_.grid.tp) : MakeGptLayout(c)),
         full_layout_(MakeGptLayout(c)),
         seq_(seq),
         data_(std::move(data)) {}
@@ -76,29 +75,30 @@ class PagedTrainer final : public Trainer {
   // Data parallelism (Note [Data-parallel gradients]): this rank and the size of its
   // data-parallel group (o_.ranks once make_grid ran); each rank runs rank_rows() of the step's
   // --batch, one micro-batch unless --micro-batch says otherwise.
-  int rank() const { return scheduler::RankOf(o_); }
-  int ranks() const { return scheduler::RanksOf(o_); }
+  int rank() const { return scheduler::RankOf(o_.grid); }
+  int ranks() const { return scheduler::RanksOf(o_.grid); }
   // The job's ranks (the whole grid): rank 0 writes the outputs, all agree on checkpoints.
   int world_rank() const { return world_ != nullptr ? world_->rank() : 0; }
   int world_size() const { return world_ != nullptr ? world_->size() : 1; }
   int tp_rank() const { return tp_comm_ != nullptr ? tp_comm_->rank() : 0; }
-  int rank_rows() const { return o_.batch / ranks(); }
-  int micro_rows() const { return o_.micro_batch > 0 ? o_.micro_batch : rank_rows(); }
+  int rank_rows() const { return o_.data.batch / ranks(); }
+  int micro_rows() const { return o_.data.micro_batch > 0 ? o_.data.micro_batch : rank_rows(); }
   // --host-eviction auto: Belady over the learned plan, except in layer-major order, where the
   // plan misjudged the moments and LRU moved fewer bytes and ran faster (docs/scheduler.md,
   // Limits: 80-layer scale run, 2026-11-25).
   bool belady() const {
-    return o_.host_eviction == "belady" ||
-           (o_.host_eviction == "auto" && plan_.order != scheduler::MicroBatchOrder::kLayerMajor);
+    return o_.budgets.host_eviction == "belady" ||
+           (o_.budgets.host_eviction == "auto" &&
+            plan_.order != scheduler::MicroBatchOrder::kLayerMajor);
   }
-  bool checkpoints_on() const { return o_.ckpt_every > 0 && !o_.ckpt_dir.empty(); }
+  bool checkpoints_on() const { return o_.checkpoints.every > 0 && !o_.checkpoints.dir.empty(); }
   // The grid's groups (paged_trainer_grid.cc): o_.ranks becomes this rank's data-parallel group.
   Status make_grid();
   // Pipeline parallelism (paged_trainer_grid.cc): this rank's stage, the blocks it holds, the
   // stage of a block, the costs the partition balances.
   Status make_stage(int stage);
   Result<scheduler::StageCosts> measure_stage_costs();
-  bool piped() const { return o_.pp > 1; }
+  bool piped() const { return o_.grid.pp > 1; }
   std::vector<bool> held_blocks() const;
   int stage_of(int block) const;
   std::string stages_text() const;
@@ -108,24 +108,16 @@ class PagedTrainer final : public Trainer {
   // every tp rank's slice of it (`local`; collective over the tp group).
   void slice_block(int block, const float* full, float* local) const;
   Status unslice_block(int block, const float* local, float* full);
+  Result<uint64_t> checked_page_bytes() const;
   Status check_page_count(uint64_t page_bytes) const;
   Status check_fits_machine() const;
   Status make_plan();
+  Status create_device();
   Status create_memory();
+  Status load_state();
   Status create_engine();
   Status open_nvme();
-  Status check_checkpoint_flags(const std::optional<scheduler::CheckpointRecord>& found);
-  Status check_restartable(memory::NvmeStore& store,
-                           const std::optional<scheduler::CheckpointRecord>& found) const;
   Status make_fingerprint();
-  Status plan_resume(memory::NvmeStore& store,
-                     const std::optional<scheduler::CheckpointRecord>& found);
-  memory::NvmeSizing size_nvme(uint64_t asked, uint64_t room) const;
-  std::string nvme_minimum_text(const memory::NvmeSizing& s) const;
-  Status check_nvme_room(const memory::NvmeSizing& s, uint64_t have, const std::string& whose) const;
-  Result<memory::NvmeSizing> size_new_nvme() const;
-  void keep_checkpoints_that_fit(const memory::NvmeSizing& s);
-  scheduler::CheckpointRecord fresh_record() const;
   // The step's figures from the counters at the end of its compute and the previous step's.
   StepStats stats_of(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,
                     const memory::MemoryStats& m0) const;

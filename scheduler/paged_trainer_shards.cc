@@ -19,20 +19,21 @@ namespace strata::internal {
 // Which blocks this rank holds a shard of (Note [Shards] in shard_plan.h), and what sharding
 // rules out.
 Status PagedTrainer::make_shards() {
-  std::vector<bool> sharded(layout_.num_blocks(), ranks() > 1 && o_.shard == "all");
-  if (ranks() > 1 && o_.shard == "auto") {
+  std::vector<bool> sharded(layout_.num_blocks(), ranks() > 1 && o_.grid.shard == "all");
+  if (ranks() > 1 && o_.grid.shard == "auto") {
     STRATA_ASSIGN_OR_RETURN(sharded, choose_shards());
   }
   shards_ = scheduler::ShardPlan::Make(layout_, rank(), ranks(), std::move(sharded), held_blocks());
   gathered_layout_ = scheduler::GatheredLayout(layout_, shards_);
   if (!shards_.any_sharded()) return Status::Ok();
   const int per_rank = rank_rows() / micro_rows();
-  const bool layer_major = o_.micro_batch_order == "layer-major" ||
-                           (o_.micro_batch_order == "auto" && o_.recompute != "none");
+  const bool layer_major =
+      o_.budgets.micro_batch_order == "layer-major" ||
+      (o_.budgets.micro_batch_order == "auto" && o_.budgets.recompute != "none");
   if (per_rank > 1 && piped()) {
     return Status::InvalidArgument(
-        Mention(Option::kShard) + " " + o_.shard + " with " + Mention(Option::kPp) + " " +
-        std::to_string(o_.pp) + " and " + std::to_string(per_rank) +
+        Mention(Option::kShard) + " " + o_.grid.shard + " with " + Mention(Option::kPp) + " " +
+        std::to_string(o_.grid.pp) + " and " + std::to_string(per_rank) +
         " micro-batches per data-parallel rank: only this rank's "
         "shard of a gradient has pages, and a pipeline stage sends its gradients down after each "
         "micro-batch; give one micro-batch per rank (" +
@@ -40,7 +41,7 @@ Status PagedTrainer::make_shards() {
   }
   if (per_rank > 1 && !layer_major) {
     return Status::InvalidArgument(
-        Mention(Option::kShard) + " " + o_.shard + " with " + std::to_string(per_rank) +
+        Mention(Option::kShard) + " " + o_.grid.shard + " with " + std::to_string(per_rank) +
         " micro-batches per rank: only this rank's shard of a gradient has pages, so a gradient "
         "goes down once per step, after every micro-batch ran through its block; give " +
         Mention(Option::kMicroBatchOrder) + " layer-major " + Mention(Option::kRecompute) +
@@ -48,9 +49,9 @@ Status PagedTrainer::make_shards() {
         "(" +
         Mention(Option::kMicroBatch) + " 0)");
   }
-  if (!o_.export_grads_path.empty()) {
+  if (!o_.outputs.export_grads_path.empty()) {
     return Status::NotSupported(Mention(Option::kExportGrads) + " with " + Mention(Option::kShard) +
-                                " " + o_.shard + " is not built yet; use " +
+                                " " + o_.grid.shard + " is not built yet; use " +
                                 Mention(Option::kShard) + " none");
   }
   return Status::Ok();
@@ -65,14 +66,14 @@ Result<std::vector<bool>> PagedTrainer::choose_shards() {
     STRATA_ASSIGN_OR_RETURN(sharded, search_shards());
   }
   std::vector<uint8_t> flags(sharded.begin(), sharded.end());
-  STRATA_RETURN_IF_ERROR(o_.ranks->broadcast(flags.data(), flags.size(), 0).wait());
+  STRATA_RETURN_IF_ERROR(o_.grid.ranks->broadcast(flags.data(), flags.size(), 0).wait());
   return std::vector<bool>(flags.begin(), flags.end());
 }
 
 // The decisions the checkpoint's fingerprint records ("dp 2, blocks 0-3: sharded"), or none.
 Result<std::vector<bool>> PagedTrainer::checkpointed_shards() {
-  if (!o_.resume || o_.ckpt_dir.empty()) return std::vector<bool>{};
-  STRATA_ASSIGN_OR_RETURN(const auto found, scheduler::ReadCheckpointRecord(o_.ckpt_dir));
+  if (!o_.checkpoints.resume || o_.checkpoints.dir.empty()) return std::vector<bool>{};
+  STRATA_ASSIGN_OR_RETURN(const auto found, scheduler::ReadCheckpointRecord(o_.checkpoints.dir));
   if (!found) return std::vector<bool>{};
   const auto it = found->fingerprint.find(scheduler::RecordKey(Option::kShard));
   constexpr std::string_view kBlocks = ", blocks ";
@@ -88,7 +89,8 @@ Result<std::vector<bool>> PagedTrainer::checkpointed_shards() {
 // (a sharded block's the largest over the ranks: the choice must fit every rank).
 Result<std::vector<bool>> PagedTrainer::search_shards() {
   const int n = layout_.num_blocks();
-  const uint64_t page = o_.page_bytes > 0 ? o_.page_bytes : memory::kDefaultPageBytes;
+  const uint64_t page =
+      o_.budgets.page_bytes > 0 ? o_.budgets.page_bytes : memory::kDefaultPageBytes;
   const scheduler::ShardPlan all =
       scheduler::ShardPlan::Make(layout_, rank(), ranks(), std::vector<bool>(n, true));
   const scheduler::ShardPlan none = scheduler::ShardPlan::Replicated(layout_, rank(), ranks());
@@ -105,10 +107,10 @@ Result<std::vector<bool>> PagedTrainer::search_shards() {
     setting.sharded_bytes.push_back(sharded_pages.block_state_bytes(b));
   }
   std::vector<uint64_t> every(size_t(n) * ranks());
-  STRATA_RETURN_IF_ERROR(o_.ranks
-                             ->all_gather(setting.sharded_bytes.data(), every.data(),
-                                          size_t(n) * sizeof(uint64_t))
-                             .wait());
+  STRATA_RETURN_IF_ERROR(
+      o_.grid.ranks
+          ->all_gather(setting.sharded_bytes.data(), every.data(), size_t(n) * sizeof(uint64_t))
+          .wait());
   for (size_t i = 0; i < every.size(); ++i) {
     setting.sharded_bytes[i % n] = std::max(setting.sharded_bytes[i % n], every[i]);
   }
@@ -117,23 +119,23 @@ Result<std::vector<bool>> PagedTrainer::search_shards() {
   const uint64_t comm_bytes = std::min<uint64_t>(largest, 16 * kMiB);
   const int rows = micro_rows() * seq_;
   SimDeviceOptions scratch;
-  scratch.capacity_bytes =
-      std::max(scheduler::CollectiveRatesBytes(*o_.ranks, comm_bytes),
-               scheduler::BlockForwardBytes(layout_.config, rows)) +
-      kMiB;  // alignment
-  STRATA_ASSIGN_OR_RETURN(
-      std::unique_ptr<Device> device,
-      CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_)}, scratch));
+  scratch.capacity_bytes = std::max(scheduler::CollectiveRatesBytes(*o_.grid.ranks, comm_bytes),
+                                    scheduler::BlockForwardBytes(layout_.config, rows)) +
+                           kMiB;  // alignment
+  const int ordinal = scheduler::CudaOrdinalOf(o_.grid);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Device> device,
+                          CreateDevice({.kind = o_.device, .cuda_ordinal = ordinal}, scratch));
   STRATA_ASSIGN_OR_RETURN(setting.rates,
-                          scheduler::MeasureCollectiveRates(*o_.ranks, *device, comm_bytes));
+                          scheduler::MeasureCollectiveRates(*o_.grid.ranks, *device, comm_bytes));
   STRATA_ASSIGN_OR_RETURN(setting.forward,
-                          scheduler::MeasureBlockForwards(*device, ComputeDtype(o_),
+                          scheduler::MeasureBlockForwards(*device, ComputeDtype(o_.dtype),
                                                           layout_.config, rows, threads_));
   // The rank's budget for its state: --host-mem (less the pool's working pages when pages may
   // pass through it from NVMe); without it, an even share of what this machine has available.
-  const uint64_t working = o_.nvme_dirs.empty() ? 0 : scheduler::kHostWorkingPages * page;
-  const uint64_t capacity = o_.host_mem > 0 ? o_.host_mem - std::min(o_.host_mem, working)
-                                            : ReadMachineMemory().available_bytes / ranks();
+  const uint64_t working = o_.budgets.nvme_dirs.empty() ? 0 : scheduler::kHostWorkingPages * page;
+  const uint64_t capacity = o_.budgets.host_mem > 0
+                                ? o_.budgets.host_mem - std::min(o_.budgets.host_mem, working)
+                                : ReadMachineMemory().available_bytes / ranks();
   const scheduler::ShardSearchResult r =
       scheduler::SearchShards(scheduler::ShardSearchInputs(setting), capacity);
   shard_choice_ = Mention(Option::kShard) + " auto: " + r.to_string() + ", state " +
@@ -149,10 +151,10 @@ Result<std::vector<bool>> PagedTrainer::search_shards() {
 Result<MemoryPlan> PagedTrainer::plan_split(scheduler::MemoryPlanInput in) {
   bool splittable = false;
   for (int b = 1; b + 1 < layout_.num_blocks(); ++b) splittable |= shards_.sharded(b);
-  const bool automatic = o_.split_ops == "auto" && splittable;
+  const bool automatic = o_.grid.split_ops == "auto" && splittable;
   std::vector<int> factors = {1};
   if (automatic) factors = {1, 2, 4};
-  if (o_.split_ops != "auto") factors = {std::stoi(o_.split_ops)};  // checked: 1, 2 or 4
+  if (o_.grid.split_ops != "auto") factors = {std::stoi(o_.grid.split_ops)};  // checked: 1, 2 or 4
   for (int k : factors) {
     STRATA_ASSIGN_OR_RETURN(split_, scheduler::SplitPlan::Make(
                                         layout_, shards_, scheduler::SplitFactors(k, shards_, layout_)));
@@ -165,13 +167,13 @@ Result<MemoryPlan> PagedTrainer::plan_split(scheduler::MemoryPlanInput in) {
     if (automatic) {
       uint8_t fits = plan.ok() ? 1 : 0;
       std::vector<uint8_t> all(static_cast<size_t>(ranks()));
-      STRATA_RETURN_IF_ERROR(o_.ranks->all_gather(&fits, all.data(), 1).wait());
+      STRATA_RETURN_IF_ERROR(o_.grid.ranks->all_gather(&fits, all.data(), 1).wait());
       const bool everywhere = std::find(all.begin(), all.end(), 0) == all.end();
       if (!everywhere && !last) continue;
       if (!everywhere && plan.ok()) {
         return Status::ResourceExhausted(
             Mention(Option::kSplitOps) + " auto: " + Mention(Option::kGpuMem) + " " +
-            FormatBytes(o_.gpu_mem) + " is too small for another rank even with " +
+            FormatBytes(o_.budgets.gpu_mem) + " is too small for another rank even with " +
             std::to_string(k) + " slices; raise " + Mention(Option::kGpuMem));
       }
     } else if (!plan.ok() && !last) {
@@ -196,7 +198,7 @@ Status PagedTrainer::gather_block(int block, Role role, float* values) {
   const int64_t shard = shards_.shard_floats(block);
   std::vector<float> gathered(size_t(shards_.gathered_floats(block)), 0.0f);
   STRATA_RETURN_IF_ERROR(scheduler::ReadBlockPages(*mm_, *pages_, block, role, gathered.data()));
-  STRATA_RETURN_IF_ERROR(o_.ranks
+  STRATA_RETURN_IF_ERROR(o_.grid.ranks
                              ->all_gather(gathered.data() + rank() * shard, gathered.data(),
                                           size_t(shard) * sizeof(float))
                              .wait()

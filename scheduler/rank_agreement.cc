@@ -23,7 +23,8 @@ std::string OnOff(bool on) { return on ? "(given)" : "(not given)"; }
 Result<std::map<std::string, std::string>> RankSharedFlags(const TrainOptions& o,
                                                             const GptConfig& config, int seq,
                                                             bool paged) {
-  STRATA_ASSIGN_OR_RETURN(const RunFingerprint fp, MakeRunFingerprint(o, config, seq, o.page_bytes));
+  STRATA_ASSIGN_OR_RETURN(const RunFingerprint fp,
+                          MakeRunFingerprint(o, config, seq, o.budgets.page_bytes));
   std::map<std::string, std::string> flags = fp.to_map();
   // The fingerprint's rank and micro-batch rows are a rank's place in the job (the same defaults
   // here) and follow from --batch, --micro-batch and the grid, which are compared themselves.
@@ -34,34 +35,35 @@ Result<std::map<std::string, std::string>> RankSharedFlags(const TrainOptions& o
   flags[RecordKey(Option::kSteps)] = std::to_string(o.steps);
   // --engine auto picks by other flags (a paging flag, --gpu-mem): what matters is the engine.
   flags[RecordKey(Option::kEngine)] =
-      o.engine + (paged ? " (the paged engine)" : " (the in-memory engine)");
+      o.budgets.engine + (paged ? " (the paged engine)" : " (the in-memory engine)");
   // Checkpoints: every rank saves together (a barrier before each) and resumes from one step
   // agreed by all; an export gathers every rank's part.
-  flags[RecordKey(Option::kCkptDir)] = Given(o.ckpt_dir);
-  flags[RecordKey(Option::kNvmeDir)] = Given(o.nvme_dirs.empty() ? "" : o.nvme_dirs[0]);
-  flags[RecordKey(Option::kCkptEvery)] = std::to_string(o.ckpt_every);
-  flags[RecordKey(Option::kKeepCheckpoints)] = std::to_string(o.keep_checkpoints);
-  flags[RecordKey(Option::kResume)] = OnOff(o.resume);
-  flags[RecordKey(Option::kResumeFrom)] = std::to_string(o.resume_from);
-  flags[RecordKey(Option::kDiscardNewer)] = OnOff(o.discard_newer);
-  flags[RecordKey(Option::kExport)] = Given(o.export_path);
-  flags[RecordKey(Option::kExportGrads)] = Given(o.export_grads_path);
+  flags[RecordKey(Option::kCkptDir)] = Given(o.checkpoints.dir);
+  flags[RecordKey(Option::kNvmeDir)] =
+      Given(o.budgets.nvme_dirs.empty() ? "" : o.budgets.nvme_dirs[0]);
+  flags[RecordKey(Option::kCkptEvery)] = std::to_string(o.checkpoints.every);
+  flags[RecordKey(Option::kKeepCheckpoints)] = std::to_string(o.checkpoints.keep);
+  flags[RecordKey(Option::kResume)] = OnOff(o.checkpoints.resume);
+  flags[RecordKey(Option::kResumeFrom)] = std::to_string(o.checkpoints.resume_from);
+  flags[RecordKey(Option::kDiscardNewer)] = OnOff(o.checkpoints.discard_newer);
+  flags[RecordKey(Option::kExport)] = Given(o.outputs.export_path);
+  flags[RecordKey(Option::kExportGrads)] = Given(o.outputs.export_grads_path);
   flags[RecordKey(Option::kMovementOnly)] = OnOff(o.movement_only);
-  flags[RecordKey(Option::kGpuMem)] = std::to_string(o.gpu_mem);
-  flags[RecordKey(Option::kHostMem)] = std::to_string(o.host_mem);
-  flags[RecordKey(Option::kNvmeMem)] = std::to_string(o.nvme_mem);
-  flags[RecordKey(Option::kParamsOn)] = o.params_on;
-  flags[RecordKey(Option::kOptimizerOn)] = o.optimizer_on;
-  flags[RecordKey(Option::kRecompute)] = o.recompute;
-  flags[RecordKey(Option::kMicroBatchOrder)] = o.micro_batch_order;
-  flags[RecordKey(Option::kDp)] = std::to_string(o.dp);
-  flags[RecordKey(Option::kTp)] = std::to_string(o.tp);
-  flags[RecordKey(Option::kPp)] = std::to_string(o.pp);
-  flags[RecordKey(Option::kSchedule)] = o.schedule;
-  flags[RecordKey(Option::kPpPartition)] = o.pp_partition;
-  flags[RecordKey(Option::kShard)] = o.shard;
-  flags[RecordKey(Option::kSplitOps)] = o.split_ops;
-  flags[RecordKey(Option::kComm)] = o.comm;
+  flags[RecordKey(Option::kGpuMem)] = std::to_string(o.budgets.gpu_mem);
+  flags[RecordKey(Option::kHostMem)] = std::to_string(o.budgets.host_mem);
+  flags[RecordKey(Option::kNvmeMem)] = std::to_string(o.budgets.nvme_mem);
+  flags[RecordKey(Option::kParamsOn)] = o.budgets.params_on;
+  flags[RecordKey(Option::kOptimizerOn)] = o.budgets.optimizer_on;
+  flags[RecordKey(Option::kRecompute)] = o.budgets.recompute;
+  flags[RecordKey(Option::kMicroBatchOrder)] = o.budgets.micro_batch_order;
+  flags[RecordKey(Option::kDp)] = std::to_string(o.grid.dp);
+  flags[RecordKey(Option::kTp)] = std::to_string(o.grid.tp);
+  flags[RecordKey(Option::kPp)] = std::to_string(o.grid.pp);
+  flags[RecordKey(Option::kSchedule)] = o.grid.schedule;
+  flags[RecordKey(Option::kPpPartition)] = o.grid.pp_partition;
+  flags[RecordKey(Option::kShard)] = o.grid.shard;
+  flags[RecordKey(Option::kSplitOps)] = o.grid.split_ops;
+  flags[RecordKey(Option::kComm)] = o.grid.comm;
   flags[RecordKey(Option::kDevice)] = o.device;
   return flags;
 }

@@ -10,7 +10,7 @@
 #include "core/nn/gpt_config.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
-#include "scheduler/trainer.h"
+#include "scheduler/train_options.h"
 
 namespace strata::scheduler {
 

@@ -167,35 +167,37 @@ Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig
   f.tp = std::to_string(layout.tp);
   f.pp = std::to_string(layout.pp);
   f.rank = std::to_string(layout.rank);
-  f.micro_rows = std::to_string(layout.micro_rows > 0 ? layout.micro_rows
-                                                      : (o.micro_batch > 0 ? o.micro_batch
-                                                                           : o.batch));
+  f.micro_rows = std::to_string(layout.micro_rows > 0
+                                    ? layout.micro_rows
+                                    : (o.data.micro_batch > 0 ? o.data.micro_batch : o.data.batch));
   f.model = config.to_string();
-  if (o.data == "builtin") {
+  if (o.data.path == "builtin") {
     f.data = "builtin";
   } else {
-    STRATA_ASSIGN_OR_RETURN(f.data, FileIdentity(o.data, Option::kData));
+    STRATA_ASSIGN_OR_RETURN(f.data, FileIdentity(o.data.path, Option::kData));
   }
-  if (o.init_path.empty()) {
+  if (o.model.init_path.empty()) {
     f.init = "none";
   } else {
-    STRATA_ASSIGN_OR_RETURN(f.init, FileIdentity(o.init_path, Option::kInit));
+    STRATA_ASSIGN_OR_RETURN(f.init, FileIdentity(o.model.init_path, Option::kInit));
   }
-  f.lr = FloatText(o.lr);
-  f.min_lr = FloatText(o.min_lr >= 0 ? o.min_lr : 0.1f * o.lr);  // as LearningRateAt reads it
-  f.warmup = std::to_string(o.warmup);
-  f.lr_schedule = o.lr_schedule;
-  f.weight_decay = FloatText(o.weight_decay);
-  f.beta1 = FloatText(o.beta1);
-  f.beta2 = FloatText(o.beta2);
-  f.eps = FloatText(o.eps);
-  f.grad_clip = FloatText(o.grad_clip);
+  f.lr = FloatText(o.optimizer.lr);
+  f.min_lr =
+      FloatText(o.optimizer.min_lr >= 0 ? o.optimizer.min_lr
+                                        : 0.1f * o.optimizer.lr);  // as LearningRateAt reads it
+  f.warmup = std::to_string(o.optimizer.warmup);
+  f.lr_schedule = o.optimizer.lr_schedule;
+  f.weight_decay = FloatText(o.optimizer.weight_decay);
+  f.beta1 = FloatText(o.optimizer.beta1);
+  f.beta2 = FloatText(o.optimizer.beta2);
+  f.eps = FloatText(o.optimizer.eps);
+  f.grad_clip = FloatText(o.optimizer.grad_clip);
   f.seed = std::to_string(o.seed);
-  f.batch = std::to_string(o.batch);
-  f.micro_batch = std::to_string(o.micro_batch);
+  f.batch = std::to_string(o.data.batch);
+  f.micro_batch = std::to_string(o.data.micro_batch);
   f.seq = std::to_string(seq);
   f.page_size = std::to_string(page_bytes);
-  f.delayed_update = o.delayed_update ? "on" : "off";
+  f.delayed_update = o.optimizer.delayed_update ? "on" : "off";
   f.dtype = o.dtype;
   return f;
 }

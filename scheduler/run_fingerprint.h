@@ -22,7 +22,7 @@
 #include "core/nn/gpt_config.h"
 #include "core/util/option.h"
 #include "core/util/status.h"
-#include "scheduler/trainer.h"
+#include "scheduler/train_options.h"
 
 namespace strata::scheduler {
 

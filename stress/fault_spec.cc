@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/util/sizes.h"
-#include "scheduler/trainer.h"
+#include "scheduler/train_options.h"
 
 namespace strata::stress {
 namespace {

@@ -7,6 +7,7 @@
 #  - includes point only down the floors: core <- storage <- memory <- scheduler <- tools, and
 #    parallel between core and scheduler, embed (the C API) over memory, the Python binding over
 #    the public C header; so no cycles. A folder with sources and no row in the table fails;
+#  - inside scheduler/ (acyclic_dirs) the includes between its files form no cycle;
 #  - the scheduler includes no storage/ header (memory/ owns the page store);
 #  - core/, storage/, memory/, parallel/ and scheduler/ name no command-line flag in a string
 #    literal (tools/ and embed/ word the options they mention: core/util/option.h);
@@ -63,6 +64,25 @@ for dir in "${source_dirs[@]}"; do
   done < <(grep -rnoE "#include \"($dir_alt)/" "$dir" --include='*.h' --include='*.cc' \
              --include='*.cu' --include='*.c' --include='*.cpp' |
            sed -E 's/#include "([a-z_]+)\//\1/')
+done
+
+# Inside a folder of acyclic_dirs, the includes between its files form no cycle either. A unit
+# is a file's path without its extension (foo.h and foo.cc are one), so a factory in foo.cc that
+# includes what includes foo.h is a loop: the factory belongs in a file of its own.
+acyclic_dirs=(scheduler)
+for dir in "${acyclic_dirs[@]}"; do
+  [[ -d $dir ]] || continue
+  loop=$(find "$dir" -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \) | sort |
+         while IFS= read -r file; do
+           unit=${file%.*}
+           grep -oE "#include \"$dir/[a-z_0-9/]+\.h\"" "$file" |
+             sed -E 's/#include "(.*)\.h"/\1/' |
+             while IFS= read -r target; do [[ $target != "$unit" ]] && echo "$unit $target"; done
+         done | sort -u | tsort 2>&1 >/dev/null | grep -v 'input contains a loop' |
+         sed -E 's/^tsort: //' | sort -u | xargs)
+  [[ -z $loop ]] ||
+    say "$dir/ includes itself in a circle (units on a loop: $loop); move what closes it" \
+        "into a file of its own"
 done
 
 # The floors below the edges state facts and name an option by its mention (Note [Options in

@@ -10,7 +10,7 @@
 #include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "scheduler/checkpoint.h"
-#include "scheduler/trainer.h"
+#include "scheduler/trainer_factory.h"
 #include "tools/command.h"
 #include "tools/option_words.h"
 #include "tools/output_paths.h"
@@ -105,10 +105,10 @@ class RunSummary {
 // nothing.
 std::string SavedAfterStop(const TrainOptions& o, long last_step, long start_step) {
   if (last_step == start_step) return "nothing new saved";
-  const bool checkpoints = o.ckpt_every > 0 && !o.ckpt_dir.empty();
-  if (checkpoints && (last_step < o.steps || last_step % o.ckpt_every == 0)) {
+  const bool checkpoints = o.checkpoints.every > 0 && !o.checkpoints.dir.empty();
+  if (checkpoints && (last_step < o.steps || last_step % o.checkpoints.every == 0)) {
     return "checkpoint " + scheduler::ManifestNameForStep(last_step) + " written to " +
-           o.ckpt_dir + "; resume with --resume";
+           o.checkpoints.dir + "; resume with --resume";
   }
   return checkpoints ? "no checkpoint of this step"
                      : "no checkpoint (checkpoints need --nvme-dir, --ckpt-dir and --ckpt-every)";
@@ -154,13 +154,14 @@ Status RunTrainOnRanks(TrainFlags& f, CommandContext& ctx, const TrainRanks& ran
   STRATA_RETURN_IF_ERROR(CheckTrainOutputs(f.o, ranks.rank == 0 ? f.log_json : ""));
   f.o.stop_signal = InstallStopSignals();
   const TrainOptions& o = f.o;
-  STRATA_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o));
+  STRATA_ASSIGN_OR_RETURN(auto trainer, CreateTrainer(o));
   std::unique_ptr<StepLog> log;
   if (!f.log_json.empty() && ranks.rank == 0) {
-    STRATA_ASSIGN_OR_RETURN(log, StepLog::Open(f.log_json, o.resume, trainer->start_step()));
+    STRATA_ASSIGN_OR_RETURN(log,
+                            StepLog::Open(f.log_json, o.checkpoints.resume, trainer->start_step()));
   }
   Logger("train")->info("model {} | data {} | batch {} x seq {} | {} steps",
-                        trainer->config().to_string(), trainer->data_name(), o.batch,
+                        trainer->config().to_string(), trainer->data_name(), o.data.batch,
                         trainer->seq(), o.steps);
   return RunSteps(*trainer, o, log.get(), ranks.rank == 0, ctx);
 }

@@ -128,25 +128,25 @@ Status CheckCkptDir(const std::string& ckpt_dir) {
 
 Status CheckTrainOutputs(const TrainOptions& o, const std::string& log_json) {
   std::vector<Named> outputs;
-  for (const Named& n :
-       {Named{"--log-json", log_json}, Named{"--export", o.export_path},
-        Named{"--export-grads", o.export_grads_path}, Named{"--trace", o.trace_path}}) {
+  for (const Named& n : {Named{"--log-json", log_json}, Named{"--export", o.outputs.export_path},
+                         Named{"--export-grads", o.outputs.export_grads_path},
+                         Named{"--trace", o.outputs.trace_path}}) {
     if (!n.path.empty()) outputs.push_back(n);
   }
   std::vector<Named> inputs;
-  if (o.data != "builtin") inputs.push_back({"--data", o.data});
-  if (!o.init_path.empty()) inputs.push_back({"--init", o.init_path});
-  if (!o.ckpt_dir.empty()) {
-    inputs.push_back(
-        {"--ckpt-dir's record", (fs::path(o.ckpt_dir) / scheduler::kCheckpointFile).string()});
+  if (o.data.path != "builtin") inputs.push_back({"--data", o.data.path});
+  if (!o.model.init_path.empty()) inputs.push_back({"--init", o.model.init_path});
+  if (!o.checkpoints.dir.empty()) {
+    inputs.push_back({"--ckpt-dir's record",
+                      (fs::path(o.checkpoints.dir) / scheduler::kCheckpointFile).string()});
   }
   for (const Named& out : outputs) {
     STRATA_RETURN_IF_ERROR(CheckOutputFile(out));
     STRATA_RETURN_IF_ERROR(CheckNotAnInput(out, inputs));
-    STRATA_RETURN_IF_ERROR(CheckNotInNvmeDir(out, o.nvme_dirs));
+    STRATA_RETURN_IF_ERROR(CheckNotInNvmeDir(out, o.budgets.nvme_dirs));
   }
   STRATA_RETURN_IF_ERROR(CheckDistinct(outputs));
-  if (!o.ckpt_dir.empty()) STRATA_RETURN_IF_ERROR(CheckCkptDir(o.ckpt_dir));
+  if (!o.checkpoints.dir.empty()) STRATA_RETURN_IF_ERROR(CheckCkptDir(o.checkpoints.dir));
   return Status::Ok();
 }
 

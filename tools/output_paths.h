@@ -19,7 +19,7 @@
 #include <string>
 
 #include "core/util/status.h"
-#include "scheduler/trainer.h"
+#include "scheduler/train_options.h"
 
 namespace strata::tools {
 

@@ -136,15 +136,15 @@ Status OtherJob(const std::string& dir, int held_ranks, int ranks, bool resume) 
 }  // namespace
 
 Status CheckCkptDirForJob(const TrainOptions& o, int ranks) {
-  const std::string& dir = o.ckpt_dir;
+  const std::string& dir = o.checkpoints.dir;
   std::error_code ec;
   // No record at all: the trainer says what the --nvme-dir's store holds (a mistyped --ckpt-dir).
   if (dir.empty() || !fs::is_directory(dir, ec)) return Status::Ok();
   STRATA_ASSIGN_OR_RETURN(const Holdings h, ReadHoldings(dir));
-  if (h.record && h.job_ranks != 1) return RankDirectoryAlone(dir, h, o.resume);
+  if (h.record && h.job_ranks != 1) return RankDirectoryAlone(dir, h, o.checkpoints.resume);
   const int held = h.record ? 1 : h.held_ranks;
-  if (held > 0 && held != ranks) return OtherJob(dir, held, ranks, o.resume);
-  if (!o.resume || held == 0) return Status::Ok();
+  if (held > 0 && held != ranks) return OtherJob(dir, held, ranks, o.checkpoints.resume);
+  if (!o.checkpoints.resume || held == 0) return Status::Ok();
   // Every rank reads rank 0's record, so that every rank words a refusal alike.
   const std::string first = ranks == 1 ? dir : dir + "/rank-0";
   STRATA_ASSIGN_OR_RETURN(const auto record, scheduler::ReadCheckpointRecord(first));

@@ -17,7 +17,7 @@
 #pragma once
 
 #include "core/util/status.h"
-#include "scheduler/trainer.h"
+#include "scheduler/train_options.h"
 
 namespace strata::tools {
 

@@ -1,6 +1,6 @@
 // SIGTERM, SIGINT and SIGHUP stop `strata train` cleanly: the first one lets the step in
 // progress finish, then the trainer writes a checkpoint when checkpoints are on and returns
-// (Note [Stopping after a step] in scheduler/trainer.h); the command prints one line and exits
+// (Note [Stopping after a step] in scheduler/train_options.h); the command prints one line and exits
 // 128 + the signal. A second one (any of the three) exits at once with 128 + its number: the
 // user insisted, and a checkpoint in progress is crash-consistent anyway.
 //

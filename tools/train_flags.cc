@@ -2,6 +2,7 @@
 
 #include "core/util/sizes.h"
 #include "scheduler/option_ranges.h"
+#include "scheduler/trainer_factory.h"
 #include "tools/option_words.h"
 
 namespace strata::tools {
@@ -19,10 +20,10 @@ void AddModelAndDataOptions(CLI::App* cmd, TrainFlags* flags) {
   cmd->add_option("--n-embd", flags->n_embd, "Override: embedding width (divisible by heads)");
   cmd->add_option("--vocab", flags->vocab, "Override: vocabulary size");
   cmd->add_option("--block-size", flags->block_size, "Override: the model's context length");
-  cmd->add_option("--data", o.data, "Training data: builtin, a text file or a .bin token file")
+  cmd->add_option("--data", o.data.path, "Training data: builtin, a text file or a .bin token file")
       ->capture_default_str();
-  cmd->add_option("--batch", o.batch, "Rows per step (B)")->capture_default_str();
-  cmd->add_option("--seq", o.seq, "Tokens per row (T); default min(context, 256)");
+  cmd->add_option("--batch", o.data.batch, "Rows per step (B)")->capture_default_str();
+  cmd->add_option("--seq", o.data.seq, "Tokens per row (T); default min(context, 256)");
   cmd->add_option("--steps", o.steps,
                   "Optimizer steps (0 with --export writes the initial weights)")
       ->capture_default_str();
@@ -31,17 +32,19 @@ void AddModelAndDataOptions(CLI::App* cmd, TrainFlags* flags) {
 // AdamW, the schedule, clipping, the seed and threads.
 void AddOptimizerOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
-  cmd->add_option("--lr", o.lr, "Peak learning rate")->capture_default_str();
-  cmd->add_option("--min-lr", o.min_lr, "Cosine schedule floor (default 10% of --lr)");
-  cmd->add_option("--warmup", o.warmup, "Linear warmup steps")->capture_default_str();
-  cmd->add_option("--lr-schedule", o.lr_schedule, "constant or cosine")->capture_default_str();
-  cmd->add_option("--weight-decay", o.weight_decay,
+  cmd->add_option("--lr", o.optimizer.lr, "Peak learning rate")->capture_default_str();
+  cmd->add_option("--min-lr", o.optimizer.min_lr, "Cosine schedule floor (default 10% of --lr)");
+  cmd->add_option("--warmup", o.optimizer.warmup, "Linear warmup steps")->capture_default_str();
+  cmd->add_option("--lr-schedule", o.optimizer.lr_schedule, "constant or cosine")
+      ->capture_default_str();
+  cmd->add_option("--weight-decay", o.optimizer.weight_decay,
                   "AdamW decoupled weight decay, on tensors with 2+ dims only")
       ->capture_default_str();
-  cmd->add_option("--beta1", o.beta1, "AdamW beta1")->capture_default_str();
-  cmd->add_option("--beta2", o.beta2, "AdamW beta2")->capture_default_str();
-  cmd->add_option("--eps", o.eps, "AdamW epsilon")->capture_default_str();
-  cmd->add_option("--grad-clip", o.grad_clip, "Clip gradients to this global L2 norm (0: off)")
+  cmd->add_option("--beta1", o.optimizer.beta1, "AdamW beta1")->capture_default_str();
+  cmd->add_option("--beta2", o.optimizer.beta2, "AdamW beta2")->capture_default_str();
+  cmd->add_option("--eps", o.optimizer.eps, "AdamW epsilon")->capture_default_str();
+  cmd->add_option("--grad-clip", o.optimizer.grad_clip,
+                  "Clip gradients to this global L2 norm (0: off)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the initialisation")->capture_default_str();
   cmd->add_option("--threads", o.threads, "Compute threads (TBB and OpenBLAS); 0 = all cores")
@@ -51,9 +54,10 @@ void AddOptimizerOptions(CLI::App* cmd, TrainFlags* flags) {
 // Weights in and out, the device and its budget.
 void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
-  cmd->add_option("--init", o.init_path, "Start from these weights (safetensors, HF GPT-2 names)");
-  cmd->add_option("--export", o.export_path, "Write the final weights here (safetensors)");
-  cmd->add_option("--export-grads", o.export_grads_path,
+  cmd->add_option("--init", o.model.init_path,
+                  "Start from these weights (safetensors, HF GPT-2 names)");
+  cmd->add_option("--export", o.outputs.export_path, "Write the final weights here (safetensors)");
+  cmd->add_option("--export-grads", o.outputs.export_grads_path,
                   "Write step 1's gradients (before clipping) here (safetensors)");
   cmd->add_option("--device", o.device,
                   "Device backend: sim (host memory, the CPU kernels) or cuda (an NVIDIA GPU, "
@@ -75,62 +79,69 @@ void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
                   "Sim device: host<->device copy rate in GB/s, to model PCIe (0: memcpy speed)");
 }
 
+// Checkpoints and resume (CheckpointOptions), among the paging options in --help's order.
+void AddCheckpointOptions(CLI::App* cmd, TrainFlags* flags) {
+  CheckpointOptions& c = flags->o.checkpoints;
+  cmd->add_option("--ckpt-dir", c.dir,
+                  "Checkpoint records (the state itself: manifests of the --nvme-dir page store)");
+  cmd->add_option("--ckpt-every", c.every, "Checkpoint after every N steps (0: never)")
+      ->capture_default_str();
+  cmd->add_flag("--resume", c.resume,
+                "Continue from the newest checkpoint in --ckpt-dir (same model, data, optimizer, "
+                "batch, grid, dirs); refused when there is none (a run stopped before its first "
+                "checkpoint starts again without --resume)");
+  cmd->add_option("--resume-from", c.resume_from,
+                  "Resume from this listed checkpoint step instead of the newest (implies "
+                  "--resume; `strata ckpt list` shows them); newer checkpoints need "
+                  "--discard-newer");
+  cmd->add_flag("--discard-newer", c.discard_newer,
+                "With --resume-from: drop the checkpoints newer than its step (the resumed run "
+                "writes its own); without it such a resume is refused, naming them");
+  cmd->add_option("--keep-checkpoints", c.keep,
+                  "Checkpoints kept (the record lists the K newest; older manifests are deleted)")
+      ->capture_default_str();
+}
+
 // The paged engine: host and NVMe tiers, pages, placement, checkpoints.
 void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
   cmd->add_option("--host-mem", flags->host_mem,
                   "Pinned host pool budget (paged engine); default: every page of state");
-  cmd->add_option("--nvme-dir", o.nvme_dirs,
+  cmd->add_option("--nvme-dir", o.budgets.nvme_dirs,
                   "NVMe tier directory (repeatable: pages stripe across them); must be empty");
   cmd->add_option("--nvme-mem", flags->nvme_mem,
                   "NVMe slot capacity across --nvme-dir; default: every page of state once, room "
                   "for what the host pool stages, and the --keep-checkpoints checkpoints");
   cmd->add_option("--page-size", flags->page_size,
                   "Page size of model state (power of two >= 4K); default 16M");
-  cmd->add_option("--params-on", o.params_on, "Home of parameters: device, host, nvme or auto")
+  cmd->add_option("--params-on", o.budgets.params_on,
+                  "Home of parameters: device, host, nvme or auto")
       ->capture_default_str();
-  cmd->add_option("--optimizer-on", o.optimizer_on,
+  cmd->add_option("--optimizer-on", o.budgets.optimizer_on,
                   "Home of the AdamW moments: host, nvme or auto (device: not yet)")
       ->capture_default_str();
-  cmd->add_option("--micro-batch", o.micro_batch,
+  cmd->add_option("--micro-batch", o.data.micro_batch,
                   "Rows per micro-batch (divides --batch; gradients accumulate); 0 = --batch");
-  cmd->add_option("--micro-batch-order", o.micro_batch_order,
+  cmd->add_option("--micro-batch-order", o.budgets.micro_batch_order,
                   "With micro-batches: layer-major (every micro-batch through a block while it is "
                   "on the device), micro-batch-major, or auto (the plan's choice by predicted "
                   "traffic, printed first)")
       ->capture_default_str();
   cmd->add_option(
-         "--recompute", o.recompute,
+         "--recompute", o.budgets.recompute,
          "Activation checkpointing per block: none, all or auto (when the budget needs it)")
       ->capture_default_str();
-  cmd->add_option("--trace", o.trace_path,
+  cmd->add_option("--trace", o.outputs.trace_path,
                   "Write a Chrome trace (Perfetto) of every op and move: one track per queue");
-  cmd->add_option("--ckpt-dir", o.ckpt_dir,
-                  "Checkpoint records (the state itself: manifests of the --nvme-dir page store)");
-  cmd->add_option("--ckpt-every", o.ckpt_every, "Checkpoint after every N steps (0: never)")
-      ->capture_default_str();
-  cmd->add_flag("--resume", o.resume,
-                "Continue from the newest checkpoint in --ckpt-dir (same model, data, optimizer, "
-                "batch, grid, dirs); refused when there is none (a run stopped before its first "
-                "checkpoint starts again without --resume)");
-  cmd->add_option("--resume-from", o.resume_from,
-                  "Resume from this listed checkpoint step instead of the newest (implies "
-                  "--resume; `strata ckpt list` shows them); newer checkpoints need "
-                  "--discard-newer");
-  cmd->add_flag("--discard-newer", o.discard_newer,
-                "With --resume-from: drop the checkpoints newer than its step (the resumed run "
-                "writes its own); without it such a resume is refused, naming them");
-  cmd->add_option("--keep-checkpoints", o.keep_checkpoints,
-                  "Checkpoints kept (the record lists the K newest; older manifests are deleted)")
-      ->capture_default_str();
-  cmd->add_flag("--delayed-update", o.delayed_update,
+  AddCheckpointOptions(cmd, flags);
+  cmd->add_flag("--delayed-update", o.optimizer.delayed_update,
                 "Opt-in: AdamW of step s runs during step s+1, whose compute uses the parameters "
                 "one update behind (ZeRO-Offload's DPU); not bit-identical to exact training");
   cmd->add_flag("--movement-only", o.movement_only,
                 "Measure the movement alone: every page move, prefetch and optimizer update of "
                 "the paged engine runs, the device kernels do not (losses read 0); its step time "
                 "is the movement-only time of this configuration");
-  cmd->add_option("--host-eviction", o.host_eviction,
+  cmd->add_option("--host-eviction", o.budgets.host_eviction,
                   "How the host pool picks what to drop: belady (the order of a step, learned "
                   "from step 2), lru (least recently used, optimizer moments first) or auto "
                   "(belady, lru in layer-major order)")
@@ -140,39 +151,39 @@ void AddPagingOptions(CLI::App* cmd, TrainFlags* flags) {
 // Data, tensor and pipeline parallelism (docs/parallel.md): the ranks come from mpirun.
 void AddParallelOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
-  cmd->add_option("--dp", o.dp,
+  cmd->add_option("--dp", o.grid.dp,
                   "Data-parallel ranks (launch with mpirun -np N); 0 = the ranks / (tp * pp)")
       ->capture_default_str();
-  cmd->add_option("--tp", o.tp,
+  cmd->add_option("--tp", o.grid.tp,
                   "Tensor-parallel ranks per block (Megatron-LM: heads, MLP columns and the "
                   "vocabulary split; ranks are tp innermost, then dp, then pp)")
       ->capture_default_str();
-  cmd->add_option("--pp", o.pp,
+  cmd->add_option("--pp", o.grid.pp,
                   "Pipeline stages, each a contiguous range of blocks (--pp-partition) run in "
                   "--schedule's order")
       ->capture_default_str();
-  cmd->add_option("--schedule", o.schedule, "Pipeline schedule: gpipe or 1f1b")
+  cmd->add_option("--schedule", o.grid.schedule, "Pipeline schedule: gpipe or 1f1b")
       ->capture_default_str();
-  cmd->add_option("--pp-partition", o.pp_partition,
+  cmd->add_option("--pp-partition", o.grid.pp_partition,
                   "Blocks per pipeline stage: uniform, auto (balanced by measured block times) "
                   "or N0,N1,... (one count per stage)")
       ->capture_default_str();
-  cmd->add_option("--comm", o.comm,
+  cmd->add_option("--comm", o.grid.comm,
                   "Collectives: mpi (host buffers), nccl (GPU buffers) or auto (nccl on a cuda "
                   "device, else mpi; without mpirun: one rank, no MPI)")
       ->capture_default_str();
-  cmd->add_option("--shard", o.shard,
+  cmd->add_option("--shard", o.grid.shard,
                   "Model state across data-parallel ranks: none (replicated), all (ZeRO-3: every "
                   "block sharded through the page manager) or auto (OSDP: each block sharded or "
                   "replicated, chosen to minimise the predicted step time under the rank's "
                   "budget)")
       ->capture_default_str();
-  cmd->add_option("--split-ops", o.split_ops,
+  cmd->add_option("--split-ops", o.grid.split_ops,
                   "Operator splitting of sharded blocks: 1, 2 or 4 (gather and compute their MLP "
                   "weights in that many slices, so only a slice is live on the device) or auto "
                   "(split only when whole blocks do not fit --gpu-mem)")
       ->capture_default_str();
-  cmd->add_option("--comm-timeout", o.comm_timeout_s,
+  cmd->add_option("--comm-timeout", o.grid.comm_timeout_s,
                   "Seconds a collective may take before the run fails (a dead or hung rank)")
       ->capture_default_str();
 }
@@ -180,7 +191,7 @@ void AddParallelOptions(CLI::App* cmd, TrainFlags* flags) {
 // Which engine, and what the run writes besides progress.
 void AddEngineAndOutputOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
-  cmd->add_option("--engine", o.engine,
+  cmd->add_option("--engine", o.budgets.engine,
                   "memory (all state on the device), paged (the Engine), or auto: paged when a "
                   "paging flag is given or --gpu-mem is below the in-memory need")
       ->capture_default_str();
@@ -213,20 +224,20 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   if (cmd.count("--vocab")) o.model.vocab_size = f.vocab;
   if (cmd.count("--block-size")) o.model.block_size = f.block_size;
   if (!f.gpu_mem.empty()) {
-    STRATA_ASSIGN_OR_RETURN(o.gpu_mem, ParseBytes(f.gpu_mem, "--gpu-mem"));
+    STRATA_ASSIGN_OR_RETURN(o.budgets.gpu_mem, ParseBytes(f.gpu_mem, "--gpu-mem"));
   }
   if (!f.host_mem.empty()) {
-    STRATA_ASSIGN_OR_RETURN(o.host_mem, ParseBytes(f.host_mem, "--host-mem"));
+    STRATA_ASSIGN_OR_RETURN(o.budgets.host_mem, ParseBytes(f.host_mem, "--host-mem"));
   }
   if (!f.nvme_mem.empty()) {
-    STRATA_ASSIGN_OR_RETURN(o.nvme_mem, ParseBytes(f.nvme_mem, "--nvme-mem"));
+    STRATA_ASSIGN_OR_RETURN(o.budgets.nvme_mem, ParseBytes(f.nvme_mem, "--nvme-mem"));
   }
   if (!f.page_size.empty()) {
-    STRATA_ASSIGN_OR_RETURN(o.page_bytes, ParseBytes(f.page_size, "--page-size"));
+    STRATA_ASSIGN_OR_RETURN(o.budgets.page_bytes, ParseBytes(f.page_size, "--page-size"));
   }
-  if (cmd.count("--resume-from") > 0) o.resume = true;
+  if (cmd.count("--resume-from") > 0) o.checkpoints.resume = true;
   for (const Option option : kPagingOptions) {
-    if (cmd.count(FlagOf(option)) > 0) o.paging_flag_given = true;
+    if (cmd.count(FlagOf(option)) > 0) o.budgets.paging_flag_given = true;
   }
   // Every number, with its flag; a sentinel ("0: the default") given explicitly is refused.
   return CheckOptionRanges(o, [&](Option option) { return cmd.count(FlagOf(option)) > 0; });

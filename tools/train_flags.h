@@ -3,11 +3,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "core/util/status.h"
-#include "scheduler/trainer.h"
+#include "scheduler/train_options.h"
 #include "stress/fault_spec.h"
 
 namespace strata::tools {

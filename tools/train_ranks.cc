@@ -9,19 +9,19 @@
 namespace strata::tools {
 
 Result<TrainRanks> OpenTrainRanks(const TrainOptions& o) {
-  if (o.comm != "auto" && o.comm != "mpi" && o.comm != "nccl") {
-    return Status::InvalidArgument("--comm must be auto, mpi or nccl, got '" + o.comm + "'");
+  if (o.grid.comm != "auto" && o.grid.comm != "mpi" && o.grid.comm != "nccl") {
+    return Status::InvalidArgument("--comm must be auto, mpi or nccl, got '" + o.grid.comm + "'");
   }
-  if (!(o.comm_timeout_s > 0)) {
+  if (!(o.grid.comm_timeout_s > 0)) {
     return Status::InvalidArgument("--comm-timeout must be a positive number of seconds, got " +
-                                   std::to_string(o.comm_timeout_s));
+                                   std::to_string(o.grid.comm_timeout_s));
   }
   TrainRanks ranks;
   const parallel::LaunchInfo launch = parallel::DetectLaunch();
-  if (o.comm == "auto" && !launch.under_mpi) return ranks;  // one rank, as before
+  if (o.grid.comm == "auto" && !launch.under_mpi) return ranks;  // one rank, as before
   parallel::CommOptions co;
-  co.timeout_s = o.comm_timeout_s;
-  const bool nccl = o.comm == "nccl" || (o.comm == "auto" && o.device == "cuda");
+  co.timeout_s = o.grid.comm_timeout_s;
+  const bool nccl = o.grid.comm == "nccl" || (o.grid.comm == "auto" && o.device == "cuda");
   co.backend = nccl ? parallel::CommBackend::kNccl : parallel::CommBackend::kMpi;
   Result<std::unique_ptr<parallel::Comm>> comm = parallel::CreateComm(co);
   if (!comm.ok()) {
@@ -33,7 +33,7 @@ Result<TrainRanks> OpenTrainRanks(const TrainOptions& o) {
   if (ranks.size > 1) {
     parallel::CommOptions eo;
     eo.backend = parallel::CommBackend::kMpi;
-    eo.timeout_s = std::min(kExitAgreementSeconds, o.comm_timeout_s);
+    eo.timeout_s = std::min(kExitAgreementSeconds, o.grid.comm_timeout_s);
     // Without it (an MPI that allows one Comm at a time), a failed rank aborts the job as before.
     Result<std::unique_ptr<parallel::Comm>> exit = parallel::CreateComm(eo);
     if (exit.ok()) ranks.exit = std::move(*exit);
@@ -66,23 +66,23 @@ std::string PathForRank(const std::string& path, int rank) {
 }
 
 Status ApplyRankOutputs(TrainOptions& o, parallel::Comm* comm, int rank, int size) {
-  o.ranks = comm;
+  o.grid.ranks = comm;
   if (size <= 1) return Status::Ok();
-  if (!o.trace_path.empty()) o.trace_path = PathForRank(o.trace_path, rank);
+  if (!o.outputs.trace_path.empty()) o.outputs.trace_path = PathForRank(o.outputs.trace_path, rank);
   // Each rank's pages and checkpoint records live in its own directory of every --nvme-dir and
   // of --ckpt-dir, created when missing (Note [Checkpoints across ranks]); --resume creates
   // nothing (tools/resume_dirs.h).
   auto own = [&](std::string& dir, const char* flag) -> Status {
     dir += "/rank-" + std::to_string(rank);
-    if (o.resume) return Status::Ok();
+    if (o.checkpoints.resume) return Status::Ok();
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (!ec) return Status::Ok();
     return Status::IoError(std::string(flag) + ": cannot create " + dir + " for rank " +
                            std::to_string(rank) + ": " + ec.message());
   };
-  for (std::string& dir : o.nvme_dirs) STRATA_RETURN_IF_ERROR(own(dir, "--nvme-dir"));
-  if (!o.ckpt_dir.empty()) STRATA_RETURN_IF_ERROR(own(o.ckpt_dir, "--ckpt-dir"));
+  for (std::string& dir : o.budgets.nvme_dirs) STRATA_RETURN_IF_ERROR(own(dir, "--nvme-dir"));
+  if (!o.checkpoints.dir.empty()) STRATA_RETURN_IF_ERROR(own(o.checkpoints.dir, "--ckpt-dir"));
   return Status::Ok();
 }
 

@@ -34,7 +34,7 @@
 
 #include "core/util/status.h"
 #include "parallel/comm.h"
-#include "scheduler/trainer.h"
+#include "scheduler/train_options.h"
 
 namespace strata::tools {
 

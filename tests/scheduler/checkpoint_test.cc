@@ -189,7 +189,7 @@ TEST(RunFingerprint, RecordsWithoutTheGridAreNotRefusedForIt) {
 // the schedule uses; an older record's -1 reads as 10% of its --lr.
 TEST(RunFingerprint, MinLrIsTheRateTheScheduleUses) {
   TrainOptions o;
-  o.lr = 0.5f;  // 10% of it is exact in floats: 0.05
+  o.optimizer.lr = 0.5f;  // 10% of it is exact in floats: 0.05
   GptConfig c;
   auto now = MakeRunFingerprint(o, c, 64, 16384);
   ASSERT_TRUE(now.ok());
@@ -197,7 +197,7 @@ TEST(RunFingerprint, MinLrIsTheRateTheScheduleUses) {
   auto older = now->to_map();
   older["--min-lr"] = "-1";
   EXPECT_TRUE(CheckSameRun(*now, older).ok());
-  o.min_lr = 0.02f;
+  o.optimizer.min_lr = 0.02f;
   auto other = MakeRunFingerprint(o, c, 64, 16384);
   ASSERT_TRUE(other.ok());
   Status s = CheckSameRun(*other, older);

@@ -24,13 +24,13 @@ constexpr Case kCases[] = {{"nvme_params_clip", "nvme", 1.0f},
 
 TrainOptions FailingRun(const Case& c, const std::string& dir, storage::FaultInjector* faults) {
   TrainOptions o = TinyRun(6);
-  o.engine = "paged";
-  o.page_bytes = 16384;
-  o.nvme_dirs = {dir};
-  o.host_mem = 12 * 16384;
-  o.params_on = c.params_on;
-  o.optimizer_on = "nvme";
-  o.grad_clip = c.grad_clip;
+  o.budgets.engine = "paged";
+  o.budgets.page_bytes = 16384;
+  o.budgets.nvme_dirs = {dir};
+  o.budgets.host_mem = 12 * 16384;
+  o.budgets.params_on = c.params_on;
+  o.budgets.optimizer_on = "nvme";
+  o.optimizer.grad_clip = c.grad_clip;
   o.nvme_faults = faults;
   return o;
 }
@@ -41,7 +41,7 @@ TEST(DiskFailureConcurrent, AFullDiskStopsTheRunWithItsError) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     storage::FaultInjector faults;
-    auto trainer = Trainer::Create(FailingRun(c, dir.sub(c.name), &faults));
+    auto trainer = CreateTrainer(FailingRun(c, dir.sub(c.name), &faults));
     ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
     long reported = 0;
     const Status st = (*trainer)->run([&](const StepStats& s) {
@@ -71,8 +71,8 @@ TEST(DiskFailureConcurrent, OneFailedRequestStopsTheRunOrChangesNothing) {
       storage::FaultInjector faults;
       TrainOptions o = FailingRun(c, dir.sub(std::string(c.name) + "_" + std::to_string(n)),
                                   &faults);
-      o.export_path = dir.path() + "/" + c.name + "_" + std::to_string(n) + ".safetensors";
-      auto trainer = Trainer::Create(o);
+      o.outputs.export_path = dir.path() + "/" + c.name + "_" + std::to_string(n) + ".safetensors";
+      auto trainer = CreateTrainer(o);
       ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
       std::vector<StepStats> steps;
       const Status st = (*trainer)->run([&](const StepStats& s) {
@@ -87,7 +87,7 @@ TEST(DiskFailureConcurrent, OneFailedRequestStopsTheRunOrChangesNothing) {
       }
       ASSERT_EQ(steps.size(), ref.steps.size());
       for (size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i].loss, ref.steps[i].loss);
-      EXPECT_EQ(ReadFileBytes(o.export_path), ref.weights);
+      EXPECT_EQ(ReadFileBytes(o.outputs.export_path), ref.weights);
     }
   }
 }
@@ -118,10 +118,10 @@ TEST(DiskFailureConcurrent, TheCheckpointAFailureLeavesResumesExactly) {
       const std::string tag = std::string(c.name) + "_ckpt_" + std::to_string(n);
       storage::FaultInjector faults;
       TrainOptions o = FailingRun(c, dir.sub(tag + "_nvme"), &faults);
-      o.ckpt_dir = dir.path() + "/" + tag + "_ckpt";
-      o.ckpt_every = 1;
+      o.checkpoints.dir = dir.path() + "/" + tag + "_ckpt";
+      o.checkpoints.every = 1;
       {
-        auto trainer = Trainer::Create(o);
+        auto trainer = CreateTrainer(o);
         ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
         const Status st = (*trainer)->run([&](const StepStats& s) {
           if (s.step == 2) faults.fail_nth_request(n, EIO);
@@ -132,7 +132,7 @@ TEST(DiskFailureConcurrent, TheCheckpointAFailureLeavesResumesExactly) {
         }
       }
       o.nvme_faults = nullptr;
-      o.resume = true;
+      o.checkpoints.resume = true;
       const TrainOutcome b = TrainInProcess(o, dir.path() + "/" + tag + ".safetensors");
       ASSERT_TRUE(b.status.ok()) << b.status.to_string();
       for (const StepStats& s : b.steps) {

@@ -40,14 +40,14 @@ TraceCounts ReadTrace(const std::string& path) {
 TEST(EagerRefreshConcurrent, ParamsOnDeviceLoadNothingAfterTheFirstStep) {
   ScratchDir dir("eager_refresh");
   TrainOptions o = TinyRun(3);
-  o.engine = "paged";
-  o.page_bytes = 16384;
-  o.params_on = "device";
-  o.grad_clip = 0;  // updates (and so uploads) during backward
-  o.trace_path = dir.path() + "/trace.json";
+  o.budgets.engine = "paged";
+  o.budgets.page_bytes = 16384;
+  o.budgets.params_on = "device";
+  o.optimizer.grad_clip = 0;  // updates (and so uploads) during backward
+  o.outputs.trace_path = dir.path() + "/trace.json";
   const TrainOutcome out = TrainInProcess(o, dir.path() + "/w.safetensors");
   ASSERT_TRUE(out.status.ok()) << out.status.to_string();
-  TraceCounts c = ReadTrace(o.trace_path);
+  TraceCounts c = ReadTrace(o.outputs.trace_path);
   EXPECT_GT(c.loads[0], 0) << "step 1 loads every block once";
   for (long step = 0; step < 3; ++step) {
     EXPECT_GT(c.refreshes[step], 0) << "step " << step + 1 << " uploads its updates";

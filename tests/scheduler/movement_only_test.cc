@@ -10,19 +10,19 @@ namespace {
 TEST(MovementOnly, MovesWhatTheRealRunMovesAndComputesNothing) {
   ScratchDir dir("movement_only");
   TrainOptions o = TinyRun(3);
-  o.engine = "paged";
-  o.page_bytes = 16384;
-  o.nvme_dirs = {dir.sub("real")};
-  o.host_mem = 12 * 16384;
-  o.params_on = "nvme";
-  o.optimizer_on = "nvme";
+  o.budgets.engine = "paged";
+  o.budgets.page_bytes = 16384;
+  o.budgets.nvme_dirs = {dir.sub("real")};
+  o.budgets.host_mem = 12 * 16384;
+  o.budgets.params_on = "nvme";
+  o.budgets.optimizer_on = "nvme";
   const TrainOutcome real = TrainInProcess(o, dir.path() + "/real.safetensors");
   ASSERT_TRUE(real.status.ok()) << real.status.to_string();
 
   o.movement_only = true;
-  o.nvme_dirs = {dir.sub("movement")};
-  o.export_path.clear();
-  auto trainer = Trainer::Create(o);
+  o.budgets.nvme_dirs = {dir.sub("movement")};
+  o.outputs.export_path.clear();
+  auto trainer = CreateTrainer(o);
   ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
   std::vector<StepStats> steps;
   ASSERT_TRUE((*trainer)->run([&](const StepStats& s) { steps.push_back(s); }).ok());
@@ -47,11 +47,11 @@ TEST(MovementOnly, MovesWhatTheRealRunMovesAndComputesNothing) {
 TEST(MovementOnly, RefusedWhereItMakesNoSense) {
   TrainOptions o = TinyRun(1);
   o.movement_only = true;
-  o.engine = "memory";
-  EXPECT_EQ(Trainer::Create(o).status().code(), StatusCode::kInvalidArgument);
-  o.engine = "paged";
-  o.export_path = "/var/tmp/never-written.safetensors";
-  auto t = Trainer::Create(o);
+  o.budgets.engine = "memory";
+  EXPECT_EQ(CreateTrainer(o).status().code(), StatusCode::kInvalidArgument);
+  o.budgets.engine = "paged";
+  o.outputs.export_path = "/var/tmp/never-written.safetensors";
+  auto t = CreateTrainer(o);
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(t.status().message().find("{movement_only}"), std::string::npos);
 }

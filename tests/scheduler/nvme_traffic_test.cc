@@ -14,15 +14,15 @@ TEST(NvmeTraffic, SmallHostPoolReadsEachStreamedPageAboutOncePerStep) {
   ScratchDir dir("nvme_traffic");
   TrainOptions o = TinyRun(4);
   o.model.preset = "small";  // 10.8M parameters: 42 pages of 1 MiB per role
-  o.batch = 2;
-  o.seq = 32;
-  o.engine = "paged";
-  o.page_bytes = 1 << 20;
-  o.host_mem = 64 << 20;  // the parameters (pinned) and 22 more pages
-  o.params_on = "host";
-  o.optimizer_on = "nvme";
-  o.nvme_dirs = {dir.sub("nvme")};
-  auto trainer = Trainer::Create(o);
+  o.data.batch = 2;
+  o.data.seq = 32;
+  o.budgets.engine = "paged";
+  o.budgets.page_bytes = 1 << 20;
+  o.budgets.host_mem = 64 << 20;  // the parameters (pinned) and 22 more pages
+  o.budgets.params_on = "host";
+  o.budgets.optimizer_on = "nvme";
+  o.budgets.nvme_dirs = {dir.sub("nvme")};
+  auto trainer = CreateTrainer(o);
   ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
   const uint64_t role_bytes = uint64_t(MakeGptLayout((*trainer)->config()).total_numel) * 4;
   std::vector<StepStats> steps;

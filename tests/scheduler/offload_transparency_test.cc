@@ -17,17 +17,17 @@ namespace {
 // The minimal device working set of the paged run `o` (scheduler::MinimalDeviceBytes for the
 // model the trainer resolves; micro-batch and --seq as the paged trainer takes them).
 uint64_t MinimalDeviceBytes(const TrainOptions& o) {
-  Result<GptConfig> config = ResolveModelConfig(o);
+  Result<GptConfig> config = ResolveModelConfig(o.model);
   EXPECT_TRUE(config.ok()) << config.status().to_string();
   if (!config.ok()) return 0;
-  EXPECT_GT(o.seq, 0) << "the tests give --seq";
+  EXPECT_GT(o.data.seq, 0) << "the tests give --seq";
   const GptLayout layout = MakeGptLayout(*config);
   scheduler::MemoryPlanInput in;
   in.layout = &layout;
-  in.micro_rows = o.micro_batch > 0 ? o.micro_batch : o.batch;
-  in.batch = o.batch;
-  in.seq = o.seq;
-  in.recompute = o.recompute;
+  in.micro_rows = o.data.micro_batch > 0 ? o.data.micro_batch : o.data.batch;
+  in.batch = o.data.batch;
+  in.seq = o.data.seq;
+  in.recompute = o.budgets.recompute;
   Result<uint64_t> bytes = scheduler::MinimalDeviceBytes(in);
   EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
   return bytes.ok() ? *bytes : 0;
@@ -37,11 +37,11 @@ class OffloadTransparency : public ::testing::Test {
  protected:
   void SetUp() override {
     base_ = TinyRun(4);
-    base_.grad_clip = 2.0f;  // clips steps 1-2 (norm ~2.5), not 3-4 (~1.8, ~1.5)
+    base_.optimizer.grad_clip = 2.0f;  // clips steps 1-2 (norm ~2.5), not 3-4 (~1.8, ~1.5)
   }
 
   TrainOutcome Reference(TrainOptions o, const std::string& tag) {
-    o.engine = "memory";
+    o.budgets.engine = "memory";
     TrainOutcome r = TrainInProcess(o, dir_.path() + "/" + tag + ".safetensors");
     EXPECT_TRUE(r.status.ok()) << r.status.to_string();
     EXPECT_EQ(r.steps.size(), size_t(o.steps));
@@ -51,7 +51,7 @@ class OffloadTransparency : public ::testing::Test {
 
   // Runs `o` paged and checks it against `ref` bit for bit and against its budgets.
   TrainOutcome ExpectSame(TrainOptions o, const TrainOutcome& ref, const std::string& tag) {
-    o.engine = "paged";
+    o.budgets.engine = "paged";
     TrainOutcome r = TrainInProcess(o, dir_.path() + "/" + tag + ".safetensors");
     EXPECT_TRUE(r.status.ok()) << tag << ": " << r.status.to_string();
     EXPECT_EQ(r.steps.size(), ref.steps.size()) << tag;
@@ -61,14 +61,14 @@ class OffloadTransparency : public ::testing::Test {
       EXPECT_EQ(a.grad_norm, b.grad_norm) << tag << " step " << a.step;
       EXPECT_EQ(a.clipped, b.clipped) << tag << " step " << a.step;
       EXPECT_TRUE(a.paged);
-      if (o.gpu_mem > 0) {
-        EXPECT_LE(a.device_peak_bytes, o.gpu_mem) << tag;
+      if (o.budgets.gpu_mem > 0) {
+        EXPECT_LE(a.device_peak_bytes, o.budgets.gpu_mem) << tag;
       }
-      if (o.host_mem > 0) {
-        EXPECT_LE(a.host_peak_bytes, o.host_mem) << tag;
+      if (o.budgets.host_mem > 0) {
+        EXPECT_LE(a.host_peak_bytes, o.budgets.host_mem) << tag;
       }
-      if (o.nvme_mem > 0) {
-        EXPECT_LE(a.nvme_peak_bytes, o.nvme_mem) << tag;
+      if (o.budgets.nvme_mem > 0) {
+        EXPECT_LE(a.nvme_peak_bytes, o.budgets.nvme_mem) << tag;
       }
       EXPECT_GT(a.moved_bytes.h2d, 0u) << tag;
     }
@@ -98,14 +98,14 @@ TEST_F(OffloadTransparency, ConcurrentFourBudgetAndPlacementConfigs) {
   // 1. Everything in memory (paged engine, every budget large enough): each block's parameters
   // go to the device once per step (after their update) and its gradient comes back once.
   TrainOptions all_in_memory = base_;
-  all_in_memory.page_bytes = 16384;
+  all_in_memory.budgets.page_bytes = 16384;
   const TrainOutcome in_memory = ExpectSame(all_in_memory, ref, "all_in_memory");
   const GptLayout layout = MakeGptLayout(*GptPreset("tiny"));
   uint64_t tensor_bytes = 0;
   for (const BlockSpec& b : layout.blocks) {
     for (const TensorSpec& t : b.tensors) tensor_bytes += uint64_t(t.numel) * 4;
   }
-  const uint64_t token_bytes = 2ull * base_.batch * base_.seq * 4;
+  const uint64_t token_bytes = 2ull * base_.data.batch * base_.data.seq * 4;
   for (const StepStats& s : in_memory.steps) {
     EXPECT_EQ(s.moved_bytes.h2d, tensor_bytes + token_bytes) << "step " << s.step;
     EXPECT_EQ(s.moved_bytes.nvme_read + s.moved_bytes.nvme_write, 0u);
@@ -113,30 +113,30 @@ TEST_F(OffloadTransparency, ConcurrentFourBudgetAndPlacementConfigs) {
 
   // 2. The device budget at the minimal working set.
   TrainOptions device_min = base_;
-  device_min.page_bytes = 16384;
-  device_min.gpu_mem = MinimalDeviceBytes(device_min);
-  ASSERT_GT(device_min.gpu_mem, 0u);
+  device_min.budgets.page_bytes = 16384;
+  device_min.budgets.gpu_mem = MinimalDeviceBytes(device_min);
+  ASSERT_GT(device_min.budgets.gpu_mem, 0u);
   ExpectSame(device_min, ref, "device_min");
 
   // 3. The optimizer's moments on NVMe, the host pool too small to cache them all.
   TrainOptions opt_nvme = base_;
-  opt_nvme.page_bytes = 16384;
-  opt_nvme.nvme_dirs = {dir_.sub("nvme_opt")};
-  opt_nvme.nvme_mem = 4 << 20;
-  opt_nvme.host_mem = 40 * 16384;
-  opt_nvme.params_on = "host";
-  opt_nvme.optimizer_on = "nvme";
+  opt_nvme.budgets.page_bytes = 16384;
+  opt_nvme.budgets.nvme_dirs = {dir_.sub("nvme_opt")};
+  opt_nvme.budgets.nvme_mem = 4 << 20;
+  opt_nvme.budgets.host_mem = 40 * 16384;
+  opt_nvme.budgets.params_on = "host";
+  opt_nvme.budgets.optimizer_on = "nvme";
   EXPECT_GT(NvmeRead(ExpectSame(opt_nvme, ref, "optimizer_nvme")), 0u);
 
   // 4. Everything on NVMe, a host pool of a few pages, the device at its minimum, 4 KiB pages.
   TrainOptions all_nvme = base_;
-  all_nvme.page_bytes = 4096;
-  all_nvme.nvme_dirs = {dir_.sub("nvme_all_a"), dir_.sub("nvme_all_b")};
-  all_nvme.nvme_mem = 4 << 20;
-  all_nvme.host_mem = 8 * 4096;
-  all_nvme.params_on = "nvme";
-  all_nvme.optimizer_on = "nvme";
-  all_nvme.gpu_mem = MinimalDeviceBytes(all_nvme);
+  all_nvme.budgets.page_bytes = 4096;
+  all_nvme.budgets.nvme_dirs = {dir_.sub("nvme_all_a"), dir_.sub("nvme_all_b")};
+  all_nvme.budgets.nvme_mem = 4 << 20;
+  all_nvme.budgets.host_mem = 8 * 4096;
+  all_nvme.budgets.params_on = "nvme";
+  all_nvme.budgets.optimizer_on = "nvme";
+  all_nvme.budgets.gpu_mem = MinimalDeviceBytes(all_nvme);
   EXPECT_GT(NvmeRead(ExpectSame(all_nvme, ref, "all_nvme")), 0u);
 }
 
@@ -146,45 +146,45 @@ TEST_F(OffloadTransparency, ConcurrentLargeVocabularyAtTheMinimalDeviceBudget) {
   TrainOptions o = base_;
   o.model.vocab_size = 4096;
   const TrainOutcome ref = Reference(o, "ref_vocab");
-  o.page_bytes = 16384;
-  o.gpu_mem = MinimalDeviceBytes(o);
+  o.budgets.page_bytes = 16384;
+  o.budgets.gpu_mem = MinimalDeviceBytes(o);
   ExpectSame(o, ref, "vocab_device_min");
-  o.nvme_dirs = {dir_.sub("nvme_vocab")};
-  o.host_mem = 40 * 16384;
-  o.optimizer_on = "nvme";
+  o.budgets.nvme_dirs = {dir_.sub("nvme_vocab")};
+  o.budgets.host_mem = 40 * 16384;
+  o.budgets.optimizer_on = "nvme";
   ExpectSame(o, ref, "vocab_device_min_nvme");
 }
 
 TEST_F(OffloadTransparency, ConcurrentMicroBatchesAndRecompute) {
   TrainOptions o = base_;
-  o.micro_batch = 2;
+  o.data.micro_batch = 2;
   o.model.n_layer = 4;  // so that --recompute auto can checkpoint some blocks and not others
   const TrainOutcome ref = Reference(o, "ref_mb");
-  o.page_bytes = 8192;
+  o.budgets.page_bytes = 8192;
   // Some blocks checkpointed, not all: a budget just below keeping every activation.
-  o.recompute = "auto";
+  o.budgets.recompute = "auto";
   TrainOptions keep_all = o;
-  keep_all.recompute = "none";
-  o.gpu_mem = MinimalDeviceBytes(keep_all) - 1;
+  keep_all.budgets.recompute = "none";
+  o.budgets.gpu_mem = MinimalDeviceBytes(keep_all) - 1;
   ExpectSame(o, ref, "mb_recompute_some");
-  o.recompute = "all";
-  o.gpu_mem = MinimalDeviceBytes(o);
+  o.budgets.recompute = "all";
+  o.budgets.gpu_mem = MinimalDeviceBytes(o);
   ExpectSame(o, ref, "mb_recompute_min");
-  o.nvme_dirs = {dir_.sub("nvme_mb")};
-  o.host_mem = 10 * 8192;
-  o.params_on = "nvme";
-  o.optimizer_on = "nvme";
-  o.micro_batch_order = "micro-batch-major";
+  o.budgets.nvme_dirs = {dir_.sub("nvme_mb")};
+  o.budgets.host_mem = 10 * 8192;
+  o.budgets.params_on = "nvme";
+  o.budgets.optimizer_on = "nvme";
+  o.budgets.micro_batch_order = "micro-batch-major";
   const TrainOutcome mbm = ExpectSame(o, ref, "mb_recompute_nvme");
   // Layer-major (Note [Micro-batch order]): every micro-batch through a block while its
   // parameters are on the device; the block boundaries wait in host memory beside the pool,
   // which keeps its 10 pages.
-  o.nvme_dirs = {dir_.sub("nvme_layer_major")};
-  o.micro_batch_order = "layer-major";
-  const GptConfig c = *ResolveModelConfig(o);
-  const uint64_t boundaries =
-      uint64_t(o.batch / o.micro_batch) * (c.n_layer + 1) * o.micro_batch * o.seq * c.n_embd * 4;
-  o.host_mem = 10 * 8192 + boundaries;
+  o.budgets.nvme_dirs = {dir_.sub("nvme_layer_major")};
+  o.budgets.micro_batch_order = "layer-major";
+  const GptConfig c = *ResolveModelConfig(o.model);
+  const uint64_t boundaries = uint64_t(o.data.batch / o.data.micro_batch) * (c.n_layer + 1) *
+                              o.data.micro_batch * o.data.seq * c.n_embd * 4;
+  o.budgets.host_mem = 10 * 8192 + boundaries;
   const TrainOutcome lm = ExpectSame(o, ref, "mb_layer_major_nvme");
   // Each block's parameters load twice per step instead of twice per micro-batch.
   for (size_t i = 1; i < lm.steps.size(); ++i) {
@@ -195,26 +195,26 @@ TEST_F(OffloadTransparency, ConcurrentMicroBatchesAndRecompute) {
 
 TEST_F(OffloadTransparency, ConcurrentUpdatesDuringBackwardWithoutClipping) {
   TrainOptions o = base_;
-  o.grad_clip = 0;
+  o.optimizer.grad_clip = 0;
   const TrainOutcome ref = Reference(o, "ref_noclip");
-  o.page_bytes = 16384;
-  o.nvme_dirs = {dir_.sub("nvme_noclip")};
-  o.host_mem = 10 * 16384;
-  o.params_on = "nvme";
-  o.optimizer_on = "nvme";
+  o.budgets.page_bytes = 16384;
+  o.budgets.nvme_dirs = {dir_.sub("nvme_noclip")};
+  o.budgets.host_mem = 10 * 16384;
+  o.budgets.params_on = "nvme";
+  o.budgets.optimizer_on = "nvme";
   ExpectSame(o, ref, "noclip_nvme");
-  o.nvme_dirs.clear();
-  o.host_mem = 0;
-  o.params_on = "device";
-  o.optimizer_on = "auto";
+  o.budgets.nvme_dirs.clear();
+  o.budgets.host_mem = 0;
+  o.budgets.params_on = "device";
+  o.budgets.optimizer_on = "auto";
   ExpectSame(o, ref, "noclip_params_on_device");
   // With NVMe: the parameters' host master copy pinned (the pool holds everything), then passing
   // through a pool of 10 pages with the moments.
-  o.nvme_dirs = {dir_.sub("nvme_noclip_device")};
-  o.optimizer_on = "nvme";
+  o.budgets.nvme_dirs = {dir_.sub("nvme_noclip_device")};
+  o.budgets.optimizer_on = "nvme";
   ExpectSame(o, ref, "noclip_params_on_device_master_pinned");
-  o.nvme_dirs = {dir_.sub("nvme_noclip_device_small")};
-  o.host_mem = 10 * 16384;
+  o.budgets.nvme_dirs = {dir_.sub("nvme_noclip_device_small")};
+  o.budgets.host_mem = 10 * 16384;
   ExpectSame(o, ref, "noclip_params_on_device_master_on_nvme");
 }
 
@@ -224,21 +224,21 @@ TEST_F(OffloadTransparency, ConcurrentDelayedUpdateIsDeterministicAcrossBudgets)
   TrainOptions o = base_;
   o.steps = 6;
   const TrainOutcome exact = Reference(o, "ref_exact6");
-  o.delayed_update = true;
-  o.page_bytes = 16384;
-  o.engine = "paged";
+  o.optimizer.delayed_update = true;
+  o.budgets.page_bytes = 16384;
+  o.budgets.engine = "paged";
   const TrainOutcome a = TrainInProcess(o, dir_.path() + "/delayed_a.safetensors");
   ASSERT_TRUE(a.status.ok()) << a.status.to_string();
   ASSERT_EQ(a.steps.size(), 6u);
   EXPECT_EQ(a.steps[0].loss, exact.steps[0].loss);
   EXPECT_NE(a.steps[1].loss, exact.steps[1].loss);
   EXPECT_LT(a.steps[5].loss, a.steps[0].loss);
-  o.page_bytes = 4096;
-  o.nvme_dirs = {dir_.sub("nvme_delayed")};
-  o.host_mem = 10 * 4096;
-  o.params_on = "nvme";
-  o.optimizer_on = "nvme";
-  o.gpu_mem = MinimalDeviceBytes(o);
+  o.budgets.page_bytes = 4096;
+  o.budgets.nvme_dirs = {dir_.sub("nvme_delayed")};
+  o.budgets.host_mem = 10 * 4096;
+  o.budgets.params_on = "nvme";
+  o.budgets.optimizer_on = "nvme";
+  o.budgets.gpu_mem = MinimalDeviceBytes(o);
   const TrainOutcome b = TrainInProcess(o, dir_.path() + "/delayed_b.safetensors");
   ASSERT_TRUE(b.status.ok()) << b.status.to_string();
   ASSERT_EQ(b.steps.size(), 6u);
@@ -254,19 +254,19 @@ TEST_F(OffloadTransparency, ConcurrentHostEvictionPoliciesGiveTheSameBits) {
   const TrainOutcome ref = Reference(base_, "ref6");
   for (const char* policy : {"belady", "lru"}) {
     TrainOptions o = base_;
-    o.page_bytes = 4096;
-    o.nvme_dirs = {dir_.sub(std::string("nvme_") + policy)};
-    o.nvme_mem = 4 << 20;
-    o.host_mem = 10 * 4096;
-    o.params_on = "nvme";
-    o.optimizer_on = "nvme";
-    o.host_eviction = policy;
+    o.budgets.page_bytes = 4096;
+    o.budgets.nvme_dirs = {dir_.sub(std::string("nvme_") + policy)};
+    o.budgets.nvme_mem = 4 << 20;
+    o.budgets.host_mem = 10 * 4096;
+    o.budgets.params_on = "nvme";
+    o.budgets.optimizer_on = "nvme";
+    o.budgets.host_eviction = policy;
     EXPECT_GT(NvmeRead(ExpectSame(o, ref, policy)), 0u);
   }
   TrainOptions bad = base_;
-  bad.engine = "paged";
-  bad.host_eviction = "fifo";
-  auto t = Trainer::Create(bad);
+  bad.budgets.engine = "paged";
+  bad.budgets.host_eviction = "fifo";
+  auto t = CreateTrainer(bad);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("{host_eviction}"), std::string::npos);
 }

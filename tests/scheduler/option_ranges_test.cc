@@ -33,17 +33,17 @@ TEST(OptionRanges, OutOfRangeNamesTheFlag) {
     EXPECT_EQ(DetailOf<OptionFault>(s)->option, O(flag)) << s.message();
   };
   TrainOptions beta1, eps, lr, clip, min_lr, min_lr_above;
-  beta1.beta1 = 1.0f;  // the open end
+  beta1.optimizer.beta1 = 1.0f;  // the open end
   expect_bad(beta1, "--beta1");
-  eps.eps = 0;
+  eps.optimizer.eps = 0;
   expect_bad(eps, "--eps");
-  lr.lr = std::nanf("");
+  lr.optimizer.lr = std::nanf("");
   expect_bad(lr, "--lr");
-  clip.grad_clip = -1;
+  clip.optimizer.grad_clip = -1;
   expect_bad(clip, "--grad-clip");
-  min_lr.min_lr = -0.5f;  // not the sentinel -1
+  min_lr.optimizer.min_lr = -0.5f;  // not the sentinel -1
   expect_bad(min_lr, "--min-lr");
-  min_lr_above.min_lr = 1.0f;  // above --lr
+  min_lr_above.optimizer.min_lr = 1.0f;  // above --lr
   expect_bad(min_lr_above, "--min-lr");
 }
 

@@ -30,53 +30,53 @@ std::map<std::string, std::string> Shared(const TrainOptions& o, bool paged) {
 
 TEST(RankAgreement, EverySharedFlagIsCompared) {
   const std::vector<Change> changes = {
-      {"--lr", [](TrainOptions& o) { o.lr = 1e-3f; }},
-      {"--min-lr", [](TrainOptions& o) { o.min_lr = 1e-5f; }},
-      {"--warmup", [](TrainOptions& o) { o.warmup = 2; }},
-      {"--lr-schedule", [](TrainOptions& o) { o.lr_schedule = "cosine"; }},
-      {"--weight-decay", [](TrainOptions& o) { o.weight_decay = 0; }},
-      {"--beta1", [](TrainOptions& o) { o.beta1 = 0.8f; }},
-      {"--beta2", [](TrainOptions& o) { o.beta2 = 0.9f; }},
-      {"--eps", [](TrainOptions& o) { o.eps = 1e-6f; }},
-      {"--grad-clip", [](TrainOptions& o) { o.grad_clip = 0; }},
+      {"--lr", [](TrainOptions& o) { o.optimizer.lr = 1e-3f; }},
+      {"--min-lr", [](TrainOptions& o) { o.optimizer.min_lr = 1e-5f; }},
+      {"--warmup", [](TrainOptions& o) { o.optimizer.warmup = 2; }},
+      {"--lr-schedule", [](TrainOptions& o) { o.optimizer.lr_schedule = "cosine"; }},
+      {"--weight-decay", [](TrainOptions& o) { o.optimizer.weight_decay = 0; }},
+      {"--beta1", [](TrainOptions& o) { o.optimizer.beta1 = 0.8f; }},
+      {"--beta2", [](TrainOptions& o) { o.optimizer.beta2 = 0.9f; }},
+      {"--eps", [](TrainOptions& o) { o.optimizer.eps = 1e-6f; }},
+      {"--grad-clip", [](TrainOptions& o) { o.optimizer.grad_clip = 0; }},
       {"--seed", [](TrainOptions& o) { o.seed = 7; }},
-      {"--batch", [](TrainOptions& o) { o.batch = 16; }},
-      {"--micro-batch", [](TrainOptions& o) { o.micro_batch = 2; }},
-      {"--page-size", [](TrainOptions& o) { o.page_bytes = 1 << 20; }},
-      {"--delayed-update", [](TrainOptions& o) { o.delayed_update = true; }},
+      {"--batch", [](TrainOptions& o) { o.data.batch = 16; }},
+      {"--micro-batch", [](TrainOptions& o) { o.data.micro_batch = 2; }},
+      {"--page-size", [](TrainOptions& o) { o.budgets.page_bytes = 1 << 20; }},
+      {"--delayed-update", [](TrainOptions& o) { o.optimizer.delayed_update = true; }},
       {"--dtype", [](TrainOptions& o) { o.dtype = "bf16"; }},
       {"--steps", [](TrainOptions& o) { o.steps = 30; }},
       {"--engine", [](TrainOptions& o) { (void)o; }, /*paged=*/false},
-      {"--gpu-mem", [](TrainOptions& o) { o.gpu_mem = 64 << 20; }},
-      {"--host-mem", [](TrainOptions& o) { o.host_mem = 64 << 20; }},
-      {"--nvme-mem", [](TrainOptions& o) { o.nvme_mem = 1ull << 30; }},
-      {"--params-on", [](TrainOptions& o) { o.params_on = "nvme"; }},
-      {"--optimizer-on", [](TrainOptions& o) { o.optimizer_on = "nvme"; }},
-      {"--recompute", [](TrainOptions& o) { o.recompute = "all"; }},
-      {"--micro-batch-order", [](TrainOptions& o) { o.micro_batch_order = "layer-major"; }},
-      {"--dp", [](TrainOptions& o) { o.dp = 2; }},
-      {"--tp", [](TrainOptions& o) { o.tp = 2; }},
-      {"--pp", [](TrainOptions& o) { o.pp = 2; }},
-      {"--schedule", [](TrainOptions& o) { o.schedule = "gpipe"; }},
-      {"--pp-partition", [](TrainOptions& o) { o.pp_partition = "auto"; }},
-      {"--shard", [](TrainOptions& o) { o.shard = "all"; }},
-      {"--split-ops", [](TrainOptions& o) { o.split_ops = "2"; }},
-      {"--comm", [](TrainOptions& o) { o.comm = "nccl"; }},
+      {"--gpu-mem", [](TrainOptions& o) { o.budgets.gpu_mem = 64 << 20; }},
+      {"--host-mem", [](TrainOptions& o) { o.budgets.host_mem = 64 << 20; }},
+      {"--nvme-mem", [](TrainOptions& o) { o.budgets.nvme_mem = 1ull << 30; }},
+      {"--params-on", [](TrainOptions& o) { o.budgets.params_on = "nvme"; }},
+      {"--optimizer-on", [](TrainOptions& o) { o.budgets.optimizer_on = "nvme"; }},
+      {"--recompute", [](TrainOptions& o) { o.budgets.recompute = "all"; }},
+      {"--micro-batch-order", [](TrainOptions& o) { o.budgets.micro_batch_order = "layer-major"; }},
+      {"--dp", [](TrainOptions& o) { o.grid.dp = 2; }},
+      {"--tp", [](TrainOptions& o) { o.grid.tp = 2; }},
+      {"--pp", [](TrainOptions& o) { o.grid.pp = 2; }},
+      {"--schedule", [](TrainOptions& o) { o.grid.schedule = "gpipe"; }},
+      {"--pp-partition", [](TrainOptions& o) { o.grid.pp_partition = "auto"; }},
+      {"--shard", [](TrainOptions& o) { o.grid.shard = "all"; }},
+      {"--split-ops", [](TrainOptions& o) { o.grid.split_ops = "2"; }},
+      {"--comm", [](TrainOptions& o) { o.grid.comm = "nccl"; }},
       {"--device", [](TrainOptions& o) { o.device = "cuda"; }},
-      {"--ckpt-dir", [](TrainOptions& o) { o.ckpt_dir.clear(); }},
-      {"--nvme-dir", [](TrainOptions& o) { o.nvme_dirs.clear(); }},
-      {"--ckpt-every", [](TrainOptions& o) { o.ckpt_every = 2; }},
-      {"--keep-checkpoints", [](TrainOptions& o) { o.keep_checkpoints = 3; }},
-      {"--resume", [](TrainOptions& o) { o.resume = true; }},
-      {"--resume-from", [](TrainOptions& o) { o.resume_from = 4; }},
-      {"--discard-newer", [](TrainOptions& o) { o.discard_newer = true; }},
-      {"--export", [](TrainOptions& o) { o.export_path = "w.safetensors"; }},
-      {"--export-grads", [](TrainOptions& o) { o.export_grads_path = "g.safetensors"; }},
+      {"--ckpt-dir", [](TrainOptions& o) { o.checkpoints.dir.clear(); }},
+      {"--nvme-dir", [](TrainOptions& o) { o.budgets.nvme_dirs.clear(); }},
+      {"--ckpt-every", [](TrainOptions& o) { o.checkpoints.every = 2; }},
+      {"--keep-checkpoints", [](TrainOptions& o) { o.checkpoints.keep = 3; }},
+      {"--resume", [](TrainOptions& o) { o.checkpoints.resume = true; }},
+      {"--resume-from", [](TrainOptions& o) { o.checkpoints.resume_from = 4; }},
+      {"--discard-newer", [](TrainOptions& o) { o.checkpoints.discard_newer = true; }},
+      {"--export", [](TrainOptions& o) { o.outputs.export_path = "w.safetensors"; }},
+      {"--export-grads", [](TrainOptions& o) { o.outputs.export_grads_path = "g.safetensors"; }},
       {"--movement-only", [](TrainOptions& o) { o.movement_only = true; }},
   };
   TrainOptions base;
-  base.ckpt_dir = "ckpt";
-  base.nvme_dirs = {"nvme"};
+  base.checkpoints.dir = "ckpt";
+  base.budgets.nvme_dirs = {"nvme"};
   const auto want = Shared(base, true);
   for (const Change& c : changes) {
     SCOPED_TRACE(c.flag);
@@ -103,19 +103,19 @@ TEST(RankAgreement, EverySharedFlagIsCompared) {
 // What stays within one rank may differ: each rank names its own paths, threads, trace and logs.
 TEST(RankAgreement, FlagsThatStayWithinARankAreNotCompared) {
   TrainOptions base;
-  base.ckpt_dir = "ckpt";
-  base.nvme_dirs = {"nvme"};
-  base.export_path = "w.safetensors";
+  base.checkpoints.dir = "ckpt";
+  base.budgets.nvme_dirs = {"nvme"};
+  base.outputs.export_path = "w.safetensors";
   const auto want = Shared(base, true);
   TrainOptions o = base;
-  o.ckpt_dir = "/elsewhere/ckpt";
-  o.nvme_dirs = {"/elsewhere/nvme0", "/elsewhere/nvme1"};
-  o.export_path = "/elsewhere/w.safetensors";
+  o.checkpoints.dir = "/elsewhere/ckpt";
+  o.budgets.nvme_dirs = {"/elsewhere/nvme0", "/elsewhere/nvme1"};
+  o.outputs.export_path = "/elsewhere/w.safetensors";
   o.threads = 3;
-  o.trace_path = "t.json";
-  o.host_eviction = "lru";
+  o.outputs.trace_path = "t.json";
+  o.budgets.host_eviction = "lru";
   o.sim_link_gbps = 12;
-  o.comm_timeout_s = 30;
+  o.grid.comm_timeout_s = 30;
   EXPECT_EQ(Shared(o, true), want);
 }
 

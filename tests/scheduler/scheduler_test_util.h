@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/trainer.h"
+#include "scheduler/trainer_factory.h"
 
 namespace strata::testing {
 
@@ -37,8 +37,8 @@ struct TrainOutcome {
 // Runs `o` to the end with --export into `export_path`.
 inline TrainOutcome TrainInProcess(TrainOptions o, const std::string& export_path) {
   TrainOutcome out;
-  o.export_path = export_path;
-  auto trainer = Trainer::Create(o);
+  o.outputs.export_path = export_path;
+  auto trainer = CreateTrainer(o);
   if (!trainer.ok()) {
     out.status = trainer.status();
     return out;
@@ -52,10 +52,10 @@ inline TrainOutcome TrainInProcess(TrainOptions o, const std::string& export_pat
 inline TrainOptions TinyRun(int steps = 4) {
   TrainOptions o;
   o.model.preset = "tiny";
-  o.batch = 4;
-  o.seq = 64;
+  o.data.batch = 4;
+  o.data.seq = 64;
   o.steps = steps;
-  o.lr = 1e-3f;
+  o.optimizer.lr = 1e-3f;
   o.seed = 7;
   o.threads = 2;
   return o;

@@ -1,6 +1,8 @@
 // tests/check_structure.sh's flag rule (Note [Options in messages] in core/util/option.h): a
 // string literal holding flag text in core/, storage/, memory/, parallel/ or scheduler/ fails
-// the structure test; comments, tools/ and embed/ may name flags. Run on a small tree of its own.
+// the structure test; comments, tools/ and embed/ may name flags. And its cycle rule: the files
+// of scheduler/ include one another without a loop (a .h and its .cc are one unit). Each runs on
+// a small tree of its own.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -61,6 +63,32 @@ TEST(StructureRules, FlagTextInALowerFloorsStringLiteralFailsCommentsAndEdgesMay
       << out;
   EXPECT_EQ(out.find("tools/f.cc"), std::string::npos) << out;
   EXPECT_EQ(out.find("embed/g.cc"), std::string::npos) << out;
+}
+
+// The trainers' old factory: trainer.cc included the paged trainer, whose header includes
+// trainer.h back. The factory in a file of its own closes no loop.
+TEST(StructureRules, AnIncludeLoopInsideSchedulerFailsAFactoryOfItsOwnDoesNot) {
+  const fs::path root =
+      fs::temp_directory_path() / ("strata_structure_loop_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  Write(root / "scheduler/trainer.h", "#pragma once\n");
+  Write(root / "scheduler/paged.h", "#pragma once\n#include \"scheduler/trainer.h\"\n");
+  Write(root / "scheduler/trainer.cc",
+        "#include \"scheduler/trainer.h\"\n#include \"scheduler/paged.h\"\n");
+  const std::string looped = CheckStructure(root);
+  fs::remove(root / "scheduler/trainer.cc");
+  Write(root / "scheduler/factory.cc",
+        "#include \"scheduler/trainer.h\"\n#include \"scheduler/paged.h\"\n");
+  const std::string factored = CheckStructure(root);
+  fs::remove_all(root);
+  if (looped.find("universal-ctags is missing") != std::string::npos) {
+    GTEST_SKIP() << "check_structure.sh needs universal-ctags: " << looped;
+  }
+  EXPECT_NE(looped.find("scheduler/ includes itself in a circle (units on a loop: "
+                        "scheduler/paged scheduler/trainer)"),
+            std::string::npos)
+      << looped;
+  EXPECT_EQ(factored.find("in a circle"), std::string::npos) << factored;
 }
 
 }  // namespace

@@ -1,0 +1,40 @@
+#include "scheduler/train_options.h"
+
+#include <cmath>
+
+#include "core/nn/gpt_weights.h"
+
+namespace strata {
+
+Result<GptConfig> ResolveModelConfig(const ModelChoice& m) {
+  GptConfig c;
+  if (!m.init_path.empty() && !m.preset_given) {
+    STRATA_ASSIGN_OR_RETURN(c, ReadGptConfigFromSafetensors(m.init_path));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(c, GptPreset(m.preset));
+  }
+  if (m.n_layer) c.n_layer = *m.n_layer;
+  if (m.n_head) c.n_head = *m.n_head;
+  if (m.n_embd) c.n_embd = *m.n_embd;
+  if (m.vocab_size) c.vocab_size = *m.vocab_size;
+  if (m.block_size) c.block_size = *m.block_size;
+  STRATA_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+kernels::Dtype ComputeDtype(const std::string& dtype) {
+  return dtype == "bf16" ? kernels::Dtype::kBf16 : kernels::Dtype::kFp32;
+}
+
+float LearningRateAt(const OptimizerOptions& o, long steps, long step) {
+  if (o.warmup > 0 && step < o.warmup) return o.lr * float(step + 1) / float(o.warmup);
+  if (o.lr_schedule == "cosine" && steps > o.warmup) {
+    const float min_lr = o.min_lr >= 0 ? o.min_lr : 0.1f * o.lr;
+    const double ratio = double(step - o.warmup) / double(steps - o.warmup);
+    const double coeff = 0.5 * (1.0 + std::cos(M_PI * ratio));
+    return float(min_lr + coeff * (o.lr - min_lr));
+  }
+  return o.lr;
+}
+
+}  // namespace strata
