@@ -27,21 +27,21 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_commands.h"
+#include "bench/bench_dir.h"
+#include "bench/raw_io.h"
 #include "core/device/device.h"
 #include "core/util/log.h"
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
-#include "memory/nvme_store.h"
+#include "memory/open_nvme_tier.h"
 #include "memory/page_plan.h"
-#include "memory/page_store_tier.h"
+#include "memory/page_store_nvme_tier.h"
 #include "memory/training_trace.h"
 #include "storage/aligned_buffer.h"
 #include "storage/io_engine.h"
 #include "storage/page_store.h"
 #include "storage/posix_file.h"
-#include "bench/bench_dir.h"
-#include "bench/bench_commands.h"
-#include "bench/raw_io.h"
 
 namespace strata::bench {
 namespace {
@@ -107,11 +107,11 @@ Result<uint64_t> RunTrace(const BenchDir& dir, const std::string& name,
   constexpr uint64_t kTracePage = 1 * kMiB;
   const uint64_t num_pages = 4 * uint64_t(blocks);
   const uint64_t host_pages = std::max<uint64_t>(4, num_pages / 4);
-  memory::NvmeStoreOptions so;
+  memory::NvmeTierOptions so;
   so.dirs = {dir.sub(name)};
   so.page_bytes = kTracePage;
   so.capacity_bytes = 3 * num_pages * kTracePage;
-  STRATA_ASSIGN_OR_RETURN(auto tier, memory::OpenNvmeStore(so));
+  STRATA_ASSIGN_OR_RETURN(auto tier, memory::OpenNvmeTier(so));
   memory::MemoryManagerOptions o;
   o.page_bytes = kTracePage;
   o.num_pages = num_pages;
@@ -248,7 +248,7 @@ void AddRatios(nlohmann::ordered_json& out, uint64_t bytes, const CopyTimes& c,
 struct PagesRig {
   std::unique_ptr<Device> device;
   std::unique_ptr<storage::PageStore> store;
-  std::unique_ptr<memory::PageStoreTier> tier;
+  std::unique_ptr<memory::PageStoreNvmeTier> tier;
   std::unique_ptr<MemoryManager> mm;
   storage::AlignedBuffer src;
   std::unique_ptr<RawIo> raw;
@@ -266,7 +266,7 @@ Result<std::unique_ptr<PagesRig>> OpenRig(const BenchDir& dir, uint64_t page, ui
   // Committed + staged versions of the manager's pages, and of as many pages written directly.
   so.capacity_bytes = 5 * bytes;
   STRATA_ASSIGN_OR_RETURN(rig->store, storage::PageStore::Open(so));
-  rig->tier = std::make_unique<memory::PageStoreTier>(rig->store.get());
+  rig->tier = std::make_unique<memory::PageStoreNvmeTier>(rig->store.get());
   STRATA_ASSIGN_OR_RETURN(rig->mm, MemoryManager::Create({.page_bytes = page,
                                                           .num_pages = pages,
                                                           .host_bytes = bytes,

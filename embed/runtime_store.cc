@@ -7,7 +7,7 @@
 
 #include "embed/runtime.h"
 #include "memory/nvme_capacity.h"
-#include "memory/nvme_store.h"
+#include "memory/open_nvme_tier.h"
 
 namespace strata::embed {
 
@@ -25,11 +25,11 @@ Status Runtime::check_store() {
   if (!options_.resume.empty()) {
     STRATA_ASSIGN_OR_RETURN(const CheckpointBook::Entry* entry, book_->find(options_.resume));
     resumed_ = *entry;
-  } else if (!dirs.empty() && memory::NvmeStoreExists(dirs[0])) {
+  } else if (!dirs.empty() && memory::PageStoreExists(dirs[0])) {
     STRATA_RETURN_IF_ERROR(check_store_free(dirs));
     return Status::FailedPrecondition("nvme_dir '" + dirs[0] +
                                       "' holds the page store of an earlier runtime (" +
-                                      memory::NvmeStorePath(dirs[0]) +
+                                      memory::PageStoreCatalogPath(dirs[0]) +
                                       "); give an empty directory, or set resume to one of "
                                       "its checkpoints to continue from it");
   }
@@ -48,12 +48,12 @@ Status Runtime::check_store() {
 // storage/ asks. A free store is opened and closed again, which runs its crash recovery as a
 // resume would. Any other error of the open is no answer: the caller's message stands.
 Status Runtime::check_store_free(const std::vector<std::string>& dirs) const {
-  auto page_bytes = memory::NvmeStorePageBytes(dirs[0]);
+  auto page_bytes = memory::PageStorePageBytes(dirs[0]);
   if (!page_bytes.ok()) return Status::Ok();
-  memory::NvmeStoreOptions so;
+  memory::NvmeTierOptions so;
   so.dirs = dirs;
   so.page_bytes = *page_bytes;
-  auto store = memory::NvmeStore::Open(so);
+  auto store = memory::NvmeTierSnapshots::Open(so);
   const Status& s = store.status();
   if (s.code() != StatusCode::kFailedPrecondition ||
       s.message().find(" is in use by ") == std::string::npos) {
@@ -95,12 +95,12 @@ uint64_t Runtime::default_nvme_bytes() const {
 Status Runtime::open_memory() {
   const std::vector<std::string> dirs = nvme_dirs();
   if (dirs.empty() || nvme_) return Status::Ok();
-  memory::NvmeStoreOptions so;
+  memory::NvmeTierOptions so;
   so.dirs = dirs;
   so.page_bytes = options_.page_bytes;
   so.capacity_bytes = options_.nvme_bytes != 0 ? options_.nvme_bytes : default_nvme_bytes();
   so.restore_snapshot = resumed_.manifest;
-  STRATA_ASSIGN_OR_RETURN(nvme_, memory::OpenNvmeStore(so));
+  STRATA_ASSIGN_OR_RETURN(nvme_, memory::OpenNvmeTier(so));
   return resumed_.name.empty() ? Status::Ok() : collect_unlisted();
 }
 

@@ -10,7 +10,7 @@
 //    "step": 6, "manifest": "step-00000006",   the newest checkpoint (0 and "" when none)
 //    "run": "<one line>",                      the trainer's run in words; "" for the C API
 //    "checkpoints": [{"step": 6, "manifest": "step-00000006"}, ...],       newest first
-//    "store_id": "9f2c...",                    the NVMe store's id (NvmeStore::id); "" if unknown
+//    "store_id": "9f2c...",                    the store's id (NvmeTierSnapshots::id), or ""
 //    "nvme_dirs": ["/abs/nvme0", ...],         where that store lives
 //    "fingerprint": {"<key>": "<value>", ...}, what a resume must match (see below)
 //    "checksum": "<16 hex digits>"}            XXH3-64 of the canonical JSON (sorted keys, no

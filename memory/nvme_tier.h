@@ -1,6 +1,6 @@
 // NvmeTier: the NVMe copy of pages as the memory manager sees it. The manager depends on this
-// small interface only; PageStoreTier (memory/page_store_tier.h) adapts the storage layer's
-// copy-on-write PageStore to it, and tests may supply an in-memory implementation.
+// small interface only; PageStoreNvmeTier (memory/page_store_nvme_tier.h) adapts the storage
+// layer's copy-on-write PageStore to it, and tests may supply an in-memory implementation.
 //
 // Semantics (copy-on-write, as the PageStore gives them):
 // - stage_write(page, buffer) starts writing a new version of `page` from `buffer`
@@ -19,7 +19,7 @@
 //   committed.
 // - Snapshots (checkpoints): save_snapshot(name) durably records every page's committed
 //   version under `name`; those versions stay on disk until the snapshot is deleted. A store
-//   is reopened at a snapshot by OpenNvmeStore (memory/nvme_store.h).
+//   is reopened at a snapshot by OpenNvmeTier (memory/open_nvme_tier.h).
 // Threads: every method may be called from any thread. Errors are Statuses naming the page,
 // the file and the offset.
 #pragma once

@@ -10,7 +10,7 @@
 //    "step": 6, "manifest": "step-00000006",     the newest checkpoint (0 and "" when none yet)
 //    "run": "<one-line fingerprint>",            RunFingerprint::summary()
 //    "checkpoints": [{"step": 6, "manifest": "step-00000006"}, {"step": 4, ...}],  newest first
-//    "store_id": "9f2c...",                      the NVMe store's id (memory::NvmeStore::id)
+//    "store_id": "9f2c...",                      the store's id (NvmeTierSnapshots::id)
 //    "nvme_dirs": ["/abs/nvme0", ...],           where that store lives
 //    "fingerprint": {"--lr": "0.001", ...},      RunFingerprint::to_map(), one for the record
 //    "checksum": "<16 hex digits>"}              XXH3-64 of the canonical JSON (sorted keys, no

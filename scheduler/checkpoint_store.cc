@@ -61,7 +61,8 @@ Status CheckNewerKept(const CheckpointRecord& record, const ResumeRequest& req) 
 
 // The checkpoint --resume continues from: the newest, or --resume-from's, whose manifest the
 // store holds and whose every page version reads back with its checksum.
-Result<CheckpointEntry> ChooseCheckpoint(memory::NvmeStore& store, const CheckpointRecord& record,
+Result<CheckpointEntry> ChooseCheckpoint(memory::NvmeTierSnapshots& store,
+                                         const CheckpointRecord& record,
                                          const std::vector<std::string>& manifests,
                                          const ResumeRequest& req) {
   const CheckpointEntry* chosen = &record.checkpoints.front();
@@ -136,14 +137,14 @@ Status CheckStoreId(const CheckpointRecord& record, const std::string& store_id,
       " of one run (the record names its dirs: " + JoinNames(record.nvme_dirs) + ")");
 }
 
-Result<std::vector<std::string>> CheckpointManifests(memory::NvmeStore& store) {
+Result<std::vector<std::string>> CheckpointManifests(memory::NvmeTierSnapshots& store) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, store.snapshot_names());
   std::erase_if(names, [](const std::string& n) { return !IsCheckpointManifest(n); });
   std::sort(names.begin(), names.end());
   return names;
 }
 
-Result<std::vector<std::string>> CollectUnlisted(memory::NvmeStore& store,
+Result<std::vector<std::string>> CollectUnlisted(memory::NvmeTierSnapshots& store,
                                                  const CheckpointRecord& record) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, CheckpointManifests(store));
   std::vector<std::string> deleted;
@@ -161,7 +162,7 @@ Result<std::vector<std::string>> CollectUnlisted(memory::NvmeStore& store,
   return deleted;
 }
 
-Result<ResumePlan> PlanResume(memory::NvmeStore& store,
+Result<ResumePlan> PlanResume(memory::NvmeTierSnapshots& store,
                               const std::optional<CheckpointRecord>& found_record,
                               CheckpointRecord fresh, const ResumeRequest& req) {
   STRATA_ASSIGN_OR_RETURN(fresh.store_id, store.id());
@@ -210,24 +211,25 @@ Result<ResumePlan> PlanResume(memory::NvmeStore& store,
   return plan;
 }
 
-Result<std::unique_ptr<memory::NvmeStore>> OpenRecordStore(const CheckpointRecord& record,
-                                                           const std::string& ckpt_dir,
-                                                           std::vector<std::string> dirs) {
+Result<std::unique_ptr<memory::NvmeTierSnapshots>> OpenRecordStore(const CheckpointRecord& record,
+                                                                   const std::string& ckpt_dir,
+                                                                   std::vector<std::string> dirs) {
   if (dirs.empty()) dirs = record.nvme_dirs;
   if (dirs.empty()) {
     return Status::InvalidArgument(RecordPath(ckpt_dir) +
                                    " names no NVMe directories (an older record); pass " +
                                    Mention(Option::kNvmeDir));
   }
-  if (!memory::NvmeStoreExists(dirs[0])) {
+  if (!memory::PageStoreExists(dirs[0])) {
     return Status::NotFound("no NVMe page store in " + dirs[0] + " (named by " +
                             RecordPath(ckpt_dir) + "); pass " + Mention(Option::kNvmeDir) +
                             " where it is now");
   }
-  memory::NvmeStoreOptions so;
+  memory::NvmeTierOptions so;
   so.dirs = dirs;
-  STRATA_ASSIGN_OR_RETURN(so.page_bytes, memory::NvmeStorePageBytes(dirs[0]));
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeStore> store, memory::NvmeStore::Open(so));
+  STRATA_ASSIGN_OR_RETURN(so.page_bytes, memory::PageStorePageBytes(dirs[0]));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeTierSnapshots> store,
+                          memory::NvmeTierSnapshots::Open(so));
   STRATA_ASSIGN_OR_RETURN(std::string id, store->id());
   if (!record.store_id.empty() && record.store_id != id) {
     return Status::InvalidArgument(RecordPath(ckpt_dir) + " belongs to NVMe store " +
@@ -238,7 +240,7 @@ Result<std::unique_ptr<memory::NvmeStore>> OpenRecordStore(const CheckpointRecor
   return store;
 }
 
-Result<std::vector<CheckpointListing>> ListCheckpoints(memory::NvmeStore& store,
+Result<std::vector<CheckpointListing>> ListCheckpoints(memory::NvmeTierSnapshots& store,
                                                        const CheckpointRecord& record) {
   STRATA_ASSIGN_OR_RETURN(std::vector<std::string> manifests, CheckpointManifests(store));
   std::vector<CheckpointListing> out;
@@ -254,7 +256,7 @@ Result<std::vector<CheckpointListing>> ListCheckpoints(memory::NvmeStore& store,
   return out;
 }
 
-Result<PruneResult> PruneCheckpoints(memory::NvmeStore& store, CheckpointRecord& record,
+Result<PruneResult> PruneCheckpoints(memory::NvmeTierSnapshots& store, CheckpointRecord& record,
                                      const std::string& ckpt_dir, int keep) {
   if (keep < 1) {
     return Status::InvalidArgument(Mention(Option::kKeep) + " " + std::to_string(keep) +

@@ -3,9 +3,9 @@
 // store whose manifests it lists.
 //
 // Every function runs on one thread, before training or instead of it, with the store opened
-// through memory::NvmeStore (its normal open path and lock). Errors name the --ckpt-dir, the
-// --nvme-dir and the checkpoints, and say what to do; InvalidArgument where a flag is at fault
-// (exit 2), Corruption / NotFound where a file is.
+// through memory::NvmeTierSnapshots (its normal open path and lock). Errors name the
+// --ckpt-dir, the --nvme-dir and the checkpoints, and say what to do; InvalidArgument where a
+// flag is at fault (exit 2), Corruption / NotFound where a file is.
 #pragma once
 
 #include <memory>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/util/status.h"
-#include "memory/nvme_store.h"
+#include "memory/open_nvme_tier.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/run_fingerprint.h"
 
@@ -35,11 +35,11 @@ Status CheckStoreId(const CheckpointRecord& record, const std::string& store_id,
                     const std::string& ckpt_dir, const std::string& nvme_dir);
 
 // The step-* snapshots of the store.
-Result<std::vector<std::string>> CheckpointManifests(memory::NvmeStore& store);
+Result<std::vector<std::string>> CheckpointManifests(memory::NvmeTierSnapshots& store);
 
 // Deletes every step-* snapshot that `record` does not list (Note [Checkpoint retirement]);
 // returns their names.
-Result<std::vector<std::string>> CollectUnlisted(memory::NvmeStore& store,
+Result<std::vector<std::string>> CollectUnlisted(memory::NvmeTierSnapshots& store,
                                                  const CheckpointRecord& record);
 
 struct ResumeRequest {
@@ -67,21 +67,21 @@ struct ResumePlan {
 // store that holds no checkpoint) when `found` lists none; refused when the store holds
 // checkpoints the record does not know of (a mistyped --ckpt-dir). `fresh` is this run's record
 // with no checkpoints.
-Result<ResumePlan> PlanResume(memory::NvmeStore& store,
+Result<ResumePlan> PlanResume(memory::NvmeTierSnapshots& store,
                               const std::optional<CheckpointRecord>& found, CheckpointRecord fresh,
                               const ResumeRequest& request);
 
 // Opens the store a record lists (or `dirs` when not empty: the directories moved).
-Result<std::unique_ptr<memory::NvmeStore>> OpenRecordStore(const CheckpointRecord& record,
-                                                           const std::string& ckpt_dir,
-                                                           std::vector<std::string> dirs);
+Result<std::unique_ptr<memory::NvmeTierSnapshots>> OpenRecordStore(const CheckpointRecord& record,
+                                                                   const std::string& ckpt_dir,
+                                                                   std::vector<std::string> dirs);
 
 struct CheckpointListing {
   CheckpointEntry entry;
   bool present = false;       // the store holds its manifest
   memory::SnapshotSize size;  // of its manifest, when present
 };
-Result<std::vector<CheckpointListing>> ListCheckpoints(memory::NvmeStore& store,
+Result<std::vector<CheckpointListing>> ListCheckpoints(memory::NvmeTierSnapshots& store,
                                                        const CheckpointRecord& record);
 
 struct PruneResult {
@@ -90,7 +90,7 @@ struct PruneResult {
 };
 // Keeps the `keep` newest checkpoints: writes the shortened record first, then deletes the
 // dropped manifests (and any unlisted step-* one). InvalidArgument for keep < 1.
-Result<PruneResult> PruneCheckpoints(memory::NvmeStore& store, CheckpointRecord& record,
+Result<PruneResult> PruneCheckpoints(memory::NvmeTierSnapshots& store, CheckpointRecord& record,
                                      const std::string& ckpt_dir, int keep);
 
 }  // namespace strata::scheduler

@@ -9,7 +9,7 @@
 // block ops), h2d and d2h (Device streams: pieces of pages into and out of block slots), the
 // driver (the thread calling run_step: walks the program, acquires host pages from the
 // MemoryManager — NVMe reads and write-backs happen there — and enqueues everything), and the
-// optimizer (a HostQueue: AdamW per page on the host over TBB; NVMe-resident moments stream
+// optimizer (a SerialJobThread: AdamW per page on the host over TBB; NVMe-resident moments stream
 // through the host pool).
 //
 // Note [Driver and prefetch]

@@ -11,7 +11,7 @@
 #include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/nvme_capacity.h"
-#include "memory/nvme_store.h"
+#include "memory/open_nvme_tier.h"
 #include "parallel/comm.h"
 #include "scheduler/checkpoint_store.h"
 #include "scheduler/data_parallel.h"
@@ -36,14 +36,15 @@ class NvmeOpener {
  private:
   CheckpointRecord fresh_record() const;
   Status check_checkpoint_flags(const std::optional<CheckpointRecord>& found);
-  Status check_restartable(memory::NvmeStore& store,
+  Status check_restartable(memory::NvmeTierSnapshots& store,
                            const std::optional<CheckpointRecord>& found) const;
   NvmeSizing size_nvme(uint64_t asked, uint64_t room) const;
   std::string nvme_minimum_text(const NvmeSizing& s) const;
   Status check_nvme_room(const NvmeSizing& s, uint64_t have, const std::string& whose) const;
   Result<NvmeSizing> size_new_nvme() const;
   void keep_checkpoints_that_fit(const NvmeSizing& s);
-  Status plan_resume(memory::NvmeStore& store, const std::optional<CheckpointRecord>& found);
+  Status plan_resume(memory::NvmeTierSnapshots& store,
+                     const std::optional<CheckpointRecord>& found);
 
   const NvmeTierInput& in_;
   int keep_ = 0;  // --keep-checkpoints, lowered to what fits
@@ -87,10 +88,10 @@ Status NvmeOpener::check_checkpoint_flags(const std::optional<CheckpointRecord>&
   }
   // No record beside an existing store: PlanResume names the store's checkpoints (a mistyped
   // --ckpt-dir), or refuses for want of one.
-  if (!found && memory::NvmeStoreExists(dir)) return Status::Ok();
+  if (!found && memory::PageStoreExists(dir)) return Status::Ok();
   STRATA_RETURN_IF_ERROR(CheckResumable(found, in_.checkpoints->dir));
   STRATA_RETURN_IF_ERROR(CheckRecordIsOfRun(*found, *in_.fingerprint, in_.checkpoints->dir));
-  if (!memory::NvmeStoreExists(dir)) {
+  if (!memory::PageStoreExists(dir)) {
     return Status::NotFound(
         Mention(Option::kResume) + ": " + in_.checkpoints->dir + " names checkpoint " +
         found->manifest + " but " + Mention(Option::kNvmeDir) + " " + dir +
@@ -103,7 +104,7 @@ Status NvmeOpener::check_checkpoint_flags(const std::optional<CheckpointRecord>&
 // first, or one without --ckpt-dir) is started over; its pages are rewritten from the start. A
 // manifest that this store's own record (`found`) does not list was saved by a run killed before
 // it recorded it (Note [Checkpoint retirement]): no checkpoint, collected as a resume would.
-Status NvmeOpener::check_restartable(memory::NvmeStore& store,
+Status NvmeOpener::check_restartable(memory::NvmeTierSnapshots& store,
                                      const std::optional<CheckpointRecord>& found) const {
   STRATA_ASSIGN_OR_RETURN(const std::vector<std::string> held, CheckpointManifests(store));
   STRATA_ASSIGN_OR_RETURN(const std::string id, store.id());
@@ -115,13 +116,14 @@ Status NvmeOpener::check_restartable(memory::NvmeStore& store,
         Mention(Option::kNvmeDir), in_.budgets->nvme_dirs[0]);
     return Status::Ok();
   }
-  return Status::InvalidArgument(
-      Mention(Option::kNvmeDir) + " " + in_.budgets->nvme_dirs[0] +
-      " already holds a Strata page store (" + memory::NvmeStorePath(in_.budgets->nvme_dirs[0]) +
-      ") with the checkpoints of an earlier run (" + std::to_string(held.size()) +
-      " manifest(s), the newest " + held.back() + "); add " + Mention(Option::kResume) +
-      " with that run's " + Mention(Option::kCkptDir) +
-      " to continue it, or give an empty directory");
+  return Status::InvalidArgument(Mention(Option::kNvmeDir) + " " + in_.budgets->nvme_dirs[0] +
+                                 " already holds a Strata page store (" +
+                                 memory::PageStoreCatalogPath(in_.budgets->nvme_dirs[0]) +
+                                 ") with the checkpoints of an earlier run (" +
+                                 std::to_string(held.size()) + " manifest(s), the newest " +
+                                 held.back() + "); add " + Mention(Option::kResume) +
+                                 " with that run's " + Mention(Option::kCkptDir) +
+                                 " to continue it, or give an empty directory");
 }
 
 // Note [NVMe capacity] in memory/nvme_capacity.h. `room` bounds a new store only.
@@ -169,7 +171,7 @@ Result<NvmeSizing> NvmeOpener::size_new_nvme() const {
   const NvmeSizing want = size_nvme(0, UINT64_MAX);
   const uint64_t page = in_.page_bytes;
   const Result<memory::NvmeDiskRoom> measured =
-      memory::NvmeRoomForNewStore(in_.budgets->nvme_dirs, page, want.default_bytes / page);
+      memory::RoomForNewPageStore(in_.budgets->nvme_dirs, page, want.default_bytes / page);
   // A missing or unreadable directory: the store's open words it (CheckWritableDir).
   if (!measured.ok()) return want;
   const memory::NvmeDiskRoom& room = *measured;
@@ -210,8 +212,8 @@ Status NvmeOpener::open() {
     STRATA_RETURN_IF_ERROR(
         check_nvme_room(sizing, in_.budgets->nvme_mem, Mention(Option::kNvmeMem)));
   }
-  const bool existed = memory::NvmeStoreExists(in_.budgets->nvme_dirs[0]);
-  memory::NvmeStoreOptions so;
+  const bool existed = memory::PageStoreExists(in_.budgets->nvme_dirs[0]);
+  memory::NvmeTierOptions so;
   so.dirs = in_.budgets->nvme_dirs;
   so.page_bytes = in_.page_bytes;
   if (in_.budgets->nvme_mem == 0 && !existed) {
@@ -219,7 +221,8 @@ Status NvmeOpener::open() {
   }
   so.capacity_bytes = sizing.capacity_bytes > 0 ? sizing.capacity_bytes : sizing.default_bytes;
   so.faults = in_.faults;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeStore> store, memory::NvmeStore::Open(so));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<memory::NvmeTierSnapshots> store,
+                          memory::NvmeTierSnapshots::Open(so));
   // A store that exists keeps its own capacity (or grows to --nvme-mem).
   sizing = size_nvme(store->capacity_bytes(), UINT64_MAX);
   STRATA_RETURN_IF_ERROR(
@@ -234,13 +237,13 @@ Status NvmeOpener::open() {
     STRATA_ASSIGN_OR_RETURN(out_.record.store_id, store->id());
     STRATA_RETURN_IF_ERROR(WriteCheckpointRecord(in_.checkpoints->dir, out_.record));
   }
-  out_.tier = memory::NvmeStore::IntoTier(std::move(store));
+  out_.tier = memory::NvmeTierSnapshots::IntoTier(std::move(store));
   return Status::Ok();
 }
 
 // --resume (or a new run over a store with no checkpoint): the checkpoint to continue from, the
 // record in force (PlanResume).
-Status NvmeOpener::plan_resume(memory::NvmeStore& store,
+Status NvmeOpener::plan_resume(memory::NvmeTierSnapshots& store,
                                const std::optional<CheckpointRecord>& found) {
   ResumeRequest req{in_.checkpoints->dir, in_.budgets->nvme_dirs[0], in_.checkpoints->resume_from,
                     in_.checkpoints->discard_newer, in_.checkpoints->resume};

@@ -7,7 +7,7 @@
 // Errors say which flag or directory to change: InvalidArgument for flags that contradict the
 // --ckpt-dir's record or the store, NotFound for a --resume without its store,
 // ResourceExhausted when the disks or --nvme-mem hold less than the minimum, and the store's own
-// errors (memory/nvme_store.h).
+// errors (memory/open_nvme_tier.h).
 // Threads: one caller; collective over `world` under --resume with several ranks.
 #pragma once
 

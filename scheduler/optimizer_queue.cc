@@ -53,7 +53,7 @@ OptimizerQueue::OptimizerQueue(const GptLayout& layout, const StatePages& pages,
   read_ahead_ = std::clamp<size_t>(pool_pages / kReadAheadPoolFraction, 1, kReadAheadMax);
   refresh_ = device_.create_stream("refresh");
   arena_ = std::make_unique<tbb::task_arena>(settings.threads);
-  queue_ = std::make_unique<HostQueue>("optimizer");
+  queue_ = std::make_unique<SerialJobThread>("optimizer");
 }
 
 OptimizerQueue::~OptimizerQueue() {

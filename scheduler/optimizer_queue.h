@@ -1,4 +1,4 @@
-// OptimizerQueue: the optimizer side of the Engine. One host thread (a HostQueue) runs, in
+// OptimizerQueue: the optimizer side of the Engine. One host thread (a SerialJobThread) runs, in
 // submission order, each block's AdamW update page by page over host pages (Note [Exact
 // updates] in engine.h), the upload of each updated parameter page into its device slot on the
 // `refresh` stream (Note [Eager refresh]), the NVMe read-ahead of the pages the next updates
@@ -21,7 +21,7 @@
 #include "core/nn/gpt_layout.h"
 #include "core/util/status.h"
 #include "scheduler/host_pages.h"
-#include "scheduler/host_queue.h"
+#include "scheduler/serial_job_thread.h"
 #include "scheduler/slot_cache.h"
 #include "scheduler/state_pages.h"
 #include "scheduler/trace.h"
@@ -86,7 +86,7 @@ class OptimizerQueue {
   size_t read_ahead_ = 1;            // page indices read ahead (Note [Update read-ahead])
   std::unique_ptr<Stream> refresh_;  // filled from the queue's thread only
   std::unique_ptr<tbb::task_arena> arena_;
-  std::unique_ptr<HostQueue> queue_;
+  std::unique_ptr<SerialJobThread> queue_;
   std::vector<std::shared_future<Status>> jobs_;  // since the last Drain
 };
 

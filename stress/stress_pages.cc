@@ -6,7 +6,7 @@
 #include <set>
 #include <utility>
 
-#include "memory/nvme_store.h"
+#include "memory/open_nvme_tier.h"
 #include "storage/aligned_buffer.h"
 #include "storage/fault_injector.h"
 #include "storage/page_store.h"
@@ -24,7 +24,7 @@ long StepOf(const std::string& name) {
 
 Result<std::unique_ptr<storage::PageStore>> OpenStore(const std::vector<std::string>& dirs,
                                                       uint64_t page_bytes) {
-  if (dirs.empty() || !memory::NvmeStoreExists(dirs[0])) {
+  if (dirs.empty() || !memory::PageStoreExists(dirs[0])) {
     return Status::NotFound("no page store in " + (dirs.empty() ? std::string("?") : dirs[0]));
   }
   storage::PageStoreOptions o;

@@ -29,7 +29,7 @@ struct CkptFlags {
 
 struct Opened {
   scheduler::CheckpointRecord record;
-  std::unique_ptr<memory::NvmeStore> store;
+  std::unique_ptr<memory::NvmeTierSnapshots> store;
 };
 
 Result<Opened> OpenCkpt(const CkptFlags& f) {

@@ -1,4 +1,4 @@
-// An in-memory NvmeTier for memory tests: the same copy-on-write contract as PageStoreTier
+// An in-memory NvmeTier for memory tests: the same copy-on-write contract as PageStoreNvmeTier
 // (staged versions unreadable until commit), with a capacity in pages and optional per-I/O
 // latency. Thread-safe (one mutex).
 #pragma once

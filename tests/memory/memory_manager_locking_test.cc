@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "memory/memory_manager.h"
-#include "memory/page_store_tier.h"
+#include "memory/page_store_nvme_tier.h"
 #include "storage/fault_injector.h"
 #include "tests/memory/memory_test_util.h"
 
@@ -66,7 +66,7 @@ class MemoryManagerLockingConcurrent : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = testing::OpenStore(dir_.path(), kPage, 64, &faults_);
-    store_tier_ = std::make_unique<PageStoreTier>(store_.get());
+    store_tier_ = std::make_unique<PageStoreNvmeTier>(store_.get());
     tier_ = std::make_unique<SignallingTier>(store_tier_.get());
     auto mm = MemoryManager::Create(
         {.page_bytes = kPage, .num_pages = 8, .host_bytes = 4 * kPage, .nvme = tier_.get()});
@@ -77,7 +77,7 @@ class MemoryManagerLockingConcurrent : public ::testing::Test {
   testing::ScratchDir dir_;
   storage::FaultInjector faults_;
   std::unique_ptr<storage::PageStore> store_;
-  std::unique_ptr<PageStoreTier> store_tier_;
+  std::unique_ptr<PageStoreNvmeTier> store_tier_;
   std::unique_ptr<SignallingTier> tier_;
   std::unique_ptr<MemoryManager> mm_;
 };

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "memory/memory_manager.h"
-#include "memory/page_store_tier.h"
+#include "memory/page_store_nvme_tier.h"
 #include "storage/page_store.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/memory/fake_nvme_tier.h"
@@ -40,7 +40,7 @@ inline std::unique_ptr<storage::PageStore> OpenStore(const std::string& dir, uin
 struct Rig {
   std::unique_ptr<ScratchDir> dir;
   std::unique_ptr<storage::PageStore> store;
-  std::unique_ptr<PageStoreTier> store_tier;
+  std::unique_ptr<PageStoreNvmeTier> store_tier;
   std::unique_ptr<FakeNvmeTier> nvme;
   std::unique_ptr<MemoryManager> mm;
 };
@@ -65,7 +65,7 @@ inline Rig MakeRig(const RigConfig& c) {
   if (c.with_nvme && c.real_store) {
     rig.dir = std::make_unique<ScratchDir>();
     rig.store = OpenStore(rig.dir->path(), c.page_bytes, c.nvme_pages, c.faults);
-    rig.store_tier = std::make_unique<PageStoreTier>(rig.store.get());
+    rig.store_tier = std::make_unique<PageStoreNvmeTier>(rig.store.get());
     nvme = rig.store_tier.get();
   } else if (c.with_nvme) {
     rig.nvme = std::make_unique<FakeNvmeTier>(c.page_bytes, c.nvme_pages, c.nvme_latency_us);

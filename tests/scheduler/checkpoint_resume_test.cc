@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/nvme_store.h"
+#include "memory/open_nvme_tier.h"
 #include "scheduler/checkpoint.h"
 #include "storage/fault_injector.h"
 #include "storage/page_store.h"
@@ -97,10 +97,10 @@ std::map<long, std::string> LossTexts(const std::string& path) {
 }
 
 std::vector<std::string> Manifests(const std::string& root) {
-  memory::NvmeStoreOptions so;
+  memory::NvmeTierOptions so;
   so.dirs = {root + "/nvme0", root + "/nvme1"};
   so.page_bytes = 16 << 10;
-  auto store = memory::NvmeStore::Open(so);
+  auto store = memory::NvmeTierSnapshots::Open(so);
   EXPECT_TRUE(store.ok()) << store.status().to_string();
   if (!store.ok()) return {};
   auto names = (*store)->snapshot_names();

@@ -1,6 +1,6 @@
-// The memory manager over the real NVMe tier: storage::PageStore through PageStoreTier, in a
+// The memory manager over the real NVMe tier: storage::PageStore through PageStoreNvmeTier, in a
 // scratch directory on the build disk.
-#include "memory/page_store_tier.h"
+#include "memory/page_store_nvme_tier.h"
 
 #include <gtest/gtest.h>
 
@@ -26,11 +26,11 @@ std::unique_ptr<MemoryManager> MustCreate(NvmeTier* tier) {
   return std::move(mm).value();
 }
 
-TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
+TEST(PageStoreNvmeTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
   testing::ScratchDir dir;
   {
     auto store = testing::OpenStore(dir.path(), kPage, 64);
-    PageStoreTier tier(store.get());
+    PageStoreNvmeTier tier(store.get());
     auto mm = MustCreate(&tier);
     // Twelve pages written through three host frames: most reach NVMe by eviction.
     for (PageId p = 0; p < kPages; ++p) {
@@ -66,7 +66,7 @@ TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
   }
   // What a resumed run sees: reopen the store and read through a new manager.
   auto store = testing::OpenStore(dir.path(), kPage, 64);
-  PageStoreTier tier(store.get());
+  PageStoreNvmeTier tier(store.get());
   auto mm = MustCreate(&tier);
   for (PageId p = 0; p < kPages; ++p) {
     EXPECT_TRUE(mm->residency(p).valid[2]) << "page " << p << " is known to be on NVMe";
@@ -80,10 +80,10 @@ TEST(PageStoreTierTest, PagesSurviveFlushCommitEvictionAndReopen) {
 // A staged write reads its buffer (a frame of the manager's host pool) until it completes: the
 // manager's destructor waits for such writes and drops the uncommitted versions, so nothing is
 // left staged in the store, and nothing was committed.
-TEST(PageStoreTierTest, ManagerShutdownDropsStagedVersions) {
+TEST(PageStoreNvmeTierTest, ManagerShutdownDropsStagedVersions) {
   testing::ScratchDir dir;
   auto store = testing::OpenStore(dir.path(), kPage, 64);
-  PageStoreTier tier(store.get());
+  PageStoreNvmeTier tier(store.get());
   {
     auto mm = MustCreate(&tier);
     for (PageId p = 0; p < 3; ++p) {

@@ -1,4 +1,4 @@
-// OpenNvmeStore: the NVMe tier of a run, over the storage layer's page store in one or more
+// OpenNvmeTier: the NVMe tier of a run, over the storage layer's page store in one or more
 // directories (docs/storage.md), so that layers above memory/ never reach into storage/.
 //
 // A store lives in its directories across runs: a new run creates it in empty directories, a
@@ -8,7 +8,7 @@
 // page size or dir list, ResourceExhausted for a directory without room, Corruption, ...) and
 // NotFound for a restore_snapshot the store does not hold.
 //
-// NvmeStore is the same store before it becomes a tier: what checkpoint bookkeeping needs
+// NvmeTierSnapshots is the same store before it becomes a tier: what checkpoint bookkeeping needs
 // (the store's id, its snapshots: list, size, verify, delete, restore) before a MemoryManager
 // reads it, or instead of training (`strata ckpt`).
 #pragma once
@@ -31,7 +31,7 @@ namespace strata::memory {
 // The test seam through which a run's disk misbehaves (storage/fault_injector.h).
 using DiskFaults = storage::FaultInjector;
 
-struct NvmeStoreOptions {
+struct NvmeTierOptions {
   std::vector<std::string> dirs;  // order matters on reopen; the catalog lives in dirs[0]
   uint64_t page_bytes = 0;
   uint64_t capacity_bytes = 0;   // slot bytes of a new store (an existing store keeps its own)
@@ -40,10 +40,10 @@ struct NvmeStoreOptions {
 };
 
 // Where the store of `dir` keeps its catalog (for messages), and whether one is there.
-std::string NvmeStorePath(const std::string& dir);
-bool NvmeStoreExists(const std::string& dir);
+std::string PageStoreCatalogPath(const std::string& dir);
+bool PageStoreExists(const std::string& dir);
 // The page size of the store whose catalog is in `dir`, read without writing anything.
-Result<uint64_t> NvmeStorePageBytes(const std::string& dir);
+Result<uint64_t> PageStorePageBytes(const std::string& dir);
 
 // The room a new store's slot files have on the disks of `dirs`: each directory gets the same
 // number of slots, directories on one filesystem share its free space, and the first keeps the
@@ -56,10 +56,10 @@ struct NvmeDiskRoom {
   uint64_t free_bytes = 0;
   uint64_t headroom_bytes = 0;  // kept free beside the slot files in dirs[0]
 };
-Result<NvmeDiskRoom> NvmeRoomForNewStore(const std::vector<std::string>& dirs, uint64_t page_bytes,
+Result<NvmeDiskRoom> RoomForNewPageStore(const std::vector<std::string>& dirs, uint64_t page_bytes,
                                          uint64_t max_slots);
 
-Result<std::unique_ptr<NvmeTier>> OpenNvmeStore(const NvmeStoreOptions& options);
+Result<std::unique_ptr<NvmeTier>> OpenNvmeTier(const NvmeTierOptions& options);
 
 struct SnapshotSize {
   uint64_t pages = 0;
@@ -67,12 +67,12 @@ struct SnapshotSize {
 };
 
 // Threads: one thread at a time. Owns the page store until IntoTier() moves it into a tier.
-class NvmeStore {
+class NvmeTierSnapshots {
  public:
-  // Opens (or creates) the store as OpenNvmeStore does, without restoring any snapshot
+  // Opens (or creates) the store as OpenNvmeTier does, without restoring any snapshot
   // (options.restore_snapshot is ignored).
-  static Result<std::unique_ptr<NvmeStore>> Open(const NvmeStoreOptions& options);
-  ~NvmeStore();
+  static Result<std::unique_ptr<NvmeTierSnapshots>> Open(const NvmeTierOptions& options);
+  ~NvmeTierSnapshots();
 
   uint64_t page_bytes() const;
   uint64_t capacity_bytes() const;  // slot bytes across every directory
@@ -90,10 +90,10 @@ class NvmeStore {
   // The snapshot's versions become the current ones (before a tier reads them).
   [[nodiscard]] Status restore_snapshot(const std::string& name);
   // The tier over this store, for a MemoryManager; the store moves into it.
-  static std::unique_ptr<NvmeTier> IntoTier(std::unique_ptr<NvmeStore> store);
+  static std::unique_ptr<NvmeTier> IntoTier(std::unique_ptr<NvmeTierSnapshots> store);
 
  private:
-  explicit NvmeStore(std::unique_ptr<storage::PageStore> store);
+  explicit NvmeTierSnapshots(std::unique_ptr<storage::PageStore> store);
   std::unique_ptr<storage::PageStore> store_;
 };
 

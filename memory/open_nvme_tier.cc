@@ -1,4 +1,4 @@
-#include "memory/nvme_store.h"
+#include "memory/open_nvme_tier.h"
 
 #include <sys/stat.h>
 
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <future>
 
-#include "memory/page_store_tier.h"
+#include "memory/page_store_nvme_tier.h"
 #include "storage/aligned_buffer.h"
 #include "storage/catalog.h"
 #include "storage/page_store.h"
@@ -14,19 +14,19 @@
 
 namespace strata::memory {
 
-std::string NvmeStorePath(const std::string& dir) { return storage::Catalog::PathFor(dir); }
+std::string PageStoreCatalogPath(const std::string& dir) { return storage::Catalog::PathFor(dir); }
 
-bool NvmeStoreExists(const std::string& dir) {
+bool PageStoreExists(const std::string& dir) {
   return storage::Catalog::Exists(storage::Catalog::PathFor(dir));
 }
 
-Result<uint64_t> NvmeStorePageBytes(const std::string& dir) {
+Result<uint64_t> PageStorePageBytes(const std::string& dir) {
   STRATA_ASSIGN_OR_RETURN(storage::StoreLayout layout,
                           storage::Catalog::ReadLayout(storage::Catalog::PathFor(dir)));
   return layout.page_bytes;
 }
 
-Result<NvmeDiskRoom> NvmeRoomForNewStore(const std::vector<std::string>& dirs, uint64_t page_bytes,
+Result<NvmeDiskRoom> RoomForNewPageStore(const std::vector<std::string>& dirs, uint64_t page_bytes,
                                          uint64_t max_slots) {
   std::vector<dev_t> devs;
   for (const std::string& d : dirs) {
@@ -52,46 +52,48 @@ Result<NvmeDiskRoom> NvmeRoomForNewStore(const std::vector<std::string>& dirs, u
   return room;
 }
 
-Result<std::unique_ptr<NvmeTier>> OpenNvmeStore(const NvmeStoreOptions& options) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<NvmeStore> store, NvmeStore::Open(options));
+Result<std::unique_ptr<NvmeTier>> OpenNvmeTier(const NvmeTierOptions& options) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<NvmeTierSnapshots> store,
+                          NvmeTierSnapshots::Open(options));
   if (!options.restore_snapshot.empty()) {
     // Before the tier reads the committed versions: the snapshot's become the current ones.
     STRATA_RETURN_IF_ERROR(store->restore_snapshot(options.restore_snapshot));
   }
-  return NvmeStore::IntoTier(std::move(store));
+  return NvmeTierSnapshots::IntoTier(std::move(store));
 }
 
-Result<std::unique_ptr<NvmeStore>> NvmeStore::Open(const NvmeStoreOptions& options) {
+Result<std::unique_ptr<NvmeTierSnapshots>> NvmeTierSnapshots::Open(const NvmeTierOptions& options) {
   storage::PageStoreOptions so;
   so.dirs = options.dirs;
   so.page_bytes = options.page_bytes;
   so.capacity_bytes = options.capacity_bytes;
   so.faults = options.faults;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<storage::PageStore> store, storage::PageStore::Open(so));
-  return std::unique_ptr<NvmeStore>(new NvmeStore(std::move(store)));
+  return std::unique_ptr<NvmeTierSnapshots>(new NvmeTierSnapshots(std::move(store)));
 }
 
-NvmeStore::NvmeStore(std::unique_ptr<storage::PageStore> store) : store_(std::move(store)) {}
-NvmeStore::~NvmeStore() = default;
+NvmeTierSnapshots::NvmeTierSnapshots(std::unique_ptr<storage::PageStore> store)
+    : store_(std::move(store)) {}
+NvmeTierSnapshots::~NvmeTierSnapshots() = default;
 
-uint64_t NvmeStore::page_bytes() const { return store_->page_bytes(); }
+uint64_t NvmeTierSnapshots::page_bytes() const { return store_->page_bytes(); }
 
-uint64_t NvmeStore::capacity_bytes() const {
+uint64_t NvmeTierSnapshots::capacity_bytes() const {
   return store_->stats().slots_total * store_->page_bytes();
 }
 
-uint64_t NvmeStore::used_bytes() const {
+uint64_t NvmeTierSnapshots::used_bytes() const {
   const storage::PageStoreStats s = store_->stats();
   return (s.slots_total - s.slots_free) * store_->page_bytes();
 }
 
-Result<std::string> NvmeStore::id() { return store_->store_id(); }
+Result<std::string> NvmeTierSnapshots::id() { return store_->store_id(); }
 
-Result<std::vector<std::string>> NvmeStore::snapshot_names() const {
+Result<std::vector<std::string>> NvmeTierSnapshots::snapshot_names() const {
   return store_->manifest_names();
 }
 
-Result<SnapshotSize> NvmeStore::snapshot_size(const std::string& name) const {
+Result<SnapshotSize> NvmeTierSnapshots::snapshot_size(const std::string& name) const {
   STRATA_ASSIGN_OR_RETURN(std::vector<storage::PageRecord> records, store_->load_manifest(name));
   SnapshotSize size;
   size.pages = records.size();
@@ -101,7 +103,7 @@ Result<SnapshotSize> NvmeStore::snapshot_size(const std::string& name) const {
 
 // One page at a time: a verify runs before training or from `strata ckpt`, where nothing else
 // competes for the disk, and its reads are whole slots.
-Status NvmeStore::verify_snapshot(const std::string& name) {
+Status NvmeTierSnapshots::verify_snapshot(const std::string& name) {
   STRATA_ASSIGN_OR_RETURN(std::vector<storage::PageRecord> records, store_->load_manifest(name));
   STRATA_ASSIGN_OR_RETURN(storage::AlignedBuffer buffer,
                           storage::AlignedBuffer::Allocate(store_->page_bytes()));
@@ -117,14 +119,16 @@ Status NvmeStore::verify_snapshot(const std::string& name) {
   return Status::Ok();
 }
 
-Status NvmeStore::delete_snapshot(const std::string& name) { return store_->delete_manifest(name); }
+Status NvmeTierSnapshots::delete_snapshot(const std::string& name) {
+  return store_->delete_manifest(name);
+}
 
-Status NvmeStore::restore_snapshot(const std::string& name) {
+Status NvmeTierSnapshots::restore_snapshot(const std::string& name) {
   return store_->restore_manifest(name);
 }
 
-std::unique_ptr<NvmeTier> NvmeStore::IntoTier(std::unique_ptr<NvmeStore> store) {
-  return std::make_unique<PageStoreTier>(std::move(store->store_));
+std::unique_ptr<NvmeTier> NvmeTierSnapshots::IntoTier(std::unique_ptr<NvmeTierSnapshots> store) {
+  return std::make_unique<PageStoreNvmeTier>(std::move(store->store_));
 }
 
 }  // namespace strata::memory

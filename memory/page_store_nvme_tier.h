@@ -1,11 +1,11 @@
-// PageStoreTier: NvmeTier over the storage layer's PageStore (storage/page_store.h).
+// PageStoreNvmeTier: NvmeTier over the storage layer's PageStore (storage/page_store.h).
 //
 // Each stage_write() puts the page's next version (its committed version + 1) into the open
 // PageStore::Batch; seal() hands that batch out and opens a new one; commit(batch) commits it
 // (the PageStore serialises commits itself). Pages are written whole (page_bytes). Snapshots
 // are the store's manifests.
 // Threads: mu_ guards the open batch and the version tables; it is never held across I/O.
-// Ownership: the PageStore is borrowed (it must outlive this object) or owned (OpenNvmeStore);
+// Ownership: the PageStore is borrowed (it must outlive this object) or owned (OpenNvmeTier);
 // either way this object, which holds the open Batch, goes first.
 // Manifests: restore a checkpoint (PageStore::restore_manifest) before creating this tier and
 // the MemoryManager over it; both read the store's current mappings once, at creation.
@@ -21,11 +21,11 @@
 
 namespace strata::memory {
 
-class PageStoreTier final : public NvmeTier {
+class PageStoreNvmeTier final : public NvmeTier {
  public:
-  explicit PageStoreTier(storage::PageStore* store);
-  explicit PageStoreTier(std::unique_ptr<storage::PageStore> store);
-  ~PageStoreTier() override;
+  explicit PageStoreNvmeTier(storage::PageStore* store);
+  explicit PageStoreNvmeTier(std::unique_ptr<storage::PageStore> store);
+  ~PageStoreNvmeTier() override;
 
   uint64_t page_bytes() const override { return store_->page_bytes(); }
   Status register_buffer(void* buffer, uint64_t bytes) override;

@@ -1,15 +1,16 @@
-#include "scheduler/host_queue.h"
+#include "scheduler/serial_job_thread.h"
 
 #include "core/util/thread_name.h"
 
 namespace strata::scheduler {
 
-HostQueue::HostQueue(std::string name) : name_(std::move(name)), thread_([this] {
-      SetThreadName(name_);
-      run();
-    }) {}
+SerialJobThread::SerialJobThread(std::string name)
+    : name_(std::move(name)), thread_([this] {
+        SetThreadName(name_);
+        run();
+      }) {}
 
-HostQueue::~HostQueue() {
+SerialJobThread::~SerialJobThread() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
@@ -18,7 +19,7 @@ HostQueue::~HostQueue() {
   thread_.join();
 }
 
-void HostQueue::submit(std::function<void()> job) {
+void SerialJobThread::submit(std::function<void()> job) {
   {
     std::lock_guard lock(mu_);
     jobs_.push_back(std::move(job));
@@ -26,12 +27,12 @@ void HostQueue::submit(std::function<void()> job) {
   cv_.notify_all();
 }
 
-void HostQueue::drain() {
+void SerialJobThread::drain() {
   std::unique_lock lock(mu_);
   idle_cv_.wait(lock, [&] { return jobs_.empty() && !running_; });
 }
 
-void HostQueue::run() {
+void SerialJobThread::run() {
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });

@@ -1,4 +1,4 @@
-#include "memory/page_store_tier.h"
+#include "memory/page_store_nvme_tier.h"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@ constexpr uint64_t kMaxFixedBufferBytes = 1 * kGiB;
 }  // namespace
 
 // A sealed PageStore batch with the versions it holds.
-class PageStoreTier::Sealed final : public NvmeBatch {
+class PageStoreNvmeTier::Sealed final : public NvmeBatch {
  public:
   Sealed(std::unique_ptr<storage::PageStore::Batch> batch, std::vector<PageId> pages)
       : batch(std::move(batch)) {
@@ -19,20 +19,20 @@ class PageStoreTier::Sealed final : public NvmeBatch {
   std::unique_ptr<storage::PageStore::Batch> batch;
 };
 
-PageStoreTier::PageStoreTier(storage::PageStore* store) : store_(store) {
+PageStoreNvmeTier::PageStoreNvmeTier(storage::PageStore* store) : store_(store) {
   STRATA_CHECK(store_ != nullptr);
   for (const storage::PageRecord& r : store_->pages()) committed_version_[r.page] = r.entry.version;
   batch_ = std::make_unique<storage::PageStore::Batch>(store_->new_batch());
 }
 
-PageStoreTier::PageStoreTier(std::unique_ptr<storage::PageStore> store)
-    : PageStoreTier(store.get()) {
+PageStoreNvmeTier::PageStoreNvmeTier(std::unique_ptr<storage::PageStore> store)
+    : PageStoreNvmeTier(store.get()) {
   owned_ = std::move(store);
 }
 
-PageStoreTier::~PageStoreTier() { batch_.reset(); }
+PageStoreNvmeTier::~PageStoreNvmeTier() { batch_.reset(); }
 
-Status PageStoreTier::register_buffer(void* buffer, uint64_t bytes) {
+Status PageStoreNvmeTier::register_buffer(void* buffer, uint64_t bytes) {
   const uint64_t piece =
       std::max<uint64_t>(page_bytes(), kMaxFixedBufferBytes / page_bytes() * page_bytes());
   char* const p = static_cast<char*>(buffer);
@@ -44,7 +44,7 @@ Status PageStoreTier::register_buffer(void* buffer, uint64_t bytes) {
   return Status::Ok();
 }
 
-void PageStoreTier::unregister_buffer(void* buffer) {
+void PageStoreNvmeTier::unregister_buffer(void* buffer) {
   std::lock_guard lock(mu_);
   char* const begin = static_cast<char*>(buffer);
   std::erase_if(registered_, [&](char* piece) {
@@ -54,7 +54,7 @@ void PageStoreTier::unregister_buffer(void* buffer) {
   });
 }
 
-Status PageStoreTier::stage_write(PageId page, const void* buffer) {
+Status PageStoreNvmeTier::stage_write(PageId page, const void* buffer) {
   std::lock_guard lock(mu_);
   if (staged_version_.count(page) != 0) {
     return Status::FailedPrecondition("page " + std::to_string(page) +
@@ -69,7 +69,7 @@ Status PageStoreTier::stage_write(PageId page, const void* buffer) {
   return Status::Ok();
 }
 
-std::unique_ptr<NvmeBatch> PageStoreTier::seal() {
+std::unique_ptr<NvmeBatch> PageStoreNvmeTier::seal() {
   std::lock_guard lock(mu_);
   auto sealed = std::make_unique<Sealed>(std::move(batch_), std::move(batch_pages_));
   batch_ = std::make_unique<storage::PageStore::Batch>(store_->new_batch());
@@ -77,7 +77,7 @@ std::unique_ptr<NvmeBatch> PageStoreTier::seal() {
   return sealed;
 }
 
-Status PageStoreTier::commit(std::unique_ptr<NvmeBatch> batch) {
+Status PageStoreNvmeTier::commit(std::unique_ptr<NvmeBatch> batch) {
   auto* sealed = dynamic_cast<Sealed*>(batch.get());
   STRATA_CHECK(sealed != nullptr) << "commit of a batch this tier did not seal";
   if (sealed->pages().empty()) return Status::Ok();
@@ -91,7 +91,7 @@ Status PageStoreTier::commit(std::unique_ptr<NvmeBatch> batch) {
   return st;
 }
 
-void PageStoreTier::drop_staged() {
+void PageStoreNvmeTier::drop_staged() {
   std::unique_ptr<NvmeBatch> batch = seal();
   {
     std::lock_guard lock(mu_);
@@ -100,27 +100,29 @@ void PageStoreTier::drop_staged() {
   batch.reset();  // waits for the batch's writes, then frees their slots
 }
 
-std::future<Status> PageStoreTier::read(PageId page, void* buffer) {
+std::future<Status> PageStoreNvmeTier::read(PageId page, void* buffer) {
   return store_->read_page(page, buffer, page_bytes());
 }
 
-std::vector<PageId> PageStoreTier::committed_pages() const {
+std::vector<PageId> PageStoreNvmeTier::committed_pages() const {
   std::vector<PageId> out;
   for (const storage::PageRecord& r : store_->pages()) out.push_back(r.page);
   return out;
 }
 
-Status PageStoreTier::save_snapshot(const std::string& name) { return store_->save_manifest(name); }
+Status PageStoreNvmeTier::save_snapshot(const std::string& name) {
+  return store_->save_manifest(name);
+}
 
-Result<std::vector<std::string>> PageStoreTier::snapshot_names() const {
+Result<std::vector<std::string>> PageStoreNvmeTier::snapshot_names() const {
   return store_->manifest_names();
 }
 
-Status PageStoreTier::delete_snapshot(const std::string& name) {
+Status PageStoreNvmeTier::delete_snapshot(const std::string& name) {
   return store_->delete_manifest(name);
 }
 
-NvmeTierStats PageStoreTier::stats() const {
+NvmeTierStats PageStoreNvmeTier::stats() const {
   const storage::PageStoreStats s = store_->stats();
   NvmeTierStats out;
   out.capacity_bytes = s.slots_total * page_bytes();

@@ -1,5 +1,5 @@
-// HostQueue: one host thread that runs jobs in submission order — the Engine's optimizer queue
-// (AdamW over TBB on the host, with its page traffic). A job that must wait for device work
+// SerialJobThread: one host thread that runs jobs in submission order — the Engine's optimizer
+// queue (AdamW over TBB on the host, with its page traffic). A job that must wait for device work
 // synchronizes on that work's Event itself.
 //
 // Threads: submit() and drain() from any thread; mu_ guards the queue and the idle flag. The
@@ -16,12 +16,12 @@
 
 namespace strata::scheduler {
 
-class HostQueue {
+class SerialJobThread {
  public:
-  explicit HostQueue(std::string name);
-  ~HostQueue();
-  HostQueue(const HostQueue&) = delete;
-  HostQueue& operator=(const HostQueue&) = delete;
+  explicit SerialJobThread(std::string name);
+  ~SerialJobThread();
+  SerialJobThread(const SerialJobThread&) = delete;
+  SerialJobThread& operator=(const SerialJobThread&) = delete;
 
   const std::string& name() const { return name_; }
   void submit(std::function<void()> job);
