@@ -1,6 +1,6 @@
 // CreateDevice: the one place a trainer turns `--device sim|cuda` into a Device.
 //
-// Both trainers (scheduler/trainer.cc, scheduler/paged_trainer.cc) create their device here, so
+// Both trainers (scheduler/in_memory_trainer.cc, scheduler/paged_trainer.cc) create their device here, so
 // that the checks a user needs (is there a GPU, can its backend train) are the same for both and
 // happen before any training work. Errors are one line naming --device:
 // - an unknown kind is InvalidArgument (a usage error; exit code 2 in the CLI);

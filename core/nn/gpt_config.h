@@ -14,7 +14,7 @@ namespace strata {
 // (--n-layer 100000000) or a lying file is one line, not gigabytes of bookkeeping and an abort.
 // The bounds are far above any model one machine trains, and they keep every size computed from
 // a shape inside 64 bits: parameters <= 12 C^2 L + (V + block) C + ... < 2^48 floats, and with
-// the step limits of scheduler/trainer.h (kMaxTokensPerStep) one block's activations (the
+// the step limits of scheduler/option_ranges.h (kMaxTokensPerStep) one block's activations (the
 // (B, n_head, T, T) attention scores dominate: <= 2^22 * 2^10 * 2^16 = 2^48 floats) times
 // n_layer stay below 2^61 bytes.
 inline constexpr int kMaxLayers = 4096;
