@@ -103,6 +103,31 @@ Status ValidateOptions(const TrainOptions& o) {
   return ValidateDeviceOptions(o);
 }
 
+// --split-ops (Note [Split operators] in scheduler/split_plan.h) against the choices and the
+// grid's `dp` ranks.
+Status ValidateSplitOps(const TrainOptions& o, int dp) {
+  auto bad = [](Option at, const std::string& m) {
+    return AtFault(at, Status::InvalidArgument(m));
+  };
+  // A slice is whole forward chunks of a linear's rows (Note [Linear forward in row chunks] in
+  // core/kernels/linear.h).
+  if (o.grid.split_ops != "1" && o.grid.split_ops != "2" && o.grid.split_ops != "4" &&
+      o.grid.split_ops != "auto") {
+    return bad(kSplitOps, Mention(kSplitOps) + " must be 1, 2, 4 (a linear's " +
+                              std::to_string(kernels::kLinearChunks) +
+                              " forward row chunks cut into whole slices) or auto, got '" +
+                              o.grid.split_ops + "'");
+  }
+  if ((o.grid.split_ops == "2" || o.grid.split_ops == "4") && (dp == 1 || o.grid.shard == "none")) {
+    return bad(kSplitOps, Mention(kSplitOps) + " " + o.grid.split_ops +
+                              " splits sharded blocks, and this run shards none (" +
+                              (dp == 1 ? std::string("one rank") : Mention(kShard) + " none") +
+                              "): launch " + Mention(kDp) + " 2 or more with " + Mention(kShard) +
+                              " all or auto, or give " + Mention(kSplitOps) + " 1");
+  }
+  return Status::Ok();
+}
+
 // --dp and --shard against the job's ranks (docs/parallel.md). --comm is the CLI's: it chooses
 // the Comm before there is a trainer (tools/train_ranks.h).
 Status ValidateParallelOptions(const TrainOptions& o) {
@@ -139,22 +164,7 @@ Status ValidateParallelOptions(const TrainOptions& o) {
                    " (each rank runs whole micro-batches)",
                {{"got", o.data.batch}, {"micro_batch", micro_rows}, {"dp", dp}});
   }
-  // --split-ops (Note [Split operators] in scheduler/split_plan.h): a slice is whole forward
-  // chunks of a linear's rows (Note [Linear forward in row chunks] in core/kernels/linear.h).
-  if (o.grid.split_ops != "1" && o.grid.split_ops != "2" && o.grid.split_ops != "4" &&
-      o.grid.split_ops != "auto") {
-    return bad(kSplitOps, Mention(kSplitOps) + " must be 1, 2, 4 (a linear's " +
-                              std::to_string(kernels::kLinearChunks) +
-                              " forward row chunks cut into whole slices) or auto, got '" +
-                              o.grid.split_ops + "'");
-  }
-  if ((o.grid.split_ops == "2" || o.grid.split_ops == "4") && (dp == 1 || o.grid.shard == "none")) {
-    return bad(kSplitOps, Mention(kSplitOps) + " " + o.grid.split_ops +
-                              " splits sharded blocks, and this run shards none (" +
-                              (dp == 1 ? std::string("one rank") : Mention(kShard) + " none") +
-                              "): launch " + Mention(kDp) + " 2 or more with " + Mention(kShard) +
-                              " all or auto, or give " + Mention(kSplitOps) + " 1");
-  }
+  STRATA_RETURN_IF_ERROR(ValidateSplitOps(o, dp));
   if ((o.grid.tp > 1 || o.grid.pp > 1) && o.budgets.engine == "memory") {
     return bad(kEngine,
                std::string(o.grid.tp > 1 ? Mention(kTp) + " " + std::to_string(o.grid.tp)
@@ -170,11 +180,45 @@ Status ValidateParallelOptions(const TrainOptions& o) {
   return Status::Ok();
 }
 
+// What is not built yet with --tp or --pp, and what a pipeline's schedule decides itself.
+Status RefuseUnbuiltGrids(const TrainOptions& o) {
+  const std::string tp = std::to_string(o.grid.tp), pp = std::to_string(o.grid.pp);
+  if (o.grid.tp > 1 && o.grid.shard != "none") {
+    return AtFault(kShard, Status::NotSupported(
+                               Mention(kShard) + " " + o.grid.shard + " with " + Mention(kTp) +
+                               " " + tp + " is not built yet; give " + Mention(kShard) + " none"));
+  }
+  if (o.grid.tp > 1 && o.grid.split_ops != "1") {
+    return AtFault(
+        kSplitOps,
+        Status::NotSupported(Mention(kSplitOps) + " " + o.grid.split_ops + " with " + Mention(kTp) +
+                             " " + tp + " is not built yet; give " + Mention(kSplitOps) + " 1"));
+  }
+  if (o.grid.pp > 1 && (o.grid.shard == "auto" || o.grid.split_ops != "1")) {
+    return AtFault(kPp,
+                   Status::NotSupported(Mention(kPp) + " " + pp + " with " + Mention(kShard) +
+                                        " auto or " + Mention(kSplitOps) + " " + o.grid.split_ops +
+                                        " is not built yet; give " + Mention(kShard) +
+                                        " none or all and " + Mention(kSplitOps) + " 1"));
+  }
+  if (o.grid.pp > 1 && o.budgets.micro_batch_order == "layer-major") {
+    return AtFault(
+        kMicroBatchOrder,
+        Status::InvalidArgument(Mention(kPp) + " " + pp +
+                                " runs each stage's micro-batches in its "
+                                "schedule's order (" +
+                                Mention(kSchedule) + "): drop " + Mention(kMicroBatchOrder) +
+                                " "
+                                "layer-major"));
+  }
+  return Status::Ok();
+}
+
 // --tp and --pp against the model (parallel/grid.h): a tensor-parallel rank takes whole attention
 // heads and an equal part of the padded vocabulary (Note [Tensor-parallel slices] in
 // core/nn/tp_layout.h), a pipeline stage at least one block. Then what is not built yet with them.
 Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
-  const std::string tp = std::to_string(o.grid.tp), pp = std::to_string(o.grid.pp);
+  const std::string tp = std::to_string(o.grid.tp);
   if (c.n_head % o.grid.tp != 0) {
     return AtFault(
         kTp,
@@ -209,35 +253,7 @@ Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
                        std::to_string(c.vocab_size) + " tokens: give a larger " + Mention(kVocab)),
                    {{"got", c.vocab_size}, {"tp", o.grid.tp}});
   }
-  if (o.grid.tp > 1 && o.grid.shard != "none") {
-    return AtFault(kShard, Status::NotSupported(
-                               Mention(kShard) + " " + o.grid.shard + " with " + Mention(kTp) +
-                               " " + tp + " is not built yet; give " + Mention(kShard) + " none"));
-  }
-  if (o.grid.tp > 1 && o.grid.split_ops != "1") {
-    return AtFault(
-        kSplitOps,
-        Status::NotSupported(Mention(kSplitOps) + " " + o.grid.split_ops + " with " + Mention(kTp) +
-                             " " + tp + " is not built yet; give " + Mention(kSplitOps) + " 1"));
-  }
-  if (o.grid.pp > 1 && (o.grid.shard == "auto" || o.grid.split_ops != "1")) {
-    return AtFault(kPp,
-                   Status::NotSupported(Mention(kPp) + " " + pp + " with " + Mention(kShard) +
-                                        " auto or " + Mention(kSplitOps) + " " + o.grid.split_ops +
-                                        " is not built yet; give " + Mention(kShard) +
-                                        " none or all and " + Mention(kSplitOps) + " 1"));
-  }
-  if (o.grid.pp > 1 && o.budgets.micro_batch_order == "layer-major") {
-    return AtFault(
-        kMicroBatchOrder,
-        Status::InvalidArgument(Mention(kPp) + " " + pp +
-                                " runs each stage's micro-batches in its "
-                                "schedule's order (" +
-                                Mention(kSchedule) + "): drop " + Mention(kMicroBatchOrder) +
-                                " "
-                                "layer-major"));
-  }
-  return Status::Ok();
+  return RefuseUnbuiltGrids(o);
 }
 
 }  // namespace
