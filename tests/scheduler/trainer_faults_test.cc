@@ -40,9 +40,15 @@ TEST(TrainerFaults, EachRefusalNamesItsOptionAndNumbers) {
        Option::kShard, nullptr, 0},
       {"split-ops outside its choices", [](TrainOptions& o) { o.grid.split_ops = "3"; },
        Option::kSplitOps, nullptr, 0},
-      {"optimizer on the device", [](TrainOptions& o) { o.budgets.optimizer_on = "device"; },
+      {"optimizer on the device", [](TrainOptions& o) {
+         o.budgets.engine = "paged";
+         o.budgets.optimizer_on = "device";
+       },
        Option::kOptimizerOn, nullptr, 0},
-      {"params on nvme without a tier", [](TrainOptions& o) { o.budgets.params_on = "nvme"; },
+      {"params on nvme without a tier", [](TrainOptions& o) {
+         o.budgets.engine = "paged";
+         o.budgets.params_on = "nvme";
+       },
        Option::kParamsOn, nullptr, 0},
       {"gpu-mem below the working set", [](TrainOptions& o) { o.budgets.gpu_mem = 1 << 20; },
        Option::kGpuMem, "got", 1 << 20},
