@@ -48,16 +48,17 @@ std::string NewerSteps(const CheckpointRecord& record, long step) {
 Status CheckNewerKept(const CheckpointRecord& record, const ResumeRequest& req) {
   if (req.resume_from < 0 || req.discard_newer) return Status::Ok();
   const std::string newer = NewerSteps(record, req.resume_from);
-  if (newer.empty() || record.find(req.resume_from) == nullptr)
-    return AtFault(Option::kDiscardNewer, Status::Ok(), {{"step", req.resume_from}});
-  return Status::InvalidArgument(
-      Mention(Option::kResumeFrom) + " " + std::to_string(req.resume_from) + ": " +
-      RecordPath(req.ckpt_dir) + " lists newer checkpoints (steps " + newer +
-      "), which a run resumed from step " + std::to_string(req.resume_from) +
-      " replaces with its own; add " + Mention(Option::kDiscardNewer) +
-      " to drop "
-      "them, or resume from the newest with " +
-      Mention(Option::kResume) + " alone");
+  if (newer.empty() || record.find(req.resume_from) == nullptr) return Status::Ok();
+  return AtFault(Option::kDiscardNewer,
+                 Status::InvalidArgument(
+                     Mention(Option::kResumeFrom) + " " + std::to_string(req.resume_from) + ": " +
+                     RecordPath(req.ckpt_dir) + " lists newer checkpoints (steps " + newer +
+                     "), which a run resumed from step " + std::to_string(req.resume_from) +
+                     " replaces with its own; add " + Mention(Option::kDiscardNewer) +
+                     " to drop "
+                     "them, or resume from the newest with " +
+                     Mention(Option::kResume) + " alone"),
+                 {{"step", req.resume_from}});
 }
 
 // The checkpoint --resume continues from: the newest, or --resume-from's, whose manifest the
@@ -111,10 +112,12 @@ Result<CheckpointEntry> ChooseCheckpoint(memory::NvmeTierSnapshots& store,
 Status CheckRecordIsOfRun(const CheckpointRecord& record, const RunFingerprint& now,
                           const std::string& ckpt_dir) {
   if (record.format >= 2) return CheckSameRun(now, record.fingerprint);
-  if (record.run == now.summary()) return AtFault(Option::kCkptDir, Status::Ok());
-  return Status::InvalidArgument(Mention(Option::kResume) + ": the checkpoint in " + ckpt_dir +
-                                 " is of another run (" + record.run + "), not " + now.summary() +
-                                 "; use the same flags or another " + Mention(Option::kCkptDir));
+  if (record.run == now.summary()) return Status::Ok();
+  return AtFault(
+      Option::kCkptDir,
+      Status::InvalidArgument(Mention(Option::kResume) + ": the checkpoint in " + ckpt_dir +
+                              " is of another run (" + record.run + "), not " + now.summary() +
+                              "; use the same flags or another " + Mention(Option::kCkptDir)));
 }
 
 Status CheckResumable(const std::optional<CheckpointRecord>& found, const std::string& ckpt_dir) {
@@ -126,25 +129,29 @@ Status CheckResumable(const std::optional<CheckpointRecord>& found, const std::s
                                 "): there is nothing to resume; start a new run without " +
                                 Mention(Option::kResume)));
   }
-  if (!found->checkpoints.empty()) return AtFault(Option::kResume, Status::Ok());
-  return Status::InvalidArgument(
-      Mention(Option::kResume) + ": " + Mention(Option::kCkptDir) + " " + ckpt_dir +
-      " lists no checkpoint yet: the run that wrote it "
-      "stopped before its first (" +
-      Mention(Option::kCkptEvery) + "); start it again without " + Mention(Option::kResume) +
-      " (a store that "
-      "holds no checkpoint is started over)");
+  if (!found->checkpoints.empty()) return Status::Ok();
+  return AtFault(Option::kResume,
+                 Status::InvalidArgument(Mention(Option::kResume) + ": " +
+                                         Mention(Option::kCkptDir) + " " + ckpt_dir +
+                                         " lists no checkpoint yet: the run that wrote it "
+                                         "stopped before its first (" +
+                                         Mention(Option::kCkptEvery) +
+                                         "); start it again without " + Mention(Option::kResume) +
+                                         " (a store that "
+                                         "holds no checkpoint is started over)"));
 }
 
 Status CheckStoreId(const CheckpointRecord& record, const std::string& store_id,
                     const std::string& ckpt_dir, const std::string& nvme_dir) {
-  if (record.store_id.empty() || record.store_id == store_id)
-    return AtFault(Option::kNvmeDir, Status::Ok());
-  return Status::InvalidArgument(
-      Mention(Option::kResume) + ": " + RecordPath(ckpt_dir) + " belongs to NVMe store " +
-      record.store_id + " but " + Mention(Option::kNvmeDir) + " " + nvme_dir + " holds store " +
-      store_id + "; pass the " + Mention(Option::kCkptDir) + " and " + Mention(Option::kNvmeDir) +
-      " of one run (the record names its dirs: " + JoinNames(record.nvme_dirs) + ")");
+  if (record.store_id.empty() || record.store_id == store_id) return Status::Ok();
+  return AtFault(
+      Option::kNvmeDir,
+      Status::InvalidArgument(
+          Mention(Option::kResume) + ": " + RecordPath(ckpt_dir) + " belongs to NVMe store " +
+          record.store_id + " but " + Mention(Option::kNvmeDir) + " " + nvme_dir + " holds store " +
+          store_id + "; pass the " + Mention(Option::kCkptDir) + " and " +
+          Mention(Option::kNvmeDir) +
+          " of one run (the record names its dirs: " + JoinNames(record.nvme_dirs) + ")"));
 }
 
 Result<std::vector<std::string>> CheckpointManifests(memory::NvmeTierSnapshots& store) {
