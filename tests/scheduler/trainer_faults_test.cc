@@ -52,6 +52,20 @@ TEST(TrainerFaults, EachRefusalNamesItsOptionAndNumbers) {
        Option::kParamsOn, nullptr, 0},
       {"gpu-mem below the working set", [](TrainOptions& o) { o.budgets.gpu_mem = 1 << 20; },
        Option::kGpuMem, "got", 1 << 20},
+      {"page size not a power of two",
+       [](TrainOptions& o) {
+         o.budgets.engine = "paged";
+         o.budgets.page_bytes = 12288;
+       },
+       Option::kPageSize, "got", 12288},
+      {"host eviction outside its choices",
+       [](TrainOptions& o) {
+         o.budgets.engine = "paged";
+         o.budgets.host_eviction = "fifo";
+       },
+       Option::kHostEviction, nullptr, 0},
+      {"schedule outside its choices", [](TrainOptions& o) { o.grid.schedule = "zigzag"; },
+       Option::kSchedule, nullptr, 0},
       {"gds on without cuda", [](TrainOptions& o) { o.gds = "on"; }, Option::kGds, nullptr, 0},
       {"sim link with cuda",
        [](TrainOptions& o) {
