@@ -49,14 +49,16 @@ Status CheckNewerKept(const CheckpointRecord& record, const ResumeRequest& req) 
   if (req.resume_from < 0 || req.discard_newer) return Status::Ok();
   const std::string newer = NewerSteps(record, req.resume_from);
   if (newer.empty() || record.find(req.resume_from) == nullptr) return Status::Ok();
-  return Status::InvalidArgument(
-      Mention(Option::kResumeFrom) + " " + std::to_string(req.resume_from) + ": " +
-      RecordPath(req.ckpt_dir) + " lists newer checkpoints (steps " + newer +
-      "), which a run resumed from step " + std::to_string(req.resume_from) +
-      " replaces with its own; add " + Mention(Option::kDiscardNewer) +
-      " to drop "
-      "them, or resume from the newest with " +
-      Mention(Option::kResume) + " alone");
+  return AtFault(Option::kDiscardNewer,
+                 Status::InvalidArgument(
+                     Mention(Option::kResumeFrom) + " " + std::to_string(req.resume_from) + ": " +
+                     RecordPath(req.ckpt_dir) + " lists newer checkpoints (steps " + newer +
+                     "), which a run resumed from step " + std::to_string(req.resume_from) +
+                     " replaces with its own; add " + Mention(Option::kDiscardNewer) +
+                     " to drop "
+                     "them, or resume from the newest with " +
+                     Mention(Option::kResume) + " alone"),
+                 {{"step", req.resume_from}});
 }
 
 // The checkpoint --resume continues from: the newest, or --resume-from's, whose manifest the
@@ -69,19 +71,23 @@ Result<CheckpointEntry> ChooseCheckpoint(memory::NvmeTierSnapshots& store,
   if (req.resume_from >= 0) {
     chosen = record.find(req.resume_from);
     if (chosen == nullptr) {
-      return Status::InvalidArgument(Mention(Option::kResumeFrom) + " " +
-                                     std::to_string(req.resume_from) + ": " +
-                                     RecordPath(req.ckpt_dir) + " lists checkpoints of steps " +
-                                     record.steps_text() + "; pick one of them");
+      return AtFault(Option::kResumeFrom,
+                     Status::InvalidArgument(
+                         Mention(Option::kResumeFrom) + " " + std::to_string(req.resume_from) +
+                         ": " + RecordPath(req.ckpt_dir) + " lists checkpoints of steps " +
+                         record.steps_text() + "; pick one of them"),
+                     {{"got", req.resume_from}});
     }
   }
   const std::string where = Mention(Option::kResume) + ": checkpoint step " +
                             std::to_string(chosen->step) + " (" + chosen->manifest +
                             ", listed in " + RecordPath(req.ckpt_dir) + ")";
   if (std::find(manifests.begin(), manifests.end(), chosen->manifest) == manifests.end()) {
-    return Status::NotFound(where + " is missing from the NVMe store in " +
-                            Mention(Option::kNvmeDir) + " " + req.nvme_dir + "; " +
-                            OlderAdvice(record, chosen->step));
+    return AtFault(
+        Option::kResumeFrom,
+        Status::NotFound(where + " is missing from the NVMe store in " + Mention(Option::kNvmeDir) +
+                         " " + req.nvme_dir + "; " + OlderAdvice(record, chosen->step)),
+        {{"step", chosen->step}});
   }
   Status verified = store.verify_snapshot(chosen->manifest);
   if (!verified.ok() && verified.code() != StatusCode::kCorruption) {
@@ -93,8 +99,10 @@ Result<CheckpointEntry> ChooseCheckpoint(memory::NvmeTierSnapshots& store,
                                  Mention(Option::kResume) + " again once the disk answers)");
   }
   if (!verified.ok()) {
-    return Status::Corruption(where + " is damaged: " + verified.message() + "; " +
-                              OlderAdvice(record, chosen->step));
+    return AtFault(Option::kResumeFrom,
+                   Status::Corruption(where + " is damaged: " + verified.message() + "; " +
+                                      OlderAdvice(record, chosen->step)),
+                   {{"step", chosen->step}});
   }
   return *chosen;
 }
@@ -105,36 +113,45 @@ Status CheckRecordIsOfRun(const CheckpointRecord& record, const RunFingerprint& 
                           const std::string& ckpt_dir) {
   if (record.format >= 2) return CheckSameRun(now, record.fingerprint);
   if (record.run == now.summary()) return Status::Ok();
-  return Status::InvalidArgument(Mention(Option::kResume) + ": the checkpoint in " + ckpt_dir +
-                                 " is of another run (" + record.run + "), not " + now.summary() +
-                                 "; use the same flags or another " + Mention(Option::kCkptDir));
+  return AtFault(
+      Option::kCkptDir,
+      Status::InvalidArgument(Mention(Option::kResume) + ": the checkpoint in " + ckpt_dir +
+                              " is of another run (" + record.run + "), not " + now.summary() +
+                              "; use the same flags or another " + Mention(Option::kCkptDir)));
 }
 
 Status CheckResumable(const std::optional<CheckpointRecord>& found, const std::string& ckpt_dir) {
   if (!found) {
-    return Status::InvalidArgument(
-        Mention(Option::kResume) + ": " + Mention(Option::kCkptDir) + " " + ckpt_dir +
-        " holds no checkpoint record (" + kCheckpointFile +
-        "): there is nothing to resume; start a new run without " + Mention(Option::kResume));
+    return AtFault(
+        Option::kResume,
+        Status::InvalidArgument(Mention(Option::kResume) + ": " + Mention(Option::kCkptDir) + " " +
+                                ckpt_dir + " holds no checkpoint record (" + kCheckpointFile +
+                                "): there is nothing to resume; start a new run without " +
+                                Mention(Option::kResume)));
   }
   if (!found->checkpoints.empty()) return Status::Ok();
-  return Status::InvalidArgument(
-      Mention(Option::kResume) + ": " + Mention(Option::kCkptDir) + " " + ckpt_dir +
-      " lists no checkpoint yet: the run that wrote it "
-      "stopped before its first (" +
-      Mention(Option::kCkptEvery) + "); start it again without " + Mention(Option::kResume) +
-      " (a store that "
-      "holds no checkpoint is started over)");
+  return AtFault(Option::kResume,
+                 Status::InvalidArgument(Mention(Option::kResume) + ": " +
+                                         Mention(Option::kCkptDir) + " " + ckpt_dir +
+                                         " lists no checkpoint yet: the run that wrote it "
+                                         "stopped before its first (" +
+                                         Mention(Option::kCkptEvery) +
+                                         "); start it again without " + Mention(Option::kResume) +
+                                         " (a store that "
+                                         "holds no checkpoint is started over)"));
 }
 
 Status CheckStoreId(const CheckpointRecord& record, const std::string& store_id,
                     const std::string& ckpt_dir, const std::string& nvme_dir) {
   if (record.store_id.empty() || record.store_id == store_id) return Status::Ok();
-  return Status::InvalidArgument(
-      Mention(Option::kResume) + ": " + RecordPath(ckpt_dir) + " belongs to NVMe store " +
-      record.store_id + " but " + Mention(Option::kNvmeDir) + " " + nvme_dir + " holds store " +
-      store_id + "; pass the " + Mention(Option::kCkptDir) + " and " + Mention(Option::kNvmeDir) +
-      " of one run (the record names its dirs: " + JoinNames(record.nvme_dirs) + ")");
+  return AtFault(
+      Option::kNvmeDir,
+      Status::InvalidArgument(
+          Mention(Option::kResume) + ": " + RecordPath(ckpt_dir) + " belongs to NVMe store " +
+          record.store_id + " but " + Mention(Option::kNvmeDir) + " " + nvme_dir + " holds store " +
+          store_id + "; pass the " + Mention(Option::kCkptDir) + " and " +
+          Mention(Option::kNvmeDir) +
+          " of one run (the record names its dirs: " + JoinNames(record.nvme_dirs) + ")"));
 }
 
 Result<std::vector<std::string>> CheckpointManifests(memory::NvmeTierSnapshots& store) {
@@ -172,21 +189,24 @@ Result<ResumePlan> PlanResume(memory::NvmeTierSnapshots& store,
   std::optional<CheckpointRecord> found = found_record;
   if (found && found->checkpoints.empty() && found->store_id != fresh.store_id) found.reset();
   if (!found && !manifests.empty()) {
-    return Status::InvalidArgument(
-        Mention(Option::kResume) + ": " + Mention(Option::kCkptDir) + " " + req.ckpt_dir +
-        " holds no checkpoint record of this store, but " + Mention(Option::kNvmeDir) + " " +
-        req.nvme_dir + " holds checkpoints " + JoinNames(manifests) +
-        " of a run; pass that run's " + Mention(Option::kCkptDir) +
-        " (starting over here would overwrite them)");
+    return AtFault(Option::kCkptDir,
+                   Status::InvalidArgument(
+                       Mention(Option::kResume) + ": " + Mention(Option::kCkptDir) + " " +
+                       req.ckpt_dir + " holds no checkpoint record of this store, but " +
+                       Mention(Option::kNvmeDir) + " " + req.nvme_dir + " holds checkpoints " +
+                       JoinNames(manifests) + " of a run; pass that run's " +
+                       Mention(Option::kCkptDir) + " (starting over here would overwrite them)"));
   }
   if (found) {
     STRATA_RETURN_IF_ERROR(CheckStoreId(*found, fresh.store_id, req.ckpt_dir, req.nvme_dir));
   }
   if (req.must_resume) STRATA_RETURN_IF_ERROR(CheckResumable(found, req.ckpt_dir));
   if ((!found || found->checkpoints.empty()) && req.resume_from >= 0) {
-    return Status::InvalidArgument(Mention(Option::kResumeFrom) + " " +
-                                   std::to_string(req.resume_from) + ": " + req.ckpt_dir +
-                                   " lists no checkpoint yet");
+    return AtFault(Option::kResumeFrom,
+                   Status::InvalidArgument(Mention(Option::kResumeFrom) + " " +
+                                           std::to_string(req.resume_from) + ": " + req.ckpt_dir +
+                                           " lists no checkpoint yet"),
+                   {{"got", req.resume_from}});
   }
   ResumePlan plan;
   std::vector<CheckpointEntry> kept;
@@ -216,14 +236,16 @@ Result<std::unique_ptr<memory::NvmeTierSnapshots>> OpenRecordStore(const Checkpo
                                                                    std::vector<std::string> dirs) {
   if (dirs.empty()) dirs = record.nvme_dirs;
   if (dirs.empty()) {
-    return Status::InvalidArgument(RecordPath(ckpt_dir) +
-                                   " names no NVMe directories (an older record); pass " +
-                                   Mention(Option::kNvmeDir));
+    return AtFault(Option::kNvmeDir,
+                   Status::InvalidArgument(RecordPath(ckpt_dir) +
+                                           " names no NVMe directories (an older record); pass " +
+                                           Mention(Option::kNvmeDir)));
   }
   if (!memory::PageStoreExists(dirs[0])) {
-    return Status::NotFound("no NVMe page store in " + dirs[0] + " (named by " +
-                            RecordPath(ckpt_dir) + "); pass " + Mention(Option::kNvmeDir) +
-                            " where it is now");
+    return AtFault(
+        Option::kNvmeDir,
+        Status::NotFound("no NVMe page store in " + dirs[0] + " (named by " + RecordPath(ckpt_dir) +
+                         "); pass " + Mention(Option::kNvmeDir) + " where it is now"));
   }
   memory::NvmeTierOptions so;
   so.dirs = dirs;
@@ -232,10 +254,11 @@ Result<std::unique_ptr<memory::NvmeTierSnapshots>> OpenRecordStore(const Checkpo
                           memory::NvmeTierSnapshots::Open(so));
   STRATA_ASSIGN_OR_RETURN(std::string id, store->id());
   if (!record.store_id.empty() && record.store_id != id) {
-    return Status::InvalidArgument(RecordPath(ckpt_dir) + " belongs to NVMe store " +
-                                   record.store_id + " but " + dirs[0] + " holds store " + id +
-                                   "; pass the " + Mention(Option::kNvmeDir) +
-                                   " of the run that wrote the record");
+    return AtFault(
+        Option::kNvmeDir,
+        Status::InvalidArgument(RecordPath(ckpt_dir) + " belongs to NVMe store " + record.store_id +
+                                " but " + dirs[0] + " holds store " + id + "; pass the " +
+                                Mention(Option::kNvmeDir) + " of the run that wrote the record"));
   }
   return store;
 }
@@ -259,8 +282,10 @@ Result<std::vector<CheckpointListing>> ListCheckpoints(memory::NvmeTierSnapshots
 Result<PruneResult> PruneCheckpoints(memory::NvmeTierSnapshots& store, CheckpointRecord& record,
                                      const std::string& ckpt_dir, int keep) {
   if (keep < 1) {
-    return Status::InvalidArgument(Mention(Option::kKeep) + " " + std::to_string(keep) +
-                                   " must be at least 1 (the newest checkpoint stays)");
+    return AtFault(Option::kKeep,
+                   Status::InvalidArgument(Mention(Option::kKeep) + " " + std::to_string(keep) +
+                                           " must be at least 1 (the newest checkpoint stays)"),
+                   {{"got", keep}, {"min", 1}});
   }
   PruneResult result;
   const uint64_t used_before = store.used_bytes();

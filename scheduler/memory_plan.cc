@@ -10,56 +10,21 @@
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
 #include "scheduler/boundary_store.h"
+#include "scheduler/placement_checks.h"
 #include "scheduler/slot_sizes.h"
 
 namespace strata::scheduler {
 namespace {
 using enum Option;  // the options named here
 
+// A budget the plan cannot work in: `option` at fault, with the bytes it gives and needs.
+Status Short(Option option, const std::string& message, uint64_t got, uint64_t need) {
+  return AtFault(option, Status::ResourceExhausted(message),
+                 {{"got", FaultNumber(got)}, {"need_bytes", FaultNumber(need)}});
+}
+
 uint64_t RoundUp(uint64_t bytes) {
   return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
-}
-
-Result<std::string> CheckChoice(const std::string& value, Option option) {
-  if (value == "device" || value == "host" || value == "nvme" || value == "auto") return value;
-  return NotOneOf(option, "device, host, nvme or auto", value);
-}
-
-Status CheckRecompute(const std::string& recompute) {
-  if (recompute == "none" || recompute == "all" || recompute == "auto") return Status::Ok();
-  return NotOneOf(kRecompute, "none, all or auto", recompute);
-}
-
-// The placement flags, checked; `params_on` and `optimizer_on` receive their values.
-Status CheckPlacement(const MemoryPlanInput& in, std::string* params_on,
-                      std::string* optimizer_on) {
-  STRATA_ASSIGN_OR_RETURN(*params_on, CheckChoice(in.params_on, kParamsOn));
-  STRATA_ASSIGN_OR_RETURN(*optimizer_on, CheckChoice(in.optimizer_on, kOptimizerOn));
-  STRATA_RETURN_IF_ERROR(CheckRecompute(in.recompute));
-  const std::string& order = in.micro_batch_order;
-  if (order != "auto" && order != "layer-major" && order != "micro-batch-major") {
-    return NotOneOf(kMicroBatchOrder, "auto, layer-major or micro-batch-major", order);
-  }
-  if (in.micro_batch_order == "layer-major" && in.recompute == "none" && in.micro_batches() > 1) {
-    return Status::InvalidArgument(Mention(kMicroBatchOrder) +
-                                   " layer-major recomputes every block (the activations of every "
-                                   "micro-batch would have to wait for backward); use " +
-                                   Mention(kRecompute) + " all or auto, or " +
-                                   Mention(kMicroBatchOrder) + " micro-batch-major");
-  }
-  if (*optimizer_on == "device") {
-    return Status::NotSupported(Mention(kOptimizerOn) +
-                                " device (AdamW on the device) is not implemented yet; use host "
-                                "or nvme (AdamW then runs on the host over TBB)");
-  }
-  for (const auto& [value, option] :
-       {std::pair{*params_on, kParamsOn}, std::pair{*optimizer_on, kOptimizerOn}}) {
-    if (value == "nvme" && !in.has_nvme) {
-      return AtFault(option,
-                     Status::InvalidArgument(Mention(option) + " nvme needs " + Mention(kNvmeDir)));
-    }
-  }
-  return Status::Ok();
 }
 
 // One micro-batch's activations (Note [Activation layout] in activations.h) with the first
@@ -121,7 +86,7 @@ Status BelowMinimalWorkingSet(const MemoryPlanInput& in, const MemoryPlan& plan,
       FormatBytes(plan.tokens_bytes) + " of tokens; raise " + Mention(kGpuMem) + " or lower " +
       Mention(kMicroBatch) + "/" + Mention(kSeq);
   if (plan.recompute_layers < plan.layers) msg += ", or use " + Mention(kRecompute) + " auto";
-  return Status::ResourceExhausted(msg);
+  return Short(kGpuMem, msg, plan.device_bytes, plan.min_device_bytes);
 }
 
 // The minimal slot list, then the useful list's further slots (largest first) while they fit
@@ -175,12 +140,13 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   // auto fills the fastest tier first: parameters stay on the device when every block fits.
   if (*params_on == "auto" && all_resident) *params_on = "device";
   if (*params_on == "device" && !all_resident) {
-    return Status::ResourceExhausted(
-        Mention(kParamsOn) + " device needs block slots of " + DescribeSlots(resident) +
-        " (every block's parameters and the gradients beside them): " +
-        FormatBytes(fixed + TotalBytes(resident)) + " of " + Mention(kGpuMem) + ", which is " +
-        FormatBytes(plan->device_bytes) + "; raise " + Mention(kGpuMem) + " or use " +
-        Mention(kParamsOn) + " host");
+    return Short(kParamsOn,
+                 Mention(kParamsOn) + " device needs block slots of " + DescribeSlots(resident) +
+                     " (every block's parameters and the gradients beside them): " +
+                     FormatBytes(fixed + TotalBytes(resident)) + " of " + Mention(kGpuMem) +
+                     ", which is " + FormatBytes(plan->device_bytes) + "; raise " +
+                     Mention(kGpuMem) + " or use " + Mention(kParamsOn) + " host",
+                 plan->device_bytes, fixed + TotalBytes(resident));
   }
   return Status::Ok();
 }
@@ -201,12 +167,14 @@ Status PlaceRole(const MemoryPlanInput& in, const std::string& choice, uint64_t 
     *out = pages <= *avail ? Home::kHost : Home::kNvme;
   } else if (choice == "host") {
     if (pages > *avail) {
-      return Status::ResourceExhausted(
-          Mention(option) + " host pins " + std::to_string(pages) + " pages (" +
-          FormatBytes(pages * in.page_bytes) + ") in the host pool, which has room for " +
-          std::to_string(*avail) + " beside its " + std::to_string(kHostWorkingPages) +
-          " working pages (" + Mention(kHostMem) + " " + FormatBytes(plan->host_bytes) +
-          "); raise " + Mention(kHostMem) + " or use " + Mention(option) + " nvme");
+      return Short(option,
+                   Mention(option) + " host pins " + std::to_string(pages) + " pages (" +
+                       FormatBytes(pages * in.page_bytes) +
+                       ") in the host pool, which has room for " + std::to_string(*avail) +
+                       " beside its " + std::to_string(kHostWorkingPages) + " working pages (" +
+                       Mention(kHostMem) + " " + FormatBytes(plan->host_bytes) + "); raise " +
+                       Mention(kHostMem) + " or use " + Mention(option) + " nvme",
+                   *avail * in.page_bytes, pages * in.page_bytes);
     }
     *out = Home::kHost;
   } else {
@@ -230,21 +198,24 @@ Status PlanHost(const MemoryPlanInput& in, const std::string& params_on,
   const uint64_t host_frames = in.host_mem > 0 ? in.host_mem / page : total_pages;
   plan->host_bytes = host_frames * page;
   if (!in.has_nvme && host_frames < total_pages) {
-    return Status::ResourceExhausted(
-        Mention(kHostMem) + " " + FormatBytes(in.host_mem) + " holds " +
-        std::to_string(host_frames) + " pages of " + FormatBytes(page) + ", but without " +
-        Mention(kNvmeDir) + " all " + std::to_string(total_pages) + " pages of model state (" +
-        FormatBytes(total_pages * page) + ") must fit in it; raise " + Mention(kHostMem) +
-        " or give " + Mention(kNvmeDir));
+    return Short(kHostMem,
+                 Mention(kHostMem) + " " + FormatBytes(in.host_mem) + " holds " +
+                     std::to_string(host_frames) + " pages of " + FormatBytes(page) +
+                     ", but without " + Mention(kNvmeDir) + " all " + std::to_string(total_pages) +
+                     " pages of model state (" + FormatBytes(total_pages * page) +
+                     ") must fit in it; raise " + Mention(kHostMem) + " or give " +
+                     Mention(kNvmeDir),
+                 in.host_mem, total_pages * page);
   }
   uint64_t avail = host_frames >= kHostWorkingPages ? host_frames - kHostWorkingPages : 0;
   if (in.has_nvme && host_frames < kHostWorkingPages) {
-    return Status::ResourceExhausted(Mention(kHostMem) + " " + FormatBytes(in.host_mem) +
-                                     " is below the " + FormatBytes(kHostWorkingPages * page) +
-                                     " (" + std::to_string(kHostWorkingPages) + " pages of " +
-                                     FormatBytes(page) +
-                                     ") that the optimizer and the transfers need at once; raise " +
-                                     Mention(kHostMem) + " or lower " + Mention(kPageSize));
+    return Short(kHostMem,
+                 Mention(kHostMem) + " " + FormatBytes(in.host_mem) + " is below the " +
+                     FormatBytes(kHostWorkingPages * page) + " (" +
+                     std::to_string(kHostWorkingPages) + " pages of " + FormatBytes(page) +
+                     ") that the optimizer and the transfers need at once; raise " +
+                     Mention(kHostMem) + " or lower " + Mention(kPageSize),
+                 in.host_mem, kHostWorkingPages * page);
   }
   STRATA_RETURN_IF_ERROR(
       PlaceRole(in, params_on, in.param_pages, kParamsOn, &avail, plan, &plan->params));
@@ -279,8 +250,10 @@ Status PlanLayerMajor(const MemoryPlanInput& in, std::string params_choice,
                       const std::string& optimizer_on, MemoryPlan* lm) {
   const uint64_t store = BoundaryStoreBytes(in);
   if (in.host_mem > 0 && in.host_mem <= store) {
-    return Status::ResourceExhausted(Mention(kHostMem) + " " + FormatBytes(in.host_mem) +
-                                     " does not hold them; raise " + Mention(kHostMem));
+    return Short(kHostMem,
+                 Mention(kHostMem) + " " + FormatBytes(in.host_mem) +
+                     " does not hold them; raise " + Mention(kHostMem),
+                 in.host_mem, store);
   }
   // The host side is planned as if the boundaries' frames were gone (their peak), then the pool
   // gets them back: they are borrowed from it.
@@ -375,7 +348,9 @@ std::string MemoryPlan::order_to_string() const {
 
 Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
   std::string params_on, optimizer_on;
-  STRATA_RETURN_IF_ERROR(CheckPlacement(in, &params_on, &optimizer_on));
+  const PlacementChoice choice{in.params_on,         in.optimizer_on,    in.recompute,
+                               in.micro_batch_order, in.micro_batches(), in.has_nvme};
+  STRATA_RETURN_IF_ERROR(CheckPlacement(choice, &params_on, &optimizer_on));
   const std::string params_choice = params_on;
   MemoryPlan plan;
   const bool forced_layer_major = in.micro_batch_order == "layer-major" && in.micro_batches() > 1;

@@ -70,19 +70,22 @@ CheckpointRecord NvmeOpener::fresh_record() const {
 Status NvmeOpener::check_checkpoint_flags(const std::optional<CheckpointRecord>& found) {
   const std::string& dir = in_.budgets->nvme_dirs[0];
   if (keep_ < 1) {
-    return Status::InvalidArgument(Mention(Option::kKeepCheckpoints) + " " + std::to_string(keep_) +
-                                   " must be at least 1");
+    return AtFault(Option::kKeepCheckpoints,
+                   Status::InvalidArgument(Mention(Option::kKeepCheckpoints) + " " +
+                                           std::to_string(keep_) + " must be at least 1"),
+                   {{"got", keep_}, {"min", 1}});
   }
   if (!in_.checkpoints->resume) {
     if (found && !found->checkpoints.empty()) {
-      return Status::InvalidArgument(
-          Mention(Option::kCkptDir) + " " + in_.checkpoints->dir +
-          " already holds checkpoints (steps " + found->steps_text() +
-          ") of a run whose store is in " +
-          (found->nvme_dirs.empty() ? std::string("its " + Mention(Option::kNvmeDir))
-                                    : found->nvme_dirs[0]) +
-          "; add " + Mention(Option::kResume) + " to continue it, or give an empty " +
-          Mention(Option::kCkptDir));
+      return AtFault(Option::kCkptDir,
+                     Status::InvalidArgument(
+                         Mention(Option::kCkptDir) + " " + in_.checkpoints->dir +
+                         " already holds checkpoints (steps " + found->steps_text() +
+                         ") of a run whose store is in " +
+                         (found->nvme_dirs.empty() ? std::string("its " + Mention(Option::kNvmeDir))
+                                                   : found->nvme_dirs[0]) +
+                         "; add " + Mention(Option::kResume) +
+                         " to continue it, or give an empty " + Mention(Option::kCkptDir)));
     }
     return Status::Ok();
   }
@@ -92,10 +95,12 @@ Status NvmeOpener::check_checkpoint_flags(const std::optional<CheckpointRecord>&
   STRATA_RETURN_IF_ERROR(CheckResumable(found, in_.checkpoints->dir));
   STRATA_RETURN_IF_ERROR(CheckRecordIsOfRun(*found, *in_.fingerprint, in_.checkpoints->dir));
   if (!memory::PageStoreExists(dir)) {
-    return Status::NotFound(
-        Mention(Option::kResume) + ": " + in_.checkpoints->dir + " names checkpoint " +
-        found->manifest + " but " + Mention(Option::kNvmeDir) + " " + dir +
-        " holds no page store; give the " + Mention(Option::kNvmeDir) + " of the checkpointed run");
+    return AtFault(
+        Option::kNvmeDir,
+        Status::NotFound(Mention(Option::kResume) + ": " + in_.checkpoints->dir +
+                         " names checkpoint " + found->manifest + " but " +
+                         Mention(Option::kNvmeDir) + " " + dir + " holds no page store; give the " +
+                         Mention(Option::kNvmeDir) + " of the checkpointed run"));
   }
   return Status::Ok();
 }
@@ -116,14 +121,16 @@ Status NvmeOpener::check_restartable(memory::NvmeTierSnapshots& store,
         Mention(Option::kNvmeDir), in_.budgets->nvme_dirs[0]);
     return Status::Ok();
   }
-  return Status::InvalidArgument(Mention(Option::kNvmeDir) + " " + in_.budgets->nvme_dirs[0] +
-                                 " already holds a Strata page store (" +
-                                 memory::PageStoreCatalogPath(in_.budgets->nvme_dirs[0]) +
-                                 ") with the checkpoints of an earlier run (" +
-                                 std::to_string(held.size()) + " manifest(s), the newest " +
-                                 held.back() + "); add " + Mention(Option::kResume) +
-                                 " with that run's " + Mention(Option::kCkptDir) +
-                                 " to continue it, or give an empty directory");
+  return AtFault(Option::kNvmeDir,
+                 Status::InvalidArgument(
+                     Mention(Option::kNvmeDir) + " " + in_.budgets->nvme_dirs[0] +
+                     " already holds a Strata page store (" +
+                     memory::PageStoreCatalogPath(in_.budgets->nvme_dirs[0]) +
+                     ") with the checkpoints of an earlier run (" + std::to_string(held.size()) +
+                     " manifest(s), the newest " + held.back() + "); add " +
+                     Mention(Option::kResume) + " with that run's " + Mention(Option::kCkptDir) +
+                     " to continue it, or give an empty directory"),
+                 {{"manifests", FaultNumber(held.size())}});
 }
 
 // Note [NVMe capacity] in memory/nvme_capacity.h. `room` bounds a new store only.
@@ -157,12 +164,16 @@ Status NvmeOpener::check_nvme_room(const NvmeSizing& s, uint64_t have,
                                    const std::string& whose) const {
   if (!s.refused()) return Status::Ok();
   const bool asked = whose == Mention(Option::kNvmeMem);
-  return Status::ResourceExhausted(
-      whose + " " + FormatBytes(have) + " is below the " + nvme_minimum_text(s) +
-      (asked ? "; raise " + Mention(Option::kNvmeMem) + " or leave it out (a new store)"
-             : "; give " + Mention(Option::kNvmeMem) + " " + FormatBytes(s.min_bytes) +
-                   " or more with " + Mention(Option::kResume) +
-                   " to grow the store, or start over in an empty " + Mention(Option::kNvmeDir)));
+  return AtFault(
+      asked ? Option::kNvmeMem : Option::kNvmeDir,
+      Status::ResourceExhausted(
+          whose + " " + FormatBytes(have) + " is below the " + nvme_minimum_text(s) +
+          (asked
+               ? "; raise " + Mention(Option::kNvmeMem) + " or leave it out (a new store)"
+               : "; give " + Mention(Option::kNvmeMem) + " " + FormatBytes(s.min_bytes) +
+                     " or more with " + Mention(Option::kResume) +
+                     " to grow the store, or start over in an empty " + Mention(Option::kNvmeDir))),
+      {{"got", FaultNumber(have)}, {"need_bytes", FaultNumber(s.min_bytes)}});
 }
 
 // A new store without --nvme-mem: the default when the disks hold it, else the minimum and the
@@ -177,14 +188,18 @@ Result<NvmeSizing> NvmeOpener::size_new_nvme() const {
   const memory::NvmeDiskRoom& room = *measured;
   const NvmeSizing s = size_nvme(0, room.slot_bytes);
   if (!s.refused()) return s;
-  return Status::ResourceExhausted(
-      Mention(Option::kNvmeDir) + " " + room.dir +
-      ": No space left on device (ENOSPC): the store's slot files at "
-      "the " +
-      nvme_minimum_text(s) + " and " + FormatBytes(room.headroom_bytes) +
-      " of headroom for its catalog need " + FormatBytes(s.min_bytes + room.headroom_bytes) +
-      " there but only " + FormatBytes(room.free_bytes) + " are free; free space, or give " +
-      Mention(Option::kNvmeDir) + " directories on other disks");
+  return AtFault(
+      Option::kNvmeDir,
+      Status::ResourceExhausted(
+          Mention(Option::kNvmeDir) + " " + room.dir +
+          ": No space left on device (ENOSPC): the store's slot files at "
+          "the " +
+          nvme_minimum_text(s) + " and " + FormatBytes(room.headroom_bytes) +
+          " of headroom for its catalog need " + FormatBytes(s.min_bytes + room.headroom_bytes) +
+          " there but only " + FormatBytes(room.free_bytes) + " are free; free space, or give " +
+          Mention(Option::kNvmeDir) + " directories on other disks"),
+      {{"need_bytes", FaultNumber(s.min_bytes + room.headroom_bytes)},
+       {"free_bytes", FaultNumber(room.free_bytes)}});
 }
 
 // Fewer kept checkpoints than --keep-checkpoints fit: one line, and the run keeps that many.

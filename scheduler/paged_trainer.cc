@@ -61,14 +61,18 @@ Result<uint64_t> PagedTrainer::checked_page_bytes() const {
   const uint64_t page =
       o_.budgets.page_bytes > 0 ? o_.budgets.page_bytes : memory::kDefaultPageBytes;
   if (page < memory::kMinPageBytes || (page & (page - 1)) != 0) {
-    return Status::InvalidArgument(Mention(Option::kPageSize) + " " + FormatBytes(page) +
-                                   " must be a power of two of at least 4K (e.g. 64K, 16M)");
+    return AtFault(
+        Option::kPageSize,
+        Status::InvalidArgument(Mention(Option::kPageSize) + " " + FormatBytes(page) +
+                                " must be a power of two of at least 4K (e.g. 64K, 16M)"),
+        {{"got", FaultNumber(page)}});
   }
   if (o_.budgets.host_eviction != "belady" && o_.budgets.host_eviction != "lru" &&
       o_.budgets.host_eviction != "auto") {
-    return Status::InvalidArgument(Mention(Option::kHostEviction) +
-                                   " must be 'auto', 'belady' or 'lru', got '" +
-                                   o_.budgets.host_eviction + "'");
+    return AtFault(Option::kHostEviction,
+                   Status::InvalidArgument(Mention(Option::kHostEviction) +
+                                           " must be 'auto', 'belady' or 'lru', got '" +
+                                           o_.budgets.host_eviction + "'"));
   }
   return page;
 }
@@ -92,12 +96,16 @@ Status PagedTrainer::check_page_count(uint64_t page) const {
   // Each (block, role) starts a page of its own: at most one more page each.
   const uint64_t pages = state_bytes / page + uint64_t(layout_.num_blocks()) * roles;
   if (pages <= kMaxStatePages) return Status::Ok();
-  return Status::InvalidArgument(
-      Mention(Option::kPageSize) + " " + FormatBytes(page) + " cuts the " +
-      FormatBytes(state_bytes) + " of model state of " + layout_.config.to_string() +
-      " into about " + std::to_string(pages) + " pages, above the " +
-      std::to_string(kMaxStatePages) + " pages one run may have; raise " +
-      Mention(Option::kPageSize) + " (e.g. 16M) or train a smaller model");
+  return AtFault(Option::kPageSize,
+                 Status::InvalidArgument(
+                     Mention(Option::kPageSize) + " " + FormatBytes(page) + " cuts the " +
+                     FormatBytes(state_bytes) + " of model state of " + layout_.config.to_string() +
+                     " into about " + std::to_string(pages) + " pages, above the " +
+                     std::to_string(kMaxStatePages) + " pages one run may have; raise " +
+                     Mention(Option::kPageSize) + " (e.g. 16M) or train a smaller model"),
+                 {{"got", FaultNumber(page)},
+                  {"pages", FaultNumber(pages)},
+                  {"max", FaultNumber(kMaxStatePages)}});
 }
 
 // After the plan, before the device arena is mapped (scheduler/machine_fit.h): the sim device's

@@ -31,28 +31,38 @@ Status PagedTrainer::make_shards() {
       o_.budgets.micro_batch_order == "layer-major" ||
       (o_.budgets.micro_batch_order == "auto" && o_.budgets.recompute != "none");
   if (per_rank > 1 && piped()) {
-    return Status::InvalidArgument(
-        Mention(Option::kShard) + " " + o_.grid.shard + " with " + Mention(Option::kPp) + " " +
-        std::to_string(o_.grid.pp) + " and " + std::to_string(per_rank) +
-        " micro-batches per data-parallel rank: only this rank's "
-        "shard of a gradient has pages, and a pipeline stage sends its gradients down after each "
-        "micro-batch; give one micro-batch per rank (" +
-        Mention(Option::kMicroBatch) + " 0) or " + Mention(Option::kShard) + " none");
+    return AtFault(
+        Option::kShard,
+        Status::InvalidArgument(
+            Mention(Option::kShard) + " " + o_.grid.shard + " with " + Mention(Option::kPp) + " " +
+            std::to_string(o_.grid.pp) + " and " + std::to_string(per_rank) +
+            " micro-batches per data-parallel rank: only this rank's "
+            "shard of a gradient has pages, and a pipeline stage sends its gradients down after "
+            "each "
+            "micro-batch; give one micro-batch per rank (" +
+            Mention(Option::kMicroBatch) + " 0) or " + Mention(Option::kShard) + " none"),
+        {{"micro_batches", per_rank}, {"pp", o_.grid.pp}});
   }
   if (per_rank > 1 && !layer_major) {
-    return Status::InvalidArgument(
-        Mention(Option::kShard) + " " + o_.grid.shard + " with " + std::to_string(per_rank) +
-        " micro-batches per rank: only this rank's shard of a gradient has pages, so a gradient "
-        "goes down once per step, after every micro-batch ran through its block; give " +
-        Mention(Option::kMicroBatchOrder) + " layer-major " + Mention(Option::kRecompute) +
-        " all, or one micro-batch per rank "
-        "(" +
-        Mention(Option::kMicroBatch) + " 0)");
+    return AtFault(
+        Option::kShard,
+        Status::InvalidArgument(
+            Mention(Option::kShard) + " " + o_.grid.shard + " with " + std::to_string(per_rank) +
+            " micro-batches per rank: only this rank's shard of a gradient has pages, so a "
+            "gradient "
+            "goes down once per step, after every micro-batch ran through its block; give " +
+            Mention(Option::kMicroBatchOrder) + " layer-major " + Mention(Option::kRecompute) +
+            " all, or one micro-batch per rank "
+            "(" +
+            Mention(Option::kMicroBatch) + " 0)"),
+        {{"micro_batches", per_rank}});
   }
   if (!o_.outputs.export_grads_path.empty()) {
-    return Status::NotSupported(Mention(Option::kExportGrads) + " with " + Mention(Option::kShard) +
-                                " " + o_.grid.shard + " is not built yet; use " +
-                                Mention(Option::kShard) + " none");
+    return AtFault(
+        Option::kExportGrads,
+        Status::NotSupported(Mention(Option::kExportGrads) + " with " + Mention(Option::kShard) +
+                             " " + o_.grid.shard + " is not built yet; use " +
+                             Mention(Option::kShard) + " none"));
   }
   return Status::Ok();
 }
@@ -171,10 +181,13 @@ Result<MemoryPlan> PagedTrainer::plan_split(scheduler::MemoryPlanInput in) {
       const bool everywhere = std::find(all.begin(), all.end(), 0) == all.end();
       if (!everywhere && !last) continue;
       if (!everywhere && plan.ok()) {
-        return Status::ResourceExhausted(
-            Mention(Option::kSplitOps) + " auto: " + Mention(Option::kGpuMem) + " " +
-            FormatBytes(o_.budgets.gpu_mem) + " is too small for another rank even with " +
-            std::to_string(k) + " slices; raise " + Mention(Option::kGpuMem));
+        return AtFault(
+            Option::kGpuMem,
+            Status::ResourceExhausted(
+                Mention(Option::kSplitOps) + " auto: " + Mention(Option::kGpuMem) + " " +
+                FormatBytes(o_.budgets.gpu_mem) + " is too small for another rank even with " +
+                std::to_string(k) + " slices; raise " + Mention(Option::kGpuMem)),
+            {{"got", FaultNumber(o_.budgets.gpu_mem)}, {"slices", k}});
       }
     } else if (!plan.ok() && !last) {
       continue;

@@ -12,8 +12,9 @@ namespace strata::scheduler {
 Result<PipeSchedule> ParsePipeSchedule(const std::string& text) {
   if (text == "gpipe") return PipeSchedule::kGPipe;
   if (text == "1f1b") return PipeSchedule::k1F1B;
-  return Status::InvalidArgument(Mention(Option::kSchedule) + " must be gpipe or 1f1b, got '" +
-                                 text + "'");
+  return AtFault(Option::kSchedule,
+                 Status::InvalidArgument(Mention(Option::kSchedule) +
+                                         " must be gpipe or 1f1b, got '" + text + "'"));
 }
 
 std::vector<PipeStep> StageSchedule(PipeSchedule schedule, int stages, int stage,
@@ -56,11 +57,14 @@ std::vector<double> StageTimes(const std::vector<int>& counts, const StageCosts&
 namespace {
 
 Status BadPartition(const std::string& text, int stages, int layers) {
-  return Status::InvalidArgument(
-      Mention(Option::kPpPartition) + " must be uniform, auto or " + std::to_string(stages) +
-      " positive block counts (one per stage of " + Mention(Option::kPp) + " " +
-      std::to_string(stages) + ") adding up to the model's " + std::to_string(layers) +
-      " blocks, got '" + text + "'");
+  return AtFault(
+      Option::kPpPartition,
+      Status::InvalidArgument(Mention(Option::kPpPartition) + " must be uniform, auto or " +
+                              std::to_string(stages) + " positive block counts (one per stage of " +
+                              Mention(Option::kPp) + " " + std::to_string(stages) +
+                              ") adding up to the model's " + std::to_string(layers) +
+                              " blocks, got '" + text + "'"),
+      {{"stages", stages}, {"blocks", layers}});
 }
 
 // The counts of "N0,N1,...", or empty when the text is not such a list.
@@ -115,10 +119,13 @@ std::vector<int> BalancedCounts(int stages, int layers, const StageCosts& costs)
 Result<std::vector<int>> PartitionStages(const std::string& text, int stages, int layers,
                                          const StageCosts& costs) {
   if (stages < 1 || stages > layers) {
-    return Status::InvalidArgument(
-        Mention(Option::kPp) + " " + std::to_string(stages) +
-        " asks for more pipeline stages than the model's " + std::to_string(layers) +
-        " blocks: give " + Mention(Option::kPp) + " " + std::to_string(layers) + " or fewer");
+    return AtFault(
+        Option::kPp,
+        Status::InvalidArgument(Mention(Option::kPp) + " " + std::to_string(stages) +
+                                " asks for more pipeline stages than the model's " +
+                                std::to_string(layers) + " blocks: give " + Mention(Option::kPp) +
+                                " " + std::to_string(layers) + " or fewer"),
+        {{"got", stages}, {"blocks", layers}});
   }
   if (text == "uniform") {
     std::vector<int> counts(size_t(stages), layers / stages);

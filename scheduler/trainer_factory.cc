@@ -27,10 +27,13 @@ using enum Option;  // the options named here
 
 // The run-level choices of device, dtype and the NVMe path (TrainOptions' own fields).
 Status ValidateDeviceOptions(const TrainOptions& o) {
-  auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
+  auto bad = [](Option at, const std::string& m, OptionNumbers numbers = {}) {
+    return AtFault(at, Status::InvalidArgument(m), std::move(numbers));
+  };
   if (o.device == "cuda" && o.sim_link_gbps != 0) {
-    return bad(Mention(kSimLinkGbps) + " models the sim device's link; drop it or use " +
-               Mention(kDevice) + " sim");
+    return bad(kSimLinkGbps, Mention(kSimLinkGbps) +
+                                 " models the sim device's link; drop it or use " +
+                                 Mention(kDevice) + " sim");
   }
   if (o.dtype != "fp32" && o.dtype != "bf16") {
     return NotOneOf(kDtype, "fp32 or bf16", o.dtype);
@@ -39,54 +42,60 @@ Status ValidateDeviceOptions(const TrainOptions& o) {
     return NotOneOf(kGds, "auto, on or off", o.gds);
   }
   if (o.gds == "on" && o.device != "cuda") {
-    return bad(Mention(kGds) + " on moves NVMe pages straight to GPU memory: it needs " +
-               Mention(kDevice) + " cuda");
+    return bad(kGds, Mention(kGds) + " on moves NVMe pages straight to GPU memory: it needs " +
+                         Mention(kDevice) + " cuda");
   }
   if (o.gds == "on") {
-    return Status::NotSupported(
-        Mention(kGds) +
-        " on: this strata has no GPUDirect Storage path (cuFile is not built in); NVMe "
-        "pages go through the pinned host pool: use " +
-        Mention(kGds) + " auto or off");
+    return AtFault(kGds, Status::NotSupported(
+                             Mention(kGds) +
+                             " on: this strata has no GPUDirect Storage path (cuFile is not built "
+                             "in); NVMe pages go through the pinned host pool: use " +
+                             Mention(kGds) + " auto or off"));
   }
   return Status::Ok();
 }
 
 Status ValidateOptions(const TrainOptions& o) {
-  auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
+  auto bad = [](Option at, const std::string& m, OptionNumbers numbers = {}) {
+    return AtFault(at, Status::InvalidArgument(m), std::move(numbers));
+  };
   STRATA_RETURN_IF_ERROR(CheckOptionRanges(o));
   if (o.optimizer.lr_schedule != "constant" && o.optimizer.lr_schedule != "cosine") {
     return NotOneOf(kLrSchedule, "'constant' or 'cosine'", o.optimizer.lr_schedule);
   }
   if (o.data.micro_batch < 0 ||
       (o.data.micro_batch > 0 && o.data.batch % o.data.micro_batch != 0)) {
-    return bad(Mention(kMicroBatch) + " " + std::to_string(o.data.micro_batch) + " must divide " +
-               Mention(kBatch) + " " + std::to_string(o.data.batch) + " (e.g. " +
-               Mention(kMicroBatch) + " 1, or 0 for one micro-batch)");
+    return bad(kMicroBatch,
+               Mention(kMicroBatch) + " " + std::to_string(o.data.micro_batch) + " must divide " +
+                   Mention(kBatch) + " " + std::to_string(o.data.batch) + " (e.g. " +
+                   Mention(kMicroBatch) + " 1, or 0 for one micro-batch)",
+               {{"got", o.data.micro_batch}, {"batch", o.data.batch}});
   }
   if ((o.checkpoints.every > 0 || o.checkpoints.resume) &&
       (o.checkpoints.dir.empty() || o.budgets.nvme_dirs.empty())) {
-    return bad(Mention(o.checkpoints.resume ? kResume : kCkptEvery) + " needs " +
-               Mention(kCkptDir) + " and " + Mention(kNvmeDir) +
-               " (checkpoints are manifests of the NVMe page store)");
+    return bad(kCkptDir, Mention(o.checkpoints.resume ? kResume : kCkptEvery) + " needs " +
+                             Mention(kCkptDir) + " and " + Mention(kNvmeDir) +
+                             " (checkpoints are manifests of the NVMe page store)");
   }
   if (o.checkpoints.discard_newer && o.checkpoints.resume_from < 0) {
-    return bad(Mention(kDiscardNewer) + " drops the checkpoints newer than " +
-               Mention(kResumeFrom) + "'s step: give " + Mention(kResumeFrom) + " STEP with it");
+    return bad(kDiscardNewer, Mention(kDiscardNewer) + " drops the checkpoints newer than " +
+                                  Mention(kResumeFrom) + "'s step: give " + Mention(kResumeFrom) +
+                                  " STEP with it");
   }
   if (o.budgets.engine == "memory" &&
       (o.checkpoints.every > 0 || o.checkpoints.resume || !o.budgets.nvme_dirs.empty() ||
        o.optimizer.delayed_update || o.movement_only)) {
-    return bad(Mention(kEngine) + " memory keeps everything on the device: drop " +
-               Mention(kNvmeDir) + ", " + Mention(kCkptEvery) + ", " + Mention(kResume) + ", " +
-               Mention(kDelayedUpdate) + " and " + Mention(kMovementOnly) + ", or use " +
-               Mention(kEngine) + " paged");
+    return bad(kEngine, Mention(kEngine) + " memory keeps everything on the device: drop " +
+                            Mention(kNvmeDir) + ", " + Mention(kCkptEvery) + ", " +
+                            Mention(kResume) + ", " + Mention(kDelayedUpdate) + " and " +
+                            Mention(kMovementOnly) + ", or use " + Mention(kEngine) + " paged");
   }
   if (o.movement_only && (o.checkpoints.every > 0 || o.checkpoints.resume ||
                           !o.outputs.export_path.empty() || !o.outputs.export_grads_path.empty())) {
-    return bad(Mention(kMovementOnly) + " trains nothing (the kernels are skipped): drop " +
-               Mention(kCkptEvery) + ", " + Mention(kResume) + ", " + Mention(kExport) + " and " +
-               Mention(kExportGrads));
+    return bad(kMovementOnly, Mention(kMovementOnly) +
+                                  " trains nothing (the kernels are skipped): drop " +
+                                  Mention(kCkptEvery) + ", " + Mention(kResume) + ", " +
+                                  Mention(kExport) + " and " + Mention(kExportGrads));
   }
   if (o.budgets.engine != "auto" && o.budgets.engine != "memory" && o.budgets.engine != "paged") {
     return NotOneOf(kEngine, "auto, memory or paged", o.budgets.engine);
@@ -94,21 +103,50 @@ Status ValidateOptions(const TrainOptions& o) {
   return ValidateDeviceOptions(o);
 }
 
+// --split-ops (Note [Split operators] in scheduler/split_plan.h) against the choices and the
+// grid's `dp` ranks.
+Status ValidateSplitOps(const TrainOptions& o, int dp) {
+  auto bad = [](Option at, const std::string& m) {
+    return AtFault(at, Status::InvalidArgument(m));
+  };
+  // A slice is whole forward chunks of a linear's rows (Note [Linear forward in row chunks] in
+  // core/kernels/linear.h).
+  if (o.grid.split_ops != "1" && o.grid.split_ops != "2" && o.grid.split_ops != "4" &&
+      o.grid.split_ops != "auto") {
+    return bad(kSplitOps, Mention(kSplitOps) + " must be 1, 2, 4 (a linear's " +
+                              std::to_string(kernels::kLinearChunks) +
+                              " forward row chunks cut into whole slices) or auto, got '" +
+                              o.grid.split_ops + "'");
+  }
+  if ((o.grid.split_ops == "2" || o.grid.split_ops == "4") && (dp == 1 || o.grid.shard == "none")) {
+    return bad(kSplitOps, Mention(kSplitOps) + " " + o.grid.split_ops +
+                              " splits sharded blocks, and this run shards none (" +
+                              (dp == 1 ? std::string("one rank") : Mention(kShard) + " none") +
+                              "): launch " + Mention(kDp) + " 2 or more with " + Mention(kShard) +
+                              " all or auto, or give " + Mention(kSplitOps) + " 1");
+  }
+  return Status::Ok();
+}
+
 // --dp and --shard against the job's ranks (docs/parallel.md). --comm is the CLI's: it chooses
 // the Comm before there is a trainer (tools/train_ranks.h).
 Status ValidateParallelOptions(const TrainOptions& o) {
-  auto bad = [](const std::string& m) { return Status::InvalidArgument(m); };
+  auto bad = [](Option at, const std::string& m, OptionNumbers numbers = {}) {
+    return AtFault(at, Status::InvalidArgument(m), std::move(numbers));
+  };
   if (o.grid.shard != "none" && o.grid.shard != "all" && o.grid.shard != "auto") {
-    return bad(Mention(kShard) + " must be none, all or auto, got '" + o.grid.shard + "'");
+    return NotOneOf(kShard, "none, all or auto", o.grid.shard);
   }
   const int ranks = scheduler::RanksOf(o.grid);
   if (o.grid.tp == 1 && o.grid.pp == 1 &&
       (o.grid.dp < 0 || (o.grid.dp > 0 && o.grid.dp != ranks))) {
-    return bad(Mention(kDp) + " " + std::to_string(o.grid.dp) + " needs " +
-               std::to_string(o.grid.dp) + " ranks and this job has " + std::to_string(ranks) +
-               ": launch it with mpirun -np " + std::to_string(std::max(o.grid.dp, 1)) +
-               " strata train " + Mention(kDp) + " " + std::to_string(o.grid.dp) +
-               " ..., or give " + Mention(kDp) + " " + std::to_string(ranks));
+    return bad(kDp,
+               Mention(kDp) + " " + std::to_string(o.grid.dp) + " needs " +
+                   std::to_string(o.grid.dp) + " ranks and this job has " + std::to_string(ranks) +
+                   ": launch it with mpirun -np " + std::to_string(std::max(o.grid.dp, 1)) +
+                   " strata train " + Mention(kDp) + " " + std::to_string(o.grid.dp) +
+                   " ..., or give " + Mention(kDp) + " " + std::to_string(ranks),
+               {{"got", o.grid.dp}, {"ranks", ranks}});
   }
   STRATA_ASSIGN_OR_RETURN(const parallel::Grid grid,
                           parallel::Grid::Make(ranks, o.grid.dp, o.grid.tp, o.grid.pp));
@@ -117,39 +155,61 @@ Status ValidateParallelOptions(const TrainOptions& o) {
   const int dp = grid.dp();
   const int micro_rows = o.data.micro_batch > 0 ? o.data.micro_batch : o.data.batch / dp;
   if (o.data.batch % dp != 0 || micro_rows == 0 || (o.data.batch / micro_rows) % dp != 0) {
-    return bad(Mention(kBatch) + " " + std::to_string(o.data.batch) +
-               " does not split into whole micro-batches " + "of " + std::to_string(micro_rows) +
-               " rows over " + std::to_string(dp) + " data-parallel ranks: give a " +
-               Mention(kBatch) + " that is a multiple of " + std::to_string(dp) +
-               (o.data.micro_batch > 0 ? " micro-batches" : "") +
-               " (each rank runs whole micro-batches)");
+    return bad(kBatch,
+               Mention(kBatch) + " " + std::to_string(o.data.batch) +
+                   " does not split into whole micro-batches " + "of " +
+                   std::to_string(micro_rows) + " rows over " + std::to_string(dp) +
+                   " data-parallel ranks: give a " + Mention(kBatch) + " that is a multiple of " +
+                   std::to_string(dp) + (o.data.micro_batch > 0 ? " micro-batches" : "") +
+                   " (each rank runs whole micro-batches)",
+               {{"got", o.data.batch}, {"micro_batch", micro_rows}, {"dp", dp}});
   }
-  // --split-ops (Note [Split operators] in scheduler/split_plan.h): a slice is whole forward
-  // chunks of a linear's rows (Note [Linear forward in row chunks] in core/kernels/linear.h).
-  if (o.grid.split_ops != "1" && o.grid.split_ops != "2" && o.grid.split_ops != "4" &&
-      o.grid.split_ops != "auto") {
-    return bad(Mention(kSplitOps) + " must be 1, 2, 4 (a linear's " +
-               std::to_string(kernels::kLinearChunks) +
-               " forward row chunks cut into whole slices) or auto, got '" + o.grid.split_ops +
-               "'");
-  }
-  if ((o.grid.split_ops == "2" || o.grid.split_ops == "4") && (dp == 1 || o.grid.shard == "none")) {
-    return bad(Mention(kSplitOps) + " " + o.grid.split_ops +
-               " splits sharded blocks, and this run shards none (" +
-               (dp == 1 ? std::string("one rank") : Mention(kShard) + " none") + "): launch " +
-               Mention(kDp) + " 2 or more with " + Mention(kShard) + " all or auto, or give " +
-               Mention(kSplitOps) + " 1");
-  }
+  STRATA_RETURN_IF_ERROR(ValidateSplitOps(o, dp));
   if ((o.grid.tp > 1 || o.grid.pp > 1) && o.budgets.engine == "memory") {
-    return bad(std::string(o.grid.tp > 1 ? Mention(kTp) + " " + std::to_string(o.grid.tp)
+    return bad(kEngine,
+               std::string(o.grid.tp > 1 ? Mention(kTp) + " " + std::to_string(o.grid.tp)
                                          : Mention(kPp) + " " + std::to_string(o.grid.pp)) +
-               " runs the paged engine (each rank pages its part of the model): drop " +
-               Mention(kEngine) + " memory");
+                   " runs the paged engine (each rank pages its part of the model): drop " +
+                   Mention(kEngine) + " memory");
   }
   if (dp > 1 && o.grid.shard != "none" && o.budgets.engine == "memory") {
-    return bad(Mention(kShard) + " " + o.grid.shard +
-               " shards the model state through the page manager: drop " + Mention(kEngine) +
-               " memory (or give " + Mention(kShard) + " none)");
+    return bad(kEngine, Mention(kShard) + " " + o.grid.shard +
+                            " shards the model state through the page manager: drop " +
+                            Mention(kEngine) + " memory (or give " + Mention(kShard) + " none)");
+  }
+  return Status::Ok();
+}
+
+// What is not built yet with --tp or --pp, and what a pipeline's schedule decides itself.
+Status RefuseUnbuiltGrids(const TrainOptions& o) {
+  const std::string tp = std::to_string(o.grid.tp), pp = std::to_string(o.grid.pp);
+  if (o.grid.tp > 1 && o.grid.shard != "none") {
+    return AtFault(kShard, Status::NotSupported(
+                               Mention(kShard) + " " + o.grid.shard + " with " + Mention(kTp) +
+                               " " + tp + " is not built yet; give " + Mention(kShard) + " none"));
+  }
+  if (o.grid.tp > 1 && o.grid.split_ops != "1") {
+    return AtFault(
+        kSplitOps,
+        Status::NotSupported(Mention(kSplitOps) + " " + o.grid.split_ops + " with " + Mention(kTp) +
+                             " " + tp + " is not built yet; give " + Mention(kSplitOps) + " 1"));
+  }
+  if (o.grid.pp > 1 && (o.grid.shard == "auto" || o.grid.split_ops != "1")) {
+    return AtFault(kPp,
+                   Status::NotSupported(Mention(kPp) + " " + pp + " with " + Mention(kShard) +
+                                        " auto or " + Mention(kSplitOps) + " " + o.grid.split_ops +
+                                        " is not built yet; give " + Mention(kShard) +
+                                        " none or all and " + Mention(kSplitOps) + " 1"));
+  }
+  if (o.grid.pp > 1 && o.budgets.micro_batch_order == "layer-major") {
+    return AtFault(
+        kMicroBatchOrder,
+        Status::InvalidArgument(Mention(kPp) + " " + pp +
+                                " runs each stage's micro-batches in its "
+                                "schedule's order (" +
+                                Mention(kSchedule) + "): drop " + Mention(kMicroBatchOrder) +
+                                " "
+                                "layer-major"));
   }
   return Status::Ok();
 }
@@ -158,18 +218,24 @@ Status ValidateParallelOptions(const TrainOptions& o) {
 // heads and an equal part of the padded vocabulary (Note [Tensor-parallel slices] in
 // core/nn/tp_layout.h), a pipeline stage at least one block. Then what is not built yet with them.
 Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
-  const std::string tp = std::to_string(o.grid.tp), pp = std::to_string(o.grid.pp);
+  const std::string tp = std::to_string(o.grid.tp);
   if (c.n_head % o.grid.tp != 0) {
-    return Status::InvalidArgument(Mention(kTp) + " " + tp + " does not divide the model's " +
-                                   std::to_string(c.n_head) + " attention heads: give a " +
-                                   Mention(kTp) + " that divides them");
+    return AtFault(
+        kTp,
+        Status::InvalidArgument(Mention(kTp) + " " + tp + " does not divide the model's " +
+                                std::to_string(c.n_head) + " attention heads: give a " +
+                                Mention(kTp) + " that divides them"),
+        {{"got", o.grid.tp}, {"heads", c.n_head}});
   }
   const int64_t padded = TpPaddedVocab(c);
   if (padded % o.grid.tp != 0) {
-    return Status::InvalidArgument(Mention(kTp) + " " + tp + " does not divide the vocabulary of " +
-                                   std::to_string(c.vocab_size) + " tokens padded to " +
-                                   std::to_string(padded) + ": give a " + Mention(kTp) +
-                                   " that divides " + std::to_string(padded));
+    return AtFault(
+        kTp,
+        Status::InvalidArgument(Mention(kTp) + " " + tp + " does not divide the vocabulary of " +
+                                std::to_string(c.vocab_size) + " tokens padded to " +
+                                std::to_string(padded) + ": give a " + Mention(kTp) +
+                                " that divides " + std::to_string(padded)),
+        {{"got", o.grid.tp}, {"padded_vocab", padded}});
   }
   // The partition's text and the stage count (scheduler/pipeline_plan.h); auto's costs are
   // measured when the stages are built, any will do to check the text.
@@ -179,35 +245,15 @@ Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
                              .status());
   // The head's logits of a rank's vocabulary slice live where the whole model's would.
   if (o.grid.tp > 1 && padded / o.grid.tp > c.vocab_size) {
-    return Status::InvalidArgument(
-        Mention(kTp) + " " + tp + " gives each rank " + std::to_string(padded / o.grid.tp) +
-        " rows of the vocabulary " + "padded to " + std::to_string(padded) + ", more than its " +
-        std::to_string(c.vocab_size) + " tokens: give a larger " + Mention(kVocab));
+    return AtFault(kVocab,
+                   Status::InvalidArgument(
+                       Mention(kTp) + " " + tp + " gives each rank " +
+                       std::to_string(padded / o.grid.tp) + " rows of the vocabulary " +
+                       "padded to " + std::to_string(padded) + ", more than its " +
+                       std::to_string(c.vocab_size) + " tokens: give a larger " + Mention(kVocab)),
+                   {{"got", c.vocab_size}, {"tp", o.grid.tp}});
   }
-  if (o.grid.tp > 1 && o.grid.shard != "none") {
-    return Status::NotSupported(Mention(kShard) + " " + o.grid.shard + " with " + Mention(kTp) +
-                                " " + tp + " is not built yet; give " + Mention(kShard) + " none");
-  }
-  if (o.grid.tp > 1 && o.grid.split_ops != "1") {
-    return Status::NotSupported(Mention(kSplitOps) + " " + o.grid.split_ops + " with " +
-                                Mention(kTp) + " " + tp + " is not built yet; give " +
-                                Mention(kSplitOps) + " 1");
-  }
-  if (o.grid.pp > 1 && (o.grid.shard == "auto" || o.grid.split_ops != "1")) {
-    return Status::NotSupported(Mention(kPp) + " " + pp + " with " + Mention(kShard) + " auto or " +
-                                Mention(kSplitOps) + " " + o.grid.split_ops +
-                                " is not built yet; give " + Mention(kShard) + " none or all and " +
-                                Mention(kSplitOps) + " 1");
-  }
-  if (o.grid.pp > 1 && o.budgets.micro_batch_order == "layer-major") {
-    return Status::InvalidArgument(Mention(kPp) + " " + pp +
-                                   " runs each stage's micro-batches in its "
-                                   "schedule's order (" +
-                                   Mention(kSchedule) + "): drop " + Mention(kMicroBatchOrder) +
-                                   " "
-                                   "layer-major");
-  }
-  return Status::Ok();
+  return RefuseUnbuiltGrids(o);
 }
 
 }  // namespace
@@ -220,15 +266,15 @@ namespace {
 Status CheckTrainsOn(const TrainOptions& o) {
   if (o.device != "cuda" || scheduler::RanksOf(o.grid) == 1) return Status::Ok();
   const std::string job =
-      Mention(kDevice) + " cuda: a job of " + std::to_string(scheduler::RanksOf(o.grid)) +
-      " ranks";
+      Mention(kDevice) + " cuda: a job of " + std::to_string(scheduler::RanksOf(o.grid)) + " ranks";
   if (o.grid.ranks->backend() != parallel::CommBackend::kNccl) {
-    return Status::InvalidArgument(job + " over " + Mention(kComm) + " " +
-                                   parallel::CommBackendName(o.grid.ranks->backend()) +
-                                   ", whose collectives take host memory; use " + Mention(kComm) +
-                                   " nccl (or "
-                                   "auto) with " +
-                                   Mention(kDevice) + " cuda");
+    return AtFault(kComm, Status::InvalidArgument(
+                              job + " over " + Mention(kComm) + " " +
+                              parallel::CommBackendName(o.grid.ranks->backend()) +
+                              ", whose collectives take host memory; use " + Mention(kComm) +
+                              " nccl (or "
+                              "auto) with " +
+                              Mention(kDevice) + " cuda"));
   }
   return Status::Ok();
 }
@@ -238,8 +284,11 @@ Result<TokenDataset> OpenData(const DataOptions& d, const GptConfig& c, int seq)
   std::optional<TokenDataset> data;
   if (d.path == "builtin") {
     if (c.vocab_size < kByteVocabSize) {
-      return Status::InvalidArgument(Mention(kData) + " builtin is byte-level text and needs " +
-                                     Mention(kVocab) + " >= 256");
+      return AtFault(
+          kData,
+          Status::InvalidArgument(Mention(kData) + " builtin is byte-level text and needs " +
+                                  Mention(kVocab) + " >= 256"),
+          {{"vocab", c.vocab_size}});
     }
     data = BuiltinCorpusDataset();
   } else {
@@ -277,10 +326,12 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
   STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, config));
   const int seq = options.data.seq > 0 ? options.data.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {
-    return Status::InvalidArgument(Mention(kSeq) + " " + std::to_string(seq) +
-                                   " is above the model's context of " +
-                                   std::to_string(config.block_size) + " tokens; lower " +
-                                   Mention(kSeq) + " or raise " + Mention(kBlockSize));
+    return AtFault(kSeq,
+                   Status::InvalidArgument(Mention(kSeq) + " " + std::to_string(seq) +
+                                           " is above the model's context of " +
+                                           std::to_string(config.block_size) + " tokens; lower " +
+                                           Mention(kSeq) + " or raise " + Mention(kBlockSize)),
+                   {{"got", seq}, {"block_size", config.block_size}});
   }
   STRATA_RETURN_IF_ERROR(CheckTokensPerStep(options.data.batch, seq));
   STRATA_ASSIGN_OR_RETURN(TokenDataset data, OpenData(options.data, config, seq));
@@ -291,15 +342,18 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
     STRATA_RETURN_IF_ERROR(scheduler::CheckRanksAgree(shared, *options.grid.ranks));
   }
   if (paged && ranks > 1 && options.optimizer.delayed_update) {
-    return Status::NotSupported(Mention(kDelayedUpdate) + " under " + Mention(kDp) +
-                                " is not built yet; drop it");
+    return AtFault(kDelayedUpdate,
+                   Status::NotSupported(Mention(kDelayedUpdate) + " under " + Mention(kDp) +
+                                        " is not built yet; drop it"));
   }
   if (ranks > 1 && options.checkpoints.every > 0 && options.checkpoints.keep < 2) {
-    return Status::InvalidArgument(
-        Mention(kKeepCheckpoints) + " " + std::to_string(options.checkpoints.keep) + " under " +
-        Mention(kDp) + " " + std::to_string(ranks) +
-        ": a job needs at least 2, so that the ranks always share one "
-        "(Note [Checkpoints across ranks] in scheduler/data_parallel.h)");
+    return AtFault(kKeepCheckpoints,
+                   Status::InvalidArgument(
+                       Mention(kKeepCheckpoints) + " " + std::to_string(options.checkpoints.keep) +
+                       " under " + Mention(kDp) + " " + std::to_string(ranks) +
+                       ": a job needs at least 2, so that the ranks always share one "
+                       "(Note [Checkpoints across ranks] in scheduler/data_parallel.h)"),
+                   {{"got", options.checkpoints.keep}, {"min", 2}});
   }
   if (paged) return CreatePagedTrainer(options, config, seq, std::move(data));
   return CreateInMemoryTrainer(options, config, seq, std::move(data));

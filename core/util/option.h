@@ -114,17 +114,19 @@ std::string WordMentions(std::string_view message, OptionWords words);
 // The structured form of "this option's value is wrong": the option at fault and the numbers
 // that show it (name and value: "got" 0, "need_bytes" 1 << 30, "blocks" 12). Sizes are bytes.
 // A Status detail (status.h): attached by AtFault, read by DetailOf<OptionFault>(status).
+// The numbers of a fault, by name ("got" 0, "need_bytes" 1 << 30).
+using OptionNumbers = std::vector<std::pair<std::string, int64_t>>;
+
 struct OptionFault {
   Option option = Option::kBatch;
-  std::vector<std::pair<std::string, int64_t>> numbers;
+  OptionNumbers numbers;
 
   // The number named `name`, or nullopt.
   std::optional<int64_t> number(std::string_view name) const;
 };
 
 // Shorthand for the common case: `status` at fault of `option`, with `numbers`.
-inline Status AtFault(Option option, const Status& status,
-                      std::vector<std::pair<std::string, int64_t>> numbers = {}) {
+inline Status AtFault(Option option, const Status& status, OptionNumbers numbers = {}) {
   return WithDetail(status, OptionFault{option, std::move(numbers)});
 }
 

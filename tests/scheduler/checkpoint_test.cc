@@ -7,7 +7,11 @@
 #include <random>
 #include <string>
 
+#include "core/util/option.h"
+#include "memory/open_nvme_tier.h"
+#include "scheduler/checkpoint_store.h"
 #include "scheduler/run_fingerprint.h"
+#include "tests/common/scratch_dir.h"
 
 namespace strata::scheduler {
 namespace {
@@ -231,6 +235,28 @@ TEST(CheckpointRecord, TheSharedRecordsErrorsKeepTheTrainersAdvice) {
   ASSERT_FALSE(api.ok());
   EXPECT_NE(api.status().message().find("named checkpoints of a C API runtime"), std::string::npos)
       << api.status().to_string();
+}
+
+// Issue 32, item 2: the resume refusals carry the option at fault (an OptionFault).
+Option FaultOption(const Status& s) {
+  const OptionFault* f = DetailOf<OptionFault>(s);
+  EXPECT_NE(f, nullptr) << s.to_string();
+  return f == nullptr ? Option::kBatch : f->option;
+}
+
+TEST(CheckpointStoreFaults, ResumeRefusalsNameTheirOption) {
+  EXPECT_EQ(FaultOption(CheckResumable(std::nullopt, "/ckpt")), Option::kResume);
+  CheckpointRecord empty = Sample();
+  empty.set_checkpoints({});
+  EXPECT_EQ(FaultOption(CheckResumable(empty, "/ckpt")), Option::kResume);
+  EXPECT_EQ(FaultOption(CheckStoreId(Sample(), "ffeeddccbbaa9988", "/ckpt", "/nvme0")),
+            Option::kNvmeDir);
+  CheckpointRecord no_dirs = Sample();
+  no_dirs.nvme_dirs.clear();
+  EXPECT_EQ(FaultOption(OpenRecordStore(no_dirs, "/ckpt", {}).status()), Option::kNvmeDir);
+  test_support::ScratchDir dir("ckpt-faults");
+  EXPECT_EQ(FaultOption(OpenRecordStore(Sample(), "/ckpt", {dir.path()}).status()),
+            Option::kNvmeDir);
 }
 
 }  // namespace
