@@ -23,8 +23,8 @@ TEST(TrainerFaults, EachRefusalNamesItsOptionAndNumbers) {
   const Refusal refusals[] = {
       {"micro-batch not dividing the batch", [](TrainOptions& o) { o.data.micro_batch = 3; },
        Option::kMicroBatch, "got", 3},
-      {"seq above the context", [](TrainOptions& o) { o.data.seq = 100000; }, Option::kSeq,
-       "got", 100000},
+      {"seq above the context", [](TrainOptions& o) { o.data.seq = 128; }, Option::kSeq,
+       "got", 128},
       {"checkpoints without a directory", [](TrainOptions& o) { o.checkpoints.every = 2; },
        Option::kCkptDir, nullptr, 0},
       {"discard-newer without resume-from",
