@@ -135,7 +135,14 @@ std::string RankChangeProblem(const ChildExit& how, std::string_view output, boo
     ++lines;
   }
   if (lines != 1 || output.find("was written by a one-process run") == output.npos) {
-    return "the refusal of a resume as 2 ranks must be one error line naming a one-process run";
+    // The output goes with the problem: a refusal that went wrong once under load (an MPI
+    // launch failure, a second rank's other error) cannot be judged from its exit code.
+    constexpr size_t kShown = 1200;
+    const std::string_view shown = output.substr(0, kShown);
+    return "the refusal of a resume as 2 ranks must be one error line naming a one-process run; "
+           "it printed " + std::to_string(lines) + " error line(s):\n" + std::string(shown) +
+           (output.size() > kShown ? "\n[... " + std::to_string(output.size() - kShown) +
+                                          " more bytes]" : "");
   }
   return made_rank_dirs ? "a refused resume as 2 ranks created rank-<r> directories" : "";
 }

@@ -142,6 +142,9 @@ TEST(StressJudge, ARankChangeMustBeRefusedInOrderAndTouchNothing) {
   EXPECT_NE(RankChangeProblem(Exited(2), refused, true), "");
   EXPECT_NE(RankChangeProblem(Exited(2), refused + "strata: error: rank 1 of 2: x\n", false), "");
   EXPECT_NE(RankChangeProblem(Exited(2), "strata: error: --batch ...\n", false), "");
+  // A wrong refusal shows what was printed, so that a rare one can be understood from the log.
+  EXPECT_NE(RankChangeProblem(Exited(2), "strata: error: --batch 7\n", false).find("--batch 7"),
+            std::string::npos);
   EXPECT_NE(RankChangeProblem(Signaled(SIGABRT), refused, false), "");
 }
 
