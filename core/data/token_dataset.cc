@@ -87,8 +87,24 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, std::string_view bytes,
-                                             int vocab_size) {
+uint32_t LoadUint32Le(const char* p) { return static_cast<uint32_t>(LoadInt32Le(p)); }
+
+// What a token file's magic says about its tokens.
+struct TokenFileKind {
+  int32_t version;
+  int token_bytes;
+  const char* what;  // for the version message
+};
+
+TokenFileKind KindOf(int32_t magic) {
+  return magic == kWideTokenFileMagic
+             ? TokenFileKind{kWideTokenFileVersion, 4, "uint32 tokens, llm.c's LLaMA 3 files"}
+             : TokenFileKind{kTokenFileVersion, 2, "uint16 tokens, GPT-2 style llm.c/nanoGPT files"};
+}
+
+// The header's token count, once the version and the file's size agree with it.
+Result<int64_t> CheckTokenHeader(const std::string& path, std::string_view bytes,
+                                 const TokenFileKind& kind) {
   const int64_t file_bytes = static_cast<int64_t>(bytes.size());
   if (file_bytes < kTokenFileHeaderBytes) {
     return Status::Corruption("token file " + path + " is truncated: its header needs " +
@@ -97,17 +113,16 @@ Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, std::strin
   }
   const int32_t version = LoadInt32Le(bytes.data() + 4);
   const int32_t count = LoadInt32Le(bytes.data() + 8);
-  if (version != kTokenFileVersion) {
+  if (version != kind.version) {
     return Status::Corruption("token file " + path + " has version " + std::to_string(version) +
                               " at offset 4; Strata reads version " +
-                              std::to_string(kTokenFileVersion) +
-                              " (uint16 tokens, GPT-2 style llm.c/nanoGPT files)");
+                              std::to_string(kind.version) + " (" + kind.what + ")");
   }
   if (count < 0) {
     return Status::Corruption("token file " + path + " has a negative token count (" +
                               std::to_string(count) + ") at offset 8; regenerate it");
   }
-  const int64_t expected_bytes = kTokenFileHeaderBytes + 2 * int64_t{count};
+  const int64_t expected_bytes = kTokenFileHeaderBytes + kind.token_bytes * int64_t{count};
   if (file_bytes < expected_bytes) {
     return Status::Corruption("token file " + path + " is truncated: its header promises " +
                               std::to_string(count) + " tokens, i.e. " +
@@ -127,19 +142,28 @@ Result<std::vector<uint16_t>> ParseTokenFile(const std::string& path, std::strin
                                            Mention(Option::kData) + " a file with training data"),
                    {{"tokens", 0}});
   }
-  std::vector<uint16_t> tokens(static_cast<size_t>(count));
+  return int64_t{count};
+}
+
+// The tokens after the header, each checked against the vocabulary.
+template <typename Token>
+Result<std::vector<Token>> DecodeTokens(const std::string& path, std::string_view bytes,
+                                        int64_t count, int vocab_size) {
+  std::vector<Token> tokens(static_cast<size_t>(count));
   const char* p = bytes.data() + kTokenFileHeaderBytes;
   for (int64_t i = 0; i < count; ++i) {
-    const uint16_t t = LoadUint16Le(p + 2 * i);
-    if (t >= vocab_size) {
+    const char* at = p + int64_t{sizeof(Token)} * i;
+    const Token t = sizeof(Token) == 2 ? LoadUint16Le(at) : LoadUint32Le(at);
+    if (t >= static_cast<uint32_t>(vocab_size)) {
       return AtFault(
           Option::kVocab,
           Status::OutOfRange(
               "token file " + path + ": token " + std::to_string(i) + " (byte offset " +
-              std::to_string(kTokenFileHeaderBytes + 2 * i) + ") is " + std::to_string(t) +
-              ", not below the vocabulary size " + std::to_string(vocab_size) +
-              "; pass the tokenizer's vocabulary size with " + Mention(Option::kVocab)),
-          {{"got", vocab_size}, {"token", t}, {"index", i}});
+              std::to_string(kTokenFileHeaderBytes + int64_t{sizeof(Token)} * i) + ") is " +
+              std::to_string(t) + ", not below the vocabulary size " +
+              std::to_string(vocab_size) + "; pass the tokenizer's vocabulary size with " +
+              Mention(Option::kVocab)),
+          {{"got", vocab_size}, {"token", double(t)}, {"index", i}});
     }
     tokens[static_cast<size_t>(i)] = t;
   }
@@ -153,12 +177,13 @@ std::vector<uint16_t> BytesToTokens(std::string_view text) {
 }
 
 Status CheckVocabSize(int vocab_size, const std::string& path) {
-  if (vocab_size <= 0 || vocab_size > 65536) {
+  if (vocab_size <= 0 || vocab_size > kMaxDataVocab) {
     return AtFault(Option::kVocab,
                    Status::InvalidArgument("vocabulary size " + std::to_string(vocab_size) +
                                            " for data file " + path + " is out of range; " +
-                                           Mention(Option::kVocab) + " must be in 1..65536"),
-                   {{"got", vocab_size}, {"min", 1}, {"max", 65536}});
+                                           Mention(Option::kVocab) + " must be in 1.." +
+                                           std::to_string(kMaxDataVocab)),
+                   {{"got", vocab_size}, {"min", 1}, {"max", kMaxDataVocab}});
   }
   return Status::Ok();
 }
@@ -180,18 +205,26 @@ Result<TokenDataset> TokenDataset::FromBytes(std::string_view bytes, const std::
                                            Mention(Option::kData) + " a file with training data"),
                    {{"file_bytes", 0}});
   }
-  const bool has_magic = bytes.size() >= 4 && LoadInt32Le(bytes.data()) == kTokenFileMagic;
-  if (has_magic) {
-    STRATA_ASSIGN_OR_RETURN(std::vector<uint16_t> tokens, ParseTokenFile(path, bytes, vocab_size));
+  const int32_t magic = bytes.size() >= 4 ? LoadInt32Le(bytes.data()) : 0;
+  if (magic == kTokenFileMagic || magic == kWideTokenFileMagic) {
+    const TokenFileKind kind = KindOf(magic);
+    STRATA_ASSIGN_OR_RETURN(const int64_t count, CheckTokenHeader(path, bytes, kind));
+    if (kind.token_bytes == 4) {
+      STRATA_ASSIGN_OR_RETURN(std::vector<uint32_t> tokens,
+                              DecodeTokens<uint32_t>(path, bytes, count, vocab_size));
+      return TokenDataset(std::move(tokens), path, Format::kTokenFile);
+    }
+    STRATA_ASSIGN_OR_RETURN(std::vector<uint16_t> tokens,
+                            DecodeTokens<uint16_t>(path, bytes, count, vocab_size));
     return TokenDataset(std::move(tokens), path, Format::kTokenFile);
   }
   if (EndsWith(path, ".bin")) {
-    const int32_t magic = bytes.size() >= 4 ? LoadInt32Le(bytes.data()) : 0;
     return Status::Corruption(
         "token file " + path + " has bad magic " +
         (bytes.size() >= 4 ? std::to_string(magic) : std::string("(file shorter than 4 bytes)")) +
         " at offset 0, expected " + std::to_string(kTokenFileMagic) +
-        " (llm.c/nanoGPT format); regenerate it, or rename it if it is plain text");
+        " (llm.c/nanoGPT format) or " + std::to_string(kWideTokenFileMagic) +
+        " (uint32 tokens); regenerate it, or rename it if it is plain text");
   }
   if (vocab_size < kByteVocabSize) {
     return AtFault(
@@ -207,6 +240,10 @@ Result<TokenDataset> TokenDataset::FromBytes(std::string_view bytes, const std::
 }
 
 TokenDataset TokenDataset::FromTokens(std::vector<uint16_t> tokens, std::string name) {
+  return TokenDataset(std::move(tokens), std::move(name), Format::kInMemory);
+}
+
+TokenDataset TokenDataset::FromTokens(std::vector<uint32_t> tokens, std::string name) {
   return TokenDataset(std::move(tokens), std::move(name), Format::kInMemory);
 }
 
@@ -251,14 +288,24 @@ int64_t TokenDataset::window_start(long step, int B, int T, int row) const {
 
 void TokenDataset::batch(long step, int B, int T, int32_t* x, int32_t* y) const {
   STRATA_CHECK(x != nullptr && y != nullptr) << "batch() needs output buffers";
+  if (wide_) {
+    copy_batch(tokens32_, step, B, T, x, y);
+  } else {
+    copy_batch(tokens16_, step, B, T, x, y);
+  }
+}
+
+template <typename Token>
+void TokenDataset::copy_batch(const std::vector<Token>& tokens, long step, int B, int T,
+                              int32_t* x, int32_t* y) const {
   for (int i = 0; i < B; ++i) {
     const int64_t s = window_start(step, B, T, i);
-    const uint16_t* src = tokens_.data() + s;
+    const Token* src = tokens.data() + s;
     int32_t* xr = x + static_cast<int64_t>(i) * T;
     int32_t* yr = y + static_cast<int64_t>(i) * T;
     for (int t = 0; t < T; ++t) {
-      xr[t] = src[t];
-      yr[t] = src[t + 1];
+      xr[t] = static_cast<int32_t>(src[t]);
+      yr[t] = static_cast<int32_t>(src[t + 1]);
     }
   }
 }

@@ -4,6 +4,9 @@
 // - llm.c / nanoGPT token files: a header of 256 little-endian int32 (magic 20240520, version 1,
 //   token count, the rest unused) followed by `count` little-endian uint16 tokens. Every token
 //   must be < vocab_size.
+// - wide token files, for vocabularies above 65,536 (LLaMA 3's 128,256): llm.c's LLaMA 3 format,
+//   the same header with magic 20240801 and version 7, followed by `count` little-endian uint32
+//   tokens. A token must be < vocab_size (at most kMaxDataVocab).
 // - byte-level text: any other file (that is not named *.bin) is read as bytes, one token per
 //   byte, so it needs vocab_size >= 256.
 // A *.bin file without the magic is rejected as Corruption rather than silently read as text:
@@ -31,9 +34,14 @@
 
 namespace strata {
 
-// Magic number and version of the llm.c / nanoGPT token file format.
+// Magic number and version of the llm.c / nanoGPT token file format (uint16 tokens).
 inline constexpr int32_t kTokenFileMagic = 20240520;
 inline constexpr int32_t kTokenFileVersion = 1;
+// Magic number and version of llm.c's wide token file (uint32 tokens; its LLaMA 3 files).
+inline constexpr int32_t kWideTokenFileMagic = 20240801;
+inline constexpr int32_t kWideTokenFileVersion = 7;
+// The largest vocabulary a TokenDataset accepts: token ids are int32 in a batch.
+inline constexpr int kMaxDataVocab = 1 << 30;
 // The header is 256 int32 values.
 inline constexpr int64_t kTokenFileHeaderBytes = 256 * 4;
 // Byte-level text has one token per byte value.
@@ -64,6 +72,7 @@ class TokenDataset {
   // Built-in data: wraps tokens the caller already has. `name` stands for a file name in
   // messages (e.g. "builtin corpus"). The caller guarantees the tokens fit its vocabulary.
   static TokenDataset FromTokens(std::vector<uint16_t> tokens, std::string name);
+  static TokenDataset FromTokens(std::vector<uint32_t> tokens, std::string name);
   // Byte-level text held in memory: one token per byte (vocab 256).
   static TokenDataset FromText(std::string_view text, std::string name);
 
@@ -78,17 +87,33 @@ class TokenDataset {
   // Start of row `row` of batch `step`: the s of Note [Batch windows].
   int64_t window_start(long step, int B, int T, int row) const;
 
-  int64_t num_tokens() const { return static_cast<int64_t>(tokens_.size()); }
-  const std::vector<uint16_t>& tokens() const { return tokens_; }
+  int64_t num_tokens() const {
+    return static_cast<int64_t>(wide_ ? tokens32_.size() : tokens16_.size());
+  }
+  // Token i, 0 <= i < num_tokens().
+  uint32_t token(int64_t i) const {
+    return wide_ ? tokens32_[static_cast<size_t>(i)] : tokens16_[static_cast<size_t>(i)];
+  }
+  // Bytes per token as held: 2, or 4 for a wide token file (uint16 data is never widened, so a
+  // large GPT-2 dataset keeps its size in memory).
+  int token_bytes() const { return wide_ ? 4 : 2; }
   // The file path, or the name given to FromTokens/FromText.
   const std::string& name() const { return name_; }
   Format format() const { return format_; }
 
  private:
   TokenDataset(std::vector<uint16_t> tokens, std::string name, Format format)
-      : tokens_(std::move(tokens)), name_(std::move(name)), format_(format) {}
+      : tokens16_(std::move(tokens)), name_(std::move(name)), format_(format) {}
+  TokenDataset(std::vector<uint32_t> tokens, std::string name, Format format)
+      : tokens32_(std::move(tokens)), wide_(true), name_(std::move(name)), format_(format) {}
 
-  std::vector<uint16_t> tokens_;
+  template <typename Token>
+  void copy_batch(const std::vector<Token>& tokens, long step, int B, int T, int32_t* x,
+                  int32_t* y) const;
+
+  std::vector<uint16_t> tokens16_;
+  std::vector<uint32_t> tokens32_;
+  bool wide_ = false;
   std::string name_;
   Format format_;
 };

@@ -66,7 +66,7 @@ TEST(BuiltinCorpus, DatasetWrapsTheText) {
   EXPECT_EQ(ds.name(), kBuiltinCorpusName);
   const std::string text = GenerateBuiltinCorpus(4096);
   for (size_t i = 0; i < text.size(); ++i) {
-    ASSERT_EQ(ds.tokens()[i], static_cast<unsigned char>(text[i]));
+    ASSERT_EQ(ds.token(int64_t(i)), static_cast<unsigned char>(text[i]));
   }
   EXPECT_TRUE(ds.check_window(1024).ok());
 }

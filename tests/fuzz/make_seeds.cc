@@ -72,11 +72,14 @@ void Safetensors(const fs::path& dir) {
   Write(dir / "bad_short.safetensors", std::string("\x02\x00\x00", 3));
 }
 
-std::string TokenFile(int32_t version, int32_t count, const std::vector<uint16_t>& tokens) {
-  std::string out = Le(static_cast<uint32_t>(strata::kTokenFileMagic), 4) +
-                    Le(static_cast<uint32_t>(version), 4) + Le(static_cast<uint32_t>(count), 4);
+// A token file: uint16 tokens, or with `wide` uint32 tokens under the wide format's magic.
+std::string TokenFile(int32_t version, int32_t count, const std::vector<uint32_t>& tokens,
+                      bool wide = false) {
+  const int32_t magic = wide ? strata::kWideTokenFileMagic : strata::kTokenFileMagic;
+  std::string out = Le(static_cast<uint32_t>(magic), 4) + Le(static_cast<uint32_t>(version), 4) +
+                    Le(static_cast<uint32_t>(count), 4);
   out.resize(strata::kTokenFileHeaderBytes, '\0');
-  for (uint16_t t : tokens) out += Le(t, 2);
+  for (uint32_t t : tokens) out += Le(t, wide ? 4 : 2);
   return out;
 }
 
@@ -88,6 +91,9 @@ void Tokens(const fs::path& dir) {
   Write(dir / "bad_negative_count.bin", TokenFile(1, -1, {}));
   Write(dir / "bad_count_too_large.bin", TokenFile(1, 0x7fffffff, {1, 2}));
   Write(dir / "bad_token_range.bin", TokenFile(1, 2, {65535, 50257}));
+  Write(dir / "ok_wide_tokens.bin", TokenFile(7, 4, {128000, 9906, 1917, 128255}, true));
+  Write(dir / "bad_wide_version.bin", TokenFile(1, 1, {42}, true));
+  Write(dir / "bad_wide_token_range.bin", TokenFile(7, 2, {128256, 0x80000000u}, true));
   Write(dir / "text.txt", "To be, or not to be, that is the question.\n");
 }
 
