@@ -1,5 +1,6 @@
-// Reading and writing safetensors files (the format and its contract: safetensors.h). The
-// header's parser is in safetensors_header.cc.
+// Writing safetensors files, and reading one held in memory (the format and its contract:
+// safetensors.h). The header's parser is in safetensors_header.cc, the reader of files on disk
+// (ReadSafetensors, SafetensorsReader) in safetensors_reader.cc.
 #include "core/io/safetensors.h"
 
 #include <fcntl.h>
@@ -60,29 +61,6 @@ Status WriteAll(int fd, const void* data, size_t bytes, uint64_t& offset, const 
     if (n == 0) {
       return Status::IoError("write " + path + " at offset " + std::to_string(offset) +
                              " wrote nothing; is the disk full?");
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return Status::Ok();
-}
-
-// Reads exactly `bytes` at `offset`; a file that ends early is Corruption (it was validated
-// against its size, so it shrank underneath us).
-Status PreadAll(int fd, void* data, size_t bytes, uint64_t offset, const std::string& path) {
-  char* p = static_cast<char*>(data);
-  while (bytes > 0) {
-    const size_t chunk = std::min<size_t>(bytes, size_t{1} << 30);
-    ssize_t n = ::pread(fd, p, chunk, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return Status::FromErrno(errno, "read " + path + " at offset " + std::to_string(offset));
-    }
-    if (n == 0) {
-      return Status::Corruption("safetensors file " + path + " ended at offset " +
-                                std::to_string(offset) + " while " + std::to_string(bytes) +
-                                " more bytes were expected; was it modified while being read?");
     }
     p += n;
     bytes -= static_cast<size_t>(n);
@@ -222,15 +200,6 @@ Result<WriteLayout> LayOut(const std::vector<TensorView>& tensors,
   return out;
 }
 
-// Converts `numel` F16 or BF16 values at `src` (little-endian, any alignment) to floats.
-void HalvesToFloats(const char* src, uint64_t numel, bool bf16, float* dst) {
-  for (uint64_t i = 0; i < numel; ++i) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * i, sizeof h);
-    dst[i] = bf16 ? Bfloat16ToFloat(h) : HalfToFloat(h);
-  }
-}
-
 }  // namespace
 
 Result<std::string> EncodeSafetensorsHeader(const std::vector<TensorView>& tensors,
@@ -280,55 +249,7 @@ Result<SafetensorsFile> ParseSafetensors(std::string_view file, const std::strin
     if (e.dtype == "F32") {
       if (e.numel > 0) std::memcpy(t.data.data(), src, e.end - e.begin);
     } else {
-      HalvesToFloats(src, e.numel, e.dtype == "BF16", t.data.data());
-    }
-    t.dtype = std::move(e.dtype);
-    out.tensors.emplace(std::move(e.name), std::move(t));
-  }
-  return out;
-}
-
-Result<SafetensorsFile> ReadSafetensors(const std::string& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT) {
-      return Status::NotFound("safetensors file " + path + " does not exist; check the path");
-    }
-    return Status::FromErrno(errno, "open safetensors file " + path);
-  }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-  if (S_ISDIR(st.st_mode)) {
-    return Status::InvalidArgument(path + " is a directory, not a safetensors file");
-  }
-  const uint64_t file_bytes = static_cast<uint64_t>(st.st_size);
-  char len_le[8];
-  const size_t len_bytes = std::min<uint64_t>(file_bytes, sizeof len_le);
-  STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), len_le, len_bytes, 0, path));
-  STRATA_ASSIGN_OR_RETURN(
-      const uint64_t header_len,
-      ParseSafetensorsHeaderLength(std::string_view(len_le, len_bytes), file_bytes, path));
-  std::string header_text(header_len, '\0');
-  STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), header_text.data(), header_len, 8, path));
-  const uint64_t data_start = 8 + header_len;
-  STRATA_ASSIGN_OR_RETURN(SafetensorsHeader header,
-                          ParseSafetensorsHeader(header_text, file_bytes - data_start, path));
-
-  SafetensorsFile out;
-  out.metadata = std::move(header.metadata);
-  std::vector<uint16_t> halves;
-  for (Entry& e : header.entries) {
-    SafetensorsTensor t;
-    t.shape = std::move(e.shape);
-    t.data.resize(e.numel);
-    const uint64_t file_offset = data_start + e.begin;
-    if (e.dtype == "F32") {
-      STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), t.data.data(), e.end - e.begin, file_offset, path));
-    } else {
-      halves.resize(e.numel);
-      STRATA_RETURN_IF_ERROR(PreadAll(fd.get(), halves.data(), e.end - e.begin, file_offset, path));
-      HalvesToFloats(reinterpret_cast<const char*>(halves.data()), e.numel, e.dtype == "BF16",
-                     t.data.data());
+      safetensors_internal::HalvesToFloats(src, e.numel, e.dtype == "BF16", t.data.data());
     }
     t.dtype = std::move(e.dtype);
     out.tensors.emplace(std::move(e.name), std::move(t));
