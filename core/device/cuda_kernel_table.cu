@@ -21,6 +21,14 @@ const KernelTable& CudaKernelTable() {
       k::gelu_backward,
       k::attention_forward,
       k::attention_backward,
+      k::rmsnorm_forward,
+      k::rmsnorm_backward,
+      k::rope_forward,
+      k::rope_backward,
+      k::swiglu_forward,
+      k::swiglu_backward,
+      k::gqa_attention_forward,
+      k::gqa_attention_backward,
       k::residual_forward,
       k::residual_backward,
       k::embedding_forward,
@@ -52,6 +60,8 @@ const KernelTable& CudaBf16KernelTable() {
     t.linear_backward_rows = k::linear_backward_rows_bf16;
     t.attention_forward = k::attention_forward_bf16;
     t.attention_backward = k::attention_backward_bf16;
+    t.gqa_attention_forward = k::gqa_attention_forward_bf16;
+    t.gqa_attention_backward = k::gqa_attention_backward_bf16;
     return t;
   }();
   return table;

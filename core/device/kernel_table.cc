@@ -10,6 +10,9 @@
 #include "core/kernels/matmul.h"
 #include "core/kernels/norms.h"
 #include "core/kernels/residual.h"
+#include "core/kernels/rmsnorm.h"
+#include "core/kernels/rope.h"
+#include "core/kernels/swiglu.h"
 #include "core/kernels/vocab_parallel.h"
 
 namespace strata {
@@ -32,6 +35,14 @@ std::string KernelTable::missing() const {
       {"gelu_backward", gelu_backward != nullptr},
       {"attention_forward", attention_forward != nullptr},
       {"attention_backward", attention_backward != nullptr},
+      {"rmsnorm_forward", rmsnorm_forward != nullptr},
+      {"rmsnorm_backward", rmsnorm_backward != nullptr},
+      {"rope_forward", rope_forward != nullptr},
+      {"rope_backward", rope_backward != nullptr},
+      {"swiglu_forward", swiglu_forward != nullptr},
+      {"swiglu_backward", swiglu_backward != nullptr},
+      {"gqa_attention_forward", gqa_attention_forward != nullptr},
+      {"gqa_attention_backward", gqa_attention_backward != nullptr},
       {"residual_forward", residual_forward != nullptr},
       {"residual_backward", residual_backward != nullptr},
       {"embedding_forward", embedding_forward != nullptr},
@@ -74,6 +85,14 @@ const KernelTable& CpuKernelTable() {
       .gelu_backward = kernels::gelu_backward,
       .attention_forward = kernels::attention_forward,
       .attention_backward = kernels::attention_backward,
+      .rmsnorm_forward = kernels::rmsnorm_forward,
+      .rmsnorm_backward = kernels::rmsnorm_backward,
+      .rope_forward = kernels::rope_forward,
+      .rope_backward = kernels::rope_backward,
+      .swiglu_forward = kernels::swiglu_forward,
+      .swiglu_backward = kernels::swiglu_backward,
+      .gqa_attention_forward = kernels::gqa_attention_forward,
+      .gqa_attention_backward = kernels::gqa_attention_backward,
       .residual_forward = kernels::residual_forward,
       .residual_backward = kernels::residual_backward,
       .embedding_forward = kernels::embedding_forward,
@@ -104,6 +123,8 @@ const KernelTable& CpuBf16KernelTable() {
     t.linear_backward_rows = kernels::linear_backward_rows_bf16;
     t.attention_forward = kernels::attention_forward_bf16;
     t.attention_backward = kernels::attention_backward_bf16;
+    t.gqa_attention_forward = kernels::gqa_attention_forward_bf16;
+    t.gqa_attention_backward = kernels::gqa_attention_backward_bf16;
     return t;
   }();
   return table;

@@ -69,6 +69,26 @@ struct KernelTable {
   void (*attention_backward)(float* dqkv, float* datt, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH) = nullptr;
 
+  // The LLaMA family's ops: RMSNorm (core/kernels/rmsnorm.h), rotary embeddings in place
+  // (core/kernels/rope.h; cos and sin are device copies of rope_table's), SwiGLU
+  // (core/kernels/swiglu.h) and grouped-query attention (core/kernels/attention.h).
+  void (*rmsnorm_forward)(float* out, float* rstd, const float* inp, const float* weight, int N,
+                          int C, float eps) = nullptr;
+  void (*rmsnorm_backward)(float* dinp, float* dweight, const float* dout, const float* inp,
+                           const float* weight, const float* rstd, int N, int C) = nullptr;
+  void (*rope_forward)(float* qkv, const float* cos, const float* sin, int B, int T, int ld,
+                       int heads, int hs) = nullptr;
+  void (*rope_backward)(float* dqkv, const float* cos, const float* sin, int B, int T, int ld,
+                        int heads, int hs) = nullptr;
+  void (*swiglu_forward)(float* out, const float* gate_up, long N, int F) = nullptr;
+  void (*swiglu_backward)(float* dgate_up, const float* dout, const float* gate_up, long N,
+                          int F) = nullptr;
+  void (*gqa_attention_forward)(float* out, float* att, const float* qkv, int B, int T, int C,
+                                int NH, int NKV) = nullptr;
+  void (*gqa_attention_backward)(float* dqkv, float* datt, const float* dout, const float* qkv,
+                                 const float* att, int B, int T, int C, int NH,
+                                 int NKV) = nullptr;
+
   // Residual add (core/kernels/residual.h).
   void (*residual_forward)(float* out, const float* a, const float* b, long n) = nullptr;
   void (*residual_backward)(float* da, float* db, const float* dout, long n) = nullptr;
@@ -127,7 +147,8 @@ struct KernelTable {
 // The CPU kernels of core/kernels/; what the sim device's kernels() returns.
 const KernelTable& CpuKernelTable();
 // The CPU kernels at --dtype bf16 (Note [bf16 compute] in core/kernels/dtype.h): CpuKernelTable()
-// with the GEMM entries (sgemm, linear_*, attention_*) replaced by their *_bf16 kernels.
+// with the GEMM entries (sgemm, linear_*, attention_*, gqa_attention_*) replaced by their *_bf16
+// kernels.
 const KernelTable& CpuBf16KernelTable();
 
 // The CUDA backend's table; what a CUDA device's kernels() returns: the kernels of

@@ -173,15 +173,24 @@ void attention_backward_bf16(float* dqkv, float* datt, const float* dout, const 
   Backward(Dtype::kBf16, dqkv, datt, dout, qkv, att, B, T, C, NH, NH);
 }
 
-void gqa_attention_forward(Dtype dtype, float* out, float* att, const float* qkv, int B, int T,
-                           int C, int NH, int NKV) {
-  Forward(dtype, out, att, qkv, B, T, C, NH, NKV);
+void gqa_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                           int NKV) {
+  Forward(Dtype::kFp32, out, att, qkv, B, T, C, NH, NKV);
 }
 
-void gqa_attention_backward(Dtype dtype, float* dqkv, float* datt, const float* dout,
-                            const float* qkv, const float* att, int B, int T, int C, int NH,
-                            int NKV) {
-  Backward(dtype, dqkv, datt, dout, qkv, att, B, T, C, NH, NKV);
+void gqa_attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                            const float* att, int B, int T, int C, int NH, int NKV) {
+  Backward(Dtype::kFp32, dqkv, datt, dout, qkv, att, B, T, C, NH, NKV);
+}
+
+void gqa_attention_forward_bf16(float* out, float* att, const float* qkv, int B, int T, int C,
+                                int NH, int NKV) {
+  Forward(Dtype::kBf16, out, att, qkv, B, T, C, NH, NKV);
+}
+
+void gqa_attention_backward_bf16(float* dqkv, float* datt, const float* dout, const float* qkv,
+                                 const float* att, int B, int T, int C, int NH, int NKV) {
+  Backward(Dtype::kBf16, dqkv, datt, dout, qkv, att, B, T, C, NH, NKV);
 }
 
 }  // namespace strata::kernels

@@ -20,6 +20,9 @@
 #include "core/kernels/matmul.h"
 #include "core/kernels/norms.h"
 #include "core/kernels/residual.h"
+#include "core/kernels/rmsnorm.h"
+#include "core/kernels/rope.h"
+#include "core/kernels/swiglu.h"
 #include "core/kernels/vocab_parallel.h"
 #include "tests/core/backend_kernel_util.h"
 
@@ -82,6 +85,62 @@ TEST_P(BackendKernels, GeluAndResidualGiveTheCpuBits) {
   expect_match(download(d_r, n), r, Match::kBits, "residual");
   expect_match(download(d_da, n), da, Match::kBits, "residual da");
   expect_match(download(d_db, n), db, Match::kBits, "residual db");
+}
+
+// The LLaMA family's ops (issue 33): RoPE and SwiGLU are per element (the CPU's bits on every
+// backend), RMSNorm's rows and grouped-query attention are reductions.
+TEST_P(BackendKernels, LlamaOps) {
+  constexpr int B = 2, T = 9, C = 48, NH = 6, NKV = 2, hs = C / NH, ld = C + 2 * NKV * hs;
+  constexpr int N = B * T, F = 40;
+  const auto x = random_vector(N * C, 30, -2, 2), w = random_vector(C, 31);
+  const auto dy = random_vector(N * C, 32), dx0 = random_vector(N * C, 33), dw0 = random_vector(C, 34);
+  std::vector<float> y(N * C), rstd(N), dx = dx0, dw = dw0;
+  rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), N, C, 1e-5f);
+  rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), N, C);
+  std::vector<float> cos(T * hs / 2), sin(cos.size());
+  rope_table(cos.data(), sin.data(), T, hs, 10000.0);
+  const auto qkv0 = random_vector(size_t(N) * ld, 35), dr0 = random_vector(qkv0.size(), 36);
+  std::vector<float> qkv = qkv0, dr = dr0;
+  rope_forward(qkv.data(), cos.data(), sin.data(), B, T, ld, NH + NKV, hs);
+  rope_backward(dr.data(), cos.data(), sin.data(), B, T, ld, NH + NKV, hs);
+  const auto gu = random_vector(size_t(N) * 2 * F, 37, -5, 5), dm = random_vector(N * F, 38);
+  const auto dgu0 = random_vector(gu.size(), 39);
+  std::vector<float> m(N * F), dgu = dgu0;
+  swiglu_forward(m.data(), gu.data(), N, F);
+  swiglu_backward(dgu.data(), dm.data(), gu.data(), N, F);
+  const auto dout = random_vector(N * C, 40);
+  std::vector<float> out(N * C), att(size_t(B) * NH * T * T), datt(att.size()),
+      dqkv(qkv0.size(), 0.0f);
+  gqa_attention_forward(out.data(), att.data(), qkv0.data(), B, T, C, NH, NKV);
+  gqa_attention_backward(dqkv.data(), datt.data(), dout.data(), qkv0.data(), att.data(), B, T, C,
+                         NH, NKV);
+
+  const float *d_x = upload(x), *d_w = upload(w), *d_dy = upload(dy), *d_cos = upload(cos),
+              *d_sin = upload(sin), *d_gu = upload(gu), *d_dm = upload(dm), *d_dout = upload(dout),
+              *d_qkv0 = upload(qkv0);
+  float *d_y = alloc<float>(N * C), *d_rstd = alloc<float>(N), *d_dx = upload(dx0),
+        *d_dw = upload(dw0), *d_qkv = upload(qkv0), *d_dr = upload(dr0), *d_m = alloc<float>(N * F),
+        *d_dgu = upload(dgu0), *d_out = alloc<float>(N * C), *d_att = alloc<float>(att.size()),
+        *d_datt = alloc<float>(att.size()), *d_dqkv = upload(std::vector<float>(qkv0.size(), 0.0f));
+  run([&] {
+    k().rmsnorm_forward(d_y, d_rstd, d_x, d_w, N, C, 1e-5f);
+    k().rmsnorm_backward(d_dx, d_dw, d_dy, d_x, d_w, d_rstd, N, C);
+    k().rope_forward(d_qkv, d_cos, d_sin, B, T, ld, NH + NKV, hs);
+    k().rope_backward(d_dr, d_cos, d_sin, B, T, ld, NH + NKV, hs);
+    k().swiglu_forward(d_m, d_gu, N, F);
+    k().swiglu_backward(d_dgu, d_dm, d_gu, N, F);
+    k().gqa_attention_forward(d_out, d_att, d_qkv0, B, T, C, NH, NKV);
+    k().gqa_attention_backward(d_dqkv, d_datt, d_dout, d_qkv0, d_att, B, T, C, NH, NKV);
+  });
+  expect_match(download(d_y, y.size()), y, Match::kRounding, "rmsnorm out");
+  expect_match(download(d_dx, dx.size()), dx, Match::kRounding, "rmsnorm dinp", 1e-4, 1e-5);
+  expect_match(download(d_dw, C), dw, Match::kRounding, "rmsnorm dweight", 1e-4, 1e-5);
+  expect_match(download(d_qkv, qkv.size()), qkv, Match::kBits, "rope forward");
+  expect_match(download(d_dr, dr.size()), dr, Match::kBits, "rope backward");
+  expect_match(download(d_m, m.size()), m, Match::kBits, "swiglu out");
+  expect_match(download(d_dgu, dgu.size()), dgu, Match::kBits, "swiglu dgate_up");
+  expect_match(download(d_out, out.size()), out, Match::kRounding, "gqa out", 1e-4, 1e-6);
+  expect_match(download(d_dqkv, dqkv.size()), dqkv, Match::kRounding, "gqa dqkv", 1e-3, 1e-5);
 }
 
 TEST_P(BackendKernels, Embedding) {

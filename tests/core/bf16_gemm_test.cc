@@ -147,7 +147,10 @@ TEST(Bf16Gemm, TableSwapsExactlyTheGemmEntries) {
   EXPECT_EQ(h.linear_backward_rows, &linear_backward_rows_bf16);
   EXPECT_EQ(h.attention_forward, &attention_forward_bf16);
   EXPECT_EQ(h.attention_backward, &attention_backward_bf16);
+  EXPECT_EQ(h.gqa_attention_forward, &gqa_attention_forward_bf16);
+  EXPECT_EQ(h.gqa_attention_backward, &gqa_attention_backward_bf16);
   // Everything else is the fp32 table's.
+  EXPECT_EQ(h.rope_forward, f.rope_forward);
   EXPECT_EQ(h.layernorm_forward, f.layernorm_forward);
   EXPECT_EQ(h.gelu_backward, f.gelu_backward);
   EXPECT_EQ(h.crossentropy_forward, f.crossentropy_forward);

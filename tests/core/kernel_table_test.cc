@@ -19,6 +19,9 @@
 #include "core/kernels/linear.h"
 #include "core/kernels/matmul.h"
 #include "core/kernels/residual.h"
+#include "core/kernels/rmsnorm.h"
+#include "core/kernels/rope.h"
+#include "core/kernels/swiglu.h"
 #include "core/kernels/vocab_parallel.h"
 #include "tests/core/kernel_test_util.h"
 
@@ -50,6 +53,14 @@ TEST(KernelTable, SimDeviceTableIsTheCpuKernels) {
   EXPECT_EQ(k.gelu_backward, &kernels::gelu_backward);
   EXPECT_EQ(k.attention_forward, &kernels::attention_forward);
   EXPECT_EQ(k.attention_backward, &kernels::attention_backward);
+  EXPECT_EQ(k.rmsnorm_forward, &kernels::rmsnorm_forward);
+  EXPECT_EQ(k.rmsnorm_backward, &kernels::rmsnorm_backward);
+  EXPECT_EQ(k.rope_forward, &kernels::rope_forward);
+  EXPECT_EQ(k.rope_backward, &kernels::rope_backward);
+  EXPECT_EQ(k.swiglu_forward, &kernels::swiglu_forward);
+  EXPECT_EQ(k.swiglu_backward, &kernels::swiglu_backward);
+  EXPECT_EQ(k.gqa_attention_forward, &kernels::gqa_attention_forward);
+  EXPECT_EQ(k.gqa_attention_backward, &kernels::gqa_attention_backward);
   EXPECT_EQ(k.residual_forward, &kernels::residual_forward);
   EXPECT_EQ(k.residual_backward, &kernels::residual_backward);
   EXPECT_EQ(k.embedding_forward, &kernels::embedding_forward);
@@ -100,7 +111,10 @@ TEST(KernelTable, CudaTableIsCompleteInACudaBuild) {
   EXPECT_NE(h.linear_backward_rows, f.linear_backward_rows);
   EXPECT_NE(h.attention_forward, f.attention_forward);
   EXPECT_NE(h.attention_backward, f.attention_backward);
+  EXPECT_NE(h.gqa_attention_forward, f.gqa_attention_forward);
+  EXPECT_NE(h.gqa_attention_backward, f.gqa_attention_backward);
   EXPECT_EQ(h.layernorm_forward, f.layernorm_forward);
+  EXPECT_EQ(h.rmsnorm_forward, f.rmsnorm_forward);
   EXPECT_EQ(h.adamw_update, f.adamw_update);
 #else
   EXPECT_EQ(CudaKernelTable().missing(), KernelTable{}.missing());

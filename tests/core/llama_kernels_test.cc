@@ -3,6 +3,7 @@
 // differences for the backward, and the same bits for any thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -215,13 +216,13 @@ TEST(GqaAttention, ForwardAndBackwardMatchTheReference) {
   const Gqa d{2, 7, 24, 6, 2, };  // 3 query heads per key/value head
   auto qkv = random_vector(d.qkv(), 13);
   std::vector<float> out(d.out()), att(d.att()), datt(d.att());
-  gqa_attention_forward(Dtype::kFp32, out.data(), att.data(), qkv.data(), d.B, d.T, d.C, d.NH,
+  gqa_attention_forward(out.data(), att.data(), qkv.data(), d.B, d.T, d.C, d.NH,
                         d.NKV);
   expect_near_all(out, gqa_ref(to_double(qkv), d), 1e-5, 1e-6, "out");
   auto dout = random_vector(d.out(), 14);
   auto dqkv0 = random_vector(d.qkv(), 15);
   auto dqkv = dqkv0;
-  gqa_attention_backward(Dtype::kFp32, dqkv.data(), datt.data(), dout.data(), qkv.data(),
+  gqa_attention_backward(dqkv.data(), datt.data(), dout.data(), qkv.data(),
                          att.data(), d.B, d.T, d.C, d.NH, d.NKV);
   expect_near_all(increment(dqkv, dqkv0),
                   finite_difference([&](const std::vector<double>& v) {
@@ -237,10 +238,20 @@ TEST(GqaAttention, OneKeyValueHeadPerQueryHeadIsMultiHeadAttentionBitForBit) {
   std::vector<float> o1(size_t(B) * T * C), o2(o1.size()), a1(size_t(B) * NH * T * T),
       a2(a1.size()), s(a1.size()), d1(qkv.size(), 0.0f), d2(qkv.size(), 0.0f);
   attention_forward(o1.data(), a1.data(), qkv.data(), B, T, C, NH);
-  gqa_attention_forward(Dtype::kFp32, o2.data(), a2.data(), qkv.data(), B, T, C, NH, NH);
+  gqa_attention_forward(o2.data(), a2.data(), qkv.data(), B, T, C, NH, NH);
   attention_backward(d1.data(), s.data(), dout.data(), qkv.data(), a1.data(), B, T, C, NH);
-  gqa_attention_backward(Dtype::kFp32, d2.data(), s.data(), dout.data(), qkv.data(), a2.data(), B,
+  gqa_attention_backward(d2.data(), s.data(), dout.data(), qkv.data(), a2.data(), B,
                          T, C, NH, NH);
+  EXPECT_TRUE(bitwise_equal(o1, o2));
+  EXPECT_TRUE(bitwise_equal(d1, d2));
+  // And at --dtype bf16.
+  std::fill(d1.begin(), d1.end(), 0.0f);
+  std::fill(d2.begin(), d2.end(), 0.0f);
+  attention_forward_bf16(o1.data(), a1.data(), qkv.data(), B, T, C, NH);
+  gqa_attention_forward_bf16(o2.data(), a2.data(), qkv.data(), B, T, C, NH, NH);
+  attention_backward_bf16(d1.data(), s.data(), dout.data(), qkv.data(), a1.data(), B, T, C, NH);
+  gqa_attention_backward_bf16(d2.data(), s.data(), dout.data(), qkv.data(), a2.data(), B, T, C, NH,
+                              NH);
   EXPECT_TRUE(bitwise_equal(o1, o2));
   EXPECT_TRUE(bitwise_equal(d1, d2));
 }
@@ -262,8 +273,8 @@ TEST(LlamaKernels, SameBitsForOneAndTwoThreads) {
     auto q = qkv;
     rope_forward(q.data(), cos.data(), sin.data(), d.B, d.T, d.ld(), d.NH + d.NKV, d.hs());
     std::vector<float> o(d.out()), a(d.att()), s(d.att()), dq(d.qkv(), 0.0f);
-    gqa_attention_forward(Dtype::kFp32, o.data(), a.data(), q.data(), d.B, d.T, d.C, d.NH, d.NKV);
-    gqa_attention_backward(Dtype::kFp32, dq.data(), s.data(), dout.data(), q.data(), a.data(), d.B,
+    gqa_attention_forward(o.data(), a.data(), q.data(), d.B, d.T, d.C, d.NH, d.NKV);
+    gqa_attention_backward(dq.data(), s.data(), dout.data(), q.data(), a.data(), d.B,
                            d.T, d.C, d.NH, d.NKV);
     rope_backward(dq.data(), cos.data(), sin.data(), d.B, d.T, d.ld(), d.NH + d.NKV, d.hs());
     std::vector<float> m(size_t(N) * F), dgu(gu.size(), 0.0f);

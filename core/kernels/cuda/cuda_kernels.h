@@ -43,6 +43,21 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH);
 
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                     float eps);
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                      const float* weight, const float* rstd, int N, int C);
+void rope_forward(float* qkv, const float* cos, const float* sin, int B, int T, int ld, int heads,
+                  int hs);
+void rope_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int ld, int heads,
+                   int hs);
+void swiglu_forward(float* out, const float* gate_up, long N, int F);
+void swiglu_backward(float* dgate_up, const float* dout, const float* gate_up, long N, int F);
+void gqa_attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                           int NKV);
+void gqa_attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                            const float* att, int B, int T, int C, int NH, int NKV);
+
 // The GEMM entries at --dtype bf16 (Note [bf16 compute] in core/kernels/dtype.h; gemm.cuh).
 void sgemm_bf16(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,
                 int lda, const float* B, int ldb, float beta, float* C, int ldc);
@@ -59,6 +74,10 @@ void attention_forward_bf16(float* out, float* att, const float* qkv, int B, int
                             int NH);
 void attention_backward_bf16(float* dqkv, float* datt, const float* dout, const float* qkv,
                              const float* att, int B, int T, int C, int NH);
+void gqa_attention_forward_bf16(float* out, float* att, const float* qkv, int B, int T, int C,
+                                int NH, int NKV);
+void gqa_attention_backward_bf16(float* dqkv, float* datt, const float* dout, const float* qkv,
+                                 const float* att, int B, int T, int C, int NH, int NKV);
 
 void residual_forward(float* out, const float* a, const float* b, long n);
 void residual_backward(float* da, float* db, const float* dout, long n);
