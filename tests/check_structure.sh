@@ -27,6 +27,7 @@ declare -A allowed=(
   [storage]="core storage"
   [memory]="core storage memory"
   [parallel]="core parallel"
+  [models]="core models"
   [scheduler]="core memory parallel scheduler"
   [bench]="core storage memory parallel scheduler bench"
   [stress]="core storage memory parallel scheduler stress"
@@ -89,7 +90,7 @@ done
 # messages] in core/util/option.h); tools/ words it as a flag, embed/ as an option key. A string
 # literal holding flag text ("--" and a letter) in one of them fails; comments may name flags.
 flag_floors=()
-for dir in core storage memory parallel scheduler; do [[ -d $dir ]] && flag_floors+=("$dir"); done
+for dir in core storage memory parallel models scheduler; do [[ -d $dir ]] && flag_floors+=("$dir"); done
 while IFS= read -r hit; do
   say "${hit%%/*}/ names a command-line flag: $hit"
 done < <(find "${flag_floors[@]}" /dev/null -type f \( -name '*.h' -o -name '*.cc' -o -name '*.cu' \) |

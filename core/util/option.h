@@ -31,6 +31,7 @@ namespace strata {
 // the enum, the keys and the parser cannot drift apart.
 // clang-format off
 #define STRATA_OPTIONS(X) \
+  X(kArch, "arch") \
   X(kBatch, "batch") \
   X(kBeta1, "beta1") \
   X(kBeta2, "beta2") \
@@ -48,6 +49,7 @@ namespace strata {
   X(kEps, "eps") \
   X(kExport, "export") \
   X(kExportGrads, "export_grads") \
+  X(kFfnDim, "ffn_dim") \
   X(kGds, "gds") \
   X(kGpuMem, "gpu_mem") \
   X(kGradClip, "grad_clip") \
@@ -65,7 +67,9 @@ namespace strata {
   X(kMovementOnly, "movement_only") \
   X(kNEmbd, "n_embd") \
   X(kNHead, "n_head") \
+  X(kNKvHead, "n_kv_head") \
   X(kNLayer, "n_layer") \
+  X(kNormEps, "norm_eps") \
   X(kNvmeDir, "nvme_dir") \
   X(kNvmeMem, "nvme_mem") \
   X(kOptimizerOn, "optimizer_on") \
@@ -76,6 +80,7 @@ namespace strata {
   X(kRecompute, "recompute") \
   X(kResume, "resume") \
   X(kResumeFrom, "resume_from") \
+  X(kRopeTheta, "rope_theta") \
   X(kSchedule, "schedule") \
   X(kSeed, "seed") \
   X(kSeq, "seq") \
@@ -84,6 +89,7 @@ namespace strata {
   X(kSplitOps, "split_ops") \
   X(kSteps, "steps") \
   X(kThreads, "threads") \
+  X(kTieEmbeddings, "tie_embeddings") \
   X(kTp, "tp") \
   X(kTrace, "trace") \
   X(kVocab, "vocab") \
