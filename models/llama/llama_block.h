@@ -1,0 +1,78 @@
+// Forward and backward of one LLaMA decoder layer (Hugging Face's LlamaDecoderLayer) on raw
+// pointers, through a device's kernel table: the block's ops, before the model interface (issue
+// 33) places them in a step.
+//
+//   h1  = rmsnorm(x) * w_in;     qkv = [h1 Wq^T | h1 Wk^T | h1 Wv^T], q and k rotated (RoPE)
+//   res = x + attention(qkv) Wo^T
+//   h2  = rmsnorm(res) * w_post; out = res + (silu(h2 Wg^T) * (h2 Wu^T)) Wd^T
+//
+// Weights are stored (out, in) as nn.Linear stores them. Conventions as core/nn/gpt_blocks.h:
+// BT = B*T; gradients accumulate (+=); `dres` (BT, C) holds the gradient of the block's output
+// on entry and of its input on return; scratch and dres are touched only through the table.
+#pragma once
+
+#include <cstdint>
+
+#include "core/device/kernel_table.h"
+#include "models/llama/llama_config.h"
+
+namespace strata::models {
+
+// One pointer per tensor of a decoder layer, in Hugging Face's order.
+struct LlamaBlockTensors {
+  const float* input_norm;  // input_layernorm.weight (C)
+  const float* q;           // self_attn.q_proj.weight (C, C)
+  const float* k;           // self_attn.k_proj.weight (KV, C), KV = n_kv_head * head_dim
+  const float* v;           // self_attn.v_proj.weight (KV, C)
+  const float* o;           // self_attn.o_proj.weight (C, C)
+  const float* post_norm;   // post_attention_layernorm.weight (C)
+  const float* gate;        // mlp.gate_proj.weight (F, C)
+  const float* up;          // mlp.up_proj.weight (F, C)
+  const float* down;        // mlp.down_proj.weight (C, F)
+};
+// The same tensors' gradients.
+struct LlamaBlockGrads {
+  float *input_norm, *q, *k, *v, *o, *post_norm, *gate, *up, *down;
+};
+
+// What forward saves for backward.
+struct LlamaBlockActs {
+  float* h1;     // (BT, C) normalised input
+  float* rstd1;  // (BT)
+  float* qkv;    // (BT, C + 2 KV), q and k rotated
+  float* atty;   // (BT, C) attention output before o_proj
+  float* att;    // (B, NH, T, T)
+  float* res;    // (BT, C) x + attention
+  float* h2;     // (BT, C)
+  float* rstd2;  // (BT)
+  float* gu;     // (BT, 2F) [gate | up] projections
+  float* mlp;    // (BT, F) silu(gate) * up
+  float* out;    // (BT, C)
+};
+
+// Backward's scratch (one set per concurrent backward).
+struct LlamaBlockScratch {
+  float* dmlp;   // (BT, F)
+  float* dgu;    // (BT, 2F)
+  float* dh;     // (BT, C)
+  float* datty;  // (BT, C)
+  float* dqkv;   // (BT, C + 2 KV)
+  float* datt;   // (B, NH, T, T)
+};
+
+// Floats of each, and their carving from one buffer (each part 64-byte aligned).
+int64_t LlamaBlockActsFloats(const LlamaConfig& c, int B, int T);
+LlamaBlockActs CarveLlamaBlockActs(const LlamaConfig& c, int B, int T, float* base);
+int64_t LlamaBlockScratchFloats(const LlamaConfig& c, int B, int T);
+LlamaBlockScratch CarveLlamaBlockScratch(const LlamaConfig& c, int B, int T, float* base);
+
+// `cos`, `sin` (T, head_dim / 2): device copies of kernels::rope_table for this T.
+void LlamaBlockForward(const KernelTable& k, const LlamaConfig& c, const LlamaBlockTensors& w,
+                       const float* cos, const float* sin, const float* x, int B, int T,
+                       const LlamaBlockActs& acts);
+void LlamaBlockBackward(const KernelTable& k, const LlamaConfig& c, const LlamaBlockTensors& w,
+                        const LlamaBlockGrads& g, const float* cos, const float* sin,
+                        const float* x, int B, int T, const LlamaBlockActs& acts,
+                        const LlamaBlockScratch& scratch, float* dres);
+
+}  // namespace strata::models
