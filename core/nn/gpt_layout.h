@@ -16,13 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "core/nn/block_spec.h"
 #include "core/nn/gpt_config.h"
 
 namespace strata {
-
-inline constexpr int64_t kTensorAlignFloats = 16;  // 64 bytes
-
-enum class BlockKind { kEmbedding, kTransformer, kHead };
 
 // Tensor order inside each block kind (index into BlockSpec::tensors).
 enum EmbeddingTensor { kWte = 0, kWpe };
@@ -31,26 +28,6 @@ enum TransformerTensor {
   kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB,
 };
 enum HeadTensor { kLnfW = 0, kLnfB };
-
-enum class InitKind { kNormal, kZeros, kOnes };
-
-struct TensorSpec {
-  std::string name;            // full Hugging Face name, e.g. "transformer.h.0.attn.c_attn.weight"
-  std::vector<int64_t> shape;
-  int64_t numel = 0;
-  int64_t offset = 0;          // in floats from the start of the block
-  bool decay = false;          // weight decay applies (tensors with 2 or more dims)
-  InitKind init = InitKind::kZeros;
-  float init_std = 0.0f;       // for kNormal
-};
-
-struct BlockSpec {
-  BlockKind kind = BlockKind::kEmbedding;
-  int layer = -1;              // transformer layer index, -1 for embedding and head
-  std::string name;            // "embedding", "h.3", "head"
-  std::vector<TensorSpec> tensors;
-  int64_t numel = 0;           // floats including alignment padding
-};
 
 struct GptLayout {
   GptConfig config;
@@ -64,13 +41,9 @@ struct GptLayout {
   int num_blocks() const { return static_cast<int>(blocks.size()); }
 };
 
-// Pure function of the config; the config must be valid.
+// Pure function of the config; the config must be valid. Initialisation: InitBlockParams
+// (block_spec.h) with GPT-2's: weights normal(0, 0.02), residual projections (attn.c_proj,
+// mlp.c_proj) normal(0, 0.02/sqrt(2L)), biases 0, LayerNorm weights 1.
 GptLayout MakeGptLayout(const GptConfig& config);
-
-// Fills a block's parameters (numel floats at `block`) with GPT-2's initialisation: weights
-// normal(0, 0.02), residual projections (attn.c_proj, mlp.c_proj) normal(0, 0.02/sqrt(2L)),
-// biases 0, LayerNorm weights 1. Each tensor draws from its own stream seeded by (seed, name),
-// so a tensor's values do not depend on where it is stored.
-void InitBlockParams(const BlockSpec& block, uint64_t seed, float* block_params);
 
 }  // namespace strata

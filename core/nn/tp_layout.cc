@@ -75,10 +75,6 @@ void ForEachElement(const BlockSpec& full, const BlockSpec& local, int rank, con
   }
 }
 
-int64_t AlignUp(int64_t n) {
-  return (n + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
-}
-
 }  // namespace
 
 bool TpReplicated(const BlockSpec& b, int tensor) {
@@ -95,7 +91,6 @@ GptLayout MakeTpLayout(const GptConfig& c, int tp) {
   layout.total_numel = 0;
   layout.block_offset.clear();
   for (BlockSpec& b : layout.blocks) {
-    b.numel = 0;
     for (size_t t = 0; t < b.tensors.size(); ++t) {
       TensorSpec& ts = b.tensors[t];
       switch (KindOf(b, int(t))) {
@@ -109,11 +104,8 @@ GptLayout MakeTpLayout(const GptConfig& c, int tp) {
           ts.shape[0] = (b.kind == BlockKind::kEmbedding ? TpPaddedVocab(c) : ts.shape[0]) / tp;
           break;
       }
-      ts.numel = 1;
-      for (int64_t d : ts.shape) ts.numel *= d;
-      ts.offset = b.numel;
-      b.numel = AlignUp(b.numel + ts.numel);
     }
+    RelayBlock(b);
     layout.block_offset.push_back(layout.total_numel);
     layout.total_numel += b.numel;
   }

@@ -1,0 +1,60 @@
+#include "core/nn/block_spec.h"
+
+#include <cstring>
+
+#include "core/util/rng.h"
+
+namespace strata {
+namespace {
+
+int64_t AlignUp(int64_t n) {
+  return (n + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
+}
+
+}  // namespace
+
+void AppendTensor(BlockSpec& b, std::string name, std::vector<int64_t> shape, InitKind init,
+                  float init_std) {
+  TensorSpec t;
+  t.name = std::move(name);
+  t.numel = 1;
+  for (int64_t d : shape) t.numel *= d;
+  t.shape = std::move(shape);
+  t.decay = t.shape.size() >= 2;
+  t.init = init;
+  t.init_std = init_std;
+  t.offset = b.numel;
+  b.numel = AlignUp(b.numel + t.numel);
+  b.tensors.push_back(std::move(t));
+}
+
+void RelayBlock(BlockSpec& b) {
+  b.numel = 0;
+  for (TensorSpec& t : b.tensors) {
+    t.numel = 1;
+    for (int64_t d : t.shape) t.numel *= d;
+    t.offset = b.numel;
+    b.numel = AlignUp(b.numel + t.numel);
+  }
+}
+
+void InitBlockParams(const BlockSpec& block, uint64_t seed, float* params) {
+  std::memset(params, 0, sizeof(float) * block.numel);
+  for (const auto& t : block.tensors) {
+    float* p = params + t.offset;
+    switch (t.init) {
+      case InitKind::kZeros:
+        break;
+      case InitKind::kOnes:
+        for (int64_t i = 0; i < t.numel; ++i) p[i] = 1.0f;
+        break;
+      case InitKind::kNormal: {
+        NormalRng rng(HashSeed(seed, t.name));
+        for (int64_t i = 0; i < t.numel; ++i) p[i] = t.init_std * rng.next();
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace strata

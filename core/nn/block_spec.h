@@ -1,0 +1,52 @@
+// A model's state described as blocks of named tensors, each block one contiguous float range:
+// what any model's description is made of (core/nn/gpt_layout.h, models/llama/llama_layout.h),
+// and the unit the scheduler reasons about (a block owns its parameters and, in the same layout,
+// their gradients and optimizer moments).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+// Every tensor starts at a multiple of kTensorAlignFloats inside its block, so that kernels get
+// aligned pointers and a block's byte size is a multiple of 64.
+inline constexpr int64_t kTensorAlignFloats = 16;  // 64 bytes
+
+enum class BlockKind { kEmbedding, kTransformer, kHead };
+
+enum class InitKind { kNormal, kZeros, kOnes };
+
+struct TensorSpec {
+  std::string name;            // full Hugging Face name, e.g. "transformer.h.0.attn.c_attn.weight"
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+  int64_t offset = 0;          // in floats from the start of the block
+  bool decay = false;          // weight decay applies (tensors with 2 or more dims)
+  InitKind init = InitKind::kZeros;
+  float init_std = 0.0f;       // for kNormal
+};
+
+struct BlockSpec {
+  BlockKind kind = BlockKind::kEmbedding;
+  int layer = -1;              // transformer layer index, -1 for embedding and head
+  std::string name;            // "embedding", "h.3", "head"
+  std::vector<TensorSpec> tensors;
+  int64_t numel = 0;           // floats including alignment padding
+};
+
+// Appends a tensor at the block's end (aligned), weight decay on tensors of 2 or more dims.
+void AppendTensor(BlockSpec& block, std::string name, std::vector<int64_t> shape, InitKind init,
+                  float init_std = 0.0f);
+
+// Lays the block's tensors out again from their shapes (numel, offsets, the block's numel):
+// after a description changed shapes, e.g. a tensor-parallel rank's slice (tp_layout.h).
+void RelayBlock(BlockSpec& block);
+
+// Fills a block's parameters (numel floats at `block_params`) as its tensors' InitKind says.
+// Each tensor draws from its own stream seeded by (seed, name), so a tensor's values do not
+// depend on where it is stored.
+void InitBlockParams(const BlockSpec& block, uint64_t seed, float* block_params);
+
+}  // namespace strata

@@ -1,0 +1,98 @@
+// The LLaMA model's description: Hugging Face's names and shapes, its parameter count, the tied
+// head without lm_head, Hugging Face's initialisation, and a checkpoint written under those names
+// read back by HfCheckpoint as a Hugging Face directory.
+#include "models/llama/llama_layout.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "core/io/hf_checkpoint.h"
+#include "core/io/safetensors.h"
+
+namespace strata::models {
+namespace {
+
+int64_t Numel(const LlamaLayout& l) {
+  int64_t n = 0;
+  for (const BlockSpec& b : l.blocks)
+    for (const TensorSpec& t : b.tensors) n += t.numel;
+  return n;
+}
+
+TEST(LlamaLayout, HuggingFacesNamesAndShapes) {
+  const LlamaConfig c = *LlamaPreset("tinyllama-1.1b");
+  const LlamaLayout l = MakeLlamaLayout(c);
+  ASSERT_EQ(l.num_blocks(), c.n_layer + 2);
+  EXPECT_EQ(Numel(l), c.num_params());
+  EXPECT_EQ(l.embedding().tensors[0].name, "model.embed_tokens.weight");
+  const BlockSpec& b = l.layer(21);
+  EXPECT_EQ(b.tensors[kKProj].name, "model.layers.21.self_attn.k_proj.weight");
+  EXPECT_EQ(b.tensors[kKProj].shape, (std::vector<int64_t>{256, 2048}));  // 4 kv heads of 64
+  EXPECT_EQ(b.tensors[kDownProj].shape, (std::vector<int64_t>{2048, 5632}));
+  EXPECT_FALSE(b.tensors[kInputNorm].decay);
+  EXPECT_TRUE(b.tensors[kGateProj].decay);
+  EXPECT_EQ(l.head().tensors[kLmHead].name, "lm_head.weight");
+  for (const BlockSpec& blk : l.blocks)
+    for (const TensorSpec& t : blk.tensors) EXPECT_EQ(t.offset % kTensorAlignFloats, 0) << t.name;
+}
+
+TEST(LlamaLayout, ATiedHeadHasNoLmHead) {
+  const LlamaConfig c = *LlamaPreset("llama3.2-1b");
+  const LlamaLayout l = MakeLlamaLayout(c);
+  ASSERT_EQ(l.head().tensors.size(), 1u);
+  EXPECT_EQ(l.head().tensors[0].name, "model.norm.weight");
+  EXPECT_EQ(Numel(l), c.num_params());
+}
+
+TEST(LlamaLayout, HuggingFacesInitialisation) {
+  const LlamaLayout l = MakeLlamaLayout(*LlamaPreset("llama-small"));
+  const BlockSpec& b = l.layer(0);
+  std::vector<float> p(size_t(b.numel));
+  InitBlockParams(b, 1234, p.data());
+  const LlamaBlockTensors t = LayerTensors(b, p.data());
+  for (int i = 0; i < 384; ++i) ASSERT_EQ(t.input_norm[i], 1.0f);
+  double sq = 0;
+  const int64_t n = b.tensors[kQProj].numel;
+  for (int64_t i = 0; i < n; ++i) sq += double(t.q[i]) * t.q[i];
+  EXPECT_NEAR(std::sqrt(sq / double(n)), 0.02, 0.001);
+}
+
+TEST(LlamaLayout, ACheckpointUnderItsNamesReadsBackAsAHuggingFaceDirectory) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("strata_llama_layout_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const LlamaLayout l = MakeLlamaLayout(*LlamaPreset("llama-tiny"));
+  std::vector<float> params(size_t(l.total_numel));
+  std::vector<TensorView> views;
+  for (int i = 0; i < l.num_blocks(); ++i) {
+    float* block = params.data() + l.block_offset[size_t(i)];
+    InitBlockParams(l.blocks[size_t(i)], 7, block);
+    for (const TensorSpec& t : l.blocks[size_t(i)].tensors) {
+      views.push_back({t.name, t.shape, block + t.offset});
+    }
+  }
+  ASSERT_TRUE(WriteSafetensors((dir / "model.safetensors").string(), views, {}).ok());
+  std::ofstream(dir / "config.json") << R"({"model_type": "llama"})";
+  auto ckpt = HfCheckpoint::Open(dir.string());
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().to_string();
+  ASSERT_EQ(ckpt->names().size(), views.size());
+  for (const TensorView& v : views) {
+    const SafetensorsEntry* e = ckpt->find(v.name);
+    ASSERT_NE(e, nullptr) << v.name;
+    EXPECT_EQ(e->shape, v.shape) << v.name;
+  }
+  const TensorSpec& down = l.layer(1).tensors[kDownProj];
+  std::vector<float> row(size_t(down.shape[1]));
+  ASSERT_TRUE(ckpt->read(down.name, uint64_t(down.shape[1]) * 3, row.size(), row.data()).ok());
+  const float* want = params.data() + l.block_offset[2] + down.offset + down.shape[1] * 3;
+  for (size_t i = 0; i < row.size(); ++i) ASSERT_EQ(row[i], want[i]) << i;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace strata::models
