@@ -5,14 +5,6 @@
 #include "core/util/rng.h"
 
 namespace strata {
-namespace {
-
-int64_t AlignUp(int64_t n) {
-  return (n + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
-}
-
-}  // namespace
-
 void AppendTensor(BlockSpec& b, std::string name, std::vector<int64_t> shape, InitKind init,
                   float init_std) {
   TensorSpec t;
@@ -24,7 +16,7 @@ void AppendTensor(BlockSpec& b, std::string name, std::vector<int64_t> shape, In
   t.init = init;
   t.init_std = init_std;
   t.offset = b.numel;
-  b.numel = AlignUp(b.numel + t.numel);
+  b.numel = AlignedFloats(b.numel + t.numel);
   b.tensors.push_back(std::move(t));
 }
 
@@ -34,7 +26,7 @@ void RelayBlock(BlockSpec& b) {
     t.numel = 1;
     for (int64_t d : t.shape) t.numel *= d;
     t.offset = b.numel;
-    b.numel = AlignUp(b.numel + t.numel);
+    b.numel = AlignedFloats(b.numel + t.numel);
   }
 }
 

@@ -14,6 +14,11 @@ namespace strata {
 // aligned pointers and a block's byte size is a multiple of 64.
 inline constexpr int64_t kTensorAlignFloats = 16;  // 64 bytes
 
+// `floats` rounded up to a multiple of kTensorAlignFloats.
+inline int64_t AlignedFloats(int64_t floats) {
+  return (floats + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
+}
+
 enum class BlockKind { kEmbedding, kTransformer, kHead };
 
 enum class InitKind { kNormal, kZeros, kOnes };

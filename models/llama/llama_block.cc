@@ -1,11 +1,9 @@
 #include "models/llama/llama_block.h"
 
+#include "core/nn/block_spec.h"
+
 namespace strata::models {
 namespace {
-
-constexpr int64_t kAlignFloats = 16;  // 64 bytes, as core/nn/gpt_layout.h's tensors
-
-int64_t Aligned(int64_t floats) { return (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
 
 struct Sizes {
   int64_t BT, C, KV, ld, F, att;
@@ -24,7 +22,7 @@ class Carver {
   explicit Carver(float* base) : base_(base) {}
   float* take(int64_t floats) {
     float* p = base_ != nullptr ? base_ + used_ : nullptr;
-    used_ += Aligned(floats);
+    used_ += AlignedFloats(floats);
     return p;
   }
   int64_t used() const { return used_; }

@@ -84,14 +84,14 @@ Status LlamaConfig::validate() const {
                    Status::InvalidArgument(Mention(Option::kRopeTheta) + " " +
                                            std::to_string(rope_theta) +
                                            " is out of range: the rotary base must be in (1, 1e9]"),
-                   {{"got", rope_theta}, {"min", 1.0}, {"max", 1e9}});
+                   {{"got", int64_t(rope_theta)}, {"min", 1}, {"max", 1000000000}});
   }
   if (!(norm_eps > 0.0f && norm_eps < 1.0f)) {
     return AtFault(Option::kNormEps,
                    Status::InvalidArgument(Mention(Option::kNormEps) + " " +
                                            std::to_string(norm_eps) +
-                                           " is out of range: RMSNorm's epsilon must be in (0, 1)"),
-                   {{"got", norm_eps}, {"min", 0.0}, {"max", 1.0}});
+                                           " is out of range: RMSNorm's epsilon must be in (0, 1)"));
+    // No numbers: a fault's numbers are whole (core/util/option.h), and epsilon is not.
   }
   return Status::Ok();
 }
