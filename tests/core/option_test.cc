@@ -2,11 +2,13 @@
 // option at fault with its numbers; an edge words each mention (Note [Options in messages]).
 #include "core/util/option.h"
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/util/log_words.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata {
 namespace {
@@ -49,6 +51,22 @@ TEST(Option, TheFaultTravelsWithContext) {
     EXPECT_EQ(t.code(), StatusCode::kInvalidArgument);
   }
   EXPECT_EQ(DetailOf<OptionFault>(Status::InvalidArgument("plain")), nullptr);
+}
+
+// The shared check itself (tests/common/expect_fault.h): each way a status can miss the fault
+// is a failure that says what the status carried.
+TEST(ExpectFault, FailsOnEveryMissingFact) {
+  const Status s = AtFault(Option::kSeq, Status::InvalidArgument("{seq} 9"), {{"got", 9}});
+  EXPECT_TRUE(test_support::ExpectFault(s, Option::kSeq, {{"got", 9}}));
+  EXPECT_NONFATAL_FAILURE(test_support::ExpectFault(Status::Ok(), Option::kSeq), "is OK");
+  EXPECT_NONFATAL_FAILURE(test_support::ExpectFault(Status::InvalidArgument("x"), Option::kSeq),
+                          "no OptionFault on InvalidArgument: x");
+  EXPECT_NONFATAL_FAILURE(test_support::ExpectFault(s, Option::kBatch),
+                          "another option: the fault of {seq} with {got=9}");
+  EXPECT_NONFATAL_FAILURE(test_support::ExpectFault(s, Option::kSeq, {{"max", 8}}),
+                          "no number 'max' in the fault of {seq}");
+  EXPECT_NONFATAL_FAILURE(test_support::ExpectFault(s, Option::kSeq, {{"got", 8}}),
+                          "'got' is 9, not 8");
 }
 
 // Log lines reach stderr without passing an edge: they take the process's words, which the

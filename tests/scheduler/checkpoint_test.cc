@@ -11,6 +11,7 @@
 #include "memory/open_nvme_tier.h"
 #include "scheduler/checkpoint_store.h"
 #include "scheduler/run_fingerprint.h"
+#include "tests/common/expect_fault.h"
 #include "tests/common/scratch_dir.h"
 
 namespace strata::scheduler {
@@ -109,8 +110,7 @@ TEST(RunFingerprint, ADifferenceNamesTheFlagAndBothValues) {
   EXPECT_NE(s.message().find("{lr} 0.0003 differs from the checkpoint's 0.001"), std::string::npos)
       << s.to_string();
   // The option at fault, for code; the record keeps its key as written ("--lr").
-  ASSERT_NE(DetailOf<OptionFault>(s), nullptr) << s.to_string();
-  EXPECT_EQ(DetailOf<OptionFault>(s)->option, Option::kLr);
+  test_support::ExpectFault(s, Option::kLr);
   EXPECT_EQ(RecordKey(Option::kLr), "--lr");
   EXPECT_EQ(RecordKey(Option::kMicroBatchOrder), "--micro-batch-order");
   EXPECT_EQ(RecordKeyWords("--lr"), "{lr}");
@@ -238,25 +238,18 @@ TEST(CheckpointRecord, TheSharedRecordsErrorsKeepTheTrainersAdvice) {
 }
 
 // Issue 32, item 2: the resume refusals carry the option at fault (an OptionFault).
-Option FaultOption(const Status& s) {
-  const OptionFault* f = DetailOf<OptionFault>(s);
-  EXPECT_NE(f, nullptr) << s.to_string();
-  return f == nullptr ? Option::kBatch : f->option;
-}
-
 TEST(CheckpointStoreFaults, ResumeRefusalsNameTheirOption) {
-  EXPECT_EQ(FaultOption(CheckResumable(std::nullopt, "/ckpt")), Option::kResume);
+  using test_support::ExpectFault;
+  ExpectFault(CheckResumable(std::nullopt, "/ckpt"), Option::kResume);
   CheckpointRecord empty = Sample();
   empty.set_checkpoints({});
-  EXPECT_EQ(FaultOption(CheckResumable(empty, "/ckpt")), Option::kResume);
-  EXPECT_EQ(FaultOption(CheckStoreId(Sample(), "ffeeddccbbaa9988", "/ckpt", "/nvme0")),
-            Option::kNvmeDir);
+  ExpectFault(CheckResumable(empty, "/ckpt"), Option::kResume);
+  ExpectFault(CheckStoreId(Sample(), "ffeeddccbbaa9988", "/ckpt", "/nvme0"), Option::kNvmeDir);
   CheckpointRecord no_dirs = Sample();
   no_dirs.nvme_dirs.clear();
-  EXPECT_EQ(FaultOption(OpenRecordStore(no_dirs, "/ckpt", {}).status()), Option::kNvmeDir);
+  ExpectFault(OpenRecordStore(no_dirs, "/ckpt", {}).status(), Option::kNvmeDir);
   test_support::ScratchDir dir("ckpt-faults");
-  EXPECT_EQ(FaultOption(OpenRecordStore(Sample(), "/ckpt", {dir.path()}).status()),
-            Option::kNvmeDir);
+  ExpectFault(OpenRecordStore(Sample(), "/ckpt", {dir.path()}).status(), Option::kNvmeDir);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 #include "tests/scheduler/scheduler_test_util.h"
 
 namespace strata::testing {
@@ -79,12 +80,10 @@ TEST(TrainerFaults, EachRefusalNamesItsOptionAndNumbers) {
     r.set(o);
     const auto trainer = CreateTrainer(o);
     ASSERT_FALSE(trainer.ok()) << r.what;
-    const OptionFault* fault = DetailOf<OptionFault>(trainer.status());
-    ASSERT_NE(fault, nullptr) << r.what << ": " << trainer.status().to_string();
-    EXPECT_EQ(fault->option, r.option) << r.what << ": " << trainer.status().to_string();
-    if (r.number != nullptr) {
-      EXPECT_EQ(fault->number(r.number), r.value) << r.what;
-    }
+    SCOPED_TRACE(r.what);
+    OptionNumbers numbers;
+    if (r.number != nullptr) numbers.emplace_back(r.number, r.value);
+    test_support::ExpectFault(trainer.status(), r.option, numbers);
   }
 }
 
