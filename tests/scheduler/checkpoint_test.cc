@@ -161,19 +161,51 @@ TEST(RunFingerprint, TheGridTheRankAndTheMicroBatchRowsAreChecked) {
                              "rank 1 of a job of 2 rank(s) ({dp} 2 {tp} 1 {pp} 1)"),
             std::string::npos)
       << s.to_string();
+  test_support::ExpectFault(
+      s, Option::kDp, {{"got", 1}, {"recorded", 2}, {"recorded_rank", 1}, {"recorded_ranks", 2}});
   // The same grid on another rank, and other micro-batches.
   auto rank0 = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 0, .micro_rows = 4});
   s = CheckSameRun(*rank0, recorded);
   EXPECT_NE(s.message().find("this process is rank 0 of the job but the checkpoint is rank 1's"),
             std::string::npos)
       << s.to_string();
+  test_support::ExpectFault(s, Option::kCkptDir, {{"rank", 0}, {"recorded_rank", 1}});
   auto rows2 = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 2});
   s = CheckSameRun(*rows2, recorded);
   EXPECT_NE(s.message().find("micro-batches of 2 rows ({batch}, {micro_batch} and {dp}) but the "
                              "checkpointed run computed micro-batches of 4 rows"),
             std::string::npos)
       << s.to_string();
+  test_support::ExpectFault(s, Option::kMicroBatch, {{"rows", 2}, {"recorded_rows", 4}});
   EXPECT_TRUE(CheckSameRun(*job, recorded).ok());
+}
+
+// Issue 32, item 2: another --shard layout is at fault of {shard}; a --data or --init that
+// cannot be read for the fingerprint is at fault of its option.
+TEST(RunFingerprint, TheShardAndTheUnreadableFilesNameTheirOption) {
+  TrainOptions o;
+  GptConfig c;
+  auto blocks = MakeRunFingerprint(o, c, 64, 16384, {.shard = "blocks"});
+  auto none = MakeRunFingerprint(o, c, 64, 16384);
+  ASSERT_TRUE(blocks.ok() && none.ok());
+  const Status s = CheckSameRun(*none, blocks->to_map());
+  EXPECT_NE(s.message().find("{shard} lays out this run's state as"), std::string::npos)
+      << s.to_string();
+  test_support::ExpectFault(s, Option::kShard);
+  test_support::ScratchDir dir("fingerprint");
+  TrainOptions no_data = o;
+  no_data.data.path = dir.path() + "/missing.txt";
+  const Status data = MakeRunFingerprint(no_data, c, 64, 16384).status();
+  EXPECT_NE(data.message().find("{data}: cannot read " + no_data.data.path), std::string::npos)
+      << data.to_string();
+  test_support::ExpectFault(data, Option::kData);
+  TrainOptions no_init = o;
+  no_init.model.init_path = dir.path() + "/missing.safetensors";
+  const Status init = MakeRunFingerprint(no_init, c, 64, 16384).status();
+  EXPECT_NE(init.message().find("{init}: cannot read " + no_init.model.init_path),
+            std::string::npos)
+      << init.to_string();
+  test_support::ExpectFault(init, Option::kInit);
 }
 
 // Records written before the grid was recorded do not say it: not refused for it (the CLI knows
