@@ -133,9 +133,11 @@ Result<long> AgreeOnResumeStep(parallel::Comm& comm, const std::vector<long>& mi
   };
   if (requested >= 0) {
     if (listed_by_all(requested)) return requested;
-    return Status::FailedPrecondition(
-        Mention(Option::kResumeFrom) + " " + std::to_string(requested) +
-        ": not every rank has that checkpoint (" + StepsOfRanks(all, w) + ")");
+    return AtFault(Option::kResumeFrom,
+                   Status::FailedPrecondition(
+                       Mention(Option::kResumeFrom) + " " + std::to_string(requested) +
+                       ": not every rank has that checkpoint (" + StepsOfRanks(all, w) + ")"),
+                   {{"got", requested}, {"ranks", comm.size()}});
   }
   int64_t best = -1;
   for (int64_t step : all) {
@@ -143,9 +145,12 @@ Result<long> AgreeOnResumeStep(parallel::Comm& comm, const std::vector<long>& mi
   }
   const bool any = std::any_of(all.begin(), all.end(), [](int64_t s) { return s >= 0; });
   if (best < 0 && any) {
-    return Status::FailedPrecondition(
-        Mention(Option::kResume) + ": no checkpoint step is listed by every rank (" +
-        StepsOfRanks(all, w) + "); a step counts only once every rank has committed it");
+    return AtFault(
+        Option::kResume,
+        Status::FailedPrecondition(
+            Mention(Option::kResume) + ": no checkpoint step is listed by every rank (" +
+            StepsOfRanks(all, w) + "); a step counts only once every rank has committed it"),
+        {{"ranks", comm.size()}});
   }
   return long(best);
 }

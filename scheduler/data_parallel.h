@@ -104,8 +104,9 @@ std::string GridLine(const std::string& grid, parallel::CommBackend backend,
 //
 // The step to resume from, the same on every rank: `requested` (--resume-from; -1: the newest)
 // among the steps every rank lists (`mine`: this rank's). -1 when no rank lists any (a fresh
-// start); FailedPrecondition naming the ranks' steps when some do but none is common, or when
-// `requested` is not listed by every rank. Collective.
+// start); FailedPrecondition naming the ranks' steps when some do but none is common (at fault of
+// {resume}, with "ranks"), or when `requested` is not listed by every rank (at fault of
+// {resume_from}, with "got" and "ranks"). Collective.
 Result<long> AgreeOnResumeStep(parallel::Comm& comm, const std::vector<long>& mine,
                                long requested);
 

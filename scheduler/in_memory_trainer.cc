@@ -14,54 +14,17 @@
 #include "core/nn/gpt_layout.h"
 #include "core/nn/gpt_weights.h"
 #include "core/util/log.h"
-#include "core/util/machine_memory.h"
 #include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/grad_norm.h"
-#include "scheduler/machine_fit.h"
+#include "scheduler/in_memory_budget.h"
 
 namespace strata {
-
-// Device bytes the in-memory trainer allocates: params, grads, m, v, activations for one
-// micro-batch (with the dres of each micro-batch of this rank), the step's tokens, alignment
-// slack; under dp, the embedding's own gradient part (Note [Data-parallel gradients]).
-uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T) {
-  const int ranks = std::max(o.grid.dp, 1);
-  const int B = o.data.micro_batch > 0 ? o.data.micro_batch : o.data.batch / ranks;
-  const GptLayout layout = MakeGptLayout(c);
-  const int64_t P = layout.total_numel;
-  const uint64_t acts =
-      scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, o.data.batch / B / ranks)
-          .bytes();
-  const uint64_t embedding_part = ranks > 1 ? uint64_t(layout.embedding().numel) * 4 : 0;
-  return uint64_t(P) * 4 * 4 + acts + embedding_part + uint64_t(2) * o.data.batch * T * 4 +
-         16 * kDeviceAlignment;
-}
-
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The in-memory trainer's state and activations on the sim device live in this machine's RAM:
-// refused before the arena is mapped when they cannot fit (scheduler/machine_fit.h).
-Status CheckInMemoryFitsMachine(const TrainOptions& o, const GptConfig& c, int T) {
-  if (o.device != "sim") return Status::Ok();
-  RamNeed need;
-  need.device_bytes = InMemoryDeviceBytes(o, c, T);
-  if (!o.model.init_path.empty()) need.staging_bytes = uint64_t(c.num_params()) * 4;
-  return CheckFitsMachine(
-      need, ReadMachineMemory(),
-      "training " + c.to_string() + " in memory with " + Mention(Option::kBatch) + " " +
-          std::to_string(o.data.batch) + " " + Mention(Option::kSeq) + " " + std::to_string(T),
-      "page the state instead: give " + Mention(Option::kGpuMem) + ", " +
-          Mention(Option::kHostMem) + " and " + Mention(Option::kNvmeDir) + " (e.g. " +
-          Mention(Option::kGpuMem) + " 2G " + Mention(Option::kHostMem) + " 4G " +
-          Mention(Option::kNvmeDir) + " DIR), or lower " + Mention(Option::kBatch) + "/" +
-          Mention(Option::kSeq) + " or the model");
-}
 
 // One device allocation freed on destruction.
 class DeviceBuffer {
@@ -102,18 +65,8 @@ class InMemoryTrainer final : public Trainer {
     // Every block keeps its activations: this trainer never recomputes.
     const scheduler::ActivationLayout act_layout =
         scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, my_micro_batches().count);
-    const uint64_t need_bytes = InMemoryDeviceBytes(o_, c, T);
-    uint64_t capacity = o_.budgets.gpu_mem ? o_.budgets.gpu_mem : need_bytes;
-    if (capacity < need_bytes) {
-      return Status::ResourceExhausted(
-          Mention(Option::kGpuMem) + " " + FormatBytes(capacity) + " is below the " +
-          FormatBytes(need_bytes) + " that training " + c.to_string() + " in memory with " +
-          Mention(Option::kBatch) + " " + std::to_string(B) + " " + Mention(Option::kSeq) + " " +
-          std::to_string(T) + " needs; raise " + Mention(Option::kGpuMem) + " or lower " +
-          Mention(Option::kBatch) + "/" + Mention(Option::kSeq));
-    }
     SimDeviceOptions dopt;
-    dopt.capacity_bytes = capacity;
+    STRATA_ASSIGN_OR_RETURN(dopt.capacity_bytes, InMemoryDeviceBudget(o_, c, B, T));
     dopt.link_gbps = o_.sim_link_gbps;
     STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_.grid)}, dopt));
     compute_ = device_->create_stream("compute");

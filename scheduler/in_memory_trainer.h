@@ -16,11 +16,9 @@
 
 namespace strata {
 
-// Device bytes the in-memory trainer allocates for `o` with model `c` and seq `T`.
-uint64_t InMemoryDeviceBytes(const TrainOptions& o, const GptConfig& c, int T);
-
 // `options` are validated by CreateTrainer (trainer_factory.h); `seq` resolved; `data` checked for
-// the window.
+// the window. Refuses a run too big for the machine (sim) or for --gpu-mem before it allocates
+// (in_memory_budget.h).
 Result<std::unique_ptr<Trainer>> CreateInMemoryTrainer(const TrainOptions& options,
                                                        const GptConfig& config, int seq,
                                                        TokenDataset data);

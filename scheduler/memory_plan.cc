@@ -17,12 +17,6 @@ namespace strata::scheduler {
 namespace {
 using enum Option;  // the options named here
 
-// A budget the plan cannot work in: `option` at fault, with the bytes it gives and needs.
-Status Short(Option option, const std::string& message, uint64_t got, uint64_t need) {
-  return AtFault(option, Status::ResourceExhausted(message),
-                 {{"got", FaultNumber(got)}, {"need_bytes", FaultNumber(need)}});
-}
-
 uint64_t RoundUp(uint64_t bytes) {
   return (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
 }
@@ -86,7 +80,8 @@ Status BelowMinimalWorkingSet(const MemoryPlanInput& in, const MemoryPlan& plan,
       FormatBytes(plan.tokens_bytes) + " of tokens; raise " + Mention(kGpuMem) + " or lower " +
       Mention(kMicroBatch) + "/" + Mention(kSeq);
   if (plan.recompute_layers < plan.layers) msg += ", or use " + Mention(kRecompute) + " auto";
-  return Short(kGpuMem, msg, plan.device_bytes, plan.min_device_bytes);
+  return ShortOfBytes(kGpuMem, Status::ResourceExhausted(msg), plan.device_bytes,
+                      plan.min_device_bytes);
 }
 
 // The minimal slot list, then the useful list's further slots (largest first) while they fit
@@ -140,13 +135,15 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   // auto fills the fastest tier first: parameters stay on the device when every block fits.
   if (*params_on == "auto" && all_resident) *params_on = "device";
   if (*params_on == "device" && !all_resident) {
-    return Short(kParamsOn,
-                 Mention(kParamsOn) + " device needs block slots of " + DescribeSlots(resident) +
-                     " (every block's parameters and the gradients beside them): " +
-                     FormatBytes(fixed + TotalBytes(resident)) + " of " + Mention(kGpuMem) +
-                     ", which is " + FormatBytes(plan->device_bytes) + "; raise " +
-                     Mention(kGpuMem) + " or use " + Mention(kParamsOn) + " host",
-                 plan->device_bytes, fixed + TotalBytes(resident));
+    return ShortOfBytes(
+        kParamsOn,
+        Status::ResourceExhausted(
+            Mention(kParamsOn) + " device needs block slots of " + DescribeSlots(resident) +
+            " (every block's parameters and the gradients beside them): " +
+            FormatBytes(fixed + TotalBytes(resident)) + " of " + Mention(kGpuMem) + ", which is " +
+            FormatBytes(plan->device_bytes) + "; raise " + Mention(kGpuMem) + " or use " +
+            Mention(kParamsOn) + " host"),
+        plan->device_bytes, fixed + TotalBytes(resident));
   }
   return Status::Ok();
 }
@@ -167,14 +164,15 @@ Status PlaceRole(const MemoryPlanInput& in, const std::string& choice, uint64_t 
     *out = pages <= *avail ? Home::kHost : Home::kNvme;
   } else if (choice == "host") {
     if (pages > *avail) {
-      return Short(option,
-                   Mention(option) + " host pins " + std::to_string(pages) + " pages (" +
-                       FormatBytes(pages * in.page_bytes) +
-                       ") in the host pool, which has room for " + std::to_string(*avail) +
-                       " beside its " + std::to_string(kHostWorkingPages) + " working pages (" +
-                       Mention(kHostMem) + " " + FormatBytes(plan->host_bytes) + "); raise " +
-                       Mention(kHostMem) + " or use " + Mention(option) + " nvme",
-                   *avail * in.page_bytes, pages * in.page_bytes);
+      return ShortOfBytes(
+          option,
+          Status::ResourceExhausted(
+              Mention(option) + " host pins " + std::to_string(pages) + " pages (" +
+              FormatBytes(pages * in.page_bytes) + ") in the host pool, which has room for " +
+              std::to_string(*avail) + " beside its " + std::to_string(kHostWorkingPages) +
+              " working pages (" + Mention(kHostMem) + " " + FormatBytes(plan->host_bytes) +
+              "); raise " + Mention(kHostMem) + " or use " + Mention(option) + " nvme"),
+          *avail * in.page_bytes, pages * in.page_bytes);
     }
     *out = Home::kHost;
   } else {
@@ -198,24 +196,26 @@ Status PlanHost(const MemoryPlanInput& in, const std::string& params_on,
   const uint64_t host_frames = in.host_mem > 0 ? in.host_mem / page : total_pages;
   plan->host_bytes = host_frames * page;
   if (!in.has_nvme && host_frames < total_pages) {
-    return Short(kHostMem,
-                 Mention(kHostMem) + " " + FormatBytes(in.host_mem) + " holds " +
-                     std::to_string(host_frames) + " pages of " + FormatBytes(page) +
-                     ", but without " + Mention(kNvmeDir) + " all " + std::to_string(total_pages) +
-                     " pages of model state (" + FormatBytes(total_pages * page) +
-                     ") must fit in it; raise " + Mention(kHostMem) + " or give " +
-                     Mention(kNvmeDir),
-                 in.host_mem, total_pages * page);
+    return ShortOfBytes(
+        kHostMem,
+        Status::ResourceExhausted(Mention(kHostMem) + " " + FormatBytes(in.host_mem) + " holds " +
+                                  std::to_string(host_frames) + " pages of " + FormatBytes(page) +
+                                  ", but without " + Mention(kNvmeDir) + " all " +
+                                  std::to_string(total_pages) + " pages of model state (" +
+                                  FormatBytes(total_pages * page) + ") must fit in it; raise " +
+                                  Mention(kHostMem) + " or give " + Mention(kNvmeDir)),
+        in.host_mem, total_pages * page);
   }
   uint64_t avail = host_frames >= kHostWorkingPages ? host_frames - kHostWorkingPages : 0;
   if (in.has_nvme && host_frames < kHostWorkingPages) {
-    return Short(kHostMem,
-                 Mention(kHostMem) + " " + FormatBytes(in.host_mem) + " is below the " +
-                     FormatBytes(kHostWorkingPages * page) + " (" +
-                     std::to_string(kHostWorkingPages) + " pages of " + FormatBytes(page) +
-                     ") that the optimizer and the transfers need at once; raise " +
-                     Mention(kHostMem) + " or lower " + Mention(kPageSize),
-                 in.host_mem, kHostWorkingPages * page);
+    return ShortOfBytes(kHostMem,
+                        Status::ResourceExhausted(
+                            Mention(kHostMem) + " " + FormatBytes(in.host_mem) + " is below the " +
+                            FormatBytes(kHostWorkingPages * page) + " (" +
+                            std::to_string(kHostWorkingPages) + " pages of " + FormatBytes(page) +
+                            ") that the optimizer and the transfers need at once; raise " +
+                            Mention(kHostMem) + " or lower " + Mention(kPageSize)),
+                        in.host_mem, kHostWorkingPages * page);
   }
   STRATA_RETURN_IF_ERROR(
       PlaceRole(in, params_on, in.param_pages, kParamsOn, &avail, plan, &plan->params));
@@ -250,10 +250,11 @@ Status PlanLayerMajor(const MemoryPlanInput& in, std::string params_choice,
                       const std::string& optimizer_on, MemoryPlan* lm) {
   const uint64_t store = BoundaryStoreBytes(in);
   if (in.host_mem > 0 && in.host_mem <= store) {
-    return Short(kHostMem,
-                 Mention(kHostMem) + " " + FormatBytes(in.host_mem) +
-                     " does not hold them; raise " + Mention(kHostMem),
-                 in.host_mem, store);
+    return ShortOfBytes(
+        kHostMem,
+        Status::ResourceExhausted(Mention(kHostMem) + " " + FormatBytes(in.host_mem) +
+                                  " does not hold them; raise " + Mention(kHostMem)),
+        in.host_mem, store);
   }
   // The host side is planned as if the boundaries' frames were gone (their peak), then the pool
   // gets them back: they are borrowed from it.

@@ -164,7 +164,7 @@ Status NvmeOpener::check_nvme_room(const NvmeSizing& s, uint64_t have,
                                    const std::string& whose) const {
   if (!s.refused()) return Status::Ok();
   const bool asked = whose == Mention(Option::kNvmeMem);
-  return AtFault(
+  return ShortOfBytes(
       asked ? Option::kNvmeMem : Option::kNvmeDir,
       Status::ResourceExhausted(
           whose + " " + FormatBytes(have) + " is below the " + nvme_minimum_text(s) +
@@ -173,7 +173,7 @@ Status NvmeOpener::check_nvme_room(const NvmeSizing& s, uint64_t have,
                : "; give " + Mention(Option::kNvmeMem) + " " + FormatBytes(s.min_bytes) +
                      " or more with " + Mention(Option::kResume) +
                      " to grow the store, or start over in an empty " + Mention(Option::kNvmeDir))),
-      {{"got", FaultNumber(have)}, {"need_bytes", FaultNumber(s.min_bytes)}});
+      have, s.min_bytes);
 }
 
 // A new store without --nvme-mem: the default when the disks hold it, else the minimum and the

@@ -1,7 +1,9 @@
 #include "scheduler/option_ranges.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/nn/gpt_config.h"
@@ -12,7 +14,9 @@
 namespace strata {
 namespace {
 
-enum class Unit { kNumber, kBytes };
+// kNumber: a real value (--lr); kCount: a whole number (--steps); kBytes: a size (--gpu-mem). The
+// whole ones are a refusal's numbers too (OptionNumbers hold integers).
+enum class Unit { kNumber, kCount, kBytes };
 
 // One numeric flag: its value and its allowed range [lo, hi], either end open.
 struct Range {
@@ -35,14 +39,17 @@ constexpr double kMaxBytes = double(1ull << 50);  // 1 PiB: any size flag
 
 std::vector<Range> RangeTable(const TrainOptions& o) {
   return {
-      {Option::kBatch, "rows per step", double(o.data.batch), 1, false, 65536, false},
+      {Option::kBatch, "rows per step", double(o.data.batch), 1, false, 65536, false,
+       Unit::kCount},
       {Option::kSeq, "tokens per row", double(o.data.seq), 1, false, kMaxBlockSize, false,
-       Unit::kNumber, true, 0, "min(context, 256)"},
-      {Option::kSteps, "the number of steps", double(o.steps), 0, false, kMaxCount, false},
+       Unit::kCount, true, 0, "min(context, 256)"},
+      {Option::kSteps, "the number of steps", double(o.steps), 0, false, kMaxCount, false,
+       Unit::kCount},
       {Option::kLr, "the learning rate", o.optimizer.lr, 0, true, 10, false},
       {Option::kMinLr, "the cosine schedule's floor", o.optimizer.min_lr, 0, false, 10, false,
        Unit::kNumber, true, -1, "10% of " + Mention(Option::kLr)},
-      {Option::kWarmup, "warmup steps", double(o.optimizer.warmup), 0, false, kMaxCount, false},
+      {Option::kWarmup, "warmup steps", double(o.optimizer.warmup), 0, false, kMaxCount, false,
+       Unit::kCount},
       {Option::kWeightDecay, "AdamW's weight decay", o.optimizer.weight_decay, 0, false, 100,
        false},
       {Option::kBeta1, "AdamW's beta1", o.optimizer.beta1, 0, false, 1, true},
@@ -51,11 +58,11 @@ std::vector<Range> RangeTable(const TrainOptions& o) {
       {Option::kGradClip, "the clipping norm (0: off)", o.optimizer.grad_clip, 0, false, 1e12,
        false},
       {Option::kThreads, "the thread count (0: all cores)", double(o.threads), 0, false, 4096,
-       false},
+       false, Unit::kCount},
       {Option::kMicroBatch, "rows per micro-batch (0: " + Mention(Option::kBatch) + ")",
-       double(o.data.micro_batch), 0, false, 65536, false},
+       double(o.data.micro_batch), 0, false, 65536, false, Unit::kCount},
       {Option::kCkptEvery, "steps between checkpoints (0: never)", double(o.checkpoints.every), 0,
-       false, kMaxCount, false},
+       false, kMaxCount, false, Unit::kCount},
       {Option::kSimLinkGbps, "the sim link's rate in GB/s (0: memcpy speed)", o.sim_link_gbps, 0,
        false, 1e6, false},
       {Option::kGpuMem, "the device budget", double(o.budgets.gpu_mem), 1, false, kMaxBytes, false,
@@ -89,7 +96,14 @@ Status OutOfRange(const Range& r) {
                     Number(r.lo, r.unit) + " and " + (r.hi_open ? "< " : "<= ") +
                     Number(r.hi, r.unit);
   if (r.has_sentinel) msg += "; leave " + Mention(r.option) + " out for " + r.default_is;
-  return AtFault(r.option, Status::InvalidArgument(msg));
+  // A whole-numbered range is closed at both ends: "min" and "max" are allowed values.
+  OptionNumbers numbers;
+  if (r.unit != Unit::kNumber) {
+    // As FaultNumber: the largest int64_t stands for anything above it (a size near 2^64).
+    const auto whole = [](double v) { return v >= 0x1p63 ? INT64_MAX : int64_t(v); };
+    numbers = {{"got", whole(r.value)}, {"min", whole(r.lo)}, {"max", whole(r.hi)}};
+  }
+  return AtFault(r.option, Status::InvalidArgument(msg), std::move(numbers));
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // The ranges of TrainOptions' numeric fields, as one table: every number a user gives
 // `strata train` is checked here, with the option named in the error (its mention, and an
 // OptionFault: core/util/option.h; InvalidArgument, exit 2), before anything is read, planned or
-// allocated.
+// allocated. A whole-numbered option's fault (a count, a size) carries "got", "min" and "max",
+// both ends allowed; a real-valued one's (--lr, --eps) names the option only, since a fault's
+// numbers are integers.
 //
 // Some fields use a sentinel for "not given, take the default" (--seq 0, --min-lr < 0, the
 // sizes 0). A sentinel is accepted only when the caller says the flag was not given: the CLI

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -106,7 +107,9 @@ std::string FloatText(float v) {
 // "<bytes> bytes, xxh3 <hex>" of a file, read in 1 MiB pieces.
 Result<std::string> FileIdentity(const std::string& path, Option option) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::FromErrno(errno, Mention(option) + ": cannot read " + path);
+  if (!in) {
+    return AtFault(option, Status::FromErrno(errno, Mention(option) + ": cannot read " + path));
+  }
   XXH3_state_t* state = XXH3_createState();
   STRATA_CHECK(state != nullptr);
   XXH3_64bits_reset(state);
@@ -122,7 +125,9 @@ Result<std::string> FileIdentity(const std::string& path, Option option) {
   const bool failed = in.bad();
   const uint64_t hash = XXH3_64bits_digest(state);
   XXH3_freeState(state);
-  if (failed) return Status::IoError(Mention(option) + ": reading " + path + " failed");
+  if (failed) {
+    return AtFault(option, Status::IoError(Mention(option) + ": reading " + path + " failed"));
+  }
   char text[80];
   std::snprintf(text, sizeof text, "%llu bytes, xxh3 %016llx",
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(hash));
@@ -228,6 +233,18 @@ int RecordedRanks(const std::map<std::string, std::string>& recorded) {
 
 namespace {
 
+// The numbers among `named` (name, text) that read as integers, as a fault's numbers: a record's
+// values are text, and one that is not a number ("(not recorded)") is left out.
+OptionNumbers IntegerNumbers(std::initializer_list<std::pair<const char*, std::string>> named) {
+  OptionNumbers numbers;
+  for (const auto& [name, text] : named) {
+    int64_t v = 0;
+    const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (r.ec == std::errc() && r.ptr == text.data() + text.size()) numbers.emplace_back(name, v);
+  }
+  return numbers;
+}
+
 // The refusal of a resume whose field `f` is `value` where the checkpoint's run had `was`.
 Status Differs(const RunFingerprint& now, const std::map<std::string, std::string>& recorded,
                const Field& f, const std::string& value, const std::string& was) {
@@ -236,31 +253,46 @@ Status Differs(const RunFingerprint& now, const std::map<std::string, std::strin
                              " and " + Mention(Option::kNvmeDir);
   const std::string name = f.words();
   if (f.is(Option::kDp) || f.is(Option::kTp) || f.is(Option::kPp)) {
-    return Status::InvalidArgument(
-        resume + name + " " + value + " differs from the checkpoint's " + name + " " + was +
-        ": it was written by rank " + Value(recorded, "rank", "0") + " of a job of " +
-        std::to_string(RecordedRanks(recorded)) + " rank(s) (" + RecordedGrid(recorded) +
-        "), and this run is " + RecordedGrid(now.to_map()) + "; " + kNoOtherLayout + to_new);
+    const std::string rank = Value(recorded, "rank", "0");
+    const int ranks = RecordedRanks(recorded);
+    return AtFault(
+        *f.option,
+        Status::InvalidArgument(resume + name + " " + value + " differs from the checkpoint's " +
+                                name + " " + was + ": it was written by rank " + rank +
+                                " of a job of " + std::to_string(ranks) + " rank(s) (" +
+                                RecordedGrid(recorded) + "), and this run is " +
+                                RecordedGrid(now.to_map()) + "; " + kNoOtherLayout + to_new),
+        IntegerNumbers({{"got", value},
+                        {"recorded", was},
+                        {"recorded_rank", rank},
+                        {"recorded_ranks", std::to_string(ranks)}}));
   }
   if (!f.option && name == "rank") {
-    return Status::InvalidArgument(
-        resume + "this process is rank " + value + " of the job but the checkpoint is rank " + was +
-        "'s: give every rank the job's " + Mention(Option::kCkptDir) + " and " +
-        Mention(Option::kNvmeDir) + " (each rank resumes from its own rank-N directory)");
+    return AtFault(
+        Option::kCkptDir,
+        Status::InvalidArgument(
+            resume + "this process is rank " + value + " of the job but the checkpoint is rank " +
+            was + "'s: give every rank the job's " + Mention(Option::kCkptDir) + " and " +
+            Mention(Option::kNvmeDir) + " (each rank resumes from its own rank-N directory)"),
+        IntegerNumbers({{"rank", value}, {"recorded_rank", was}}));
   }
   if (!f.option) {  // the micro-batch rows
-    return Status::InvalidArgument(
-        resume + "this run computes micro-batches of " + value + " rows (" +
-        Mention(Option::kBatch) + ", " + Mention(Option::kMicroBatch) + " and " +
-        Mention(Option::kDp) + ") but the checkpointed run computed micro-batches of " + was +
-        " rows, whose gradients add up in another order; pass flags that give micro-batches of " +
-        was + " rows" + to_new);
+    return AtFault(
+        Option::kMicroBatch,
+        Status::InvalidArgument(
+            resume + "this run computes micro-batches of " + value + " rows (" +
+            Mention(Option::kBatch) + ", " + Mention(Option::kMicroBatch) + " and " +
+            Mention(Option::kDp) + ") but the checkpointed run computed micro-batches of " + was +
+            " rows, whose gradients add up in another order; pass flags that give " +
+            "micro-batches of " + was + " rows" + to_new),
+        IntegerNumbers({{"rows", value}, {"recorded_rows", was}}));
   }
   if (f.is(Option::kShard)) {
-    return Status::InvalidArgument(resume + name + " lays out this run's state as " +
-                                   ShardWords(value) + ", but the checkpoint's as " +
-                                   ShardWords(was) + "; pass the checkpointed run's " + name +
-                                   " (" + kNoOtherLayout + ")" + to_new);
+    return AtFault(Option::kShard,
+                   Status::InvalidArgument(resume + name + " lays out this run's state as " +
+                                           ShardWords(value) + ", but the checkpoint's as " +
+                                           ShardWords(was) + "; pass the checkpointed run's " +
+                                           name + " (" + kNoOtherLayout + ")" + to_new));
   }
   return AtFault(*f.option,
                  Status::InvalidArgument(

@@ -78,7 +78,7 @@ struct RunLayout {
 
 // The fingerprint of a run of `o` with the resolved model, seq, page size and `layout` (the
 // defaults: one rank, micro-batches as --micro-batch says). Reads --data and --init to hash them
-// (IoError naming the file when it cannot).
+// (an errno's Status or IoError naming the file when it cannot, at fault of {data} or {init}).
 Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
                                           uint64_t page_bytes, const RunLayout& layout = {});
 
@@ -102,7 +102,10 @@ std::string FingerprintDigest(const std::map<std::string, std::string>& fields);
 // Ok when `recorded` (a checkpoint's to_map) equals `now` in every field; else InvalidArgument
 // naming the first option that differs and both values, e.g. "{resume}: {lr} 0.001 differs from
 // the checkpoint's 0.0003 (...)", with an OptionFault for it. The layout's fields come first, in
-// words ("{dp} 1 differs from the checkpoint's {dp} 2", "{shard} ... lays out ...").
+// words ("{dp} 1 differs from the checkpoint's {dp} 2", "{shard} ... lays out ..."), at fault
+// of: {dp}/{tp}/{pp} with "got", "recorded", "recorded_rank" and "recorded_ranks"; {shard};
+// {ckpt_dir} for another rank's record ("rank", "recorded_rank"); {micro_batch} for micro-batches
+// of other rows ("rows", "recorded_rows"). A number the record lacks is left out.
 Status CheckSameRun(const RunFingerprint& now, const std::map<std::string, std::string>& recorded);
 
 }  // namespace strata::scheduler

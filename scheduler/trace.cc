@@ -128,14 +128,21 @@ Status Timeline::write_chrome_trace(const std::string& path) const {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    if (!out)
-      return Status::FromErrno(errno,
-                               Mention(Option::kTrace) + ": cannot open " + tmp + " for writing");
+    if (!out) {
+      return AtFault(Option::kTrace,
+                     Status::FromErrno(
+                         errno, Mention(Option::kTrace) + ": cannot open " + tmp + " for writing"));
+    }
     out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
-    if (!out) return Status::FromErrno(errno, Mention(Option::kTrace) + ": writing " + tmp);
+    if (!out) {
+      return AtFault(Option::kTrace,
+                     Status::FromErrno(errno, Mention(Option::kTrace) + ": writing " + tmp));
+    }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::FromErrno(errno, Mention(Option::kTrace) + ": renaming " + tmp + " to " + path);
+    return AtFault(
+        Option::kTrace,
+        Status::FromErrno(errno, Mention(Option::kTrace) + ": renaming " + tmp + " to " + path));
   }
   return Status::Ok();
 }

@@ -53,6 +53,8 @@ class Timeline {
   double overlap(int64_t t0_ns, int64_t t1_ns) const;
   // Drops slices that ended before t_ns unless they are kept for the trace.
   void forget(int64_t before_ns);
+  // Writes `path` through a temporary beside it; an errno's Status at fault of {trace} when it
+  // cannot be opened, written or renamed.
   Status write_chrome_trace(const std::string& path) const;
   void set_keep_all(bool keep) { keep_all_ = keep; }
 

@@ -13,6 +13,7 @@
 #include "parallel/comm.h"
 #include "parallel/grid.h"
 #include "scheduler/data_parallel.h"
+#include "scheduler/in_memory_budget.h"
 #include "scheduler/in_memory_trainer.h"
 #include "scheduler/option_ranges.h"
 #include "scheduler/paged_trainer.h"

@@ -76,13 +76,13 @@ Result<std::unique_ptr<SimDevice>> SimDevice::Create(const SimDeviceOptions& opt
   void* base = mmap(nullptr, arena_bytes, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
-    return AtFault(
+    return ShortOfBytes(
         Option::kGpuMem,
         Status::FromErrno(errno, "sim device: mmap of a " + FormatBytes(arena_bytes) +
                                      " arena for " + Mention(Option::kGpuMem))
             .with_context("lower " + Mention(Option::kGpuMem) +
                           " or raise the process's address-space limit (ulimit -v)"),
-        {{"got", FaultNumber(options.capacity_bytes)}, {"need_bytes", FaultNumber(arena_bytes)}});
+        options.capacity_bytes, arena_bytes);
   }
   return std::unique_ptr<SimDevice>(new SimDevice(static_cast<char*>(base), arena_bytes, options));
 }

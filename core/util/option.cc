@@ -52,6 +52,11 @@ std::string WordMentions(std::string_view message, OptionWords words) {
   return out;
 }
 
+Status ShortOfBytes(Option option, const Status& status, uint64_t got_bytes, uint64_t need_bytes) {
+  return AtFault(option, status,
+                 {{"got", FaultNumber(got_bytes)}, {"need_bytes", FaultNumber(need_bytes)}});
+}
+
 Status NotOneOf(Option option, std::string_view choices, const std::string& got) {
   return AtFault(option, Status::InvalidArgument(Mention(option) + " must be " +
                                                  std::string(choices) + ", got '" + got + "'"));

@@ -141,6 +141,11 @@ inline int64_t FaultNumber(uint64_t v) {
   return v > uint64_t{INT64_MAX} ? INT64_MAX : static_cast<int64_t>(v);
 }
 
+// `status` at fault of `option`, which gave `got_bytes` where `need_bytes` are needed: the numbers
+// "got" and "need_bytes" (FaultNumber'd). The shape of every "too few bytes" refusal: a budget
+// below what a plan needs, a size the machine cannot map.
+Status ShortOfBytes(Option option, const Status& status, uint64_t got_bytes, uint64_t need_bytes);
+
 // InvalidArgument "{option} must be <choices>, got '<got>'", at fault of `option`: the refusal
 // of a value outside an option's choices ("none, all or auto").
 Status NotOneOf(Option option, std::string_view choices, const std::string& got);

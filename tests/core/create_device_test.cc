@@ -9,6 +9,7 @@
 
 #include "core/device/kernel_table.h"
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata {
 namespace {
@@ -18,8 +19,7 @@ constexpr uint64_t kBudget = 1 << 20;
 void ExpectOneLineNamingDevice(const Status& s) {
   EXPECT_NE(s.message().find("{device}"), std::string::npos) << s.to_string();
   EXPECT_EQ(s.message().find('\n'), std::string::npos) << s.to_string();
-  ASSERT_NE(DetailOf<OptionFault>(s), nullptr) << s.to_string();
-  EXPECT_EQ(DetailOf<OptionFault>(s)->option, Option::kDevice);
+  test_support::ExpectFault(s, Option::kDevice);
 }
 
 TEST(CreateDevice, SimIsTheSimDeviceWithTheCpuKernels) {
@@ -34,9 +34,7 @@ TEST(CreateDevice, SimIsTheSimDeviceWithTheCpuKernels) {
 TEST(CreateDevice, SimPassesItsOptionsThrough) {
   auto bad = CreateDevice({.kind = "sim"}, {.capacity_bytes = 0});
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << bad.status().to_string();
-  ASSERT_NE(DetailOf<OptionFault>(bad.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(bad.status())->option, Option::kGpuMem);
-  EXPECT_EQ(DetailOf<OptionFault>(bad.status())->number("got"), 0);
+  test_support::ExpectFault(bad.status(), Option::kGpuMem, {{"got", 0}});
 }
 
 TEST(CreateDevice, UnknownKindIsAUsageError) {

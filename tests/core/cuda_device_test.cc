@@ -11,6 +11,7 @@
 
 #include "core/device/device.h"
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata {
 namespace {
@@ -58,16 +59,11 @@ TEST_F(CudaDeviceTest, AllocIsBudgetedAlignedAndCounted) {
   ASSERT_FALSE(too_big.ok());
   EXPECT_EQ(too_big.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(too_big.status().message().find(std::to_string(kBudget)), std::string::npos);
-  const OptionFault* fault = DetailOf<OptionFault>(too_big.status());
-  ASSERT_NE(fault, nullptr) << too_big.status().to_string();
-  EXPECT_EQ(fault->option, Option::kGpuMem);
-  EXPECT_EQ(fault->number("need_bytes"), int64_t{kBudget});
-  EXPECT_EQ(fault->number("in_use_bytes"), 4096);
-  EXPECT_EQ(fault->number("capacity_bytes"), int64_t{kBudget});
-  const Status zero = CreateCudaDevice(0, 0).status();
-  ASSERT_NE(DetailOf<OptionFault>(zero), nullptr) << zero.to_string();
-  EXPECT_EQ(DetailOf<OptionFault>(zero)->option, Option::kGpuMem);
-  EXPECT_EQ(DetailOf<OptionFault>(zero)->number("got"), 0);
+  test_support::ExpectFault(too_big.status(), Option::kGpuMem,
+                            {{"need_bytes", int64_t{kBudget}},
+                             {"in_use_bytes", 4096},
+                             {"capacity_bytes", int64_t{kBudget}}});
+  test_support::ExpectFault(CreateCudaDevice(0, 0).status(), Option::kGpuMem, {{"got", 0}});
 
   device_->free(*a);
   EXPECT_FALSE(device_->is_device_memory(*a, 1));

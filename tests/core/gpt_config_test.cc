@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata {
 namespace {
@@ -39,10 +40,7 @@ TEST(GptConfigLimits, EachDimensionAboveItsLimitNamesItsFlag) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.flag << " " << c.value;
     EXPECT_NE(s.message().find(c.flag), std::string::npos) << s.message();
     // The option at fault and the value given, as facts (the message names no flag).
-    const OptionFault* fault = DetailOf<OptionFault>(s);
-    ASSERT_NE(fault, nullptr) << s.message();
-    EXPECT_EQ(fault->option, c.option);
-    EXPECT_EQ(fault->number("got"), c.value);
+    test_support::ExpectFault(s, c.option, {{"got", c.value}});
     EXPECT_EQ(s.message().find("--"), std::string::npos) << s.message();
   }
 }

@@ -9,6 +9,7 @@
 
 #include "core/nn/gpt_layout.h"
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 #include "tests/common/scratch_dir.h"
 
 namespace strata {
@@ -20,25 +21,16 @@ GptConfig Tiny(int n_layer = 2) {
   return c;
 }
 
-const OptionFault& FaultOf(const Status& s, Option option) {
-  static const OptionFault kNone;
-  const OptionFault* fault = DetailOf<OptionFault>(s);
-  EXPECT_NE(fault, nullptr) << s.to_string();
-  if (fault == nullptr) return kNone;
-  EXPECT_EQ(fault->option, option) << s.to_string();
-  return *fault;
-}
-
 TEST(GptWeights, AFileThatCannotBeReadIsAtFaultOfInit) {
   test_support::ScratchDir dir;
   const std::string missing = dir.path() + "/missing.safetensors";
   Result<GptConfig> c = ReadGptConfigFromSafetensors(missing);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message().rfind("{init}", 0), 0u) << c.status().message();
-  FaultOf(c.status(), Option::kInit);
+  test_support::ExpectFault(c.status(), Option::kInit);
   const GptLayout layout = MakeGptLayout(Tiny());
   std::vector<float> values(layout.total_numel);
-  FaultOf(ImportGptSafetensors(missing, layout, values.data()), Option::kInit);
+  test_support::ExpectFault(ImportGptSafetensors(missing, layout, values.data()), Option::kInit);
 }
 
 TEST(GptWeights, AnExportThatCannotBeWrittenIsAtFaultOfExport) {
@@ -49,7 +41,7 @@ TEST(GptWeights, AnExportThatCannotBeWrittenIsAtFaultOfExport) {
       ExportGptSafetensors(dir.path() + "/no/such/dir/w.safetensors", layout, values.data());
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("{export}"), std::string::npos) << s.message();
-  FaultOf(s, Option::kExport);
+  test_support::ExpectFault(s, Option::kExport);
 }
 
 // A file of another shape: the file is what was asked for, the model's shape is what to change.
@@ -66,7 +58,8 @@ TEST(GptWeights, AnotherShapesTensorIsAtFaultOfTheModelWithItsValues) {
   const Status s = ImportGptSafetensors(path, layout, into.data());
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("drop {model} and the shape flags"), std::string::npos) << s.message();
-  const OptionFault& f = FaultOf(s, Option::kModel);
+  if (!test_support::ExpectFault(s, Option::kModel)) return;
+  const OptionFault& f = *DetailOf<OptionFault>(s);
   ASSERT_TRUE(f.number("values").has_value());
   ASSERT_TRUE(f.number("need_values").has_value());
   EXPECT_GT(*f.number("values"), *f.number("need_values"))

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata {
 namespace {
@@ -96,8 +97,7 @@ TEST_F(HfCheckpointTest, AShardTheIndexListsButThatIsAbsentIsNotFoundNamingIt) {
   EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
   EXPECT_NE(c.status().message().find("model-00002-of-00002.safetensors"), std::string::npos)
       << c.status().message();
-  ASSERT_NE(DetailOf<OptionFault>(c.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(c.status())->option, Option::kInit);
+  test_support::ExpectFault(c.status(), Option::kInit);
 }
 
 TEST_F(HfCheckpointTest, AnIndexThatMisplacesATensorIsCorruption) {

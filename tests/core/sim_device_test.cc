@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata {
 namespace {
@@ -57,15 +58,12 @@ TEST(SimDevice, CreateValidatesOptions) {
   ASSERT_FALSE(zero.ok());
   EXPECT_EQ(zero.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(zero.status().message().find("{gpu_mem}"), std::string::npos);
-  ASSERT_NE(DetailOf<OptionFault>(zero.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(zero.status())->option, Option::kGpuMem);
-  EXPECT_EQ(DetailOf<OptionFault>(zero.status())->number("got"), 0);
+  test_support::ExpectFault(zero.status(), Option::kGpuMem, {{"got", 0}});
 
   auto negative = CreateSimDevice({.capacity_bytes = 1 << 20, .link_gbps = -1.0});
   ASSERT_FALSE(negative.ok());
   EXPECT_EQ(negative.status().code(), StatusCode::kInvalidArgument);
-  ASSERT_NE(DetailOf<OptionFault>(negative.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(negative.status())->option, Option::kSimLinkGbps);
+  test_support::ExpectFault(negative.status(), Option::kSimLinkGbps);
 
   auto ok = CreateSimDevice({.capacity_bytes = 1 << 20, .link_gbps = 12.5});
   ASSERT_TRUE(ok.ok()) << ok.status().to_string();
@@ -117,12 +115,9 @@ TEST(SimDevice, OverCapacityReturnsStatusWithNumbers) {
   EXPECT_NE(msg.find("524288"), std::string::npos) << msg;
   EXPECT_NE(msg.find("1048576"), std::string::npos) << msg;
   EXPECT_NE(msg.find("raise {gpu_mem}"), std::string::npos) << msg;
-  const OptionFault* fault = DetailOf<OptionFault>(big.status());
-  ASSERT_NE(fault, nullptr);
-  EXPECT_EQ(fault->option, Option::kGpuMem);
-  EXPECT_EQ(fault->number("need_bytes"), 786432);
-  EXPECT_EQ(fault->number("in_use_bytes"), 524288);
-  EXPECT_EQ(fault->number("capacity_bytes"), 1048576);
+  test_support::ExpectFault(
+      big.status(), Option::kGpuMem,
+      {{"need_bytes", 786432}, {"in_use_bytes", 524288}, {"capacity_bytes", 1048576}});
   // A failed allocation changes nothing.
   EXPECT_EQ(device->stats().current_bytes, 512u << 10);
   EXPECT_EQ(device->stats().alloc_count, 1u);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata {
 namespace {
@@ -131,12 +132,8 @@ TEST_F(TokenDatasetTest, TokenAboveVocabIsOutOfRangeWithIndexAndValue) {
   EXPECT_NE(m.find("4242"), std::string::npos) << m;
   EXPECT_NE(m.find("256"), std::string::npos) << m;
   EXPECT_NE(m.find("{vocab}"), std::string::npos) << m;
-  const OptionFault* fault = DetailOf<OptionFault>(ds.status());
-  ASSERT_NE(fault, nullptr);
-  EXPECT_EQ(fault->option, Option::kVocab);
-  EXPECT_EQ(fault->number("got"), 256);
-  EXPECT_EQ(fault->number("token"), 4242);
-  EXPECT_EQ(fault->number("index"), 37);
+  test_support::ExpectFault(ds.status(), Option::kVocab,
+                            {{"got", 256}, {"token", 4242}, {"index", 37}});
 }
 
 TEST_F(TokenDatasetTest, BinWithoutMagicIsBadMagic) {
@@ -175,10 +172,7 @@ TEST_F(TokenDatasetTest, TextFileNeedsVocab256) {
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(ds.status().message().find("256"), std::string::npos) << ds.status().to_string();
-  ASSERT_NE(DetailOf<OptionFault>(ds.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->option, Option::kVocab);
-  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("got"), 100);
-  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("min"), 256);
+  test_support::ExpectFault(ds.status(), Option::kVocab, {{"got", 100}, {"min", 256}});
 }
 
 TEST_F(TokenDatasetTest, MissingFileIsNotFound) {
@@ -187,8 +181,7 @@ TEST_F(TokenDatasetTest, MissingFileIsNotFound) {
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kNotFound);
   EXPECT_NE(ds.status().message().find(path), std::string::npos) << ds.status().to_string();
-  ASSERT_NE(DetailOf<OptionFault>(ds.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->option, Option::kData);
+  test_support::ExpectFault(ds.status(), Option::kData);
 }
 
 TEST_F(TokenDatasetTest, EmptyFileIsInvalidArgument) {
@@ -196,9 +189,7 @@ TEST_F(TokenDatasetTest, EmptyFileIsInvalidArgument) {
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(ds.status().message().find("empty"), std::string::npos) << ds.status().to_string();
-  ASSERT_NE(DetailOf<OptionFault>(ds.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->option, Option::kData);
-  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("file_bytes"), 0);
+  test_support::ExpectFault(ds.status(), Option::kData, {{"file_bytes", 0}});
 }
 
 TEST_F(TokenDatasetTest, TokenFileWithZeroTokensIsInvalidArgument) {
@@ -217,10 +208,7 @@ TEST_F(TokenDatasetTest, BadVocabIsInvalidArgument) {
   auto ds = TokenDataset::Open(WriteFile("input.txt", "abc"), 0);
   ASSERT_FALSE(ds.ok());
   EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument);
-  ASSERT_NE(DetailOf<OptionFault>(ds.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->option, Option::kVocab);
-  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("got"), 0);
-  EXPECT_EQ(DetailOf<OptionFault>(ds.status())->number("max"), kMaxDataVocab);
+  test_support::ExpectFault(ds.status(), Option::kVocab, {{"got", 0}, {"max", kMaxDataVocab}});
 }
 
 TEST(TokenDatasetWindow, CheckWindowNeedsTPlusTwoTokens) {
@@ -232,13 +220,8 @@ TEST(TokenDatasetWindow, CheckWindowNeedsTPlusTwoTokens) {
   EXPECT_NE(s.message().find("ten tokens"), std::string::npos) << s.to_string();
   EXPECT_NE(s.message().find("10 tokens"), std::string::npos) << s.to_string();
   EXPECT_NE(s.message().find("{seq}"), std::string::npos) << s.to_string();
-  ASSERT_NE(DetailOf<OptionFault>(s), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(s)->option, Option::kSeq);
-  EXPECT_EQ(DetailOf<OptionFault>(s)->number("got"), 9);
-  EXPECT_EQ(DetailOf<OptionFault>(s)->number("max"), 8);
-  EXPECT_EQ(DetailOf<OptionFault>(s)->number("tokens"), 10);
-  EXPECT_FALSE(ds.check_window(0).ok());
-  EXPECT_EQ(DetailOf<OptionFault>(ds.check_window(0))->number("got"), 0);
+  test_support::ExpectFault(s, Option::kSeq, {{"got", 9}, {"max", 8}, {"tokens", 10}});
+  test_support::ExpectFault(ds.check_window(0), Option::kSeq, {{"got", 0}});
 }
 
 TEST(TokenDatasetWindow, BatchFollowsTheDocumentedFormula) {

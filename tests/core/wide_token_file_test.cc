@@ -8,6 +8,7 @@
 
 #include "core/data/token_dataset.h"
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata {
 namespace {
@@ -61,11 +62,7 @@ TEST(WideTokenFile, AnIdAtOrAboveTheVocabularyIsOutOfRangeWithItsNumbers) {
   EXPECT_EQ(ds.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(ds.status().message().find("token 17 (byte offset 1092) is 128256"), std::string::npos)
       << ds.status().message();
-  const OptionFault* f = DetailOf<OptionFault>(ds.status());
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->option, Option::kVocab);
-  EXPECT_EQ(f->number("token"), 128256);
-  EXPECT_EQ(f->number("index"), 17);
+  test_support::ExpectFault(ds.status(), Option::kVocab, {{"token", 128256}, {"index", 17}});
 }
 
 TEST(WideTokenFile, AnotherVersionOrSizeIsCorruptionNamingTheWideFormat) {

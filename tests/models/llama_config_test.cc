@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata::models {
 namespace {
@@ -42,15 +43,13 @@ TEST(LlamaConfig, GroupedHeadsMustDivideAndHeadsMustBeEven) {
   c.n_kv_head = 3;  // 4 query heads
   Status s = c.validate();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  ASSERT_NE(DetailOf<OptionFault>(s), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(s)->option, Option::kNKvHead);
-  EXPECT_EQ(DetailOf<OptionFault>(s)->number("n_head"), 4);
+  test_support::ExpectFault(s, Option::kNKvHead, {{"n_kv_head", 3}, {"n_head", 4}});
   c.n_kv_head = 2;
   c.n_embd = 4 * 15;  // head dimension 15
   s = c.validate();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("is odd"), std::string::npos) << s.message();
-  EXPECT_EQ(DetailOf<OptionFault>(s)->number("head_dim"), 15);
+  test_support::ExpectFault(s, Option::kNHead, {{"head_dim", 15}});
 }
 
 nlohmann::json TinyLlamaJson() {

@@ -8,6 +8,7 @@
 
 #include "core/device/device.h"
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata::parallel {
 namespace {
@@ -37,8 +38,7 @@ TEST(CreateComm, NcclWithoutAGpuIsNotSupported) {
   EXPECT_NE(comm.status().message().find("{comm} nccl needs a CUDA build and a GPU"),
             std::string::npos)
       << comm.status().message();
-  ASSERT_NE(DetailOf<OptionFault>(comm.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(comm.status())->option, Option::kComm);
+  test_support::ExpectFault(comm.status(), Option::kComm);
 }
 
 #ifndef STRATA_WITH_MPI

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata::parallel {
 namespace {
@@ -65,18 +66,11 @@ TEST(Grid, AGridThatDoesNotFitTheJobIsRefusedNamingTheFlags) {
             std::string::npos)
       << product.status().to_string();
   // The facts, for code: the option at fault and the numbers (Note [Options in messages]).
-  const OptionFault* fault = DetailOf<OptionFault>(product.status());
-  ASSERT_NE(fault, nullptr);
-  EXPECT_EQ(fault->option, Option::kDp);
-  EXPECT_EQ(fault->number("dp"), 2);
-  EXPECT_EQ(fault->number("tp"), 2);
-  EXPECT_EQ(fault->number("pp"), 1);
-  EXPECT_EQ(fault->number("ranks"), 8);
+  test_support::ExpectFault(product.status(), Option::kDp,
+                            {{"dp", 2}, {"tp", 2}, {"pp", 1}, {"ranks", 8}});
   auto zero = Grid::Make(4, 0, 0, 1);
   ASSERT_FALSE(zero.ok());
-  ASSERT_NE(DetailOf<OptionFault>(zero.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(zero.status())->option, Option::kTp);
-  EXPECT_EQ(DetailOf<OptionFault>(zero.status())->number("got"), 0);
+  test_support::ExpectFault(zero.status(), Option::kTp, {{"got", 0}});
   auto divide = Grid::Make(6, 0, 4, 1);
   ASSERT_FALSE(divide.ok());
   EXPECT_NE(divide.status().message().find("does not divide the job's 6 ranks"),

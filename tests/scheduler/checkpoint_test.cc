@@ -11,6 +11,7 @@
 #include "memory/open_nvme_tier.h"
 #include "scheduler/checkpoint_store.h"
 #include "scheduler/run_fingerprint.h"
+#include "tests/common/expect_fault.h"
 #include "tests/common/scratch_dir.h"
 
 namespace strata::scheduler {
@@ -109,8 +110,7 @@ TEST(RunFingerprint, ADifferenceNamesTheFlagAndBothValues) {
   EXPECT_NE(s.message().find("{lr} 0.0003 differs from the checkpoint's 0.001"), std::string::npos)
       << s.to_string();
   // The option at fault, for code; the record keeps its key as written ("--lr").
-  ASSERT_NE(DetailOf<OptionFault>(s), nullptr) << s.to_string();
-  EXPECT_EQ(DetailOf<OptionFault>(s)->option, Option::kLr);
+  test_support::ExpectFault(s, Option::kLr);
   EXPECT_EQ(RecordKey(Option::kLr), "--lr");
   EXPECT_EQ(RecordKey(Option::kMicroBatchOrder), "--micro-batch-order");
   EXPECT_EQ(RecordKeyWords("--lr"), "{lr}");
@@ -161,19 +161,51 @@ TEST(RunFingerprint, TheGridTheRankAndTheMicroBatchRowsAreChecked) {
                              "rank 1 of a job of 2 rank(s) ({dp} 2 {tp} 1 {pp} 1)"),
             std::string::npos)
       << s.to_string();
+  test_support::ExpectFault(
+      s, Option::kDp, {{"got", 1}, {"recorded", 2}, {"recorded_rank", 1}, {"recorded_ranks", 2}});
   // The same grid on another rank, and other micro-batches.
   auto rank0 = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 0, .micro_rows = 4});
   s = CheckSameRun(*rank0, recorded);
   EXPECT_NE(s.message().find("this process is rank 0 of the job but the checkpoint is rank 1's"),
             std::string::npos)
       << s.to_string();
+  test_support::ExpectFault(s, Option::kCkptDir, {{"rank", 0}, {"recorded_rank", 1}});
   auto rows2 = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 2});
   s = CheckSameRun(*rows2, recorded);
   EXPECT_NE(s.message().find("micro-batches of 2 rows ({batch}, {micro_batch} and {dp}) but the "
                              "checkpointed run computed micro-batches of 4 rows"),
             std::string::npos)
       << s.to_string();
+  test_support::ExpectFault(s, Option::kMicroBatch, {{"rows", 2}, {"recorded_rows", 4}});
   EXPECT_TRUE(CheckSameRun(*job, recorded).ok());
+}
+
+// Issue 32, item 2: another --shard layout is at fault of {shard}; a --data or --init that
+// cannot be read for the fingerprint is at fault of its option.
+TEST(RunFingerprint, TheShardAndTheUnreadableFilesNameTheirOption) {
+  TrainOptions o;
+  GptConfig c;
+  auto blocks = MakeRunFingerprint(o, c, 64, 16384, {.shard = "blocks"});
+  auto none = MakeRunFingerprint(o, c, 64, 16384);
+  ASSERT_TRUE(blocks.ok() && none.ok());
+  const Status s = CheckSameRun(*none, blocks->to_map());
+  EXPECT_NE(s.message().find("{shard} lays out this run's state as"), std::string::npos)
+      << s.to_string();
+  test_support::ExpectFault(s, Option::kShard);
+  test_support::ScratchDir dir("fingerprint");
+  TrainOptions no_data = o;
+  no_data.data.path = dir.path() + "/missing.txt";
+  const Status data = MakeRunFingerprint(no_data, c, 64, 16384).status();
+  EXPECT_NE(data.message().find("{data}: cannot read " + no_data.data.path), std::string::npos)
+      << data.to_string();
+  test_support::ExpectFault(data, Option::kData);
+  TrainOptions no_init = o;
+  no_init.model.init_path = dir.path() + "/missing.safetensors";
+  const Status init = MakeRunFingerprint(no_init, c, 64, 16384).status();
+  EXPECT_NE(init.message().find("{init}: cannot read " + no_init.model.init_path),
+            std::string::npos)
+      << init.to_string();
+  test_support::ExpectFault(init, Option::kInit);
 }
 
 // Records written before the grid was recorded do not say it: not refused for it (the CLI knows
@@ -238,25 +270,18 @@ TEST(CheckpointRecord, TheSharedRecordsErrorsKeepTheTrainersAdvice) {
 }
 
 // Issue 32, item 2: the resume refusals carry the option at fault (an OptionFault).
-Option FaultOption(const Status& s) {
-  const OptionFault* f = DetailOf<OptionFault>(s);
-  EXPECT_NE(f, nullptr) << s.to_string();
-  return f == nullptr ? Option::kBatch : f->option;
-}
-
 TEST(CheckpointStoreFaults, ResumeRefusalsNameTheirOption) {
-  EXPECT_EQ(FaultOption(CheckResumable(std::nullopt, "/ckpt")), Option::kResume);
+  using test_support::ExpectFault;
+  ExpectFault(CheckResumable(std::nullopt, "/ckpt"), Option::kResume);
   CheckpointRecord empty = Sample();
   empty.set_checkpoints({});
-  EXPECT_EQ(FaultOption(CheckResumable(empty, "/ckpt")), Option::kResume);
-  EXPECT_EQ(FaultOption(CheckStoreId(Sample(), "ffeeddccbbaa9988", "/ckpt", "/nvme0")),
-            Option::kNvmeDir);
+  ExpectFault(CheckResumable(empty, "/ckpt"), Option::kResume);
+  ExpectFault(CheckStoreId(Sample(), "ffeeddccbbaa9988", "/ckpt", "/nvme0"), Option::kNvmeDir);
   CheckpointRecord no_dirs = Sample();
   no_dirs.nvme_dirs.clear();
-  EXPECT_EQ(FaultOption(OpenRecordStore(no_dirs, "/ckpt", {}).status()), Option::kNvmeDir);
+  ExpectFault(OpenRecordStore(no_dirs, "/ckpt", {}).status(), Option::kNvmeDir);
   test_support::ScratchDir dir("ckpt-faults");
-  EXPECT_EQ(FaultOption(OpenRecordStore(Sample(), "/ckpt", {dir.path()}).status()),
-            Option::kNvmeDir);
+  ExpectFault(OpenRecordStore(Sample(), "/ckpt", {dir.path()}).status(), Option::kNvmeDir);
 }
 
 }  // namespace

@@ -5,7 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
+
+#include "core/nn/gpt_config.h"
+#include "memory/page_plan.h"
+#include "tests/common/expect_fault.h"
 
 namespace strata {
 namespace {
@@ -29,8 +34,7 @@ TEST(OptionRanges, OutOfRangeNamesTheFlag) {
     const Status s = Check(o);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << flag;
     EXPECT_EQ(s.message().rfind(M(flag) + " ", 0), 0u) << s.message();
-    ASSERT_NE(DetailOf<OptionFault>(s), nullptr) << s.message();
-    EXPECT_EQ(DetailOf<OptionFault>(s)->option, O(flag)) << s.message();
+    test_support::ExpectFault(s, O(flag));
   };
   TrainOptions beta1, eps, lr, clip, min_lr, min_lr_above;
   beta1.optimizer.beta1 = 1.0f;  // the open end
@@ -45,6 +49,34 @@ TEST(OptionRanges, OutOfRangeNamesTheFlag) {
   expect_bad(min_lr, "--min-lr");
   min_lr_above.optimizer.min_lr = 1.0f;  // above --lr
   expect_bad(min_lr_above, "--min-lr");
+}
+
+// Issue 32, item 2: a whole-numbered option's refusal carries the value and both (allowed) ends
+// as numbers; a size's are bytes.
+TEST(OptionRanges, AWholeNumberedRefusalCarriesTheValueAndTheBounds) {
+  using test_support::ExpectFault;
+  TrainOptions batch, steps, threads, micro, every, warmup, gpu, page;
+  batch.data.batch = 0;
+  ExpectFault(Check(batch), Option::kBatch, {{"got", 0}, {"min", 1}, {"max", 65536}});
+  steps.steps = -3;
+  ExpectFault(Check(steps), Option::kSteps, {{"got", -3}, {"min", 0}, {"max", 1000000000000}});
+  warmup.optimizer.warmup = -1;
+  ExpectFault(Check(warmup), Option::kWarmup, {{"got", -1}, {"min", 0}});
+  threads.threads = 5000;
+  ExpectFault(Check(threads), Option::kThreads, {{"got", 5000}, {"min", 0}, {"max", 4096}});
+  micro.data.micro_batch = -2;
+  ExpectFault(Check(micro), Option::kMicroBatch, {{"got", -2}, {"max", 65536}});
+  every.checkpoints.every = -1;
+  ExpectFault(Check(every), Option::kCkptEvery, {{"got", -1}, {"min", 0}});
+  TrainOptions seq;
+  seq.data.seq = 0;
+  ExpectFault(Check(seq, "--seq"), Option::kSeq, {{"got", 0}, {"min", 1}, {"max", kMaxBlockSize}});
+  gpu.budgets.gpu_mem = uint64_t{1} << 62;
+  ExpectFault(Check(gpu), Option::kGpuMem,
+              {{"got", int64_t{1} << 62}, {"min", 1}, {"max", int64_t{1} << 50}});
+  page.budgets.page_bytes = 1024;
+  ExpectFault(Check(page), Option::kPageSize,
+              {{"got", 1024}, {"min", int64_t(memory::kMinPageBytes)}, {"max", int64_t{1} << 30}});
 }
 
 TEST(OptionRanges, ASentinelIsTheDefaultOnlyWhenNotGiven) {

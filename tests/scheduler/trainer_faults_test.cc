@@ -5,7 +5,11 @@
 
 #include <string>
 
+#include "core/nn/gpt_config.h"
 #include "core/util/option.h"
+#include "core/util/sizes.h"
+#include "scheduler/in_memory_budget.h"
+#include "tests/common/expect_fault.h"
 #include "tests/scheduler/scheduler_test_util.h"
 
 namespace strata::testing {
@@ -79,13 +83,32 @@ TEST(TrainerFaults, EachRefusalNamesItsOptionAndNumbers) {
     r.set(o);
     const auto trainer = CreateTrainer(o);
     ASSERT_FALSE(trainer.ok()) << r.what;
-    const OptionFault* fault = DetailOf<OptionFault>(trainer.status());
-    ASSERT_NE(fault, nullptr) << r.what << ": " << trainer.status().to_string();
-    EXPECT_EQ(fault->option, r.option) << r.what << ": " << trainer.status().to_string();
-    if (r.number != nullptr) {
-      EXPECT_EQ(fault->number(r.number), r.value) << r.what;
-    }
+    SCOPED_TRACE(r.what);
+    OptionNumbers numbers;
+    if (r.number != nullptr) numbers.emplace_back(r.number, r.value);
+    test_support::ExpectFault(trainer.status(), r.option, numbers);
   }
+}
+
+// The in-memory trainer's own refusal: --engine memory with --gpu-mem below what it allocates, at
+// fault of {gpu_mem} with both sizes (in_memory_budget.h).
+TEST(TrainerFaults, TheInMemoryTrainersBudgetNamesGpuMemAndBothSizes) {
+  TrainOptions o = TinyRun();
+  o.budgets.engine = "memory";
+  o.budgets.gpu_mem = 1 << 20;
+  const Result<GptConfig> tiny = GptPreset("tiny");
+  ASSERT_TRUE(tiny.ok());
+  const uint64_t need = InMemoryDeviceBytes(o, *tiny, o.data.seq);
+  ASSERT_GT(need, uint64_t{1} << 20);
+  const auto trainer = CreateTrainer(o);
+  EXPECT_EQ(trainer.status().code(), StatusCode::kResourceExhausted)
+      << trainer.status().to_string();
+  EXPECT_NE(trainer.status().message().find("{gpu_mem} 1.00 MiB is below the " +
+                                            FormatBytes(need) + " that training"),
+            std::string::npos)
+      << trainer.status().to_string();
+  test_support::ExpectFault(trainer.status(), Option::kGpuMem,
+                            {{"got", 1 << 20}, {"need_bytes", int64_t(need)}});
 }
 
 }  // namespace

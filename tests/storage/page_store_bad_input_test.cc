@@ -10,6 +10,7 @@
 
 #include "core/util/option.h"
 #include "storage/page_store.h"
+#include "tests/common/expect_fault.h"
 #include "tests/storage/storage_test_util.h"
 
 namespace strata::storage {
@@ -34,14 +35,7 @@ void ExpectOneLine(const Status& s, const std::string& must_contain) {
   EXPECT_NE(s.message().find(must_contain), std::string::npos) << s.message();
 }
 
-// The refusal is at fault of `option` (Note [Options in messages]); returns its numbers.
-OptionFault ExpectFault(const Status& s, Option option) {
-  const OptionFault* fault = DetailOf<OptionFault>(s);
-  EXPECT_NE(fault, nullptr) << s.to_string();
-  if (fault == nullptr) return {};
-  EXPECT_EQ(fault->option, option) << s.to_string();
-  return *fault;
-}
+using test_support::ExpectFault;
 
 bool DirIsEmpty(const std::string& dir) {
   return std::filesystem::is_empty(std::filesystem::path(dir));
@@ -106,7 +100,8 @@ TEST(PageStoreBadInput, FullDiskNamesNeededAndFreeBytes) {
       << r.status().message();
   EXPECT_NE(r.status().message().find("are free"), std::string::npos);
   // Asking for less is the cure: the store's size is at fault, by the bytes the message states.
-  const OptionFault f = ExpectFault(r.status(), Option::kNvmeMem);
+  if (!ExpectFault(r.status(), Option::kNvmeMem)) return;
+  const OptionFault& f = *DetailOf<OptionFault>(r.status());
   EXPECT_GE(f.number("need_bytes").value_or(0), int64_t{1} << 50);
   EXPECT_LT(f.number("free_bytes").value_or(INT64_MAX), f.number("need_bytes").value_or(0));
   EXPECT_TRUE(DirIsEmpty(dir.path() + "/a"));
@@ -127,8 +122,8 @@ TEST(PageStoreBadInput, FallocatesOwnENOSPCIsWordedAsEveryShortfall) {
             std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("are free"), std::string::npos);
-  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeMem).number("need_bytes"),
-            int64_t(SlotFile::BytesFor(16, 64 * kKiB)));
+  ExpectFault(r.status(), Option::kNvmeMem,
+              {{"need_bytes", int64_t(SlotFile::BytesFor(16, 64 * kKiB))}});
   EXPECT_TRUE(DirIsEmpty(dir.path() + "/a"));
 }
 
@@ -148,7 +143,7 @@ TEST(PageStoreBadInput, PageSizeNotMultipleOf4KiB) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(dir.path(), 5000));
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), "page size 5000 bytes is not a positive multiple of 4 KiB");
-  EXPECT_EQ(ExpectFault(r.status(), Option::kPageSize).number("got"), 5000);
+  ExpectFault(r.status(), Option::kPageSize, {{"got", 5000}});
   EXPECT_TRUE(DirIsEmpty(dir.path()));
 }
 
@@ -159,7 +154,7 @@ TEST(PageStoreBadInput, DuplicateDirectory) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), "given twice");
-  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeDir).number("index"), 1);
+  ExpectFault(r.status(), Option::kNvmeDir, {{"index", 1}});
 }
 
 class ExistingStore : public ::testing::Test {
@@ -188,9 +183,8 @@ TEST_F(ExistingStore, OtherPageSizeIsRefused) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), "was made with page size 64.00 KiB but this run asks for 128.00 KiB");
   EXPECT_NE(r.status().message().find(dir_.path()), std::string::npos);
-  const OptionFault f = ExpectFault(r.status(), Option::kPageSize);
-  EXPECT_EQ(f.number("got"), int64_t{128 * kKiB});
-  EXPECT_EQ(f.number("store_page_bytes"), int64_t{64 * kKiB});
+  ExpectFault(r.status(), Option::kPageSize,
+              {{"got", int64_t{128 * kKiB}}, {"store_page_bytes", int64_t{64 * kKiB}}});
   expect_intact();
 }
 
@@ -208,7 +202,7 @@ TEST_F(ExistingStore, OtherFormatVersionIsRefused) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(dir_.path()));
   EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
   ExpectOneLine(r.status(), "has format version " + std::to_string(kCatalogFormatVersion + 1));
-  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeDir).number("format"), kCatalogFormatVersion + 1);
+  ExpectFault(r.status(), Option::kNvmeDir, {{"format", kCatalogFormatVersion + 1}});
   {
     Result<std::unique_ptr<Catalog>> catalog =
         Catalog::Open(Catalog::PathFor(dir_.path()), /*create=*/false);
@@ -274,7 +268,7 @@ TEST(PageStoreBadInput, NewStoreNeedsCapacity) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(o);
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), "needs a capacity");
-  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeMem).number("got"), 0);
+  ExpectFault(r.status(), Option::kNvmeMem, {{"got", 0}});
   EXPECT_TRUE(DirIsEmpty(dir.path()));
 }
 
@@ -293,7 +287,7 @@ TEST(PageStoreBadInput, ANewStoreRefusesADirectoryWithOtherFiles) {
   Result<std::unique_ptr<PageStore>> r = PageStore::Open(Options(d));
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   ExpectOneLine(r.status(), d + " is not empty (it holds 1 other entry: 'notes.txt')");
-  EXPECT_EQ(ExpectFault(r.status(), Option::kNvmeDir).number("entries"), 1);
+  ExpectFault(r.status(), Option::kNvmeDir, {{"entries", 1}});
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(d),
                           std::filesystem::directory_iterator{}),
             1);

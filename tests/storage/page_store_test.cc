@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/util/option.h"
+#include "tests/common/expect_fault.h"
 #include "tests/storage/storage_test_util.h"
 
 namespace strata::storage {
@@ -148,10 +149,7 @@ TEST_F(PageStoreTest, FullStoreIsResourceExhaustedAndRecovers) {
   Status full = commit_pages(*store, {1, 2, 3}, 2);  // needs 3 free slots, 2 are free
   EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.to_string();
   EXPECT_NE(full.message().find("full"), std::string::npos);
-  const OptionFault* fault = DetailOf<OptionFault>(full);
-  ASSERT_NE(fault, nullptr) << full.to_string();
-  EXPECT_EQ(fault->option, Option::kNvmeMem);
-  EXPECT_EQ(fault->number("slots"), 4);
+  test_support::ExpectFault(full, Option::kNvmeMem, {{"slots", 4}});
   expect_page(*store, 1, 1);
   expect_page(*store, 2, 1);
   expect_slots_balanced(*store);
@@ -178,8 +176,7 @@ TEST_F(PageStoreTest, PagesStripeAcrossDirectories) {
   EXPECT_EQ(swapped.status().code(), StatusCode::kAlreadyExists);
   EXPECT_NE(swapped.status().message().find("already holds a Strata store"), std::string::npos)
       << swapped.status().message();
-  ASSERT_NE(DetailOf<OptionFault>(swapped.status()), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(swapped.status())->option, Option::kNvmeDir);
+  test_support::ExpectFault(swapped.status(), Option::kNvmeDir);
   o.dirs = {dir_.path() + "/a", dir_.path() + "/b"};
   store = open(o);
   ASSERT_NE(store, nullptr);

@@ -13,6 +13,7 @@
 
 #include "core/util/option.h"
 #include "storage/page_store.h"
+#include "tests/common/expect_fault.h"
 #include "tests/storage/storage_test_util.h"
 
 namespace strata::storage {
@@ -52,10 +53,7 @@ TEST(StoreLock, ANewStoreInALockedDirectoryIsRefusedBeforeAnyWrite) {
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("is in use by pid"), std::string::npos)
       << store.status().message();
-  const OptionFault* fault = DetailOf<OptionFault>(store.status());
-  ASSERT_NE(fault, nullptr);
-  EXPECT_EQ(fault->option, Option::kNvmeDir);
-  EXPECT_EQ(fault->number("pid"), int64_t{::getpid()});
+  test_support::ExpectFault(store.status(), Option::kNvmeDir, {{"pid", int64_t{::getpid()}}});
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/strata.slots.new"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/strata.catalog.new"));
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "memory/budget_shortfall.h"
+#include "tests/common/expect_fault.h"
 #include "tools/budget_message.h"
 
 namespace strata::tools {
@@ -27,9 +28,7 @@ TEST(OptionWords, AnErrorKeepsItsCodeAndDetailInFlagTerms) {
   const Status shown = InFlagTerms(raw);
   EXPECT_EQ(shown.message(), "--nvme-dir /d: full; ask for less (--nvme-mem)");
   EXPECT_EQ(shown.code(), StatusCode::kResourceExhausted);
-  ASSERT_NE(DetailOf<OptionFault>(shown), nullptr);
-  EXPECT_EQ(DetailOf<OptionFault>(shown)->option, Option::kNvmeDir);
-  EXPECT_EQ(DetailOf<OptionFault>(shown)->number("free_bytes"), 4096);
+  test_support::ExpectFault(shown, Option::kNvmeDir, {{"free_bytes", 4096}});
   EXPECT_TRUE(InFlagTerms(Status::Ok()).ok());
 }
 
