@@ -32,10 +32,11 @@ namespace internal {
 
 using memory::Role;
 
-// Setup, in order, one step each: the paging flags, the grid (paged_trainer_grid.cc) and the
-// shards this rank holds (paged_trainer_shards.cc), the page plan, the memory plan, the device,
+// Setup, in order, one step each: the paging flags, the grid (scheduler/rank_groups.h) and the
+// shards this rank holds (scheduler/shard_choice.h), the page plan, the memory plan, the device,
 // the NVMe tier and its checkpoint record (scheduler/nvme_setup.h), the memory manager with the
-// model's initial state or a checkpoint's (paged_trainer_state.cc), the Engine.
+// model's initial state or a checkpoint's (paged_trainer_state.cc), the Engine, and the writer of
+// checkpoints (scheduler/checkpoint_writer.h) that takes over the record.
 Status PagedTrainer::setup() {
   threads_ = o_.threads > 0 ? o_.threads : tbb::info::default_concurrency();
   STRATA_ASSIGN_OR_RETURN(const uint64_t page, checked_page_bytes());
@@ -48,10 +49,14 @@ Status PagedTrainer::setup() {
   STRATA_RETURN_IF_ERROR(make_plan());
   STRATA_RETURN_IF_ERROR(check_fits_machine());
   STRATA_RETURN_IF_ERROR(create_device());
-  if (!o_.budgets.nvme_dirs.empty()) STRATA_RETURN_IF_ERROR(open_nvme());
+  scheduler::CheckpointRecord record;  // in force (nvme_setup.h); empty without --nvme-dir
+  if (!o_.budgets.nvme_dirs.empty()) {
+    STRATA_ASSIGN_OR_RETURN(record, open_nvme());
+  }
   STRATA_RETURN_IF_ERROR(create_memory());
   STRATA_RETURN_IF_ERROR(load_state());
   STRATA_RETURN_IF_ERROR(create_engine());
+  if (checkpoints_on()) create_checkpoint_writer(std::move(record));
   timeline_.set_keep_all(!o_.outputs.trace_path.empty());
   return Status::Ok();
 }
@@ -139,8 +144,9 @@ Status PagedTrainer::make_plan() {
   in.micro_rows = micro_rows();
   in.batch = rank_rows();
   in.seq = seq_;
-  in.embedding_part_bytes =
-      ranks() > 1 && (!piped() || pipe_.first()) ? uint64_t(shards_.gathered_floats(0)) * 4 : 0;
+  in.embedding_part_bytes = ranks() > 1 && (!piped() || groups_.pipe().first())
+                                ? uint64_t(shards_.gathered_floats(0)) * 4
+                                : 0;
   in.tp_stats_bytes =
       o_.grid.tp > 1 ? uint64_t(TpHeadStatsFloats(micro_rows(), seq_, o_.grid.tp)) * 4 : 0;
   in.gpu_mem = o_.budgets.gpu_mem;
@@ -167,10 +173,11 @@ Status PagedTrainer::make_plan() {
                       ") runs each stage's "
                       "micro-batches in " +
                       Mention(Option::kSchedule) + " " + o_.grid.schedule + "'s order";
-    in.stage = {.first_layer = pipe_.first_layer(),
-                .layers = pipe_.layers(),
-                .in_flight = pipe_.in_flight,
-                .with_head = pipe_.last(),
+    const scheduler::PipeStage& pipe = groups_.pipe();
+    in.stage = {.first_layer = pipe.first_layer(),
+                .layers = pipe.layers(),
+                .in_flight = pipe.in_flight,
+                .with_head = pipe.last(),
                 .tp = o_.grid.tp};
   }
   STRATA_ASSIGN_OR_RETURN(plan_, plan_split(in));
@@ -212,8 +219,8 @@ Status PagedTrainer::create_engine() {
   eo.micro_rows = micro_rows();
   eo.comm = o_.grid.ranks;
   eo.global_batch = o_.data.batch;
-  eo.tp_comm = tp_comm_.get();
-  if (piped()) eo.pipe = &pipe_;
+  eo.tp_comm = groups_.tp();
+  if (piped()) eo.pipe = &groups_.pipe();
   eo.shards = &shards_;
   if (split_.any_split()) {  // the slices' own Comm (slice_gather.h)
     STRATA_ASSIGN_OR_RETURN(slice_comm_,
@@ -275,7 +282,7 @@ Status PagedTrainer::run(const std::function<void(const StepStats&)>& on_step) {
     const bool stop =
         StopRequested(o_.stop_signal) && step + 1 < o_.steps;  // after the last: finish
     if (checkpoints_on() && ((step + 1) % o_.checkpoints.every == 0 || stop)) {
-      STRATA_RETURN_IF_ERROR(checkpoint(step + 1));
+      STRATA_RETURN_IF_ERROR(checkpoints_->checkpoint(step + 1));
     }
     if (stop) return drain();  // Note [Stopping after a step]: no --export, no --trace
   }
@@ -310,7 +317,7 @@ StepStats PagedTrainer::stats_of(long step, const scheduler::EngineStepResult& r
 // Every queued update and the pending checkpoint finished (the checkpoint is then durable).
 Status PagedTrainer::drain() {
   STRATA_RETURN_IF_ERROR(engine_->drain());
-  if (pending_checkpoint_.valid()) STRATA_RETURN_IF_ERROR(pending_checkpoint_.get());
+  if (checkpoints_) STRATA_RETURN_IF_ERROR(checkpoints_->wait());
   return Status::Ok();
 }
 

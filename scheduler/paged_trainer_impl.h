@@ -1,10 +1,16 @@
 // PagedTrainer (internal to scheduler/): the Trainer over the Engine, for CreatePagedTrainer
-// (paged_trainer.h). paged_trainer.cc sets it up, one step after another, and runs it; the
-// steps' parts live in files named for them: paged_trainer_grid.cc (the grid's Comms, the
-// pipeline stage, tensor-parallel slices), paged_trainer_shards.cc (which blocks this rank holds
-// a shard of), paged_trainer_checkpoint.cc (the NVMe tier, opened by scheduler/nvme_setup.h,
-// and the checkpoints written into it), paged_trainer_state.cc (the model's values in and out).
-// Threads: Setup and Run from one thread; checkpoints run on the Engine's optimizer queue.
+// (paged_trainer.h). paged_trainer.cc sets it up, one step after another, and runs it. Each setup
+// step is a part with one job, built from explicit inputs: scheduler/rank_groups.h (the grid's
+// Comms, this rank's rows, its pipeline stage), scheduler/shard_choice.h (which blocks this rank
+// holds a shard of), scheduler/split_choice.h (--split-ops and the memory plan it gives),
+// scheduler/nvme_setup.h (the NVMe tier and the checkpoint record in force) and
+// scheduler/checkpoint_writer.h (the checkpoints after a step). The trainer's files call them:
+// paged_trainer_grid.cc (the grid, the first line, tensor-parallel slices),
+// paged_trainer_shards.cc (the shards and the split, gathering a block's shards),
+// paged_trainer_checkpoint.cc (the fingerprint, the NVMe tier, the checkpoint writer),
+// paged_trainer_state.cc (the model's values in and out).
+// Threads: Setup and Run from one thread; checkpoints run on the Engine's optimizer queue
+// (checkpoint_writer.h).
 #pragma once
 
 #include <cstdint>
@@ -22,12 +28,12 @@
 #include "memory/memory_manager.h"
 #include "memory/nvme_tier.h"
 #include "parallel/comm.h"
-#include "parallel/grid.h"
 #include "scheduler/checkpoint.h"
+#include "scheduler/checkpoint_writer.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
 #include "scheduler/memory_plan.h"
-#include "scheduler/pipe_stage.h"
+#include "scheduler/rank_groups.h"
 #include "scheduler/run_fingerprint.h"
 #include "scheduler/split_plan.h"
 #include "scheduler/state_pages.h"
@@ -73,16 +79,16 @@ class PagedTrainer final : public Trainer {
 
  private:
   // Data parallelism (Note [Data-parallel gradients]): this rank and the size of its
-  // data-parallel group (o_.ranks once make_grid ran); each rank runs rank_rows() of the step's
-  // --batch, one micro-batch unless --micro-batch says otherwise.
+  // data-parallel group (o_.grid.ranks once make_grid ran); each rank runs rank_rows() of the
+  // step's --batch, one micro-batch unless --micro-batch says otherwise (both once make_grid ran).
   int rank() const { return scheduler::RankOf(o_.grid); }
   int ranks() const { return scheduler::RanksOf(o_.grid); }
   // The job's ranks (the whole grid): rank 0 writes the outputs, all agree on checkpoints.
-  int world_rank() const { return world_ != nullptr ? world_->rank() : 0; }
-  int world_size() const { return world_ != nullptr ? world_->size() : 1; }
-  int tp_rank() const { return tp_comm_ != nullptr ? tp_comm_->rank() : 0; }
-  int rank_rows() const { return o_.data.batch / ranks(); }
-  int micro_rows() const { return o_.data.micro_batch > 0 ? o_.data.micro_batch : rank_rows(); }
+  int world_rank() const { return groups_.world_rank(); }
+  int world_size() const { return groups_.world_size(); }
+  int tp_rank() const { return groups_.tp() != nullptr ? groups_.tp()->rank() : 0; }
+  int rank_rows() const { return groups_.rank_rows(); }
+  int micro_rows() const { return groups_.micro_rows(); }
   // --host-eviction auto: Belady over the learned plan, except in layer-major order, where the
   // plan misjudged the moments and LRU moved fewer bytes and ran faster (docs/scheduler.md,
   // Limits: 80-layer scale run, 2026-11-25).
@@ -92,16 +98,10 @@ class PagedTrainer final : public Trainer {
             plan_.order != scheduler::MicroBatchOrder::kLayerMajor);
   }
   bool checkpoints_on() const { return o_.checkpoints.every > 0 && !o_.checkpoints.dir.empty(); }
-  // The grid's groups (paged_trainer_grid.cc): o_.ranks becomes this rank's data-parallel group.
+  // The grid's groups and this rank's pipeline stage (scheduler/rank_groups.h): o_.grid.ranks
+  // becomes this rank's data-parallel group.
   Status make_grid();
-  // Pipeline parallelism (paged_trainer_grid.cc): this rank's stage, the blocks it holds, the
-  // stage of a block, the costs the partition balances.
-  Status make_stage(int stage);
-  Result<scheduler::StageCosts> measure_stage_costs();
   bool piped() const { return o_.grid.pp > 1; }
-  std::vector<bool> held_blocks() const;
-  int stage_of(int block) const;
-  std::string stages_text() const;
   std::string tiers_text(const std::vector<uint64_t>& figures) const;
   Status log_first_line();
   // Tensor parallelism: this rank's slice of a whole block (`full`), and the whole block from
@@ -116,7 +116,9 @@ class PagedTrainer final : public Trainer {
   Status create_memory();
   Status load_state();
   Status create_engine();
-  Status open_nvme();
+  // The NVMe tier; returns the checkpoint record in force (paged_trainer_checkpoint.cc).
+  Result<scheduler::CheckpointRecord> open_nvme();
+  void create_checkpoint_writer(scheduler::CheckpointRecord record);
   Status make_fingerprint();
   // The step's figures from the counters at the end of its compute and the previous step's.
   StepStats stats_of(long step, const scheduler::EngineStepResult& r, const DeviceStats& d0,
@@ -125,15 +127,11 @@ class PagedTrainer final : public Trainer {
   Status finish();
   Status write_initial_params();
   Status reset_moments();
-  Status checkpoint(long steps_done);
-  Status write_checkpoint(long steps_done);
-  std::vector<memory::PageId> durable_pages() const;
   Status export_role(Role role, const std::string& path);
   Status gather_block(int block, Role role, float* values);
+  // Which blocks this rank shards (scheduler/shard_choice.h), and --split-ops with the memory
+  // plan it gives (scheduler/split_choice.h): paged_trainer_shards.cc.
   Status make_shards();
-  Result<std::vector<bool>> choose_shards();
-  Result<std::vector<bool>> checkpointed_shards();
-  Result<std::vector<bool>> search_shards();
   Result<MemoryPlan> plan_split(scheduler::MemoryPlanInput in);
 
   TrainOptions o_;
@@ -142,18 +140,12 @@ class PagedTrainer final : public Trainer {
   int seq_;
   TokenDataset data_;
   int threads_ = 1;
-  parallel::Comm* world_ = nullptr;  // the job's ranks (o_.ranks as given); nullptr: one rank
-  parallel::Grid grid_;
-  std::unique_ptr<parallel::Comm> dp_comm_, tp_comm_;  // --tp / --pp: the grid's groups
-  std::unique_ptr<parallel::Comm> pp_fwd_[2], pp_bwd_[2], pp_tied_;  // the pipeline's (pipe_stage.h)
-  scheduler::StageCosts stage_costs_;
-  std::vector<int> stage_blocks_;  // transformer blocks per stage
-  scheduler::PipeStage pipe_;
+  // The job's ranks (o_.grid.ranks as given), its groups' Comms, the pipeline stage.
+  scheduler::RankGroups groups_;
   scheduler::ShardPlan shards_;  // what this rank owns (Note [Shards] in shard_plan.h)
   GptLayout gathered_layout_;     // the layout as the device slots see it
   std::string shard_choice_;      // --shard auto: how the choice was made (the first line)
   scheduler::SplitPlan split_;    // --split-ops (Note [Split operators] in split_plan.h)
-  GptLayout param_layout_;        // the layout as parameter slots see it
   std::string split_choice_ = "1";  // the split factors and, for auto, why (the first line)
   std::unique_ptr<parallel::Comm> slice_comm_;  // split blocks' slice gathers; outlives engine_
   std::unique_ptr<StatePages> pages_;
@@ -164,10 +156,10 @@ class PagedTrainer final : public Trainer {
   scheduler::Timeline timeline_;
   std::unique_ptr<Engine> engine_;
   scheduler::RunFingerprint fingerprint_;
-  scheduler::CheckpointRecord record_;  // in force; after Setup only the optimizer queue's
   std::optional<scheduler::CheckpointEntry> resume_from_;
   long start_step_ = 0;
-  std::shared_future<Status> pending_checkpoint_;
+  // --ckpt-every: the record in force and the pending checkpoint (checkpoint_writer.h).
+  std::unique_ptr<scheduler::CheckpointWriter> checkpoints_;
 };
 
 }  // namespace strata::internal

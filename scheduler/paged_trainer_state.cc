@@ -83,7 +83,10 @@ Status PagedTrainer::export_role(Role role, const std::string& path) {
     }
     if (piped()) {  // from the stage that holds it
       STRATA_RETURN_IF_ERROR(
-          pp_tied_->broadcast(whole, size_t(full_layout_.blocks[b].numel) * 4, stage_of(b))
+          groups_.pipe()
+              .tied
+              ->broadcast(whole, size_t(full_layout_.blocks[b].numel) * 4,
+                          groups_.stage_of(b, layout_.num_blocks()))
               .wait()
               .with_context("gathering block " + std::to_string(b) + " over the stages"));
     }
