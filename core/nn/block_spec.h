@@ -19,6 +19,23 @@ inline int64_t AlignedFloats(int64_t floats) {
   return (floats + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
 }
 
+// Hands out consecutive aligned pieces of one buffer, or with a null base only counts them: the
+// same code sizes an activation buffer and carves it.
+class FloatCarver {
+ public:
+  explicit FloatCarver(float* base) : base_(base) {}
+  float* take(int64_t floats) {
+    float* p = base_ != nullptr ? base_ + used_ : nullptr;
+    used_ += AlignedFloats(floats);
+    return p;
+  }
+  int64_t used() const { return used_; }
+
+ private:
+  float* base_;
+  int64_t used_ = 0;
+};
+
 enum class BlockKind { kEmbedding, kTransformer, kHead };
 
 enum class InitKind { kNormal, kZeros, kOnes };

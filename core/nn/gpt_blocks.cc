@@ -17,21 +17,7 @@ using nn_internal::Align;
 using nn_internal::Contribute;
 using nn_internal::Zero;
 
-// Hands out consecutive aligned pieces of one buffer (or only counts them when base is null).
-class Carver {
- public:
-  explicit Carver(float* base) : base_(base) {}
-  float* take(int64_t floats) {
-    float* p = base_ ? base_ + used_ : nullptr;
-    used_ += Align(floats);
-    return p;
-  }
-  int64_t used() const { return used_; }
-
- private:
-  float* base_;
-  int64_t used_ = 0;
-};
+using Carver = FloatCarver;
 
 // The widths a rank's activations have: the whole model's, or tensor-parallel rank's slice of
 // them (tp > 1, Note [Tensor-parallel slices] in tp_layout.h): C / tp attention and MLP columns,

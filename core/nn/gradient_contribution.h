@@ -10,9 +10,7 @@
 
 namespace strata::nn_internal {
 
-inline int64_t Align(int64_t n) {
-  return (n + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
-}
+inline int64_t Align(int64_t n) { return AlignedFloats(n); }
 
 // Zeroes device memory through the table (host code must not touch it: kernel_table.h).
 inline void Zero(const KernelTable& k, float* p, int64_t n) { k.zero(p, long(n)); }

@@ -16,21 +16,7 @@ struct Sizes {
         att(int64_t(B) * c.n_head * T * T) {}
 };
 
-// Takes aligned parts from a buffer; with a null base it only counts.
-class Carver {
- public:
-  explicit Carver(float* base) : base_(base) {}
-  float* take(int64_t floats) {
-    float* p = base_ != nullptr ? base_ + used_ : nullptr;
-    used_ += AlignedFloats(floats);
-    return p;
-  }
-  int64_t used() const { return used_; }
-
- private:
-  float* base_;
-  int64_t used_ = 0;
-};
+using Carver = FloatCarver;
 
 LlamaBlockActs Acts(const LlamaConfig& c, int B, int T, Carver& m) {
   const Sizes s(c, B, T);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/util/option.h"
+#include "tests/common/scratch_dir.h"
 #include "tests/common/expect_fault.h"
 
 namespace strata {
@@ -21,14 +22,7 @@ namespace fs = std::filesystem;
 
 class HfCheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("strata_hf_checkpoint_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Path(const std::string& name) const { return scratch_.path() + "/" + name; }
   void Write(const std::string& name, const std::string& text) {
     std::ofstream(Path(name), std::ios::binary) << text;
   }
@@ -42,7 +36,8 @@ class HfCheckpointTest : public ::testing::Test {
     for (size_t i = 0; i < ts.size(); ++i) views.push_back({ts[i].first, {2, 3}, data[i].data()});
     ASSERT_TRUE(WriteSafetensors(Path(name), views, {}).ok());
   }
-  fs::path dir_;
+  test_support::ScratchDir scratch_{"hf-checkpoint"};
+  const fs::path dir_{scratch_.path()};
 };
 
 const char* kConfig = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 3})";

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/scratch_dir.h"
+
 namespace strata {
 namespace {
 
@@ -17,15 +19,9 @@ namespace fs = std::filesystem;
 
 class SafetensorsReaderTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("strata_safetensors_reader_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  std::string Path(const std::string& name) const { return scratch_.path() + "/" + name; }
+  test_support::ScratchDir scratch_{"safetensors-reader"};
+  const fs::path dir_{scratch_.path()};
 };
 
 TEST_F(SafetensorsReaderTest, ReadsAnyElementRangeOfAnF32Tensor) {

@@ -4,7 +4,6 @@
 #include "models/llama/llama_layout.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -13,6 +12,7 @@
 
 #include "core/io/hf_checkpoint.h"
 #include "core/io/safetensors.h"
+#include "tests/common/scratch_dir.h"
 
 namespace strata::models {
 namespace {
@@ -63,9 +63,8 @@ TEST(LlamaLayout, HuggingFacesInitialisation) {
 }
 
 TEST(LlamaLayout, ACheckpointUnderItsNamesReadsBackAsAHuggingFaceDirectory) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("strata_llama_layout_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const test_support::ScratchDir scratch("llama-layout");
+  const std::filesystem::path dir = scratch.path();
   const LlamaLayout l = MakeLlamaLayout(*LlamaPreset("llama-tiny"));
   std::vector<float> params(size_t(l.total_numel));
   std::vector<TensorView> views;
@@ -91,7 +90,6 @@ TEST(LlamaLayout, ACheckpointUnderItsNamesReadsBackAsAHuggingFaceDirectory) {
   ASSERT_TRUE(ckpt->read(down.name, uint64_t(down.shape[1]) * 3, row.size(), row.data()).ok());
   const float* want = params.data() + l.block_offset[2] + down.offset + down.shape[1] * 3;
   for (size_t i = 0; i < row.size(); ++i) ASSERT_EQ(row[i], want[i]) << i;
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
