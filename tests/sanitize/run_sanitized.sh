@@ -31,7 +31,7 @@ case "$kind" in
 esac
 
 # The module binaries to build and run: only those whose test sources exist.
-modules=(core storage memory parallel scheduler embed)  # parallel: its single-process tests (the mpirun ones run unsanitized)
+modules=(core storage memory parallel models scheduler embed)  # parallel: its single-process tests (the mpirun ones run unsanitized)
 targets=()
 for m in "${modules[@]}"; do
   if compgen -G "$src/tests/$m/*_test.cc" > /dev/null; then
