@@ -27,6 +27,11 @@
 // - Hence the huge-page default (aligned_buffer.cc), and this function: `strata bench io`
 //   reports the segments per MiB its buffer got, so a like-for-like round can be read
 //   against the layout it was dealt.
+// - 2026-11-27, a slower day of the same disk: fio led in all 10 like-for-like rounds (0.68 and
+//   0.74 medians), Strata's buffer at 174-248 segments per MiB; fio's own 16 MiB buffer, sampled
+//   from its pagemap in 4 separate 1 MiB QD16 reads, had 104-160 (at 838-974 MiB/s). So fio's
+//   layout was systematically better that night, not only by luck: how fio's malloc'd buffer
+//   is placed, against Strata's aligned allocation, is the next thing to compare.
 #include "storage/physical_layout.h"
 
 #include <fcntl.h>
