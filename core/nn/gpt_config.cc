@@ -2,17 +2,13 @@
 
 #include <cstdio>
 
+#include "core/nn/presets.h"
 #include "core/util/option.h"
 
 namespace strata {
 namespace {
 
-struct Preset {
-  const char* name;
-  GptConfig config;
-};
-
-constexpr Preset kPresets[] = {
+constexpr NamedPreset<GptConfig> kPresets[] = {
     {"tiny", {2, 2, 32, 256, 64}},
     {"small", {6, 6, 384, 256, 256}},
     {"gpt2", {12, 12, 768, 50257, 1024}},
@@ -72,21 +68,8 @@ std::string GptConfig::to_string() const {
   return buf;
 }
 
-Result<GptConfig> GptPreset(const std::string& name) {
-  for (const auto& p : kPresets) {
-    if (name == p.name) return p.config;
-  }
-  std::string known;
-  for (const auto& p : kPresets) known += (known.empty() ? "" : ", ") + std::string(p.name);
-  return AtFault(Option::kModel,
-                 Status::InvalidArgument(Mention(Option::kModel) + ": unknown model '" + name +
-                                         "'; known: " + known));
-}
+Result<GptConfig> GptPreset(const std::string& name) { return FindPreset(kPresets, name, ""); }
 
-std::vector<std::string> GptPresetNames() {
-  std::vector<std::string> names;
-  for (const auto& p : kPresets) names.push_back(p.name);
-  return names;
-}
+std::vector<std::string> GptPresetNames() { return PresetNames(kPresets); }
 
 }  // namespace strata

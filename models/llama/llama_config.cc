@@ -3,20 +3,16 @@
 #include <cstdio>
 
 #include "core/nn/gpt_config.h"
+#include "core/nn/presets.h"
 #include "core/util/option.h"
 
 namespace strata::models {
 namespace {
 
-struct Preset {
-  const char* name;
-  LlamaConfig config;
-};
-
 // {n_layer, n_embd, n_head, n_kv_head, ffn_dim, vocab, block, theta, eps, tied}. The blocks of
 // the published models are their config.json's; the context is what Strata trains at (no
 // rope_scaling), the published maximum for the older models.
-const Preset kPresets[] = {
+const NamedPreset<LlamaConfig> kPresets[] = {
     {"llama-tiny", {2, 64, 4, 2, 128, 256, 64, 10000.0, 1e-5f, false}},
     {"llama-small", {6, 384, 6, 2, 1024, 256, 256, 10000.0, 1e-5f, false}},
     {"tinyllama-1.1b", {22, 2048, 32, 4, 5632, 32000, 2048, 10000.0, 1e-5f, false}},
@@ -117,20 +113,9 @@ std::string LlamaConfig::to_string() const {
 }
 
 Result<LlamaConfig> LlamaPreset(const std::string& name) {
-  for (const auto& p : kPresets) {
-    if (name == p.name) return p.config;
-  }
-  std::string known;
-  for (const auto& p : kPresets) known += (known.empty() ? "" : ", ") + std::string(p.name);
-  return AtFault(Option::kModel,
-                 Status::InvalidArgument(Mention(Option::kModel) + ": unknown model '" + name +
-                                         "'; known LLaMA presets: " + known));
+  return FindPreset(kPresets, name, " LLaMA presets");
 }
 
-std::vector<std::string> LlamaPresetNames() {
-  std::vector<std::string> names;
-  for (const auto& p : kPresets) names.push_back(p.name);
-  return names;
-}
+std::vector<std::string> LlamaPresetNames() { return PresetNames(kPresets); }
 
 }  // namespace strata::models
