@@ -154,7 +154,7 @@ void AddOverlap(const Flags& f, const OverlapResult& r, nlohmann::ordered_json& 
   out["threads"] = f.threads;
   out["timed_steps"] = f.steps;
   out["state_bytes"] = offload::StateBytes(MakeGptLayout(r.in_memory.config));
-  out["overlap_model"] = r.in_memory.config.to_string();
+  out["overlap_model"] = r.in_memory.shape.description;
   out["overlap_step_s"] = ovr.step.median_step_s;
   out["overlap_compute_only_s"] = ovr.compute_s;
   out["overlap_rounds"] = f.overlap_rounds;
@@ -195,7 +195,7 @@ void AddOverlap(const Flags& f, const OverlapResult& r, nlohmann::ordered_json& 
 void AddCost(const CostResult& r, nlohmann::ordered_json& out) {
   const TrainOptions& off = r.offload_options;
   const uint64_t state = offload::StateBytes(MakeGptLayout(r.in_memory.config));
-  out["offload_model"] = r.in_memory.config.to_string();
+  out["offload_model"] = r.in_memory.shape.description;
   out["offload_batch"] = off.data.batch;
   out["offload_seq"] = r.in_memory.seq;
   out["offload_state_bytes"] = state;

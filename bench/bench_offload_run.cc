@@ -45,7 +45,8 @@ void LogStep(const char* what, const StepStats& s) {
 Result<RunSummary> RunTrainer(const TrainOptions& o, int warmup, const char* what) {
   STRATA_ASSIGN_OR_RETURN(auto trainer, CreateTrainer(o));
   RunSummary r;
-  r.config = trainer->config();
+  r.shape = trainer->shape();
+  STRATA_ASSIGN_OR_RETURN(r.config, ResolveModelConfig(o.model));
   r.seq = trainer->seq();
   // Process CPU seconds at each step's callback, so that a step is charged the optimizer work
   // that spills into it.

@@ -22,16 +22,16 @@
 
 namespace strata::bench {
 
-double FlopsPerToken(const GptConfig& c, int T) {
-  const double L = c.n_layer, C = c.n_embd, V = c.vocab_size;
-  return 6.0 * (12.0 * L * C * C + V * C) + 12.0 * L * C * T;
+double FlopsPerToken(const ModelShape& m, int T) {
+  const double L = m.n_layer, C = m.n_embd;
+  return 6.0 * double(m.matmul_params) + 12.0 * L * C * T;
 }
 
 // The report of a run of `o` (`steps` timed) whose median step made `median` tokens/s: against
 // the sgemm peak measured now (sim), or the GPU's peak at --dtype (cuda).
 Result<nlohmann::ordered_json> StepReport(const TrainOptions& o, int steps, const Trainer& trainer,
                                           double median) {
-  const GptConfig& c = trainer.config();
+  const ModelShape& c = trainer.shape();
   const int T = trainer.seq();
   const double gflops = median * FlopsPerToken(c, T) / 1e9;
   GpuPeak gpu;
@@ -47,7 +47,7 @@ Result<nlohmann::ordered_json> StepReport(const TrainOptions& o, int steps, cons
   out["device"] = o.device;
   out["dtype"] = o.dtype;
   out["model"] = o.model.preset;
-  out["params"] = c.num_params();
+  out["params"] = c.num_params;
   out["batch"] = o.data.batch;
   out["seq"] = T;
   out["threads"] = o.threads;

@@ -26,10 +26,12 @@ namespace {
 // The embedding's fold up to its last reduction: wte's heads summed over the ranks (unless they
 // are), then rank 0's own embedding contribution added to that sum (the add one rank would do
 // next). The other ranks' parts are sent as they are; wpe's fold starts with rank 0's part.
-Status StartEmbeddingFold(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
+Status StartEmbeddingFold(parallel::Comm& comm, const KernelTable& k, const ModelLayout& layout,
                           float* emb_grads, float* embedding_part, bool heads_summed) {
   STRATA_CHECK(comm.size() > 1) << "one rank keeps its embedding contributions in place";
-  const TensorSpec& wte = layout.embedding().tensors[kWte];
+  // The tensor a tied head reads is the embedding block's first (GPT-2's wte, LLaMA's
+  // embed_tokens); without a tie the heads' part of it is zero and the fold is the same.
+  const TensorSpec& wte = layout.embedding().tensors.front();
   if (!heads_summed) {
     k.finish();  // the comm reads what the backwards wrote
     STRATA_RETURN_IF_ERROR(
@@ -46,7 +48,7 @@ Status StartEmbeddingFold(parallel::Comm& comm, const KernelTable& k, const GptL
 
 }  // namespace
 
-Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
+Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const ModelLayout& layout,
                                float* emb_grads, float* embedding_part, bool heads_summed) {
   STRATA_RETURN_IF_ERROR(
       StartEmbeddingFold(comm, k, layout, emb_grads, embedding_part, heads_summed));
@@ -58,7 +60,7 @@ Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const
 }
 
 Status ReduceShardedEmbeddingGradient(parallel::Comm& comm, const KernelTable& k,
-                                      const GptLayout& layout, float* emb_grads,
+                                      const ModelLayout& layout, float* emb_grads,
                                       float* embedding_part, float* shard, int64_t shard_floats) {
   STRATA_RETURN_IF_ERROR(StartEmbeddingFold(comm, k, layout, emb_grads, embedding_part,
                                             /*heads_summed=*/false));
@@ -77,7 +79,7 @@ Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const KernelTable& 
 }
 
 Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
-                                 const GptLayout& layout, float* grads, float* embedding_part) {
+                                 const ModelLayout& layout, float* grads, float* embedding_part) {
   // Every block, and wte's head contributions: one fold over the ranks.
   k.finish();
   STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(grads, grads, size_t(layout.total_numel)).wait());

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model_layout.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
 #include "scheduler/shard_plan.h"
@@ -55,13 +55,13 @@ RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks);
 // runs inside a launch of that device's stream (k.finish orders the kernels before each
 // collective). Errors: the Comm's.
 Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
-                                 const GptLayout& layout, float* grads, float* embedding_part);
+                                 const ModelLayout& layout, float* grads, float* embedding_part);
 
 // The embedding block's part of ReduceReplicatedGradients, for an engine that sums block by
 // block: `emb_grads` is block 0's gradient, its wte holding the heads' contributions (this
 // rank's, or already summed over the ranks when `heads_summed`); `embedding_part` as above. On
 // return `emb_grads` holds the embedding's gradient, the same bits on every rank.
-Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const GptLayout& layout,
+Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const ModelLayout& layout,
                                float* emb_grads, float* embedding_part, bool heads_summed);
 
 // Sharded state (Note [Shards] in shard_plan.h): as ReduceEmbeddingGradient, but the last fold is
@@ -69,7 +69,7 @@ Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const
 // `embedding_part` holds ranks * shard_floats floats, zero beyond the block. Only `shard` holds the
 // result on return.
 Status ReduceShardedEmbeddingGradient(parallel::Comm& comm, const KernelTable& k,
-                                      const GptLayout& layout, float* emb_grads,
+                                      const ModelLayout& layout, float* emb_grads,
                                       float* embedding_part, float* shard, int64_t shard_floats);
 
 // A sharded block's gradient sum of squares, the same bits on every rank and as one rank's

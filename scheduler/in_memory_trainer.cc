@@ -10,13 +10,10 @@
 #include "core/device/create_device.h"
 #include "core/device/device.h"
 #include "core/kernels/adamw.h"
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_layout.h"
-#include "core/nn/gpt_weights.h"
+#include "core/nn/model.h"
 #include "core/util/log.h"
 #include "core/util/option.h"
 #include "core/util/sizes.h"
-#include "scheduler/activations.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/grad_norm.h"
 #include "scheduler/in_memory_budget.h"
@@ -50,8 +47,12 @@ class DeviceBuffer {
 
 class InMemoryTrainer final : public Trainer {
  public:
-  InMemoryTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
-      : o_(std::move(o)), layout_(MakeGptLayout(c)), seq_(seq), data_(std::move(data)) {}
+  InMemoryTrainer(TrainOptions o, std::unique_ptr<Model> model, int seq, TokenDataset data)
+      : o_(std::move(o)),
+        model_(std::move(model)),
+        layout_(model_->layout()),
+        seq_(seq),
+        data_(std::move(data)) {}
   // Queued work may still use the buffers (a setup that failed halfway): let it finish before
   // the members free them.
   ~InMemoryTrainer() override {
@@ -59,14 +60,10 @@ class InMemoryTrainer final : public Trainer {
   }
 
   Status setup() {
-    const GptConfig& c = layout_.config;
     const int B = micro_rows(), T = seq_;
     const int64_t P = layout_.total_numel;
-    // Every block keeps its activations: this trainer never recomputes.
-    const scheduler::ActivationLayout act_layout =
-        scheduler::MakeActivationLayout(c, B, T, /*recompute_layers=*/0, my_micro_batches().count);
     SimDeviceOptions dopt;
-    STRATA_ASSIGN_OR_RETURN(dopt.capacity_bytes, InMemoryDeviceBudget(o_, c, B, T));
+    STRATA_ASSIGN_OR_RETURN(dopt.capacity_bytes, InMemoryDeviceBudget(o_, *model_, B, T));
     dopt.link_gbps = o_.sim_link_gbps;
     STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_.grid)}, dopt));
     compute_ = device_->create_stream("compute");
@@ -80,7 +77,9 @@ class InMemoryTrainer final : public Trainer {
     STRATA_RETURN_IF_ERROR(alloc(P, &grads_));
     STRATA_RETURN_IF_ERROR(alloc(P, &m_));
     STRATA_RETURN_IF_ERROR(alloc(P, &v_));
-    STRATA_RETURN_IF_ERROR(alloc(act_layout.floats(), &acts_));
+    // Every block keeps its activations: this trainer never recomputes.
+    STRATA_RETURN_IF_ERROR(alloc(
+        InMemoryActivationFloats(*model_, B, T, my_micro_batches().count), &acts_));
     STRATA_RETURN_IF_ERROR(alloc(2 * int64_t(o_.data.batch) * T, &tokens_));
     if (ranks() > 1) {
       STRATA_RETURN_IF_ERROR(alloc(layout_.embedding().numel, &embedding_part_));
@@ -90,13 +89,8 @@ class InMemoryTrainer final : public Trainer {
       k->zero(v, long(P));
     });
 
-    scheduler::Activations acts = scheduler::CarveActivations(act_layout, acts_.f());
-    emb_out_ = acts.emb_out;
-    layer_acts_ = std::move(acts.layers);
-    head_acts_ = acts.head;
-    scratch_ = acts.scratch;
-    dres_ = acts.dres;
-
+    carve_activations();
+    STRATA_RETURN_IF_ERROR(upload_constants(alloc));
     STRATA_RETURN_IF_ERROR(upload_initial_params());
     log_first_line();
     return Status::Ok();
@@ -120,7 +114,7 @@ class InMemoryTrainer final : public Trainer {
                             Mention(Option::kShard) + " " + o_.grid.shard, "1", per_tier, order));
   }
 
-  const GptConfig& config() const override { return layout_.config; }
+  const ModelShape& shape() const override { return model_->shape(); }
   int seq() const override { return seq_; }
   std::string data_name() const override { return data_.name(); }
 
@@ -139,8 +133,7 @@ class InMemoryTrainer final : public Trainer {
       if (step == 0 && !o_.outputs.export_grads_path.empty() && rank() == 0) {
         // The update reads the gradients but leaves them as they were: step 1's, unclipped.
         STRATA_ASSIGN_OR_RETURN(std::vector<float> grads, download(grads_));
-        STRATA_RETURN_IF_ERROR(
-            ExportGptSafetensors(o_.outputs.export_grads_path, layout_, grads.data()));
+        STRATA_RETURN_IF_ERROR(model_->export_weights(o_.outputs.export_grads_path, grads.data()));
       }
       const auto t1 = Clock::now();
       s.step = step + 1;
@@ -154,7 +147,7 @@ class InMemoryTrainer final : public Trainer {
     }
     if (!o_.outputs.export_path.empty() && rank() == 0) {  // every rank holds the same weights
       STRATA_ASSIGN_OR_RETURN(std::vector<float> params, download(params_));
-      STRATA_RETURN_IF_ERROR(ExportGptSafetensors(o_.outputs.export_path, layout_, params.data()));
+      STRATA_RETURN_IF_ERROR(model_->export_weights(o_.outputs.export_path, params.data()));
       Logger("train")->info("wrote weights to {}", o_.outputs.export_path);
     }
     return Status::Ok();
@@ -163,12 +156,43 @@ class InMemoryTrainer final : public Trainer {
  private:
   float* block(const DeviceBuffer& buf, int b) const { return buf.f() + layout_.block_offset[b]; }
 
+  // The activation buffer (InMemoryActivationFloats) cut into its pieces.
+  void carve_activations() {
+    const int B = micro_rows(), T = seq_;
+    FloatCarver carve(acts_.f());
+    const int64_t residual = ResidualFloats(model_->shape(), B, T);
+    emb_out_ = carve.take(residual);
+    layer_acts_.clear();
+    for (int l = 0; l < model_->shape().n_layer; ++l) {
+      layer_acts_.push_back(carve.take(model_->layer_acts_floats(B, T)));
+    }
+    head_acts_ = carve.take(model_->head_acts_floats(B, T));
+    scratch_ = carve.take(model_->scratch_floats(B, T));
+    dres_.clear();
+    for (int i = 0; i < my_micro_batches().count; ++i) dres_.push_back(carve.take(residual));
+  }
+
+  // The model's read-only device constants for this run's T (Model::constants), if any.
+  template <typename Alloc>
+  Status upload_constants(const Alloc& alloc) {
+    constants_host_ = model_->constants(seq_);
+    if (constants_host_.empty()) return Status::Ok();
+    STRATA_RETURN_IF_ERROR(alloc(int64_t(constants_host_.size()), &constants_));
+    return device_->copy_async(constants_.f(), constants_host_.data(), constants_host_.size() * 4,
+                               CopyKind::kHostToDevice, *compute_);
+  }
+
+  OpShape op_shape() const {
+    return {.B = micro_rows(), .T = seq_, .constants = constants_host_.empty() ? nullptr
+                                                                              : constants_.f()};
+  }
+
   // The first weights (--init's, or the seed's) are made on the host and copied up: host code
   // never writes device memory. Waits for the setup's work on the compute stream too.
   Status upload_initial_params() {
     std::vector<float> initial(size_t(layout_.total_numel), 0.0f);
     if (!o_.model.init_path.empty()) {
-      STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.model.init_path, layout_, initial.data()));
+      STRATA_RETURN_IF_ERROR(model_->import_weights(o_.model.init_path, initial.data()));
     } else {
       for (int b = 0; b < layout_.num_blocks(); ++b) {
         InitBlockParams(layout_.blocks[b], o_.seed, initial.data() + layout_.block_offset[b]);
@@ -249,8 +273,8 @@ class InMemoryTrainer final : public Trainer {
     float* into = apart ? embedding_part_.f() : block(grads_, 0);
     if (apart) kernels().zero(into, long(layout_.embedding().numel));
     for (int i = 0; i < count; ++i) {
-      EmbeddingBackward(kernels(), layout_, into, dres_[i], x + int64_t(i) * B * T, B, T,
-                        scratch_, /*first_wpe=*/i == 0, /*first_wte=*/apart && i == 0);
+      model_->embedding_backward(kernels(), op_shape(), into, dres_[i], x + int64_t(i) * B * T,
+                                 scratch_, /*first=*/i == 0, /*first_tied=*/apart && i == 0);
     }
   }
 
@@ -261,30 +285,31 @@ class InMemoryTrainer final : public Trainer {
   Result<float> forward_backward(long step, const int32_t* x, const int32_t* y, float* dres,
                                  bool first) {
     const KernelTable& k = kernels();
-    const int T = seq_, L = layout_.config.n_layer, B = micro_rows();
-    const float* wte = block(params_, 0) + layout_.embedding().tensors[kWte].offset;
-    float* dwte = block(grads_, 0) + layout_.embedding().tensors[kWte].offset;
-    const float dloss = 1.0f / float(int64_t(o_.data.batch) * T);
-    // Forward: embedding, L transformer blocks, head.
-    EmbeddingForward(k, layout_, block(params_, 0), x, B, T, emb_out_);
+    const Model& m = *model_;
+    const OpShape s = op_shape();
+    const int L = m.shape().n_layer;
+    const float dloss = 1.0f / float(int64_t(o_.data.batch) * seq_);
+    // Forward: embedding, L layers, head.
+    m.embedding_forward(k, s, block(params_, 0), x, emb_out_);
     const float* h = emb_out_;
     for (int l = 0; l < L; ++l) {
-      TransformerForward(k, layout_, l, block(params_, 1 + l), h, B, T, layer_acts_[l]);
-      h = layer_acts_[l].out;
+      m.layer_forward(k, s, l, block(params_, 1 + l), h, layer_acts_[l]);
+      h = m.layer_output(s, layer_acts_[l]);
     }
-    const float loss = HeadForward(k, layout_, block(params_, L + 1), wte, h, y, B, T, head_acts_);
+    const float loss = m.head_forward(k, s, block(params_, L + 1), block(params_, 0), h, y,
+                                      head_acts_);
     if (!std::isfinite(loss)) {
       return Status::Aborted("step " + std::to_string(step + 1) + ": loss is " +
                              std::to_string(loss) + "; lower " + Mention(Option::kLr) +
                              " or enable " + Mention(Option::kGradClip));
     }
     // Backward in reverse.
-    HeadBackward(k, layout_, block(params_, L + 1), block(grads_, L + 1), wte, dwte, h, y, B, T,
-                 head_acts_, scratch_, dloss, dres, first);
+    m.head_backward(k, s, block(params_, L + 1), block(grads_, L + 1), block(params_, 0),
+                    block(grads_, 0), h, y, head_acts_, scratch_, dloss, dres, first);
     for (int l = L - 1; l >= 0; --l) {
-      const float* in = l == 0 ? emb_out_ : layer_acts_[l - 1].out;
-      TransformerBackward(k, layout_, l, block(params_, 1 + l), block(grads_, 1 + l), in, B, T,
-                          layer_acts_[l], scratch_, dres, first);
+      const float* in = l == 0 ? emb_out_ : m.layer_output(s, layer_acts_[l - 1]);
+      m.layer_backward(k, s, l, block(params_, 1 + l), block(grads_, 1 + l), in, layer_acts_[l],
+                       scratch_, dres, first);
     }
     return loss;
   }
@@ -322,28 +347,31 @@ class InMemoryTrainer final : public Trainer {
   const KernelTable& kernels() const { return device_->kernels(ComputeDtype(o_.dtype)); }
 
   TrainOptions o_;
-  GptLayout layout_;
+  std::unique_ptr<Model> model_;
+  const ModelLayout& layout_;  // model_'s
   int seq_;
   TokenDataset data_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Stream> compute_;
   DeviceBuffer params_, grads_, m_, v_, acts_, tokens_;
   DeviceBuffer embedding_part_;  // dp: this rank's embedding contributions
+  DeviceBuffer constants_;       // Model::constants, when the model has any
+  std::vector<float> constants_host_;
   std::vector<int32_t> tokens_host_;  // the batch on its way to tokens_
   float* emb_out_ = nullptr;
-  std::vector<TransformerActs> layer_acts_;
-  HeadActs head_acts_{};
-  BackwardScratch scratch_{};
+  std::vector<float*> layer_acts_;  // each layer's saved activations (Model::layer_acts_floats)
+  float* head_acts_ = nullptr;
+  float* scratch_ = nullptr;  // the backward's (Model::scratch_floats)
   std::vector<float*> dres_;  // per micro-batch
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Trainer>> CreateInMemoryTrainer(const TrainOptions& options,
-                                                       const GptConfig& config, int seq,
+                                                       std::unique_ptr<Model> model, int seq,
                                                        TokenDataset data) {
-  STRATA_RETURN_IF_ERROR(CheckInMemoryFitsMachine(options, config, seq));
-  auto trainer = std::make_unique<InMemoryTrainer>(options, config, seq, std::move(data));
+  STRATA_RETURN_IF_ERROR(CheckInMemoryFitsMachine(options, *model, seq));
+  auto trainer = std::make_unique<InMemoryTrainer>(options, std::move(model), seq, std::move(data));
   STRATA_RETURN_IF_ERROR(trainer->setup());
   return std::unique_ptr<Trainer>(std::move(trainer));
 }

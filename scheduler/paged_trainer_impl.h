@@ -24,6 +24,7 @@
 #include "core/data/token_dataset.h"
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/gpt_model.h"
 #include "core/nn/tp_layout.h"
 #include "memory/memory_manager.h"
 #include "memory/nvme_tier.h"
@@ -60,6 +61,7 @@ class PagedTrainer final : public Trainer {
       : o_(std::move(o)),
         layout_(o_.grid.tp > 1 ? MakeTpLayout(c, o_.grid.tp) : MakeGptLayout(c)),
         full_layout_(MakeGptLayout(c)),
+        shape_(GptModelShape(c)),
         seq_(seq),
         data_(std::move(data)) {}
 
@@ -71,7 +73,7 @@ class PagedTrainer final : public Trainer {
   }
 
   Status setup();
-  const GptConfig& config() const override { return full_layout_.config; }
+  const ModelShape& shape() const override { return shape_; }
   int seq() const override { return seq_; }
   std::string data_name() const override { return data_.name(); }
   long start_step() const override { return start_step_; }
@@ -137,6 +139,7 @@ class PagedTrainer final : public Trainer {
   TrainOptions o_;
   GptLayout layout_;       // this rank's blocks: its tensor-parallel slice (MakeTpLayout)
   GptLayout full_layout_;  // the whole model's (what --init, --export and the data see)
+  ModelShape shape_;
   int seq_;
   TokenDataset data_;
   int threads_ = 1;

@@ -21,10 +21,10 @@ std::string OnOff(bool on) { return on ? "(given)" : "(not given)"; }
 }  // namespace
 
 Result<std::map<std::string, std::string>> RankSharedFlags(const TrainOptions& o,
-                                                            const GptConfig& config, int seq,
+                                                            const std::string& model, int seq,
                                                             bool paged) {
   STRATA_ASSIGN_OR_RETURN(const RunFingerprint fp,
-                          MakeRunFingerprint(o, config, seq, o.budgets.page_bytes));
+                          MakeRunFingerprint(o, model, seq, o.budgets.page_bytes));
   std::map<std::string, std::string> flags = fp.to_map();
   // The fingerprint's rank and micro-batch rows are a rank's place in the job (the same defaults
   // here) and follow from --batch, --micro-batch and the grid, which are compared themselves.

@@ -7,7 +7,6 @@
 #include <map>
 #include <string>
 
-#include "core/nn/gpt_config.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
 #include "scheduler/train_options.h"
@@ -24,7 +23,7 @@ namespace strata::scheduler {
 // --host-eviction, --sim-link-gbps, --comm-timeout, --log-json, --log-level. Reads --data and
 // --init to hash them (IoError naming the file).
 Result<std::map<std::string, std::string>> RankSharedFlags(const TrainOptions& o,
-                                                            const GptConfig& config, int seq,
+                                                            const std::string& model, int seq,
                                                             bool paged);
 
 // Ok when every rank's `flags` equal rank 0's; else, on every rank, InvalidArgument naming the

@@ -164,7 +164,7 @@ std::string RunFingerprint::summary() const {
          page_size + " seed " + seed + (delayed_update == "on" ? " delayed-update" : "");
 }
 
-Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
+Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const std::string& model, int seq,
                                           uint64_t page_bytes, const RunLayout& layout) {
   RunFingerprint f;
   f.shard = layout.shard;
@@ -175,7 +175,7 @@ Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig
   f.micro_rows = std::to_string(layout.micro_rows > 0
                                     ? layout.micro_rows
                                     : (o.data.micro_batch > 0 ? o.data.micro_batch : o.data.batch));
-  f.model = config.to_string();
+  f.model = model;
   if (o.data.path == "builtin") {
     f.data = "builtin";
   } else {

@@ -19,7 +19,6 @@
 #include <map>
 #include <string>
 
-#include "core/nn/gpt_config.h"
 #include "core/util/option.h"
 #include "core/util/status.h"
 #include "scheduler/train_options.h"
@@ -76,10 +75,11 @@ struct RunLayout {
   int micro_rows = 0;          // rows of each micro-batch this rank computes
 };
 
-// The fingerprint of a run of `o` with the resolved model, seq, page size and `layout` (the
+// The fingerprint of a run of `o` with the resolved model (`model`: its ModelShape::description),
+// seq, page size and `layout` (the
 // defaults: one rank, micro-batches as --micro-batch says). Reads --data and --init to hash them
 // (an errno's Status or IoError naming the file when it cannot, at fault of {data} or {init}).
-Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const GptConfig& config, int seq,
+Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const std::string& model, int seq,
                                           uint64_t page_bytes, const RunLayout& layout = {});
 
 // The number of ranks of the job that wrote `recorded` (a checkpoint's to_map): dp * tp * pp,

@@ -9,7 +9,7 @@
 
 namespace strata::scheduler {
 
-ShardPlan ShardPlan::Make(const GptLayout& layout, int rank, int ranks,
+ShardPlan ShardPlan::Make(const ModelLayout& layout, int rank, int ranks,
                           std::vector<bool> sharded, const std::vector<bool>& held) {
   STRATA_CHECK(ranks >= 1 && rank >= 0 && rank < ranks);
   STRATA_CHECK_EQ(int(sharded.size()), layout.num_blocks());
@@ -31,7 +31,7 @@ ShardPlan ShardPlan::Make(const GptLayout& layout, int rank, int ranks,
   return p;
 }
 
-ShardPlan ShardPlan::Replicated(const GptLayout& layout, int rank, int ranks) {
+ShardPlan ShardPlan::Replicated(const ModelLayout& layout, int rank, int ranks) {
   return Make(layout, rank, ranks, std::vector<bool>(layout.num_blocks(), false));
 }
 

@@ -31,10 +31,10 @@ class ShardPlan {
   // `held[b]` (empty: every block): a pipeline stage holds only its own blocks (and the last one
   // the tied embedding's replica); a block it does not hold has no floats here (no pages, no
   // slot) and is described as "elsewhere".
-  static ShardPlan Make(const GptLayout& layout, int rank, int ranks, std::vector<bool> sharded,
+  static ShardPlan Make(const ModelLayout& layout, int rank, int ranks, std::vector<bool> sharded,
                         const std::vector<bool>& held = {});
   // Every block replicated (one rank, or --shard none).
-  static ShardPlan Replicated(const GptLayout& layout, int rank = 0, int ranks = 1);
+  static ShardPlan Replicated(const ModelLayout& layout, int rank = 0, int ranks = 1);
 
   int rank() const { return rank_; }
   int ranks() const { return ranks_; }

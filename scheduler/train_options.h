@@ -33,6 +33,13 @@ struct ModelChoice {
   bool preset_given = false;     // --model was on the command line
   std::optional<int> n_layer, n_head, n_embd, vocab_size, block_size;  // shape flags
   std::string init_path;  // --init: weights (and shape) from safetensors
+  // --arch gpt2|llama: the model family; empty: the --model preset's (or --init's) family.
+  std::string arch;
+  // LLaMA's shape flags (--n-kv-head, --ffn-dim, --rope-theta, --norm-eps, --tie-embeddings).
+  std::optional<int> n_kv_head, ffn_dim;
+  std::optional<double> rope_theta;
+  std::optional<float> norm_eps;
+  std::optional<bool> tie_embeddings;
 };
 
 // The tokens of a step: where they come from and how the step's rows are cut.

@@ -1,4 +1,4 @@
-// Trainer: the whole training loop of a GPT — data, forward, backward, global-norm clipping,
+// Trainer: the whole training loop of a model (core/nn/model.h) — data, forward, backward, global-norm clipping,
 // AdamW, logging hooks. Two implementations, made by CreateTrainer (scheduler/trainer_factory.h),
 // which includes both; this interface includes neither:
 // - the in-memory trainer (scheduler/in_memory_trainer.cc): every byte of state in device
@@ -30,7 +30,7 @@
 #include <functional>
 #include <string>
 
-#include "core/nn/gpt_config.h"
+#include "core/nn/model.h"
 #include "core/util/status.h"
 
 namespace strata {
@@ -66,7 +66,8 @@ struct StepStats {
 class Trainer {
  public:
   virtual ~Trainer() = default;
-  virtual const GptConfig& config() const = 0;
+  // The model trained: its family, shape and parameter count.
+  virtual const ModelShape& shape() const = 0;
   virtual int seq() const = 0;
   virtual std::string data_name() const = 0;
   // The steps already done before Run's first step: a resumed checkpoint's step (--resume), 0

@@ -15,6 +15,7 @@
 #include "scheduler/data_parallel.h"
 #include "scheduler/in_memory_budget.h"
 #include "scheduler/in_memory_trainer.h"
+#include "scheduler/model_registry.h"
 #include "scheduler/option_ranges.h"
 #include "scheduler/paged_trainer.h"
 #include "scheduler/pipeline_plan.h"
@@ -281,7 +282,7 @@ Status CheckTrainsOn(const TrainOptions& o) {
 }
 
 // --data's tokens for a model of `c`, checked for a window of `seq` tokens.
-Result<TokenDataset> OpenData(const DataOptions& d, const GptConfig& c, int seq) {
+Result<TokenDataset> OpenData(const DataOptions& d, const ModelShape& c, int seq) {
   std::optional<TokenDataset> data;
   if (d.path == "builtin") {
     if (c.vocab_size < kByteVocabSize) {
@@ -302,13 +303,28 @@ Result<TokenDataset> OpenData(const DataOptions& d, const GptConfig& c, int seq)
 
 // --engine's choice: auto takes the paged trainer as soon as any paging flag (kPagingOptions)
 // is given, or when --gpu-mem is below what the in-memory trainer needs.
-bool ChoosesPaged(const TrainOptions& o, const GptConfig& c, int seq) {
+bool ChoosesPaged(const TrainOptions& o, const Model& m, int seq) {
   if (o.budgets.engine != "auto") return o.budgets.engine == "paged";
   const int ranks = scheduler::RanksOf(o.grid);
   return o.budgets.paging_flag_given || !o.budgets.nvme_dirs.empty() || o.checkpoints.resume ||
          o.optimizer.delayed_update || o.movement_only || !o.checkpoints.dir.empty() ||
          (ranks > 1 && o.grid.shard != "none") || o.grid.tp > 1 || o.grid.pp > 1 ||
-         (o.budgets.gpu_mem > 0 && o.budgets.gpu_mem < InMemoryDeviceBytes(o, c, seq));
+         (o.budgets.gpu_mem > 0 && o.budgets.gpu_mem < InMemoryDeviceBytes(o, m, seq));
+}
+
+// A model other than GPT-2 trains through the model interface, which only the in-memory trainer
+// runs so far: the paged engine, --tp and --pp take GPT-2's ops directly (docs/models.md).
+Status RefuseUnbuiltForModel(const TrainOptions& o, const ModelShape& m, bool paged) {
+  if (!paged) return Status::Ok();
+  return AtFault(kEngine,
+                 Status::NotSupported(
+                     Mention(kArch) + " " + m.arch + " trains in memory only so far (" +
+                     Mention(kEngine) + " memory, with " + Mention(kDp) + " and " +
+                     Mention(kShard) + " none); paging (" + Mention(kGpuMem) + " below its need, " +
+                     Mention(kHostMem) + ", " + Mention(kNvmeDir) + ", checkpoints), " +
+                     Mention(kShard) + " all|auto, " + Mention(kTp) + " and " + Mention(kPp) +
+                     " run GPT-2 only: drop them" +
+                     (o.budgets.engine == "paged" ? " and " + Mention(kEngine) + " paged" : "")));
 }
 
 }  // namespace
@@ -323,8 +339,10 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
   // Before any data or planning work: a missing GPU is one line, not a failure halfway in.
   STRATA_RETURN_IF_ERROR(CheckDeviceChoice({.kind = options.device}));
   STRATA_RETURN_IF_ERROR(CheckTrainsOn(options));
-  STRATA_ASSIGN_OR_RETURN(GptConfig config, ResolveModelConfig(options.model));
-  STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, config));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, ResolveModel(options.model));
+  const ModelShape& config = model->shape();
+  const GptConfig* gpt = GptConfigOf(*model);
+  if (gpt != nullptr) STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, *gpt));
   const int seq = options.data.seq > 0 ? options.data.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {
     return AtFault(kSeq,
@@ -336,10 +354,11 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
   }
   STRATA_RETURN_IF_ERROR(CheckTokensPerStep(options.data.batch, seq));
   STRATA_ASSIGN_OR_RETURN(TokenDataset data, OpenData(options.data, config, seq));
-  const bool paged = ChoosesPaged(options, config, seq);
+  const bool paged = ChoosesPaged(options, *model, seq);
+  if (gpt == nullptr) STRATA_RETURN_IF_ERROR(RefuseUnbuiltForModel(options, config, paged));
   if (ranks > 1) {  // before any rank plans or allocates: the same step everywhere
     STRATA_ASSIGN_OR_RETURN(const auto shared,
-                            scheduler::RankSharedFlags(options, config, seq, paged));
+                            scheduler::RankSharedFlags(options, config.description, seq, paged));
     STRATA_RETURN_IF_ERROR(scheduler::CheckRanksAgree(shared, *options.grid.ranks));
   }
   if (paged && ranks > 1 && options.optimizer.delayed_update) {
@@ -356,8 +375,8 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
                        "(Note [Checkpoints across ranks] in scheduler/data_parallel.h)"),
                    {{"got", options.checkpoints.keep}, {"min", 2}});
   }
-  if (paged) return CreatePagedTrainer(options, config, seq, std::move(data));
-  return CreateInMemoryTrainer(options, config, seq, std::move(data));
+  if (paged) return CreatePagedTrainer(options, *gpt, seq, std::move(data));
+  return CreateInMemoryTrainer(options, std::move(model), seq, std::move(data));
 }
 
 }  // namespace strata

@@ -161,7 +161,7 @@ Status RunTrainOnRanks(TrainFlags& f, CommandContext& ctx, const TrainRanks& ran
                             StepLog::Open(f.log_json, o.checkpoints.resume, trainer->start_step()));
   }
   Logger("train")->info("model {} | data {} | batch {} x seq {} | {} steps",
-                        trainer->config().to_string(), trainer->data_name(), o.data.batch,
+                        trainer->shape().description, trainer->data_name(), o.data.batch,
                         trainer->seq(), o.steps);
   return RunSteps(*trainer, o, log.get(), ranks.rank == 0, ctx);
 }

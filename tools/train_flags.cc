@@ -13,8 +13,18 @@ void AddModelAndDataOptions(CLI::App* cmd, TrainFlags* flags) {
   TrainOptions& o = flags->o;
   cmd->add_option("--model", o.model.preset,
                   "Model preset: tiny, small (~10M, vocab 256), gpt2, gpt2-medium, gpt2-large, "
-                  "gpt2-xl")
+                  "gpt2-xl; llama-tiny, llama-small, tinyllama-1.1b, llama3.2-1b, llama2-7b, "
+                  "llama3-8b")
       ->capture_default_str();
+  cmd->add_option("--arch", o.model.arch,
+                  "Model family: gpt2 or llama (default: the --model preset's, or --init's)");
+  cmd->add_option("--n-kv-head", flags->n_kv_head,
+                  "LLaMA override: key/value heads (divides --n-head; grouped-query attention)");
+  cmd->add_option("--ffn-dim", flags->ffn_dim, "LLaMA override: the SwiGLU MLP's width");
+  cmd->add_option("--rope-theta", flags->rope_theta, "LLaMA override: the rotary base");
+  cmd->add_option("--norm-eps", flags->norm_eps, "LLaMA override: RMSNorm's epsilon");
+  cmd->add_flag("--tie-embeddings", flags->tie_embeddings,
+                "LLaMA: the head reads embed_tokens (no lm_head), as Llama 3.2 1B/3B");
   cmd->add_option("--n-layer", flags->n_layer, "Override: number of transformer blocks");
   cmd->add_option("--n-head", flags->n_head, "Override: attention heads");
   cmd->add_option("--n-embd", flags->n_embd, "Override: embedding width (divisible by heads)");
@@ -223,6 +233,11 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   if (cmd.count("--n-embd")) o.model.n_embd = f.n_embd;
   if (cmd.count("--vocab")) o.model.vocab_size = f.vocab;
   if (cmd.count("--block-size")) o.model.block_size = f.block_size;
+  if (cmd.count("--n-kv-head")) o.model.n_kv_head = f.n_kv_head;
+  if (cmd.count("--ffn-dim")) o.model.ffn_dim = f.ffn_dim;
+  if (cmd.count("--rope-theta")) o.model.rope_theta = f.rope_theta;
+  if (cmd.count("--norm-eps")) o.model.norm_eps = f.norm_eps;
+  if (cmd.count("--tie-embeddings")) o.model.tie_embeddings = f.tie_embeddings;
   if (!f.gpu_mem.empty()) {
     STRATA_ASSIGN_OR_RETURN(o.budgets.gpu_mem, ParseBytes(f.gpu_mem, "--gpu-mem"));
   }

@@ -15,6 +15,10 @@ struct TrainFlags {
   TrainOptions o;
   std::string gpu_mem, host_mem, nvme_mem, page_size;
   int n_layer = 0, n_head = 0, n_embd = 0, vocab = 0, block_size = 0;
+  int n_kv_head = 0, ffn_dim = 0;
+  double rope_theta = 0;
+  float norm_eps = 0;
+  bool tie_embeddings = false;
   std::string log_json;
   std::string log_level = "info";
   // Not a flag: armed from STRATA_INJECT_FAULTS by the command's setup (stress/fault_spec.h),

@@ -30,6 +30,12 @@ void RelayBlock(BlockSpec& b) {
   }
 }
 
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
 void InitBlockParams(const BlockSpec& block, uint64_t seed, float* params) {
   std::memset(params, 0, sizeof(float) * block.numel);
   for (const auto& t : block.tensors) {

@@ -58,6 +58,9 @@ struct BlockSpec {
   int64_t numel = 0;           // floats including alignment padding
 };
 
+// "(d0, d1, ...)", a tensor's shape in messages.
+std::string ShapeString(const std::vector<int64_t>& shape);
+
 // Appends a tensor at the block's end (aligned), weight decay on tensors of 2 or more dims.
 void AppendTensor(BlockSpec& block, std::string name, std::vector<int64_t> shape, InitKind init,
                   float init_std = 0.0f);

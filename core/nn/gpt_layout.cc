@@ -19,7 +19,7 @@ GptLayout MakeGptLayout(const GptConfig& c) {
   emb.name = "embedding";
   AppendTensor(emb, "transformer.wte.weight", {c.vocab_size, C}, InitKind::kNormal, std);
   AppendTensor(emb, "transformer.wpe.weight", {c.block_size, C}, InitKind::kNormal, std);
-  layout.blocks.push_back(std::move(emb));
+  PackBlock(layout, std::move(emb));
 
   for (int l = 0; l < c.n_layer; ++l) {
     BlockSpec b;
@@ -39,7 +39,7 @@ GptLayout MakeGptLayout(const GptConfig& c) {
     AppendTensor(b, p + "mlp.c_fc.bias", {4 * C}, InitKind::kZeros);
     AppendTensor(b, p + "mlp.c_proj.weight", {4 * C, C}, InitKind::kNormal, proj_std);
     AppendTensor(b, p + "mlp.c_proj.bias", {C}, InitKind::kZeros);
-    layout.blocks.push_back(std::move(b));
+    PackBlock(layout, std::move(b));
   }
 
   BlockSpec head;
@@ -47,12 +47,8 @@ GptLayout MakeGptLayout(const GptConfig& c) {
   head.name = "head";
   AppendTensor(head, "transformer.ln_f.weight", {C}, InitKind::kOnes);
   AppendTensor(head, "transformer.ln_f.bias", {C}, InitKind::kZeros);
-  layout.blocks.push_back(std::move(head));
+  PackBlock(layout, std::move(head));
 
-  for (const auto& b : layout.blocks) {
-    layout.block_offset.push_back(layout.total_numel);
-    layout.total_numel += b.numel;
-  }
   return layout;
 }
 

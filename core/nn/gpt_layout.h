@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/block_spec.h"
 #include "core/nn/gpt_config.h"
+#include "core/nn/model_layout.h"
 
 namespace strata {
 
@@ -29,16 +29,11 @@ enum TransformerTensor {
 };
 enum HeadTensor { kLnfW = 0, kLnfB };
 
-struct GptLayout {
+// The blocks (ModelLayout) and the shape they were made from.
+struct GptLayout : ModelLayout {
   GptConfig config;
-  std::vector<BlockSpec> blocks;
-  std::vector<int64_t> block_offset;  // in floats, blocks packed back to back
-  int64_t total_numel = 0;            // floats including padding
 
-  const BlockSpec& embedding() const { return blocks.front(); }
-  const BlockSpec& head() const { return blocks.back(); }
   const BlockSpec& transformer(int layer) const { return blocks[1 + layer]; }
-  int num_blocks() const { return static_cast<int>(blocks.size()); }
 };
 
 // Pure function of the config; the config must be valid. Initialisation: InitBlockParams

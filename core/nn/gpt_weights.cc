@@ -13,12 +13,6 @@ namespace {
 
 const char* kMetaKeys[] = {"n_layer", "n_head", "n_embd", "vocab_size", "block_size"};
 
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + ")";
-}
-
 // The file's tensor for a layout name: "transformer.x" or its unprefixed form "x".
 const SafetensorsTensor* Find(const SafetensorsFile& f, const std::string& name) {
   auto it = f.tensors.find(name);

@@ -1,4 +1,5 @@
-// Private to core/nn: the helpers the blocks' backward passes share (gpt_blocks.cc, tp_blocks.cc).
+// The helpers every model's backward passes share (core/nn/gpt_blocks.cc, tp_blocks.cc,
+// models/llama/llama_model.cc): the gradient-contribution rule of core/nn/model.h.
 #pragma once
 
 #include <array>

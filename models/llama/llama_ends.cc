@@ -46,13 +46,13 @@ float LlamaHeadForward(const KernelTable& k, const LlamaConfig& c, const float* 
 
 void LlamaHeadBackward(const KernelTable& k, const LlamaConfig& c, const float* norm,
                        const float* lm_head, float* dnorm, float* dlm_head, const float* x,
-                       const int32_t* targets, int B, int T, float dloss_scale,
+                       const int32_t* targets, int B, int T, float dloss,
                        const LlamaHeadActs& a, float* scratch, float* dres) {
   const int N = B * T, C = c.n_embd, V = c.vocab_size;
   float* dlogits = scratch;
   float* dhn = scratch + AlignedFloats(int64_t(N) * V);
   k.zero(dlogits, int64_t(N) * V);
-  k.crossentropy_backward(dlogits, a.probs, targets, dloss_scale / float(N), N, V);
+  k.crossentropy_backward(dlogits, a.probs, targets, dloss, N, V);
   // dhn = dlogits @ W; dW += dlogits^T @ hn.
   k.sgemm(false, false, N, C, V, 1.0f, dlogits, V, lm_head, C, 0.0f, dhn, C);
   k.sgemm(true, false, V, C, N, 1.0f, dlogits, V, a.hn, C, 1.0f, dlm_head, C);

@@ -34,12 +34,13 @@ int64_t LlamaHeadScratchFloats(const LlamaConfig& c, int B, int T);  // dlogits 
 float LlamaHeadForward(const KernelTable& k, const LlamaConfig& c, const float* norm,
                        const float* lm_head, const float* x, const int32_t* targets, int B, int T,
                        const LlamaHeadActs& acts);
-// dres (BT, C) = the gradient of dloss_scale * loss by the head's input (written, not added: the
-// head starts the residual stream's gradient); dnorm, dlm_head +=. `scratch`:
+// dres (BT, C) = the gradient of the objective by the head's input (written, not added: the head
+// starts the residual stream's gradient), where `dloss` is the objective's gradient by each
+// token's loss (1 / BT for this micro-batch's mean); dnorm, dlm_head +=. `scratch`:
 // LlamaHeadScratchFloats floats.
 void LlamaHeadBackward(const KernelTable& k, const LlamaConfig& c, const float* norm,
                        const float* lm_head, float* dnorm, float* dlm_head, const float* x,
-                       const int32_t* targets, int B, int T, float dloss_scale,
+                       const int32_t* targets, int B, int T, float dloss,
                        const LlamaHeadActs& acts, float* scratch, float* dres);
 
 }  // namespace strata::models

@@ -19,7 +19,7 @@ LlamaLayout MakeLlamaLayout(const LlamaConfig& c) {
   emb.kind = BlockKind::kEmbedding;
   emb.name = "embedding";
   AppendTensor(emb, "model.embed_tokens.weight", {V, C}, normal, kLlamaInitStd);
-  layout.blocks.push_back(std::move(emb));
+  PackBlock(layout, std::move(emb));
 
   for (int l = 0; l < c.n_layer; ++l) {
     BlockSpec b;
@@ -36,7 +36,7 @@ LlamaLayout MakeLlamaLayout(const LlamaConfig& c) {
     AppendTensor(b, p + "mlp.gate_proj.weight", {F, C}, normal, kLlamaInitStd);
     AppendTensor(b, p + "mlp.up_proj.weight", {F, C}, normal, kLlamaInitStd);
     AppendTensor(b, p + "mlp.down_proj.weight", {C, F}, normal, kLlamaInitStd);
-    layout.blocks.push_back(std::move(b));
+    PackBlock(layout, std::move(b));
   }
 
   BlockSpec head;
@@ -44,12 +44,8 @@ LlamaLayout MakeLlamaLayout(const LlamaConfig& c) {
   head.name = "head";
   AppendTensor(head, "model.norm.weight", {C}, ones);
   if (!c.tie_embeddings) AppendTensor(head, "lm_head.weight", {V, C}, normal, kLlamaInitStd);
-  layout.blocks.push_back(std::move(head));
+  PackBlock(layout, std::move(head));
 
-  for (const BlockSpec& b : layout.blocks) {
-    layout.block_offset.push_back(layout.total_numel);
-    layout.total_numel += b.numel;
-  }
   return layout;
 }
 

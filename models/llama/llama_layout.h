@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/nn/block_spec.h"
+#include "core/nn/model_layout.h"
 #include "models/llama/block_tensors.h"
 #include "models/llama/llama_config.h"
 
@@ -27,16 +27,11 @@ enum LlamaHeadTensor { kFinalNorm = 0, kLmHead };
 
 inline constexpr float kLlamaInitStd = 0.02f;  // Hugging Face's initializer_range
 
-struct LlamaLayout {
+// The blocks (ModelLayout) and the shape they were made from.
+struct LlamaLayout : ModelLayout {
   LlamaConfig config;
-  std::vector<BlockSpec> blocks;
-  std::vector<int64_t> block_offset;  // in floats, blocks packed back to back
-  int64_t total_numel = 0;            // floats including padding
 
-  const BlockSpec& embedding() const { return blocks.front(); }
-  const BlockSpec& head() const { return blocks.back(); }
   const BlockSpec& layer(int l) const { return blocks[size_t(1 + l)]; }
-  int num_blocks() const { return static_cast<int>(blocks.size()); }
 };
 
 // Pure function of the config; the config must be valid (checked).

@@ -100,7 +100,7 @@ TEST(CheckpointRecord, MutationsNeverThrow) {
 TEST(RunFingerprint, ADifferenceNamesTheFlagAndBothValues) {
   TrainOptions o;
   GptConfig c;
-  auto now = MakeRunFingerprint(o, c, 64, 16384);
+  auto now = MakeRunFingerprint(o, c.to_string(), 64, 16384);
   ASSERT_TRUE(now.ok());
   std::map<std::string, std::string> recorded = now->to_map();
   EXPECT_TRUE(CheckSameRun(*now, recorded).ok());
@@ -122,11 +122,11 @@ TEST(RunFingerprint, ADifferenceNamesTheFlagAndBothValues) {
 TEST(RunFingerprint, DtypeIsCheckedAndOlderRecordsAreFp32) {
   TrainOptions o;
   GptConfig c;
-  auto fp32 = MakeRunFingerprint(o, c, 64, 16384);
+  auto fp32 = MakeRunFingerprint(o, c.to_string(), 64, 16384);
   ASSERT_TRUE(fp32.ok());
   EXPECT_EQ(fp32->to_map().count("--dtype"), 0u);  // the default is left out, as --shard none
   o.dtype = "bf16";
-  auto bf16 = MakeRunFingerprint(o, c, 64, 16384);
+  auto bf16 = MakeRunFingerprint(o, c.to_string(), 64, 16384);
   ASSERT_TRUE(bf16.ok());
   EXPECT_EQ(bf16->to_map().at("--dtype"), "bf16");
   EXPECT_TRUE(CheckSameRun(*fp32, fp32->to_map()).ok());
@@ -145,8 +145,8 @@ TEST(RunFingerprint, DtypeIsCheckedAndOlderRecordsAreFp32) {
 TEST(RunFingerprint, TheGridTheRankAndTheMicroBatchRowsAreChecked) {
   TrainOptions o;
   GptConfig c;
-  auto job = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 4});
-  auto one = MakeRunFingerprint(o, c, 64, 16384);
+  auto job = MakeRunFingerprint(o, c.to_string(), 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 4});
+  auto one = MakeRunFingerprint(o, c.to_string(), 64, 16384);
   ASSERT_TRUE(job.ok() && one.ok());
   const auto recorded = job->to_map();
   EXPECT_EQ(recorded.at("--dp"), "2");
@@ -164,13 +164,13 @@ TEST(RunFingerprint, TheGridTheRankAndTheMicroBatchRowsAreChecked) {
   test_support::ExpectFault(
       s, Option::kDp, {{"got", 1}, {"recorded", 2}, {"recorded_rank", 1}, {"recorded_ranks", 2}});
   // The same grid on another rank, and other micro-batches.
-  auto rank0 = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 0, .micro_rows = 4});
+  auto rank0 = MakeRunFingerprint(o, c.to_string(), 64, 16384, {.dp = 2, .rank = 0, .micro_rows = 4});
   s = CheckSameRun(*rank0, recorded);
   EXPECT_NE(s.message().find("this process is rank 0 of the job but the checkpoint is rank 1's"),
             std::string::npos)
       << s.to_string();
   test_support::ExpectFault(s, Option::kCkptDir, {{"rank", 0}, {"recorded_rank", 1}});
-  auto rows2 = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 2});
+  auto rows2 = MakeRunFingerprint(o, c.to_string(), 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 2});
   s = CheckSameRun(*rows2, recorded);
   EXPECT_NE(s.message().find("micro-batches of 2 rows ({batch}, {micro_batch} and {dp}) but the "
                              "checkpointed run computed micro-batches of 4 rows"),
@@ -185,8 +185,8 @@ TEST(RunFingerprint, TheGridTheRankAndTheMicroBatchRowsAreChecked) {
 TEST(RunFingerprint, TheShardAndTheUnreadableFilesNameTheirOption) {
   TrainOptions o;
   GptConfig c;
-  auto blocks = MakeRunFingerprint(o, c, 64, 16384, {.shard = "blocks"});
-  auto none = MakeRunFingerprint(o, c, 64, 16384);
+  auto blocks = MakeRunFingerprint(o, c.to_string(), 64, 16384, {.shard = "blocks"});
+  auto none = MakeRunFingerprint(o, c.to_string(), 64, 16384);
   ASSERT_TRUE(blocks.ok() && none.ok());
   const Status s = CheckSameRun(*none, blocks->to_map());
   EXPECT_NE(s.message().find("{shard} lays out this run's state as"), std::string::npos)
@@ -195,13 +195,13 @@ TEST(RunFingerprint, TheShardAndTheUnreadableFilesNameTheirOption) {
   test_support::ScratchDir dir("fingerprint");
   TrainOptions no_data = o;
   no_data.data.path = dir.path() + "/missing.txt";
-  const Status data = MakeRunFingerprint(no_data, c, 64, 16384).status();
+  const Status data = MakeRunFingerprint(no_data, c.to_string(), 64, 16384).status();
   EXPECT_NE(data.message().find("{data}: cannot read " + no_data.data.path), std::string::npos)
       << data.to_string();
   test_support::ExpectFault(data, Option::kData);
   TrainOptions no_init = o;
   no_init.model.init_path = dir.path() + "/missing.safetensors";
-  const Status init = MakeRunFingerprint(no_init, c, 64, 16384).status();
+  const Status init = MakeRunFingerprint(no_init, c.to_string(), 64, 16384).status();
   EXPECT_NE(init.message().find("{init}: cannot read " + no_init.model.init_path),
             std::string::npos)
       << init.to_string();
@@ -213,7 +213,7 @@ TEST(RunFingerprint, TheShardAndTheUnreadableFilesNameTheirOption) {
 TEST(RunFingerprint, RecordsWithoutTheGridAreNotRefusedForIt) {
   TrainOptions o;
   GptConfig c;
-  auto job = MakeRunFingerprint(o, c, 64, 16384, {.dp = 2, .micro_rows = 4});
+  auto job = MakeRunFingerprint(o, c.to_string(), 64, 16384, {.dp = 2, .micro_rows = 4});
   ASSERT_TRUE(job.ok());
   auto older = job->to_map();
   for (const char* later : {"--dp", "--tp", "--pp", "rank", "micro-batch rows"}) older.erase(later);
@@ -227,14 +227,14 @@ TEST(RunFingerprint, MinLrIsTheRateTheScheduleUses) {
   TrainOptions o;
   o.optimizer.lr = 0.5f;  // 10% of it is exact in floats: 0.05
   GptConfig c;
-  auto now = MakeRunFingerprint(o, c, 64, 16384);
+  auto now = MakeRunFingerprint(o, c.to_string(), 64, 16384);
   ASSERT_TRUE(now.ok());
   EXPECT_EQ(now->to_map().at("--min-lr"), "0.05");
   auto older = now->to_map();
   older["--min-lr"] = "-1";
   EXPECT_TRUE(CheckSameRun(*now, older).ok());
   o.optimizer.min_lr = 0.02f;
-  auto other = MakeRunFingerprint(o, c, 64, 16384);
+  auto other = MakeRunFingerprint(o, c.to_string(), 64, 16384);
   ASSERT_TRUE(other.ok());
   Status s = CheckSameRun(*other, older);
   EXPECT_NE(s.message().find("{min_lr} 0.02 differs from the checkpoint's 0.05"),

@@ -24,7 +24,7 @@ TEST(NvmeTraffic, SmallHostPoolReadsEachStreamedPageAboutOncePerStep) {
   o.budgets.nvme_dirs = {dir.sub("nvme")};
   auto trainer = CreateTrainer(o);
   ASSERT_TRUE(trainer.ok()) << trainer.status().to_string();
-  const uint64_t role_bytes = uint64_t(MakeGptLayout((*trainer)->config()).total_numel) * 4;
+  const uint64_t role_bytes = uint64_t(MakeGptLayout(*GptPreset("small")).total_numel) * 4;
   std::vector<StepStats> steps;
   ASSERT_TRUE((*trainer)->run([&](const StepStats& s) { steps.push_back(s); }).ok());
   ASSERT_EQ(steps.size(), 4u);

@@ -23,7 +23,7 @@ struct Change {
 
 std::map<std::string, std::string> Shared(const TrainOptions& o, bool paged) {
   GptConfig c;
-  auto flags = RankSharedFlags(o, c, 64, paged);
+  auto flags = RankSharedFlags(o, c.to_string(), 64, paged);
   EXPECT_TRUE(flags.ok()) << flags.status().to_string();
   return flags.ok() ? *flags : std::map<std::string, std::string>{};
 }
@@ -95,7 +95,7 @@ TEST(RankAgreement, EverySharedFlagIsCompared) {
   // The model comes from the resolved config (--model, the shape flags, --init's shape).
   GptConfig other;
   other.n_layer += 1;
-  auto flags = RankSharedFlags(base, other, 64, true);
+  auto flags = RankSharedFlags(base, other.to_string(), 64, true);
   ASSERT_TRUE(flags.ok());
   EXPECT_NE(flags->at("--model"), want.at("--model"));
 }

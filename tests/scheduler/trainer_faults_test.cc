@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/nn/gpt_config.h"
+#include "core/nn/gpt_model.h"
 #include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "scheduler/in_memory_budget.h"
@@ -98,7 +99,7 @@ TEST(TrainerFaults, TheInMemoryTrainersBudgetNamesGpuMemAndBothSizes) {
   o.budgets.gpu_mem = 1 << 20;
   const Result<GptConfig> tiny = GptPreset("tiny");
   ASSERT_TRUE(tiny.ok());
-  const uint64_t need = InMemoryDeviceBytes(o, *tiny, o.data.seq);
+  const uint64_t need = InMemoryDeviceBytes(o, GptModel(*tiny), o.data.seq);
   ASSERT_GT(need, uint64_t{1} << 20);
   const auto trainer = CreateTrainer(o);
   EXPECT_EQ(trainer.status().code(), StatusCode::kResourceExhausted)

@@ -1,0 +1,88 @@
+#include "core/nn/gpt_model.h"
+
+#include "core/nn/gpt_blocks.h"
+#include "core/nn/gpt_weights.h"
+
+namespace strata {
+
+ModelShape GptModelShape(const GptConfig& c) {
+  const int64_t C = c.n_embd;
+  return {.arch = "gpt2",
+          .n_layer = c.n_layer,
+          .n_embd = c.n_embd,
+          .vocab_size = c.vocab_size,
+          .block_size = c.block_size,
+          .num_params = c.num_params(),
+          .matmul_params = 12 * c.n_layer * C * C + int64_t(c.vocab_size) * C,
+          .description = c.to_string()};
+}
+
+GptModel::GptModel(const GptConfig& c) : layout_(MakeGptLayout(c)), shape_(GptModelShape(c)) {}
+
+Status GptModel::import_weights(const std::string& path, float* values) const {
+  return ImportGptSafetensors(path, layout_, values);
+}
+
+Status GptModel::export_weights(const std::string& path, const float* values) const {
+  return ExportGptSafetensors(path, layout_, values);
+}
+
+int64_t GptModel::layer_acts_floats(int B, int T) const {
+  return TransformerActsFloats(layout_.config, B, T);
+}
+int64_t GptModel::head_acts_floats(int B, int T) const {
+  return HeadActsFloats(layout_.config, B, T);
+}
+int64_t GptModel::scratch_floats(int B, int T) const {
+  return BackwardScratchFloats(layout_.config, B, T);
+}
+
+void GptModel::embedding_forward(const KernelTable& k, const OpShape& s, const float* params,
+                                 const int32_t* tokens, float* out) const {
+  EmbeddingForward(k, layout_, params, tokens, s.B, s.T, out);
+}
+
+void GptModel::layer_forward(const KernelTable& k, const OpShape& s, int layer,
+                             const float* params, const float* x, float* acts) const {
+  TransformerForward(k, layout_, layer, params, x, s.B, s.T,
+                     CarveTransformerActs(layout_.config, s.B, s.T, acts));
+}
+
+const float* GptModel::layer_output(const OpShape& s, float* acts) const {
+  return CarveTransformerActs(layout_.config, s.B, s.T, acts).out;
+}
+
+float GptModel::head_forward(const KernelTable& k, const OpShape& s, const float* params,
+                             const float* embedding, const float* x, const int32_t* targets,
+                             float* acts) const {
+  const float* wte = embedding + layout_.embedding().tensors[kWte].offset;
+  return HeadForward(k, layout_, params, wte, x, targets, s.B, s.T,
+                     CarveHeadActs(layout_.config, s.B, s.T, acts));
+}
+
+void GptModel::head_backward(const KernelTable& k, const OpShape& s, const float* params,
+                             float* grads, const float* embedding, float* embedding_grads,
+                             const float* x, const int32_t* targets, float* acts, float* scratch,
+                             float dloss, float* dres, bool first) const {
+  const int64_t wte = layout_.embedding().tensors[kWte].offset;
+  HeadBackward(k, layout_, params, grads, embedding + wte, embedding_grads + wte, x, targets,
+               s.B, s.T, CarveHeadActs(layout_.config, s.B, s.T, acts),
+               CarveBackwardScratch(layout_.config, s.B, s.T, scratch), dloss, dres, first);
+}
+
+void GptModel::layer_backward(const KernelTable& k, const OpShape& s, int layer,
+                              const float* params, float* grads, const float* x, float* acts,
+                              float* scratch, float* dres, bool first) const {
+  TransformerBackward(k, layout_, layer, params, grads, x, s.B, s.T,
+                      CarveTransformerActs(layout_.config, s.B, s.T, acts),
+                      CarveBackwardScratch(layout_.config, s.B, s.T, scratch), dres, first);
+}
+
+void GptModel::embedding_backward(const KernelTable& k, const OpShape& s, float* grads,
+                                  const float* dres, const int32_t* tokens, float* scratch,
+                                  bool first, bool first_tied) const {
+  EmbeddingBackward(k, layout_, grads, dres, tokens, s.B, s.T,
+                    CarveBackwardScratch(layout_.config, s.B, s.T, scratch), first, first_tied);
+}
+
+}  // namespace strata

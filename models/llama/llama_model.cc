@@ -1,0 +1,154 @@
+#include "models/llama/llama_model.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "core/kernels/rope.h"
+#include "core/nn/gradient_contribution.h"
+#include "models/llama/llama_block.h"
+#include "models/llama/llama_ends.h"
+#include "models/llama/llama_weights.h"
+
+namespace strata::models {
+namespace {
+
+using GradRange = std::pair<float*, int64_t>;
+
+// The rotary table's halves in the constants (LlamaModel::constants).
+const float* RopeCos(const OpShape& s) { return s.constants; }
+const float* RopeSin(const LlamaConfig& c, const OpShape& s) {
+  return s.constants + int64_t(s.T) * c.head_dim() / 2;
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(const LlamaConfig& c) : layout_(MakeLlamaLayout(c)) {
+  const int64_t C = c.n_embd, KV = int64_t(c.n_kv_head) * c.head_dim(), F = c.ffn_dim;
+  shape_ = {.arch = "llama",
+            .n_layer = c.n_layer,
+            .n_embd = c.n_embd,
+            .vocab_size = c.vocab_size,
+            .block_size = c.block_size,
+            .num_params = c.num_params(),
+            .matmul_params = c.n_layer * (2 * C * C + 2 * KV * C + 3 * C * F) + c.vocab_size * C,
+            .description = c.to_string()};
+}
+
+Status LlamaModel::import_weights(const std::string& path, float* values) const {
+  return ImportLlamaWeights(path, layout_, values);
+}
+
+Status LlamaModel::export_weights(const std::string& path, const float* values) const {
+  return ExportLlamaWeights(path, layout_, values);
+}
+
+int64_t LlamaModel::layer_acts_floats(int B, int T) const {
+  return LlamaBlockActsFloats(layout_.config, B, T);
+}
+
+int64_t LlamaModel::head_acts_floats(int B, int T) const {
+  return LlamaHeadActsFloats(layout_.config, B, T);
+}
+
+int64_t LlamaModel::op_scratch_floats(int B, int T) const {
+  return std::max(LlamaBlockScratchFloats(layout_.config, B, T),
+                  LlamaHeadScratchFloats(layout_.config, B, T));
+}
+
+// The largest contribution one backward makes: a layer's block, the head's (with the tied
+// embedding's when tied) or the embedding's.
+int64_t LlamaModel::scratch_floats(int B, int T) const {
+  int64_t contribution = layout_.embedding().numel;
+  for (int l = 0; l < layout_.num_layers(); ++l) {
+    contribution = std::max(contribution, layout_.layer(l).numel);
+  }
+  contribution = std::max(contribution, layout_.head().numel + (head_ties_embedding()
+                                                                    ? layout_.embedding().numel
+                                                                    : 0));
+  return op_scratch_floats(B, T) + contribution;
+}
+
+std::vector<float> LlamaModel::constants(int T) const {
+  const int64_t half = int64_t(T) * layout_.config.head_dim() / 2;
+  std::vector<float> table(size_t(2 * half));
+  kernels::rope_table(table.data(), table.data() + half, T, layout_.config.head_dim(),
+                      layout_.config.rope_theta);
+  return table;
+}
+
+void LlamaModel::embedding_forward(const KernelTable& k, const OpShape& s, const float* params,
+                                   const int32_t* tokens, float* out) const {
+  LlamaEmbeddingForward(k, layout_.config, params, tokens, s.B, s.T, out);
+}
+
+void LlamaModel::layer_forward(const KernelTable& k, const OpShape& s, int layer,
+                               const float* params, const float* x, float* acts) const {
+  const LlamaConfig& c = layout_.config;
+  LlamaBlockForward(k, c, LayerTensors(layout_.layer(layer), params), RopeCos(s), RopeSin(c, s),
+                    x, s.B, s.T, CarveLlamaBlockActs(c, s.B, s.T, acts));
+}
+
+const float* LlamaModel::layer_output(const OpShape& s, float* acts) const {
+  return CarveLlamaBlockActs(layout_.config, s.B, s.T, acts).out;
+}
+
+const float* LlamaModel::lm_head(const float* params, const float* embedding) const {
+  return head_ties_embedding() ? embedding : params + layout_.head().tensors[kLmHead].offset;
+}
+
+float LlamaModel::head_forward(const KernelTable& k, const OpShape& s, const float* params,
+                               const float* embedding, const float* x, const int32_t* targets,
+                               float* acts) const {
+  const LlamaConfig& c = layout_.config;
+  return LlamaHeadForward(k, c, params + layout_.head().tensors[kFinalNorm].offset,
+                          lm_head(params, embedding), x, targets, s.B, s.T,
+                          CarveLlamaHeadActs(c, s.B, s.T, acts));
+}
+
+void LlamaModel::head_backward(const KernelTable& k, const OpShape& s, const float* params,
+                               float* grads, const float* embedding, float* embedding_grads,
+                               const float* x, const int32_t* targets, float* acts,
+                               float* scratch, float dloss, float* dres, bool first) const {
+  const LlamaConfig& c = layout_.config;
+  const bool tied = head_ties_embedding();
+  const std::array<GradRange, 2> into = {
+      GradRange{grads, layout_.head().numel},
+      GradRange{embedding_grads, tied ? layout_.embedding().numel : 0}};
+  nn_internal::Contribute(k, first, scratch + op_scratch_floats(s.B, s.T), into,
+                          [&](const std::array<float*, 2>& g) {
+    float* dlm_head = tied ? g[1] : g[0] + layout_.head().tensors[kLmHead].offset;
+    LlamaHeadBackward(k, c, params + layout_.head().tensors[kFinalNorm].offset,
+                      lm_head(params, embedding), g[0] + layout_.head().tensors[kFinalNorm].offset,
+                      dlm_head, x, targets, s.B, s.T, dloss, CarveLlamaHeadActs(c, s.B, s.T, acts),
+                      scratch, dres);
+  });
+}
+
+void LlamaModel::layer_backward(const KernelTable& k, const OpShape& s, int layer,
+                                const float* params, float* grads, const float* x, float* acts,
+                                float* scratch, float* dres, bool first) const {
+  const LlamaConfig& c = layout_.config;
+  const BlockSpec& block = layout_.layer(layer);
+  const std::array<GradRange, 1> into = {GradRange{grads, block.numel}};
+  nn_internal::Contribute(k, first, scratch + op_scratch_floats(s.B, s.T), into,
+                          [&](const std::array<float*, 1>& g) {
+    LlamaBlockBackward(k, c, LayerTensors(block, params), LayerGrads(block, g[0]), RopeCos(s),
+                       RopeSin(c, s), x, s.B, s.T, CarveLlamaBlockActs(c, s.B, s.T, acts),
+                       CarveLlamaBlockScratch(c, s.B, s.T, scratch), dres);
+  });
+}
+
+void LlamaModel::embedding_backward(const KernelTable& k, const OpShape& s, float* grads,
+                                    const float* dres, const int32_t* tokens, float* scratch,
+                                    bool first, bool first_tied) const {
+  // embed_tokens is the block's one tensor: the tied tensor when the head reads it.
+  const std::array<GradRange, 1> into = {GradRange{grads, layout_.embedding().numel}};
+  nn_internal::Contribute(k, head_ties_embedding() ? first_tied : first,
+                          scratch + op_scratch_floats(s.B, s.T), into,
+                          [&](const std::array<float*, 1>& g) {
+    LlamaEmbeddingBackward(k, layout_.config, g[0], dres, tokens, s.B, s.T);
+  });
+}
+
+}  // namespace strata::models

@@ -1,0 +1,59 @@
+// LLaMA behind the model interface (core/nn/model.h): its layout (llama_layout.h), its decoder
+// layer (llama_block.h) and its ends (llama_ends.h). The rotary table for the run's T is its one
+// device constant. Gradient contributions follow the interface's rule through
+// core/nn/gradient_contribution.h, as GPT-2's do.
+#pragma once
+
+#include "core/nn/model.h"
+#include "models/llama/llama_layout.h"
+
+namespace strata::models {
+
+class LlamaModel final : public Model {
+ public:
+  explicit LlamaModel(const LlamaConfig& config);
+
+  const LlamaLayout& llama_layout() const { return layout_; }
+  const ModelLayout& layout() const override { return layout_; }
+  const ModelShape& shape() const override { return shape_; }
+  bool head_ties_embedding() const override { return layout_.config.tie_embeddings; }
+
+  // llama_weights.h's: Hugging Face names, from a file or a model directory.
+  Status import_weights(const std::string& path, float* values) const override;
+  Status export_weights(const std::string& path, const float* values) const override;
+
+  int64_t layer_acts_floats(int B, int T) const override;
+  int64_t head_acts_floats(int B, int T) const override;
+  int64_t scratch_floats(int B, int T) const override;
+  // cos then sin, each (T, head_dim / 2) (kernels::rope_table).
+  std::vector<float> constants(int T) const override;
+
+  void embedding_forward(const KernelTable& k, const OpShape& s, const float* params,
+                         const int32_t* tokens, float* out) const override;
+  void layer_forward(const KernelTable& k, const OpShape& s, int layer, const float* params,
+                     const float* x, float* acts) const override;
+  const float* layer_output(const OpShape& s, float* acts) const override;
+  float head_forward(const KernelTable& k, const OpShape& s, const float* params,
+                     const float* embedding, const float* x, const int32_t* targets,
+                     float* acts) const override;
+  void head_backward(const KernelTable& k, const OpShape& s, const float* params, float* grads,
+                     const float* embedding, float* embedding_grads, const float* x,
+                     const int32_t* targets, float* acts, float* scratch, float dloss,
+                     float* dres, bool first) const override;
+  void layer_backward(const KernelTable& k, const OpShape& s, int layer, const float* params,
+                      float* grads, const float* x, float* acts, float* scratch, float* dres,
+                      bool first) const override;
+  void embedding_backward(const KernelTable& k, const OpShape& s, float* grads,
+                          const float* dres, const int32_t* tokens, float* scratch, bool first,
+                          bool first_tied) const override;
+
+ private:
+  // The ops' scratch, then the room a later gradient contribution is made in.
+  int64_t op_scratch_floats(int B, int T) const;
+  const float* lm_head(const float* params, const float* embedding) const;
+
+  LlamaLayout layout_;
+  ModelShape shape_;
+};
+
+}  // namespace strata::models

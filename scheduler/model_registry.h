@@ -1,0 +1,26 @@
+// The model registry: the one file of scheduler/ that names model families (the structure check
+// allows it alone). It turns a run's model options (--arch, --model, the shape flags, --init)
+// into a Model (core/nn/model.h); everything else in the runtime sees only the interface.
+#pragma once
+
+#include <memory>
+
+#include "core/nn/gpt_config.h"
+#include "core/nn/model.h"
+#include "core/util/status.h"
+#include "scheduler/train_options.h"
+
+namespace strata {
+
+// The family: --arch if given; else the --model preset's when --model is given; else --init's (a
+// Hugging Face model directory, or a file Strata exported from a LLaMA, is LLaMA); else GPT-2.
+// Then the preset (or --init's shape) with the shape flags over it, validated. Errors at fault of
+// the option: an unknown --arch or preset (the known ones listed), a preset of another family
+// than --arch, a LLaMA shape flag for GPT-2, the shape's own refusals, --init's read errors.
+Result<std::unique_ptr<Model>> ResolveModel(const ModelChoice& choice);
+
+// GPT-2's shape when `model` is GPT-2, else nullptr: the paged engine and the tensor- and
+// pipeline-parallel runs still take GPT-2's ops directly (docs/models.md, the plan's step 4).
+const GptConfig* GptConfigOf(const Model& model);
+
+}  // namespace strata

@@ -1,0 +1,204 @@
+// `strata train --arch llama` (issue 33): a LLaMA trains through the model interface in memory,
+// data-parallel ranks give one rank's bits, --init reads a Hugging Face directory back bit for
+// bit, and bad input is one line with the documented exit code and nothing written. The
+// comparison with PyTorch is tests/reference/llama_reference.py.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/tools/run_strata.h"
+
+namespace strata::testing {
+namespace {
+
+// llama-tiny (2 layers, 4 heads over 2 kv heads) for 6 steps, clipped at 1.0.
+std::vector<std::string> LlamaArgs(const std::string& dir, const std::string& tag) {
+  return {"train",     "--model",   "llama-tiny", "--batch",      "8",
+          "--seq",     "32",        "--steps",    "6",            "--lr",
+          "1e-3",      "--threads", "1",          "--grad-clip",  "1.0",
+          "--log-json", dir + "/" + tag + ".jsonl", "--export", dir + "/" + tag + ".safetensors"};
+}
+
+std::vector<std::string> Losses(const std::string& path) {
+  std::vector<std::string> losses;
+  std::istringstream lines(ReadWholeFile(path));
+  std::string line;
+  while (std::getline(lines, line)) losses.push_back(nlohmann::json::parse(line).at("loss").dump());
+  return losses;
+}
+
+// The first line of stderr, which must start with "strata: " and hold every fragment.
+void ExpectOneClearLine(const RunResult& r, const std::vector<std::string>& fragments) {
+  ASSERT_NE(r.exit_code, -1) << "crashed: " << r.err;
+  EXPECT_EQ(r.err.find("STRATA_CHECK"), std::string::npos) << r.err;
+  const std::string first = r.err.substr(0, r.err.find('\n'));
+  EXPECT_EQ(first.rfind("strata: ", 0), 0u) << r.err;
+  for (const auto& frag : fragments) {
+    EXPECT_NE(first.find(frag), std::string::npos) << "missing '" << frag << "' in: " << first;
+  }
+}
+
+TEST(TrainLlama, TrainsInMemoryAndTheLossFalls) {
+  ScratchDir scratch("train_llama");
+  const std::string& dir = scratch.path();
+  std::vector<std::string> args = LlamaArgs(dir, "run");
+  args[8] = "20";  // --steps
+  const RunResult r = RunStrata(args, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("llama(n_layer=2"), std::string::npos) << r.err;
+  const std::vector<std::string> losses = Losses(dir + "/run.jsonl");
+  ASSERT_EQ(losses.size(), 20u);
+  EXPECT_LT(std::stod(losses.back()), std::stod(losses.front()) - 0.3)
+      << losses.front() << " -> " << losses.back();
+}
+
+// Micro-batches add up as the interface's rule says: 2 ranks of one micro-batch each give the
+// bits of one rank running both (Note [Data-parallel gradients]), untied and tied.
+class TrainLlamaDp : public ::testing::TestWithParam<bool> {};
+
+TEST_P(TrainLlamaDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_llama_dp");
+  const std::string& dir = scratch.path();
+  std::vector<std::string> one = LlamaArgs(dir, "one"), dp = LlamaArgs(dir, "dp");
+  one.insert(one.end(), {"--engine", "memory", "--micro-batch", "4"});
+  dp.insert(dp.end(), {"--dp", "2", "--shard", "none"});
+  if (GetParam()) {
+    one.push_back("--tie-embeddings");
+    dp.push_back("--tie-embeddings");
+  }
+  const RunResult r1 = RunStrata(one, dir);
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  const RunResult r2 = RunMpi({dp}, 2, dir);
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  const std::vector<std::string> a = Losses(dir + "/one.jsonl"), b = Losses(dir + "/dp.jsonl");
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(ReadWholeFile(dir + "/one.safetensors") == ReadWholeFile(dir + "/dp.safetensors"))
+      << "the exported weights differ";
+}
+
+INSTANTIATE_TEST_SUITE_P(Tied, TrainLlamaDp, ::testing::Bool());
+
+class TrainLlamaInit : public ::testing::Test {
+ protected:
+  // A Hugging Face directory from Strata's own export of llama-tiny's initial weights, with
+  // config.json edited by `edit`.
+  std::string HfDirectory(const std::string& name,
+                          const std::function<void(nlohmann::json&)>& edit = {}) {
+    const std::string weights = dir_ + "/" + name + ".safetensors";
+    const RunResult r = RunStrata({"train", "--model", "llama-tiny", "--steps", "0", "--export",
+                                   weights}, dir_);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const std::string hf = dir_ + "/" + name;
+    std::filesystem::create_directories(hf);
+    std::filesystem::rename(weights, hf + "/model.safetensors");
+    nlohmann::json config = {{"model_type", "llama"},           {"hidden_size", 64},
+                             {"intermediate_size", 128},        {"num_attention_heads", 4},
+                             {"num_key_value_heads", 2},        {"num_hidden_layers", 2},
+                             {"rms_norm_eps", 1e-5},            {"rope_theta", 10000.0},
+                             {"vocab_size", 256},               {"max_position_embeddings", 64},
+                             {"tie_word_embeddings", false},    {"hidden_act", "silu"}};
+    if (edit) edit(config);
+    std::ofstream(hf + "/config.json") << config.dump(2);
+    return hf;
+  }
+
+  RunResult Init(const std::string& hf, const std::string& out) {
+    return RunStrata({"train", "--init", hf, "--steps", "0", "--export", out}, dir_);
+  }
+
+  ScratchDir scratch_{"train_llama_init"};
+  const std::string dir_ = scratch_.path();
+};
+
+TEST_F(TrainLlamaInit, AHuggingFaceDirectoryExportsBackBitForBit) {
+  const std::string hf = HfDirectory("hf");
+  const RunResult r = Init(hf, dir_ + "/back.safetensors");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("loaded 21 tensors"), std::string::npos) << r.err;
+  EXPECT_TRUE(ReadWholeFile(hf + "/model.safetensors") ==
+              ReadWholeFile(dir_ + "/back.safetensors"));
+}
+
+TEST_F(TrainLlamaInit, AConfigKeyStrataDoesNotComputeIsNamed) {
+  const std::string hf =
+      HfDirectory("scaled", [](nlohmann::json& c) { c["rope_scaling"] = {{"factor", 8.0}}; });
+  const RunResult r = Init(hf, dir_ + "/out.safetensors");
+  ExpectOneClearLine(r, {"rope_scaling"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out.safetensors"));
+}
+
+TEST_F(TrainLlamaInit, AConfigThatDisagreesWithTheTensorsNamesTheTensorAndBothShapes) {
+  const std::string hf =
+      HfDirectory("wide", [](nlohmann::json& c) { c["intermediate_size"] = 96; });
+  const RunResult r = Init(hf, dir_ + "/out.safetensors");
+  ExpectOneClearLine(r, {"model.layers.0.mlp.gate_proj.weight", "(128, 64)", "(96, 64)"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out.safetensors"));
+}
+
+TEST_F(TrainLlamaInit, AMissingTensorIsNamed) {
+  // Untied in config.json, so lm_head.weight is needed, and a tied export has none.
+  const std::string weights = dir_ + "/tied.safetensors";
+  ASSERT_EQ(RunStrata({"train", "--model", "llama-tiny", "--tie-embeddings", "--steps", "0",
+                       "--export", weights}, dir_).exit_code, 0);
+  const std::string hf = HfDirectory("missing");
+  std::filesystem::rename(weights, hf + "/model.safetensors");
+  const RunResult r = Init(hf, dir_ + "/out.safetensors");
+  ExpectOneClearLine(r, {"lm_head.weight", "missing"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/out.safetensors"));
+}
+
+TEST_F(TrainLlamaInit, AShardTheIndexListsButIsAbsentIsNamed) {
+  const std::string hf = HfDirectory("sharded");
+  std::filesystem::rename(hf + "/model.safetensors", hf + "/model-00001-of-00002.safetensors");
+  nlohmann::json index = {{"weight_map",
+                           {{"model.embed_tokens.weight", "model-00001-of-00002.safetensors"},
+                            {"lm_head.weight", "model-00002-of-00002.safetensors"}}}};
+  std::ofstream(hf + "/model.safetensors.index.json") << index.dump();
+  const RunResult r = Init(hf, dir_ + "/out.safetensors");
+  ExpectOneClearLine(r, {"model-00002-of-00002.safetensors"});
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+// Shapes and flags: usage errors, exit 2, naming the flag.
+TEST(TrainLlamaBadInput, ShapesAndFlagsThatCannotWorkNameTheFlag) {
+  ScratchDir scratch("train_llama_bad");
+  const std::string& dir = scratch.path();
+  const std::string out = dir + "/out.safetensors";
+  struct Case {
+    std::vector<std::string> flags;
+    std::vector<std::string> fragments;
+    int exit_code;
+  } cases[] = {
+      {{"--model", "llama-tiny", "--n-kv-head", "3"}, {"--n-kv-head"}, 2},
+      {{"--model", "llama-tiny", "--n-embd", "12", "--n-head", "4", "--n-kv-head", "2"},
+       {"head"}, 2},
+      {{"--model", "tiny", "--n-kv-head", "2"}, {"--n-kv-head", "LLaMA flag", "--arch llama"}, 2},
+      {{"--arch", "mamba"}, {"--arch", "mamba"}, 2},
+      {{"--arch", "llama", "--model", "gpt2"}, {"--model gpt2", "--arch"}, 2},
+      {{"--model", "llama-tiny", "--engine", "paged"}, {"--arch llama", "in memory only"}, 1},
+      {{"--model", "llama-tiny", "--nvme-dir", dir + "/nvme"}, {"--arch llama", "--nvme-dir"}, 1},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"train", "--steps", "1", "--batch", "2", "--export", out};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const RunResult r = RunStrata(args, dir);
+    SCOPED_TRACE(::testing::PrintToString(c.flags));
+    ExpectOneClearLine(r, c.fragments);
+    EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+}
+
+}  // namespace
+}  // namespace strata::testing
