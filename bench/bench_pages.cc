@@ -273,8 +273,9 @@ Result<std::unique_ptr<PagesRig>> OpenRig(const BenchDir& dir, uint64_t page, ui
                                                           .device = rig->device.get(),
                                                           .nvme = rig->tier.get()}));
   STRATA_ASSIGN_OR_RETURN(rig->src, storage::AlignedBuffer::Allocate(bytes));
-  std::memset(rig->src.data(), 0x5a, bytes);
+  // Registered (by RawIo) before it is written: the pin faults its pages in.
   STRATA_ASSIGN_OR_RETURN(rig->raw, RawIo::Create(dir.path(), page, pages, rig->src.data()));
+  std::memset(rig->src.data(), 0x5a, bytes);
   for (PageId p = 0; p < pages; ++p) {
     STRATA_ASSIGN_OR_RETURN(PageRef ref, rig->mm->acquire_sync(p, Access::kOverwrite));
     std::memset(ref.data(), int(p & 0xff), page);

@@ -576,7 +576,10 @@ BENCHES = {
                     "transparent huge pages, which keeps a 1 MiB request in one segment). On this "
                     "virtio-blk disk a read's rate follows how physically contiguous each tool's "
                     "buffer happened to be, so the rounds list the segments per MiB Strata's "
-                    "buffer got (Note [4 KiB-page reads on virtio-blk] in "
+                    "buffer got. Both tools' buffers are faulted in by io_uring's pin, from one "
+                    "per-CPU free list that hands each process the previous one's frames in "
+                    "reverse, so the order of the runs decides which tool gets the contiguous "
+                    "layout (Note [4 KiB-page reads on virtio-blk] in "
                     "storage/physical_layout.cc).",
         "cmd": ["env", "STRATA_FLAGS=--no-huge-pages", "bench/io_vs_fio.sh", NVME_DIR, "4G",
                 "1M", "16"],

@@ -2,8 +2,15 @@
 // 4 KiB, as O_DIRECT and io_uring fixed buffers require.
 //
 // Contract:
-// - Owns its memory; move-only. Not thread-safe by itself (the bytes are the caller's to share).
+// - Owns its memory (a private anonymous mapping of its own); move-only. Not thread-safe by
+//   itself (the bytes are the caller's to share).
 // - size() is rounded up to a multiple of kIoAlignBytes; data() is kIoAlignBytes-aligned.
+// - The bytes read as zero, but Allocate touches none of them: each page is faulted in by its
+//   first write, or by the first long-term pin (IoEngine::register_buffer, a device's
+//   register_host). Register a buffer before writing to it: pages faulted by the pin come from
+//   the kernel's unmovable free lists, which on 4 KiB pages give physically contiguous runs,
+//   where pages faulted by stores come scattered (Note [4 KiB-page reads on virtio-blk] in
+//   storage/physical_layout.cc). A buffer is then resident only once touched or pinned.
 // - Allocation failure is a Status (ResourceExhausted), never an abort: callers size buffers
 //   from user input.
 #pragma once
@@ -40,10 +47,11 @@ class AlignedBuffer {
   uint64_t size() const { return size_; }
 
  private:
-  struct Free {
+  struct Unmap {
+    uint64_t bytes;  // the mapping's length, for munmap
     void operator()(char* p) const;
   };
-  std::unique_ptr<char, Free> data_;
+  std::unique_ptr<char, Unmap> data_;
   uint64_t size_ = 0;
 };
 

@@ -29,9 +29,28 @@
 //   against the layout it was dealt.
 // - 2026-11-27, a slower day of the same disk: fio led in all 10 like-for-like rounds (0.68 and
 //   0.74 medians), Strata's buffer at 174-248 segments per MiB; fio's own 16 MiB buffer, sampled
-//   from its pagemap in 4 separate 1 MiB QD16 reads, had 104-160 (at 838-974 MiB/s). So fio's
-//   layout was systematically better that night, not only by luck: how fio's malloc'd buffer
-//   is placed, against Strata's aligned allocation, is the next thing to compare.
+//   from its pagemap in 4 separate 1 MiB QD16 reads, had 104-160 (at 838-974 MiB/s).
+// - Why (issue 32, same night, load 3-5 from builds): the two buffers come from different free
+//   lists. fio's read buffer is an untouched malloc that io_uring_register_buffers faults in; a
+//   long-term pin allocates under memalloc_pin_save(), without __GFP_MOVABLE, so from the
+//   per-CPU list of *unmovable* pages, refilled by stealing the largest free movable block.
+//   Strata's was memset first: movable pages, the list every build on the machine churns. Each
+//   per-CPU list is last-in first-out and this kernel's are deep (pcp high 34871-46196 pages), so
+//   a process gets the previous user's freed buffer back in reverse: a buffer faulted in
+//   ascending runs and freed in address order leaves runs that the next one gets descending
+//   (256 segments per MiB, no two frames in order; /proc/PID/pagemap shows desc=3700+ of 4095
+//   neighbours one frame apart downwards). Probe of 16 MiB, alternating with fio: pin-faulted
+//   17.7-69 segments per MiB (1038-1594 MiB/s), memset 255-256 (514-651), fio 87-256. Freeing a
+//   reversed buffer (MADV_DONTNEED) and pinning it again turns 255.6-256 into 3.5-18.7: the
+//   list order is the whole story. Consecutive pinners alternate: 8 in a row gave 48, 180, 107,
+//   91, 62, 5.9, 256, 4.4.
+// - So AlignedBuffer no longer touches its pages, and register_buffer (the runtime's frame pool,
+//   bench io) is their first toucher, as fio's. It does not close the like-for-like gap reliably:
+//   now that both tools draw from one list, each gets the previous pinner's frames reversed, and
+//   the order of the benchmark's runs decides who: 3 runs of `bench/io_vs_fio.sh` gave read
+//   ratios 1.262 (Strata 17-255 seg/MiB, fio 47-256), 0.705 (Strata 41-256, fio 45-151, never
+//   descending) and 0.865 (Strata 164-226). What the page allocator deals a 4 KiB-page buffer
+//   stays luck; huge pages (the default) stay the fix (read 1.72, randread 2.11 of fio).
 #include "storage/physical_layout.h"
 
 #include <fcntl.h>

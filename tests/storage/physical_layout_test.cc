@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "storage/aligned_buffer.h"
 
 namespace strata::storage {
@@ -12,6 +14,7 @@ namespace {
 TEST(PhysicalLayout, TouchedBufferHasBetweenOneAndAPagePerSegment) {
   Result<AlignedBuffer> buffer = AlignedBuffer::Allocate(4 << 20, /*huge_pages=*/false);
   ASSERT_TRUE(buffer.ok());
+  std::memset(buffer->data(), 1, buffer->size());  // Allocate faults in no page
   Result<double> segments = PhysicalSegmentsPerMiB(buffer->data(), buffer->size());
   if (!segments.ok()) {
     // Unprivileged runs cannot see frame numbers; that must be said, not guessed.
