@@ -47,6 +47,7 @@ Result<nlohmann::ordered_json> StepReport(const TrainOptions& o, int steps, cons
   out["device"] = o.device;
   out["dtype"] = o.dtype;
   out["model"] = o.model.preset;
+  out["arch"] = c.arch;
   out["params"] = c.num_params;
   out["batch"] = o.data.batch;
   out["seq"] = T;
@@ -77,7 +78,9 @@ void AddBenchStepCommand(CLI::App& bench, Status& status) {
   f->o.threads = 2;
   CLI::App* cmd = bench.add_subcommand(
       "step", "Training tokens/s and achieved GFLOP/s vs sgemm peak (median of --steps)");
-  cmd->add_option("--model", f->o.model.preset, "Model preset")->capture_default_str();
+  cmd->add_option("--model", f->o.model.preset, "Model preset (either family's)")
+      ->capture_default_str();
+  cmd->add_option("--arch", f->o.model.arch, "Model family: gpt2 or llama (default: the preset's)");
   cmd->add_option("--batch", f->o.data.batch, "Rows per step")->capture_default_str();
   cmd->add_option("--seq", f->o.data.seq, "Tokens per row (default min(context, 256))");
   cmd->add_option("--steps", f->o.steps, "Timed steps")->capture_default_str();
@@ -89,8 +92,9 @@ void AddBenchStepCommand(CLI::App& bench, Status& status) {
   cmd->add_option("--dtype", f->o.dtype, "Compute dtype: fp32 or bf16 (as strata train)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
-  cmd->callback([f, &status] {
+  cmd->callback([f, cmd, &status] {
     TrainOptions o = f->o;
+    o.model.preset_given = cmd->count("--model") > 0;
     if (o.steps <= 0 || f->warmup_steps < 0) {
       status = Status::InvalidArgument("--steps must be positive, --warmup-steps >= 0");
       return;

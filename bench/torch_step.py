@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""PyTorch's training throughput on the same GPT-2 as `strata bench step`: the peer.
+"""PyTorch's training throughput on the same model as `strata bench step`: the peer.
 
 The model, data windows and AdamW + clipping are those of tests/reference/gpt2_reference.py
-(GPT-2 written in plain torch ops, materialised causal attention as Strata computes it).
+(GPT-2 written in plain torch ops, materialised causal attention as Strata computes it), or with
+--arch llama of tests/reference/llama_reference.py (Hugging Face's LlamaForCausalLM semantics).
 Debian's torch runs its matmuls through OpenBLAS, so a run has two thread knobs: torch's
 intra-op threads and OpenBLAS's (read at import, hence one child process per setting). With
 --threads N the parent tries every (torch, blas) split whose product is at most N... and also
@@ -27,7 +28,15 @@ def child(args):
     torch.set_num_threads(args.torch_threads)
     cfg = {"n_layer": args.n_layer, "n_head": args.n_head, "n_embd": args.n_embd,
            "vocab_size": args.vocab, "block_size": args.seq}
-    params = ref.init_params(cfg, seed=1337)
+    if args.arch == "llama":
+        import llama_reference as llama
+        cfg.update(n_kv_head=args.n_kv_head, ffn_dim=args.ffn_dim, rope_theta=10000.0,
+                   norm_eps=1e-5, tied=False)
+        params = llama.init_params(cfg, 1337, torch.float32)
+        loss_fn = llama.llama_loss
+    else:
+        params = ref.init_params(cfg, seed=1337)
+        loss_fn = ref.gpt2_loss
     leaves = {n: p.detach().clone().requires_grad_(True) for n, p in params.items()}
     decay = [p for p in leaves.values() if p.dim() >= 2]
     no_decay = [p for p in leaves.values() if p.dim() < 2]
@@ -42,7 +51,7 @@ def child(args):
         x, y = ref.get_batch(tokens, k, args.batch, args.seq)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = ref.gpt2_loss(leaves, cfg, x, y)
+        loss = loss_fn(leaves, cfg, x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(leaves.values()), 1.0)
         opt.step()
@@ -57,6 +66,9 @@ def child(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--arch", default="gpt2", choices=["gpt2", "llama"])
+    p.add_argument("--n-kv-head", type=int, default=2, help="llama: key/value heads")
+    p.add_argument("--ffn-dim", type=int, default=1024, help="llama: the MLP's width")
     p.add_argument("--n-layer", type=int, default=6)
     p.add_argument("--n-head", type=int, default=6)
     p.add_argument("--n-embd", type=int, default=384)
