@@ -113,11 +113,7 @@ Result<std::unique_ptr<Model>> ResolveLlama(const ModelChoice& m) {
   } else {
     STRATA_ASSIGN_OR_RETURN(c, models::LlamaPreset(m.preset_given ? m.preset : "llama-small"));
   }
-  if (m.n_layer) c.n_layer = *m.n_layer;
-  if (m.n_head) c.n_head = *m.n_head;
-  if (m.n_embd) c.n_embd = *m.n_embd;
-  if (m.vocab_size) c.vocab_size = *m.vocab_size;
-  if (m.block_size) c.block_size = *m.block_size;
+  ApplyShapeFlags(m, c);
   if (m.n_kv_head) c.n_kv_head = *m.n_kv_head;
   if (m.ffn_dim) c.ffn_dim = *m.ffn_dim;
   if (m.rope_theta) c.rope_theta = *m.rope_theta;

@@ -13,11 +13,7 @@ Result<GptConfig> ResolveModelConfig(const ModelChoice& m) {
   } else {
     STRATA_ASSIGN_OR_RETURN(c, GptPreset(m.preset));
   }
-  if (m.n_layer) c.n_layer = *m.n_layer;
-  if (m.n_head) c.n_head = *m.n_head;
-  if (m.n_embd) c.n_embd = *m.n_embd;
-  if (m.vocab_size) c.vocab_size = *m.vocab_size;
-  if (m.block_size) c.block_size = *m.block_size;
+  ApplyShapeFlags(m, c);
   STRATA_RETURN_IF_ERROR(c.validate());
   return c;
 }

@@ -174,4 +174,15 @@ kernels::Dtype ComputeDtype(const std::string& dtype);
 // flags; validated (InvalidArgument naming the flag, or --init's file errors).
 Result<GptConfig> ResolveModelConfig(const ModelChoice& model);
 
+// The shape flags every family has (--n-layer --n-head --n-embd --vocab --block-size), over a
+// preset's or a file's shape.
+template <typename Config>
+void ApplyShapeFlags(const ModelChoice& m, Config& c) {
+  if (m.n_layer) c.n_layer = *m.n_layer;
+  if (m.n_head) c.n_head = *m.n_head;
+  if (m.n_embd) c.n_embd = *m.n_embd;
+  if (m.vocab_size) c.vocab_size = *m.vocab_size;
+  if (m.block_size) c.block_size = *m.block_size;
+}
+
 }  // namespace strata

@@ -314,8 +314,10 @@ def get_batch(tokens, step, B, T):
 
 # ---- training -----------------------------------------------------------------------------------
 
-def train(params, cfg, tokens, B, T, steps, lr, clip, dtype):
-    """`steps` AdamW steps from `params` (not modified). Returns (losses, norms, final params)."""
+def train(params, cfg, tokens, B, T, steps, lr, clip, dtype, loss_fn=None):
+    """`steps` AdamW steps from `params` (not modified) of the model `loss_fn` computes (default
+    gpt2_loss). Returns (losses, norms, final params)."""
+    loss_fn = loss_fn or gpt2_loss
     leaves = {n: p.detach().to(dtype).clone().requires_grad_(True) for n, p in params.items()}
     decay = [p for p in leaves.values() if p.dim() >= 2]
     no_decay = [p for p in leaves.values() if p.dim() < 2]
@@ -326,7 +328,7 @@ def train(params, cfg, tokens, B, T, steps, lr, clip, dtype):
     for k in range(steps):
         x, y = get_batch(tokens, k, B, T)
         opt.zero_grad(set_to_none=True)
-        loss = gpt2_loss(leaves, cfg, x, y)
+        loss = loss_fn(leaves, cfg, x, y)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(list(leaves.values()), clip)
         opt.step()
@@ -335,18 +337,19 @@ def train(params, cfg, tokens, B, T, steps, lr, clip, dtype):
     return losses, norms, {n: p.detach() for n, p in leaves.items()}
 
 
-def pick_clip(params, cfg, tokens, dtype):
-    """A clip norm under which some but not all of the comparison's steps clip, taken from the
-    unclipped run's gradient norms. Returns (clip, n_clipped, losses, norms, final params) of
-    the clipped run."""
-    _, free, _ = train(params, cfg, tokens, CMP_B, CMP_T, CMP_STEPS, CMP_LR, float("inf"), dtype)
+def pick_clip(params, cfg, tokens, dtype, loss_fn=None, steps=CMP_STEPS, margin=3):
+    """A clip norm under which some but not all of `steps` steps clip (at least `margin` of each),
+    taken from the unclipped run's gradient norms. Returns (clip, n_clipped, losses, norms, final
+    params) of the clipped run."""
+    _, free, _ = train(params, cfg, tokens, CMP_B, CMP_T, steps, CMP_LR, float("inf"), dtype,
+                       loss_fn)
     ordered = sorted(free)
     for q in (0.5, 0.35, 0.65, 0.2, 0.8):
-        clip = float(f"{ordered[int(q * (CMP_STEPS - 1))]:.3g}")
-        losses, norms, final = train(params, cfg, tokens, CMP_B, CMP_T, CMP_STEPS, CMP_LR, clip,
-                                     dtype)
+        clip = float(f"{ordered[int(q * (steps - 1))]:.3g}")
+        losses, norms, final = train(params, cfg, tokens, CMP_B, CMP_T, steps, CMP_LR, clip,
+                                     dtype, loss_fn)
         n_clipped = sum(1 for nm in norms if nm > clip)
-        if 3 <= n_clipped <= CMP_STEPS - 3:
+        if margin <= n_clipped <= steps - margin:
             return clip, n_clipped, losses, norms, final
     raise CheckFailed(f"could not pick a clip norm that clips only some steps (unclipped norms "
                       f"{[round(n, 4) for n in free]})")

@@ -148,36 +148,13 @@ def loss_and_grads(params, cfg, x, y):
 
 
 def train(params, cfg, tokens, steps, clip, dtype):
-    """`steps` AdamW steps from `params`. Returns (losses, norms, final params)."""
-    leaves = {n: p.detach().to(dtype).clone().requires_grad_(True) for n, p in params.items()}
-    decay = [p for p in leaves.values() if p.dim() >= 2]
-    no_decay = [p for p in leaves.values() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=CMP_LR, betas=(0.9, 0.95), eps=1e-8)
-    losses, norms = [], []
-    for k in range(steps):
-        x, y = ref.get_batch(tokens, k, CMP_B, CMP_T)
-        opt.zero_grad(set_to_none=True)
-        loss = llama_loss(leaves, cfg, x, y)
-        loss.backward()
-        norms.append(torch.nn.utils.clip_grad_norm_(list(leaves.values()), clip).item())
-        opt.step()
-        losses.append(loss.item())
-    return losses, norms, {n: p.detach() for n, p in leaves.items()}
+    """`steps` AdamW steps of this LLaMA (gpt2_reference.py's loop and optimiser)."""
+    return ref.train(params, cfg, tokens, CMP_B, CMP_T, steps, CMP_LR, clip, dtype, llama_loss)
 
 
 def pick_clip(params, cfg, tokens):
-    """A clip norm under which some but not all steps clip (from the unclipped run's norms)."""
-    _, free, _ = train(params, cfg, tokens, CMP_STEPS, float("inf"), torch.float32)
-    ordered = sorted(free)
-    for q in (0.5, 0.35, 0.65, 0.2, 0.8):
-        clip = float(f"{ordered[int(q * (CMP_STEPS - 1))]:.3g}")
-        losses, norms, final = train(params, cfg, tokens, CMP_STEPS, clip, torch.float32)
-        n_clipped = sum(1 for nm in norms if nm > clip)
-        if 2 <= n_clipped <= CMP_STEPS - 2:
-            return clip, n_clipped, losses, norms, final
-    raise CheckFailed(f"no clip norm clips only some steps (norms {[round(n, 4) for n in free]})")
+    """A clip norm under which some but not all steps clip (gpt2_reference.py's choice)."""
+    return ref.pick_clip(params, cfg, tokens, torch.float32, llama_loss, CMP_STEPS, margin=2)
 
 
 def selfcheck(tied):

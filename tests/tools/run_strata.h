@@ -1,6 +1,8 @@
 // Runs the built `strata` binary as a user would, capturing exit code, stdout and stderr.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -161,6 +163,18 @@ inline RunResult RunMpi(const std::vector<std::vector<std::string>>& programs, i
   r.out = ReadWholeFile(dir + "/stdout.txt");
   r.err = ReadWholeFile(dir + "/stderr.txt");
   return r;
+}
+
+// A refusal as users see it: the first line of stderr starts with "strata: " and holds every
+// fragment; no crash, no internal check.
+inline void ExpectOneClearLine(const RunResult& r, const std::vector<std::string>& fragments) {
+  ASSERT_NE(r.exit_code, -1) << "crashed: " << r.err;
+  EXPECT_EQ(r.err.find("STRATA_CHECK"), std::string::npos) << r.err;
+  const std::string first = r.err.substr(0, r.err.find('\n'));
+  EXPECT_EQ(first.rfind("strata: ", 0), 0u) << r.err;
+  for (const auto& frag : fragments) {
+    EXPECT_NE(first.find(frag), std::string::npos) << "missing '" << frag << "' in: " << first;
+  }
 }
 
 }  // namespace strata::testing

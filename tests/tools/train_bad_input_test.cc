@@ -39,16 +39,6 @@ class TrainBadInput : public ::testing::Test {
     return RunStrata(args, dir_);
   }
 
-  // One line on stderr that starts with "strata: " and contains every fragment.
-  static void ExpectOneClearLine(const RunResult& r, const std::vector<std::string>& fragments) {
-    ASSERT_NE(r.exit_code, -1) << "crashed: " << r.err;
-    EXPECT_EQ(r.err.find("STRATA_CHECK"), std::string::npos) << r.err;
-    const std::string first = r.err.substr(0, r.err.find('\n'));
-    EXPECT_EQ(first.rfind("strata: ", 0), 0u) << r.err;
-    for (const auto& frag : fragments) {
-      EXPECT_NE(first.find(frag), std::string::npos) << "missing '" << frag << "' in: " << first;
-    }
-  }
 
   ScratchDir scratch_{"badinput"};
   const std::string dir_ = scratch_.path();

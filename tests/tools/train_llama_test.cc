@@ -33,17 +33,6 @@ std::vector<std::string> Losses(const std::string& path) {
   return losses;
 }
 
-// The first line of stderr, which must start with "strata: " and hold every fragment.
-void ExpectOneClearLine(const RunResult& r, const std::vector<std::string>& fragments) {
-  ASSERT_NE(r.exit_code, -1) << "crashed: " << r.err;
-  EXPECT_EQ(r.err.find("STRATA_CHECK"), std::string::npos) << r.err;
-  const std::string first = r.err.substr(0, r.err.find('\n'));
-  EXPECT_EQ(first.rfind("strata: ", 0), 0u) << r.err;
-  for (const auto& frag : fragments) {
-    EXPECT_NE(first.find(frag), std::string::npos) << "missing '" << frag << "' in: " << first;
-  }
-}
-
 TEST(TrainLlama, TrainsInMemoryAndTheLossFalls) {
   ScratchDir scratch("train_llama");
   const std::string& dir = scratch.path();
