@@ -15,6 +15,7 @@
 #include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "scheduler/data_parallel.h"
+#include "scheduler/export_dir.h"
 #include "scheduler/grad_norm.h"
 #include "scheduler/in_memory_budget.h"
 
@@ -147,7 +148,9 @@ class InMemoryTrainer final : public Trainer {
     }
     if (!o_.outputs.export_path.empty() && rank() == 0) {  // every rank holds the same weights
       STRATA_ASSIGN_OR_RETURN(std::vector<float> params, download(params_));
+      STRATA_RETURN_IF_ERROR(scheduler::PrepareExportDir(o_.outputs));
       STRATA_RETURN_IF_ERROR(model_->export_weights(o_.outputs.export_path, params.data()));
+      STRATA_RETURN_IF_ERROR(scheduler::WriteExportConfig(o_.outputs));
       Logger("train")->info("wrote weights to {}", o_.outputs.export_path);
     }
     return Status::Ok();

@@ -1,6 +1,5 @@
 #include "scheduler/model_registry.h"
 
-#include <filesystem>
 #include <utility>
 
 #include "core/io/hf_checkpoint.h"
@@ -36,11 +35,14 @@ Status UnknownPreset(const std::string& name) {
                                                  "'; known: " + known));
 }
 
-// A --init path holds a LLaMA: a Hugging Face directory, or a file exported by Strata's LLaMA.
+// A --init path holds a LLaMA: a Hugging Face directory whose config.json says so (or names a
+// family LLaMA's reader then refuses by name), or a file with LLaMA's embedding.
 Result<bool> InitHoldsLlama(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return true;
   STRATA_ASSIGN_OR_RETURN(const HfCheckpoint ckpt, HfCheckpoint::Open(path));
+  if (ckpt.config().has_value()) {
+    const nlohmann::json& config = *ckpt.config();
+    return !(config.contains("model_type") && config["model_type"] == kGpt2);
+  }
   return ckpt.find("model.embed_tokens.weight") != nullptr;
 }
 

@@ -20,6 +20,7 @@
 #include "scheduler/checkpoint.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"
+#include "scheduler/export_dir.h"
 #include "scheduler/machine_fit.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/paged_trainer_impl.h"
@@ -328,9 +329,11 @@ Status PagedTrainer::finish() {
   // otherwise every rank holds the same weights and rank 0 alone reads them.
   if (!o_.outputs.export_path.empty() &&
       (world_rank() == 0 || shards_.any_sharded() || o_.grid.tp > 1 || piped())) {
+    if (world_rank() == 0) STRATA_RETURN_IF_ERROR(scheduler::PrepareExportDir(o_.outputs));
     // With --delayed-update the master holds the last update (Note [Delayed update]).
     STRATA_RETURN_IF_ERROR(export_role(o_.optimizer.delayed_update ? Role::kMaster : Role::kParam,
                                        o_.outputs.export_path));
+    if (world_rank() == 0) STRATA_RETURN_IF_ERROR(scheduler::WriteExportConfig(o_.outputs));
     if (world_rank() == 0) Logger("train")->info("wrote weights to {}", o_.outputs.export_path);
   }
   if (!o_.outputs.trace_path.empty()) {

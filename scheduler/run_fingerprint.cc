@@ -2,8 +2,10 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <optional>
@@ -134,6 +136,27 @@ Result<std::string> FileIdentity(const std::string& path, Option option) {
   return std::string(text);
 }
 
+// A file's identity, or a directory's (a Hugging Face model directory given to --init): each
+// regular file's name and identity, in name order.
+Result<std::string> PathIdentity(const std::string& path, Option option) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return FileIdentity(path, option);
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    if (entry.is_regular_file(ec)) files.push_back(entry.path().filename().string());
+  }
+  if (ec) {
+    return AtFault(option, Status::FromErrno(ec.value(), Mention(option) + ": cannot list " + path));
+  }
+  std::sort(files.begin(), files.end());
+  std::string identity = "directory";
+  for (const std::string& f : files) {
+    STRATA_ASSIGN_OR_RETURN(const std::string one, FileIdentity(path + "/" + f, option));
+    identity += "; " + f + ": " + one;
+  }
+  return identity;
+}
+
 }  // namespace
 
 std::string RecordKey(Option option) {
@@ -184,7 +207,7 @@ Result<RunFingerprint> MakeRunFingerprint(const TrainOptions& o, const std::stri
   if (o.model.init_path.empty()) {
     f.init = "none";
   } else {
-    STRATA_ASSIGN_OR_RETURN(f.init, FileIdentity(o.model.init_path, Option::kInit));
+    STRATA_ASSIGN_OR_RETURN(f.init, PathIdentity(o.model.init_path, Option::kInit));
   }
   f.lr = FloatText(o.optimizer.lr);
   f.min_lr =

@@ -28,7 +28,7 @@ namespace strata::scheduler {
 struct RunFingerprint {
   std::string model;           // --model (after --init's shape and --n-layer ... --block-size)
   std::string data;            // --data: "builtin" or the file's size and hash
-  std::string init;            // --init: "none" or the file's size and hash
+  std::string init;  // --init: "none", or the size and hash of the file (of each file of a dir)
   std::string lr;              // --lr
   std::string min_lr;          // --min-lr
   std::string warmup;          // --warmup

@@ -119,6 +119,10 @@ struct CheckpointOptions {
 // The files a run writes besides checkpoints; empty: not written.
 struct OutputOptions {
   std::string export_path;        // --export: final weights as safetensors
+  // --export-dir: the final weights as a Hugging Face model directory, export_path its
+  // model.safetensors and export_config its config.json (Model::hf_config, set by CreateTrainer).
+  std::string export_dir;
+  std::string export_config;
   std::string export_grads_path;  // --export-grads: step 1's gradients before clipping
   std::string trace_path;         // --trace: Chrome trace JSON of every op and move
 };

@@ -354,6 +354,9 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
   }
   STRATA_RETURN_IF_ERROR(CheckTokensPerStep(options.data.batch, seq));
   STRATA_ASSIGN_OR_RETURN(TokenDataset data, OpenData(options.data, config, seq));
+  if (!options.outputs.export_dir.empty()) {
+    options.outputs.export_config = model->hf_config().dump(2);
+  }
   const bool paged = ChoosesPaged(options, *model, seq);
   if (gpt == nullptr) STRATA_RETURN_IF_ERROR(RefuseUnbuiltForModel(options, config, paged));
   if (ranks > 1) {  // before any rank plans or allocates: the same step everywhere

@@ -113,22 +113,23 @@ Status CheckDistinct(const std::vector<Named>& outputs) {
   return Status::Ok();
 }
 
-// --ckpt-dir: an existing writable directory, or one its writable parent can hold.
-Status CheckCkptDir(const std::string& ckpt_dir) {
-  const Named out{"--ckpt-dir", ckpt_dir};
-  const std::optional<struct stat> st = StatOf(ckpt_dir);
-  if (!st) return CheckDirectory(out, ParentOf(fs::path(ckpt_dir).lexically_normal().string()));
-  if (!S_ISDIR(st->st_mode)) {
-    return Status::InvalidArgument("--ckpt-dir " + ckpt_dir + " is not a directory");
-  }
-  return CheckDirectory(out, ckpt_dir);
+// A directory flag's path: an existing writable directory, or one its writable parent can hold.
+Status CheckWritableDir(const std::string& flag, const std::string& dir) {
+  const Named out{flag, dir};
+  const std::optional<struct stat> st = StatOf(dir);
+  if (!st) return CheckDirectory(out, ParentOf(fs::path(dir).lexically_normal().string()));
+  if (!S_ISDIR(st->st_mode)) return Status::InvalidArgument(flag + " " + dir + " is not a directory");
+  return CheckDirectory(out, dir);
 }
 
 }  // namespace
 
 Status CheckTrainOutputs(const TrainOptions& o, const std::string& log_json) {
   std::vector<Named> outputs;
-  for (const Named& n : {Named{"--log-json", log_json}, Named{"--export", o.outputs.export_path},
+  const bool in_dir = !o.outputs.export_dir.empty();
+  if (in_dir) STRATA_RETURN_IF_ERROR(CheckWritableDir("--export-dir", o.outputs.export_dir));
+  for (const Named& n : {Named{"--log-json", log_json},
+                         Named{in_dir ? "--export-dir" : "--export", o.outputs.export_path},
                          Named{"--export-grads", o.outputs.export_grads_path},
                          Named{"--trace", o.outputs.trace_path}}) {
     if (!n.path.empty()) outputs.push_back(n);
@@ -141,12 +142,17 @@ Status CheckTrainOutputs(const TrainOptions& o, const std::string& log_json) {
                       (fs::path(o.checkpoints.dir) / scheduler::kCheckpointFile).string()});
   }
   for (const Named& out : outputs) {
-    STRATA_RETURN_IF_ERROR(CheckOutputFile(out));
+    // --export-dir's file: its directory is made when the weights are written.
+    const bool made_later = in_dir && out.path == o.outputs.export_path &&
+                            !StatOf(o.outputs.export_dir).has_value();
+    if (!made_later) STRATA_RETURN_IF_ERROR(CheckOutputFile(out));
     STRATA_RETURN_IF_ERROR(CheckNotAnInput(out, inputs));
     STRATA_RETURN_IF_ERROR(CheckNotInNvmeDir(out, o.budgets.nvme_dirs));
   }
   STRATA_RETURN_IF_ERROR(CheckDistinct(outputs));
-  if (!o.checkpoints.dir.empty()) STRATA_RETURN_IF_ERROR(CheckCkptDir(o.checkpoints.dir));
+  if (!o.checkpoints.dir.empty()) {
+    STRATA_RETURN_IF_ERROR(CheckWritableDir("--ckpt-dir", o.checkpoints.dir));
+  }
   return Status::Ok();
 }
 

@@ -67,6 +67,9 @@ void AddWeightsAndDeviceOptions(CLI::App* cmd, TrainFlags* flags) {
   cmd->add_option("--init", o.model.init_path,
                   "Start from these weights (safetensors, HF GPT-2 names)");
   cmd->add_option("--export", o.outputs.export_path, "Write the final weights here (safetensors)");
+  cmd->add_option("--export-dir", o.outputs.export_dir,
+                  "Write the final weights as a Hugging Face model directory (config.json and "
+                  "model.safetensors), which --init reads back");
   cmd->add_option("--export-grads", o.outputs.export_grads_path,
                   "Write step 1's gradients (before clipping) here (safetensors)");
   cmd->add_option("--device", o.device,
@@ -238,6 +241,13 @@ Status ApplyFlags(TrainFlags& f, const CLI::App& cmd) {
   if (cmd.count("--rope-theta")) o.model.rope_theta = f.rope_theta;
   if (cmd.count("--norm-eps")) o.model.norm_eps = f.norm_eps;
   if (cmd.count("--tie-embeddings")) o.model.tie_embeddings = f.tie_embeddings;
+  if (!o.outputs.export_dir.empty()) {
+    if (!o.outputs.export_path.empty()) {
+      return Status::InvalidArgument(
+          "--export and --export-dir both write the final weights; give one of them");
+    }
+    o.outputs.export_path = o.outputs.export_dir + "/model.safetensors";
+  }
   if (!f.gpu_mem.empty()) {
     STRATA_ASSIGN_OR_RETURN(o.budgets.gpu_mem, ParseBytes(f.gpu_mem, "--gpu-mem"));
   }

@@ -27,6 +27,22 @@ Status GptModel::export_weights(const std::string& path, const float* values) co
   return ExportGptSafetensors(path, layout_, values);
 }
 
+nlohmann::json GptModel::hf_config() const {
+  const GptConfig& c = layout_.config;
+  return {{"architectures", {"GPT2LMHeadModel"}},
+          {"model_type", "gpt2"},
+          {"n_layer", c.n_layer},
+          {"n_head", c.n_head},
+          {"n_embd", c.n_embd},
+          {"vocab_size", c.vocab_size},
+          {"n_positions", c.block_size},
+          {"n_ctx", c.block_size},
+          {"activation_function", "gelu_new"},
+          {"layer_norm_epsilon", 1e-5},
+          {"tie_word_embeddings", true},
+          {"torch_dtype", "float32"}};
+}
+
 int64_t GptModel::layer_acts_floats(int B, int T) const {
   return TransformerActsFloats(layout_.config, B, T);
 }

@@ -25,6 +25,8 @@ class GptModel final : public Model {
   // gpt_weights.h's: Hugging Face GPT-2 names, the shape in __metadata__.
   Status import_weights(const std::string& path, float* values) const override;
   Status export_weights(const std::string& path, const float* values) const override;
+  // GPT2LMHeadModel's keys (n_layer, n_head, n_embd, vocab_size, n_positions, ...).
+  nlohmann::json hf_config() const override;
 
   int64_t layer_acts_floats(int B, int T) const override;
   int64_t head_acts_floats(int B, int T) const override;

@@ -1,6 +1,7 @@
 #include "core/nn/gpt_weights.h"
 
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -12,6 +13,12 @@ namespace strata {
 namespace {
 
 const char* kMetaKeys[] = {"n_layer", "n_head", "n_embd", "vocab_size", "block_size"};
+
+// A Hugging Face model directory's weights (what --export-dir writes); a file as it is.
+std::string WeightsFile(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) ? path + "/model.safetensors" : path;
+}
 
 // The file's tensor for a layout name: "transformer.x" or its unprefixed form "x".
 const SafetensorsTensor* Find(const SafetensorsFile& f, const std::string& name) {
@@ -91,7 +98,8 @@ Status ExportGptSafetensors(const std::string& path, const GptLayout& layout, co
       WriteSafetensors(path, views, meta).with_context(Mention(Option::kExport) + " " + path));
 }
 
-Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path) {
+Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& given) {
+  const std::string path = WeightsFile(given);
   auto file = ReadSafetensors(path);
   if (!file.ok()) return AtFault(Option::kInit, file.status().with_context(Mention(Option::kInit)));
   const SafetensorsFile& f = *file;
@@ -137,7 +145,8 @@ Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path) {
   return c;
 }
 
-Status ImportGptSafetensors(const std::string& path, const GptLayout& layout, float* values) {
+Status ImportGptSafetensors(const std::string& given, const GptLayout& layout, float* values) {
+  const std::string path = WeightsFile(given);
   auto file = ReadSafetensors(path);
   if (!file.ok()) return AtFault(Option::kInit, file.status().with_context(Mention(Option::kInit)));
   for (size_t b = 0; b < layout.blocks.size(); ++b) {

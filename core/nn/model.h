@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,8 @@ class Model {
   // model does not have).
   virtual Status import_weights(const std::string& path, float* values) const = 0;
   virtual Status export_weights(const std::string& path, const float* values) const = 0;
+  // The Hugging Face config.json of this model (--export-dir), which --init reads back.
+  virtual nlohmann::json hf_config() const = 0;
 
   // Read-only data the ops need for sequences of T tokens, computed on the host (LLaMA's
   // rotary table); empty when none.

@@ -48,6 +48,7 @@ namespace strata {
   X(kEngine, "engine") \
   X(kEps, "eps") \
   X(kExport, "export") \
+  X(kExportDir, "export_dir") \
   X(kExportGrads, "export_grads") \
   X(kFfnDim, "ffn_dim") \
   X(kGds, "gds") \

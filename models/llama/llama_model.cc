@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "core/kernels/rope.h"
@@ -19,6 +22,14 @@ using GradRange = std::pair<float*, int64_t>;
 const float* RopeCos(const OpShape& s) { return s.constants; }
 const float* RopeSin(const LlamaConfig& c, const OpShape& s) {
   return s.constants + int64_t(s.T) * c.head_dim() / 2;
+}
+
+// The shortest decimal that reads back as `v` (1e-05, not 9.999999747378752e-06), as a double
+// for JSON.
+double ShortestDecimal(float v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
 }
 
 }  // namespace
@@ -41,6 +52,26 @@ Status LlamaModel::import_weights(const std::string& path, float* values) const 
 
 Status LlamaModel::export_weights(const std::string& path, const float* values) const {
   return ExportLlamaWeights(path, layout_, values);
+}
+
+nlohmann::json LlamaModel::hf_config() const {
+  const LlamaConfig& c = layout_.config;
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"model_type", "llama"},
+          {"hidden_size", c.n_embd},
+          {"intermediate_size", c.ffn_dim},
+          {"num_attention_heads", c.n_head},
+          {"num_key_value_heads", c.n_kv_head},
+          {"num_hidden_layers", c.n_layer},
+          {"rms_norm_eps", ShortestDecimal(c.norm_eps)},
+          {"rope_theta", c.rope_theta},
+          {"vocab_size", c.vocab_size},
+          {"max_position_embeddings", c.block_size},
+          {"tie_word_embeddings", c.tie_embeddings},
+          {"hidden_act", "silu"},
+          {"attention_bias", false},
+          {"mlp_bias", false},
+          {"torch_dtype", "float32"}};
 }
 
 int64_t LlamaModel::layer_acts_floats(int B, int T) const {

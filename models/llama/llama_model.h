@@ -21,6 +21,8 @@ class LlamaModel final : public Model {
   // llama_weights.h's: Hugging Face names, from a file or a model directory.
   Status import_weights(const std::string& path, float* values) const override;
   Status export_weights(const std::string& path, const float* values) const override;
+  // LlamaForCausalLM's keys, as LlamaConfigFromHf reads them.
+  nlohmann::json hf_config() const override;
 
   int64_t layer_acts_floats(int B, int T) const override;
   int64_t head_acts_floats(int B, int T) const override;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -206,6 +207,24 @@ TEST(RunFingerprint, TheShardAndTheUnreadableFilesNameTheirOption) {
             std::string::npos)
       << init.to_string();
   test_support::ExpectFault(init, Option::kInit);
+}
+
+// --init given a Hugging Face directory: the fingerprint holds each file's identity, so a changed
+// shard is a changed run (was "0 bytes": a directory read as an empty file).
+TEST(RunFingerprint, AnInitDirectoryIsIdentifiedByItsFiles) {
+  test_support::ScratchDir dir("fingerprint_dir");
+  std::ofstream(dir.path() + "/config.json") << "{}";
+  std::ofstream(dir.path() + "/model.safetensors") << "weights";
+  TrainOptions o;
+  o.model.init_path = dir.path();
+  GptConfig c;
+  auto before = MakeRunFingerprint(o, c.to_string(), 64, 16384);
+  ASSERT_TRUE(before.ok()) << before.status().to_string();
+  EXPECT_NE(before->init.find("model.safetensors: 7 bytes"), std::string::npos) << before->init;
+  std::ofstream(dir.path() + "/model.safetensors") << "other weights";
+  auto after = MakeRunFingerprint(o, c.to_string(), 64, 16384);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(before->init, after->init);
 }
 
 // Records written before the grid was recorded do not say it: not refused for it (the CLI knows

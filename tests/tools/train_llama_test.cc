@@ -159,6 +159,42 @@ TEST_F(TrainLlamaInit, AShardTheIndexListsButIsAbsentIsNamed) {
   EXPECT_EQ(r.exit_code, 1);
 }
 
+// --export-dir writes a Hugging Face directory that --init reads back, shape and weights, for
+// either family (GPT-2's config.json says model_type gpt2).
+class TrainExportDir : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TrainExportDir, WritesADirectoryInitReadsBackBitForBit) {
+  ScratchDir scratch("train_export_dir");
+  const std::string& dir = scratch.path();
+  const std::string out = dir + "/out";
+  const RunResult r = RunStrata({"train", "--model", GetParam(), "--steps", "2", "--batch", "2",
+                                 "--seq", "32", "--export-dir", out}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json config = nlohmann::json::parse(ReadWholeFile(out + "/config.json"));
+  EXPECT_EQ(config.at("model_type"), GetParam() == "tiny" ? "gpt2" : "llama") << config.dump();
+  const RunResult back = RunStrata({"train", "--init", out, "--steps", "0", "--export",
+                                    dir + "/back.safetensors"}, dir);
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_TRUE(ReadWholeFile(out + "/model.safetensors") ==
+              ReadWholeFile(dir + "/back.safetensors"));
+  const RunResult both = RunStrata({"train", "--model", GetParam(), "--steps", "1", "--export",
+                                    dir + "/x.safetensors", "--export-dir", dir + "/y"}, dir);
+  ExpectOneClearLine(both, {"--export", "--export-dir"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/y"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, TrainExportDir, ::testing::Values("tiny", "llama-tiny"));
+
+// Ranks agree on an --init directory: its files are what they compare (the run's fingerprint).
+TEST_F(TrainLlamaInit, DataParallelRanksAgreeOnAHuggingFaceDirectory) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  const std::string hf = HfDirectory("hf_dp");
+  const RunResult r = RunMpi({{"train", "--init", hf, "--dp", "2", "--shard", "none", "--steps",
+                               "1", "--batch", "4", "--seq", "32"}}, 2, dir_);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 // Shapes and flags: usage errors, exit 2, naming the flag.
 TEST(TrainLlamaBadInput, ShapesAndFlagsThatCannotWorkNameTheFlag) {
   ScratchDir scratch("train_llama_bad");
