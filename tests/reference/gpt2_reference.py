@@ -264,6 +264,22 @@ def loss_and_grads(params, cfg, x, y):
     return loss.detach(), {n: p.grad.detach().clone() for n, p in leaves.items()}
 
 
+def finite_difference_error(loss_fn, params, grads, cfg, x, y, trials=3):
+    """The worst relative difference between autograd's `grads` and central finite differences
+    of `loss_fn` (float64) along `trials` random directions."""
+    worst = 0.0
+    for trial in range(trials):
+        gd = torch.Generator().manual_seed(100 + trial)
+        dirs = {n: torch.randn(p.shape, generator=gd, dtype=torch.float64)
+                for n, p in params.items()}
+        eps = 1e-6
+        plus = loss_fn({n: params[n] + eps * dirs[n] for n in params}, cfg, x, y).item()
+        minus = loss_fn({n: params[n] - eps * dirs[n] for n in params}, cfg, x, y).item()
+        an = sum((grads[n] * dirs[n]).sum().item() for n in params)
+        worst = max(worst, abs((plus - minus) / (2 * eps) - an) / max(abs(an), 1e-12))
+    return worst
+
+
 def rel(a, b):
     """||a - b|| / ||b|` in float64; ||a|| when b is exactly zero."""
     a = a.detach().to(torch.float64)
@@ -441,17 +457,7 @@ def selfcheck():
         failures.append("wpe rows beyond T received gradient")
 
     # 3. Autograd vs central finite differences along random directions, float64.
-    worst_fd = 0.0
-    for trial in range(3):
-        gd = torch.Generator().manual_seed(100 + trial)
-        dirs = {n: torch.randn(p.shape, generator=gd, dtype=torch.float64)
-                for n, p in params.items()}
-        eps = 1e-6
-        plus = gpt2_loss({n: params[n] + eps * dirs[n] for n in params}, cfg, x, y).item()
-        minus = gpt2_loss({n: params[n] - eps * dirs[n] for n in params}, cfg, x, y).item()
-        fd = (plus - minus) / (2 * eps)
-        an = sum((grads[n] * dirs[n]).sum().item() for n in params)
-        worst_fd = max(worst_fd, abs(fd - an) / max(abs(an), 1e-12))
+    worst_fd = finite_difference_error(gpt2_loss, params, grads, cfg, x, y)
     print(f"  autograd vs finite differences (3 random directions): worst rel {fmt(worst_fd)} "
           f"(tolerance 1e-6)")
     if worst_fd > 1e-6:

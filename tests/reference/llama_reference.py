@@ -176,16 +176,7 @@ def selfcheck(tied):
     x = torch.randint(0, 11, (2, 5), generator=g)
     y = torch.randint(0, 11, (2, 5), generator=g)
     _, grads = loss_and_grads(params, cfg, x, y)
-    worst = 0.0
-    for trial in range(3):
-        gd = torch.Generator().manual_seed(100 + trial)
-        dirs = {n: torch.randn(p.shape, generator=gd, dtype=torch.float64)
-                for n, p in params.items()}
-        e = 1e-6
-        plus = llama_loss({n: params[n] + e * dirs[n] for n in params}, cfg, x, y).item()
-        minus = llama_loss({n: params[n] - e * dirs[n] for n in params}, cfg, x, y).item()
-        an = sum((grads[n] * dirs[n]).sum().item() for n in params)
-        worst = max(worst, abs((plus - minus) / (2 * e) - an) / max(abs(an), 1e-12))
+    worst = ref.finite_difference_error(llama_loss, params, grads, cfg, x, y)
     print(f"  autograd vs finite differences: worst rel {fmt(worst)} (tolerance 1e-6)")
     if worst > 1e-6:
         failures.append(f"autograd disagrees with finite differences ({worst})")
