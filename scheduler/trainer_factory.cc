@@ -324,7 +324,9 @@ Status RefuseUnbuiltForModel(const TrainOptions& o, const ModelShape& m, bool pa
                      Mention(kHostMem) + ", " + Mention(kNvmeDir) + ", checkpoints), " +
                      Mention(kShard) + " all|auto, " + Mention(kTp) + " and " + Mention(kPp) +
                      " run GPT-2 only: drop them" +
-                     (o.budgets.engine == "paged" ? " and " + Mention(kEngine) + " paged" : "")));
+                     (o.budgets.engine == "paged" ? " and " + Mention(kEngine) + " paged"
+                                                  : " (with " + Mention(kMicroBatch) + ", give " +
+                                                        Mention(kEngine) + " memory)")));
 }
 
 }  // namespace
