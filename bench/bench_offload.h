@@ -103,7 +103,9 @@ inline uint64_t RoundUp4K(uint64_t v) { return (v + 4095) / 4096 * 4096; }
 inline uint64_t RoundDownPage(uint64_t v, uint64_t page) { return v / page * page; }
 
 // Model state bytes of `layout`: params, grads and the two AdamW moments.
-inline uint64_t StateBytes(const ModelLayout& layout) { return uint64_t(layout.total_numel) * 4 * 4; }
+inline uint64_t StateBytes(const ModelLayout& layout) {
+  return uint64_t(layout.total_numel) * 4 * 4;
+}
 
 // fio's sequential 1 MiB O_DIRECT read rate (bytes/s) on `dir`; < 0 when fio is unavailable.
 double FioReadBytesPerS(const std::string& dir);

@@ -23,24 +23,25 @@ RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks) {
 
 namespace {
 
-// The embedding's fold up to its last reduction: wte's heads summed over the ranks (unless they
-// are), then rank 0's own embedding contribution added to that sum (the add one rank would do
-// next). The other ranks' parts are sent as they are; wpe's fold starts with rank 0's part.
+// The embedding's fold up to its last reduction: the tied tensor's heads summed over the ranks
+// (unless they are), then rank 0's own embedding contribution added to that sum (the add one rank
+// would do next). The other ranks' parts are sent as they are; wpe's fold starts with rank 0's
+// part.
 Status StartEmbeddingFold(parallel::Comm& comm, const KernelTable& k, const ModelLayout& layout,
                           float* emb_grads, float* embedding_part, bool heads_summed) {
   STRATA_CHECK(comm.size() > 1) << "one rank keeps its embedding contributions in place";
-  // The tensor a tied head reads is the embedding block's first (GPT-2's wte, LLaMA's
-  // embed_tokens); without a tie the heads' part of it is zero and the fold is the same.
-  const TensorSpec& wte = layout.embedding().tensors.front();
+  // The tensor a tied head reads is the embedding block's first (core/nn/model.h); without a tie
+  // the heads' part of it is zero and the fold is the same.
+  const TensorSpec& tied = layout.embedding().tensors.front();
   if (!heads_summed) {
     k.finish();  // the comm reads what the backwards wrote
     STRATA_RETURN_IF_ERROR(
-        comm.all_reduce_sum(emb_grads + wte.offset, emb_grads + wte.offset, size_t(wte.numel))
+        comm.all_reduce_sum(emb_grads + tied.offset, emb_grads + tied.offset, size_t(tied.numel))
             .wait());
   }
   if (comm.rank() == 0) {
-    k.residual_forward(embedding_part + wte.offset, emb_grads + wte.offset,
-                       embedding_part + wte.offset, wte.numel);
+    k.residual_forward(embedding_part + tied.offset, emb_grads + tied.offset,
+                       embedding_part + tied.offset, tied.numel);
   }
   k.finish();  // the next collective reads embedding_part
   return Status::Ok();
@@ -48,8 +49,9 @@ Status StartEmbeddingFold(parallel::Comm& comm, const KernelTable& k, const Mode
 
 }  // namespace
 
-Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const ModelLayout& layout,
-                               float* emb_grads, float* embedding_part, bool heads_summed) {
+Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k,
+                               const ModelLayout& layout, float* emb_grads, float* embedding_part,
+                               bool heads_summed) {
   STRATA_RETURN_IF_ERROR(
       StartEmbeddingFold(comm, k, layout, emb_grads, embedding_part, heads_summed));
   const BlockSpec& emb = layout.embedding();
@@ -80,7 +82,7 @@ Result<double> ShardedGradSumOfSquares(parallel::Comm& comm, const KernelTable& 
 
 Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
                                  const ModelLayout& layout, float* grads, float* embedding_part) {
-  // Every block, and wte's head contributions: one fold over the ranks.
+  // Every block, and the tied tensor's head contributions: one fold over the ranks.
   k.finish();
   STRATA_RETURN_IF_ERROR(comm.all_reduce_sum(grads, grads, size_t(layout.total_numel)).wait());
   return ReduceEmbeddingGradient(comm, k, layout, grads + layout.block_offset[0], embedding_part,

@@ -8,10 +8,11 @@
 // - each gradient is the left fold, in rank order, of the ranks' contributions (Note
 //   [Deterministic reductions] in docs/parallel.md), which is how one rank adds its
 //   micro-batches (Note [Gradient contributions] in core/nn/gpt_blocks.h);
-// - the tied wte takes every head contribution, then every embedding contribution. So a rank
-//   makes its embedding contributions apart, from zero; once the heads' fold is reduced, rank 0
-//   adds its own embedding contribution to it and a second reduction continues the fold over
-//   the other ranks' (ReduceReplicatedGradients);
+// - the tied tensor (the embedding block's first, core/nn/model.h) takes every head
+//   contribution, then every embedding contribution. So a rank makes its embedding
+//   contributions apart, from zero; once the heads' fold is reduced, rank 0 adds its own
+//   embedding contribution to it and a second reduction continues the fold over the other
+//   ranks' (ReduceReplicatedGradients);
 // - the loss is the mean of every micro-batch's loss, summed in micro-batch order as one rank
 //   does (GatherMicroBatchLosses);
 // - the norm, clipping and AdamW then run on identical gradients on every rank.
@@ -46,23 +47,24 @@ struct RankMicroBatches {
 // Rank `rank` of `ranks` when a step has `micro_batches` (a multiple of ranks).
 RankMicroBatches RanksMicroBatches(int micro_batches, int rank, int ranks);
 
-// Sums the ranks' gradients in place (Note [Data-parallel gradients]). `grads` holds every
-// block's gradient (P floats in the layout's order) with only the head's contributions in wte;
+// Sums the ranks' gradients in place (Note [Data-parallel gradients]). `grads` holds every block's
+// gradient (P floats in the layout's order) with only the head's contributions in the tied tensor;
 // `embedding_part` the embedding block's gradient made by this rank's embedding backwards, from
 // zero. More than one rank. On return `grads` holds the step's gradient, the same bits on every
-// rank; `embedding_part` is clobbered. Buffers are device memory of the device whose table `k`
-// is (the Comm must be able to read them: MPI on the sim device, NCCL on a GPU), and the call
-// runs inside a launch of that device's stream (k.finish orders the kernels before each
-// collective). Errors: the Comm's.
+// rank; `embedding_part` is clobbered. Buffers are device memory of the device whose table `k` is
+// (the Comm must be able to read them: MPI on the sim device, NCCL on a GPU), and the call runs
+// inside a launch of that device's stream (k.finish orders the kernels before each collective).
+// Errors: the Comm's.
 Status ReduceReplicatedGradients(parallel::Comm& comm, const KernelTable& k,
                                  const ModelLayout& layout, float* grads, float* embedding_part);
 
 // The embedding block's part of ReduceReplicatedGradients, for an engine that sums block by
-// block: `emb_grads` is block 0's gradient, its wte holding the heads' contributions (this
-// rank's, or already summed over the ranks when `heads_summed`); `embedding_part` as above. On
-// return `emb_grads` holds the embedding's gradient, the same bits on every rank.
-Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k, const ModelLayout& layout,
-                               float* emb_grads, float* embedding_part, bool heads_summed);
+// block: `emb_grads` is block 0's gradient, its tied tensor holding the heads' contributions
+// (this rank's, or already summed over the ranks when `heads_summed`); `embedding_part` as
+// above. On return `emb_grads` holds the embedding's gradient, the same bits on every rank.
+Status ReduceEmbeddingGradient(parallel::Comm& comm, const KernelTable& k,
+                               const ModelLayout& layout, float* emb_grads, float* embedding_part,
+                               bool heads_summed);
 
 // Sharded state (Note [Shards] in shard_plan.h): as ReduceEmbeddingGradient, but the last fold is
 // a reduce-scatter into `shard` (this rank's shard_floats floats of the gathered slot):

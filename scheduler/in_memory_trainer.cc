@@ -66,7 +66,9 @@ class InMemoryTrainer final : public Trainer {
     SimDeviceOptions dopt;
     STRATA_ASSIGN_OR_RETURN(dopt.capacity_bytes, InMemoryDeviceBudget(o_, *model_, B, T));
     dopt.link_gbps = o_.sim_link_gbps;
-    STRATA_ASSIGN_OR_RETURN(device_, CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_.grid)}, dopt));
+    STRATA_ASSIGN_OR_RETURN(
+        device_,
+        CreateDevice({.kind = o_.device, .cuda_ordinal = scheduler::CudaOrdinalOf(o_.grid)}, dopt));
     compute_ = device_->create_stream("compute");
 
     auto alloc = [&](int64_t floats, DeviceBuffer* out) -> Status {
@@ -267,9 +269,9 @@ class InMemoryTrainer final : public Trainer {
     return Status::Ok();
   }
 
-  // The embedding backwards of this rank's `count` micro-batches (tokens from `x`). One rank:
-  // into grads_, after the heads' wte contributions. Several: into embedding_part_, from zero,
-  // for ReduceReplicatedGradients (Note [Data-parallel gradients]).
+  // The embedding backwards of this rank's `count` micro-batches (tokens from `x`). One rank: into
+  // grads_, after the heads' contributions to the tied tensor. Several: into embedding_part_, from
+  // zero, for ReduceReplicatedGradients (Note [Data-parallel gradients]).
   void embedding_backwards(const int32_t* x, int count) {
     const int T = seq_, B = micro_rows();
     const bool apart = ranks() > 1;

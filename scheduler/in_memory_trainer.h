@@ -1,8 +1,8 @@
 // The in-memory trainer: every byte of state in device memory, any model through the model
-// interface (core/nn/model.h), in the one step order every model shares. It is the reference that every
-// offloaded configuration must reproduce bit for bit (Note [Canonical arithmetic] in
-// scheduler/trainer.h). Under data parallelism (--dp, --shard none) each rank holds the whole
-// state and sums its gradients with the others (scheduler/data_parallel.h).
+// interface (core/nn/model.h), in the one step order every model shares. It is the reference that
+// every offloaded configuration must reproduce bit for bit (Note [Canonical arithmetic] in
+// scheduler/trainer.h). Under data parallelism (--dp, --shard none) each rank holds the whole state
+// and sums its gradients with the others (scheduler/data_parallel.h).
 //
 // Threads: as Trainer.
 #pragma once

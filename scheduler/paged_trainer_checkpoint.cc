@@ -31,8 +31,9 @@ Status PagedTrainer::make_fingerprint() {
                                     .pp = o_.grid.pp,
                                     .rank = world_rank(),
                                     .micro_rows = micro_rows()};
-  STRATA_ASSIGN_OR_RETURN(fingerprint_, scheduler::MakeRunFingerprint(o_, layout_.config.to_string(), seq_,
-                                                                      pages_->page_bytes(), layout));
+  STRATA_ASSIGN_OR_RETURN(fingerprint_,
+                          scheduler::MakeRunFingerprint(o_, layout_.config.to_string(), seq_,
+                                                        pages_->page_bytes(), layout));
   return Status::Ok();
 }
 

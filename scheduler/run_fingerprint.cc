@@ -146,7 +146,8 @@ Result<std::string> PathIdentity(const std::string& path, Option option) {
     if (entry.is_regular_file(ec)) files.push_back(entry.path().filename().string());
   }
   if (ec) {
-    return AtFault(option, Status::FromErrno(ec.value(), Mention(option) + ": cannot list " + path));
+    return AtFault(option,
+                   Status::FromErrno(ec.value(), Mention(option) + ": cannot list " + path));
   }
   std::sort(files.begin(), files.end());
   std::string identity = "directory";

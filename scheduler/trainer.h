@@ -1,6 +1,6 @@
-// Trainer: the whole training loop of a model (core/nn/model.h) — data, forward, backward, global-norm clipping,
-// AdamW, logging hooks. Two implementations, made by CreateTrainer (scheduler/trainer_factory.h),
-// which includes both; this interface includes neither:
+// Trainer: the whole training loop of a model (core/nn/model.h) — data, forward, backward,
+// global-norm clipping, AdamW, logging hooks. Two implementations, made by CreateTrainer
+// (scheduler/trainer_factory.h), which includes both; this interface includes neither:
 // - the in-memory trainer (scheduler/in_memory_trainer.cc): every byte of state in device
 //   memory. It is the reference that every offloaded configuration must reproduce bit for bit;
 // - the paged trainer (scheduler/paged_trainer.cc): model state in pages under --gpu-mem,

@@ -118,7 +118,9 @@ Status CheckWritableDir(const std::string& flag, const std::string& dir) {
   const Named out{flag, dir};
   const std::optional<struct stat> st = StatOf(dir);
   if (!st) return CheckDirectory(out, ParentOf(fs::path(dir).lexically_normal().string()));
-  if (!S_ISDIR(st->st_mode)) return Status::InvalidArgument(flag + " " + dir + " is not a directory");
+  if (!S_ISDIR(st->st_mode)) {
+    return Status::InvalidArgument(flag + " " + dir + " is not a directory");
+  }
   return CheckDirectory(out, dir);
 }
 
@@ -143,8 +145,8 @@ Status CheckTrainOutputs(const TrainOptions& o, const std::string& log_json) {
   }
   for (const Named& out : outputs) {
     // --export-dir's file: its directory is made when the weights are written.
-    const bool made_later = in_dir && out.path == o.outputs.export_path &&
-                            !StatOf(o.outputs.export_dir).has_value();
+    const bool made_later =
+        in_dir && out.path == o.outputs.export_path && !StatOf(o.outputs.export_dir).has_value();
     if (!made_later) STRATA_RETURN_IF_ERROR(CheckOutputFile(out));
     STRATA_RETURN_IF_ERROR(CheckNotAnInput(out, inputs));
     STRATA_RETURN_IF_ERROR(CheckNotInNvmeDir(out, o.budgets.nvme_dirs));

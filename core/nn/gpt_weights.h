@@ -6,8 +6,9 @@
 // __metadata__ (n_layer, n_head, n_embd, vocab_size, block_size), so `--init file` alone
 // defines the model. The same function exports gradients (same names, same layout).
 // Import and the shape read also take a Hugging Face model directory (--export-dir's), reading its
-// model.safetensors. Import also accepts names without the "transformer." prefix, ignores the attention-mask
-// buffers (attn.bias, attn.masked_bias) and a tied lm_head.weight, and converts F16/BF16.
+// model.safetensors. Import also accepts names without the "transformer." prefix, ignores the
+// attention-mask buffers (attn.bias, attn.masked_bias) and a tied lm_head.weight, and converts
+// F16/BF16.
 #pragma once
 
 #include <string>

@@ -111,8 +111,8 @@ void CheckModel(bool tied) {
   const float loss = LlamaHeadForward(k, c, head, w_out, x, targets.data(), kB, kT, ha);
   std::vector<float> dres(size_t(N) * C), head_scratch(size_t(LlamaHeadScratchFloats(c, kB, kT))),
       scratch(size_t(LlamaBlockScratchFloats(c, kB, kT)));
-  LlamaHeadBackward(k, c, head, w_out, dhead, dw_out, x, targets.data(), kB, kT, 1.0f / float(kB * kT), ha,
-                    head_scratch.data(), dres.data());
+  LlamaHeadBackward(k, c, head, w_out, dhead, dw_out, x, targets.data(), kB, kT,
+                    1.0f / float(kB * kT), ha, head_scratch.data(), dres.data());
   const LlamaBlockScratch d = CarveLlamaBlockScratch(c, kB, kT, scratch.data());
   for (int i = c.n_layer - 1; i >= 0; --i) {
     const size_t off = size_t(l.block_offset[size_t(i + 1)]);

@@ -165,13 +165,15 @@ TEST(RunFingerprint, TheGridTheRankAndTheMicroBatchRowsAreChecked) {
   test_support::ExpectFault(
       s, Option::kDp, {{"got", 1}, {"recorded", 2}, {"recorded_rank", 1}, {"recorded_ranks", 2}});
   // The same grid on another rank, and other micro-batches.
-  auto rank0 = MakeRunFingerprint(o, c.to_string(), 64, 16384, {.dp = 2, .rank = 0, .micro_rows = 4});
+  auto rank0 =
+      MakeRunFingerprint(o, c.to_string(), 64, 16384, {.dp = 2, .rank = 0, .micro_rows = 4});
   s = CheckSameRun(*rank0, recorded);
   EXPECT_NE(s.message().find("this process is rank 0 of the job but the checkpoint is rank 1's"),
             std::string::npos)
       << s.to_string();
   test_support::ExpectFault(s, Option::kCkptDir, {{"rank", 0}, {"recorded_rank", 1}});
-  auto rows2 = MakeRunFingerprint(o, c.to_string(), 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 2});
+  auto rows2 =
+      MakeRunFingerprint(o, c.to_string(), 64, 16384, {.dp = 2, .rank = 1, .micro_rows = 2});
   s = CheckSameRun(*rows2, recorded);
   EXPECT_NE(s.message().find("micro-batches of 2 rows ({batch}, {micro_batch} and {dp}) but the "
                              "checkpointed run computed micro-batches of 4 rows"),
