@@ -6,12 +6,13 @@
 #include <utility>
 #include <vector>
 
+#include "bench/bench_offload.h"
+#include "core/nn/gpt_model.h"
 #include "core/util/check.h"
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/slot_sizes.h"
-#include "bench/bench_offload.h"
 
 namespace strata::bench::offload {
 namespace {
@@ -49,14 +50,15 @@ TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSumm
   TrainOptions clipped = ov;
   clipped.budgets.params_on = "host";
   clipped.optimizer.grad_clip = 1.0f;
-  const GptLayout layout = MakeGptLayout(in_memory.config);
+  const GptModel model(in_memory.config);
+  const GptLayout& layout = model.gpt_layout();
   int64_t largest = 0;
   for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
   const uint64_t slot_bytes = RoundUp4K(uint64_t(largest) * 4);
   const int slots =
       std::max(scheduler::kMinWorkingSlots + scheduler::kPrefetchSlots, layout.num_blocks() / 2);
   const scheduler::ActivationLayout acts =
-      scheduler::MakeActivationLayout(in_memory.config, f.batch, in_memory.seq, 0);
+      scheduler::MakeActivationLayout(model, f.batch, in_memory.seq, 0);
   clipped.budgets.gpu_mem = RoundUp4K(acts.bytes()) +
                             RoundUp4K(uint64_t(2) * f.batch * in_memory.seq * 4) +
                             slots * slot_bytes;
@@ -65,9 +67,10 @@ TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSumm
 
 // The largest micro-batch of `off` whose minimal working set (every block recomputed) fits
 // off.gpu_mem; when none does, the budget is raised to micro-batch 1's minimum (returns true).
-Result<bool> FitMicroBatch(TrainOptions& off, const GptLayout& layout, int seq) {
+Result<bool> FitMicroBatch(TrainOptions& off, const GptModel& model, int seq) {
   scheduler::MemoryPlanInput in;
-  in.layout = &layout;
+  in.model = &model;
+  in.layout = &model.layout();
   in.batch = off.data.batch;
   in.seq = seq;
   in.recompute = "all";
@@ -170,12 +173,12 @@ Result<CostResult> MeasureCost(const Flags& f, const TrainOptions& base, uint64_
   cost_mem.budgets.engine = "memory";
   CostResult r;
   STRATA_ASSIGN_OR_RETURN(r.in_memory, RunTrainer(cost_mem, f.warmup_steps, "cost in-memory"));
-  const GptLayout layout = MakeGptLayout(r.in_memory.config);
-  const uint64_t state = StateBytes(layout);
+  const GptModel model(r.in_memory.config);
+  const uint64_t state = StateBytes(model.gpt_layout());
   TrainOptions off = cost_mem;
   STRATA_ASSIGN_OR_RETURN(auto off_dir, BenchDir::Create(nvme_parent, "cost", "--nvme-dir"));
   PageUnderBudgets(off, page, state / 4, RoundDownPage(state / 2, page), *off_dir);
-  STRATA_ASSIGN_OR_RETURN(r.budget_raised, FitMicroBatch(off, layout, r.in_memory.seq));
+  STRATA_ASSIGN_OR_RETURN(r.budget_raised, FitMicroBatch(off, model, r.in_memory.seq));
   STRATA_ASSIGN_OR_RETURN(r.offload, RunTrainer(off, f.warmup_steps, "offload"));
   off_dir.reset();
   r.offload_options = off;

@@ -15,11 +15,11 @@
 // floor follows the page padding and any placement flag instead of a formula typed in here.
 #include <algorithm>
 
-#include "core/nn/gpt_layout.h"
+#include "bench/bench_offload.h"
+#include "core/nn/gpt_model.h"
 #include "memory/page_plan.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/state_pages.h"
-#include "bench/bench_offload.h"
 
 namespace strata::bench::offload {
 namespace {
@@ -28,10 +28,11 @@ using memory::Role;
 using memory::Tier;
 
 // PagedTrainer::make_plan's input for `o` over the pages `sp`.
-scheduler::MemoryPlanInput PlanInput(const TrainOptions& o, const GptLayout& layout, int seq,
+scheduler::MemoryPlanInput PlanInput(const TrainOptions& o, const GptModel& model, int seq,
                                      const scheduler::StatePages& sp) {
   scheduler::MemoryPlanInput in;
-  in.layout = &layout;
+  in.model = &model;
+  in.layout = &model.layout();
   in.micro_rows = o.data.micro_batch > 0 ? o.data.micro_batch : o.data.batch;
   in.batch = o.data.batch;
   in.seq = seq;
@@ -53,14 +54,15 @@ scheduler::MemoryPlanInput PlanInput(const TrainOptions& o, const GptLayout& lay
 
 Result<NvmeFloor> ComputeNvmeFloor(const TrainOptions& o) {
   STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(o.model));
-  const GptLayout layout = MakeGptLayout(config);
+  const GptModel model(config);
+  const GptLayout& layout = model.gpt_layout();
   const uint64_t page = o.budgets.page_bytes > 0 ? o.budgets.page_bytes : memory::kDefaultPageBytes;
   STRATA_ASSIGN_OR_RETURN(const scheduler::StatePages sp,
                           scheduler::StatePages::Make(layout, page, o.optimizer.delayed_update));
   // The trainer's default seq: min(block_size, 256) (TrainOptions::seq).
   const int seq = o.data.seq > 0 ? o.data.seq : std::min(config.block_size, 256);
   STRATA_ASSIGN_OR_RETURN(const scheduler::MemoryPlan plan,
-                          scheduler::MakeMemoryPlan(PlanInput(o, layout, seq, sp)));
+                          scheduler::MakeMemoryPlan(PlanInput(o, model, seq, sp)));
   NvmeFloor f;
   f.page_bytes = sp.page_bytes();
   f.state_bytes = sp.plan().total_bytes();

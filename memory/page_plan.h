@@ -1,7 +1,7 @@
 // PagePlan: where every model-state tensor lives in fixed-size pages. Pure functions, no device.
 //
 // Input is a generic list of tensors, each (block, role, name, numel); the model is not known
-// here (GptTensorEntries in memory/page_plan_gpt.h turns a GptLayout into such a list).
+// here (LayoutTensorEntries in memory/page_plan_layout.h turns a model's layout into such a list).
 //
 // Note [Page packing]
 // Tensors are grouped by (block, role); groups are laid out in ascending (block, role) order

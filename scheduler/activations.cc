@@ -1,7 +1,8 @@
 #include "scheduler/activations.h"
 
-#include "core/nn/gpt_layout.h"
+#include "core/nn/gpt_blocks.h"
 #include "core/util/check.h"
+#include "scheduler/model_registry.h"
 
 namespace strata::scheduler {
 namespace {
@@ -10,7 +11,42 @@ int64_t Aligned(int64_t floats) {
   return (floats + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
 }
 
+// Tensor parallelism slices GPT-2 alone so far (docs/models.md, "The rest of the cut"): its
+// pieces at a tp rank's widths come from its block parts.
+const GptConfig& TensorParallelConfig(const Model& model, int tp) {
+  const GptConfig* c = GptConfigOf(model);
+  STRATA_CHECK(c != nullptr) << "tensor parallelism (tp " << tp << ") over " << model.shape().arch
+                             << ", which it does not slice";
+  return *c;
+}
+
 }  // namespace
+
+ActivationSizes StepActivationSizes(const Model& model, int B, int T, int tp) {
+  ActivationSizes s;
+  s.residual = ResidualFloats(model.shape(), B, T);
+  if (tp <= 1) {
+    s.block = model.layer_acts_floats(B, T);
+    s.head = model.head_acts_floats(B, T);
+    s.scratch = model.scratch_floats(B, T);
+    return s;
+  }
+  const GptConfig& c = TensorParallelConfig(model, tp);
+  s.block = TransformerActsFloats(c, B, T, tp);
+  s.head = HeadActsFloats(c, B, T, tp);
+  s.scratch = BackwardScratchFloats(c, B, T, tp);
+  return s;
+}
+
+LayerOutputOf StepLayerOutputOf(const Model& model, int B, int T, int tp) {
+  if (tp <= 1) {
+    return [&model, B, T](float* acts) {
+      return const_cast<float*>(model.layer_output({.B = B, .T = T}, acts));
+    };
+  }
+  const GptConfig c = TensorParallelConfig(model, tp);
+  return [c, B, T, tp](float* acts) { return CarveTransformerActs(c, B, T, acts, tp).out; };
+}
 
 int64_t ActivationLayout::floats() const {
   const int64_t set = residual /*emb_out*/ + int64_t(recompute_layers) * residual +
@@ -19,19 +55,23 @@ int64_t ActivationLayout::floats() const {
          (with_head ? head : 0) + scratch + int64_t(micro_batches) * residual /*dres*/;
 }
 
-ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, int seq,
-                                      int recompute_layers, int micro_batches,
+ActivationLayout MakeActivationLayout(const ActivationSizes& sizes, int n_layer, int micro_rows,
+                                      int seq, int recompute_layers, int micro_batches,
                                       const ActivationStage& stage) {
-  const int layers = stage.layers >= 0 ? stage.layers : config.n_layer - stage.first_layer;
+  const int layers = stage.layers >= 0 ? stage.layers : n_layer - stage.first_layer;
   STRATA_CHECK(micro_rows > 0 && seq > 0 && micro_batches > 0 && stage.in_flight > 0)
       << "micro_rows " << micro_rows << ", seq " << seq << ", micro_batches " << micro_batches
       << ", in flight " << stage.in_flight;
-  STRATA_CHECK(stage.first_layer >= 0 && layers >= 0 && stage.first_layer + layers <= config.n_layer)
-      << "layers [" << stage.first_layer << ", +" << layers << ") of " << config.n_layer;
+  STRATA_CHECK(stage.first_layer >= 0 && layers >= 0 && stage.first_layer + layers <= n_layer)
+      << "layers [" << stage.first_layer << ", +" << layers << ") of " << n_layer;
   STRATA_CHECK(recompute_layers >= 0 && recompute_layers <= layers)
       << "recompute_layers " << recompute_layers << " of " << layers;
+  for (int64_t n : {sizes.residual, sizes.block, sizes.head, sizes.scratch}) {
+    STRATA_CHECK(n >= 0 && n % kTensorAlignFloats == 0)
+        << "an activation piece of " << n << " floats is not aligned";
+  }
   ActivationLayout a;
-  a.config = config;
+  a.n_layer = n_layer;
   a.micro_rows = micro_rows;
   a.seq = seq;
   a.recompute_layers = recompute_layers;
@@ -41,17 +81,23 @@ ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, i
   a.in_flight = stage.in_flight;
   a.with_head = stage.with_head;
   a.tp = stage.tp;
-  a.residual = Aligned(int64_t(micro_rows) * seq * config.n_embd);
-  // gpt_blocks.h rounds each part, so these are multiples of kTensorAlignFloats already.
-  a.block = TransformerActsFloats(config, micro_rows, seq, a.tp);
-  a.head = HeadActsFloats(config, micro_rows, seq, a.tp);
-  a.scratch = BackwardScratchFloats(config, micro_rows, seq, a.tp);
+  a.residual = Aligned(sizes.residual);
+  a.block = sizes.block;
+  a.head = sizes.head;
+  a.scratch = sizes.scratch;
   return a;
 }
 
-Activations CarveActivations(const ActivationLayout& a, float* base) {
-  const GptConfig& c = a.config;
-  const int B = a.micro_rows, T = a.seq;
+ActivationLayout MakeActivationLayout(const Model& model, int micro_rows, int seq,
+                                      int recompute_layers, int micro_batches,
+                                      const ActivationStage& stage) {
+  return MakeActivationLayout(StepActivationSizes(model, micro_rows, seq, stage.tp),
+                              model.shape().n_layer, micro_rows, seq, recompute_layers,
+                              micro_batches, stage);
+}
+
+Activations CarveActivations(const ActivationLayout& a, float* base,
+                             const LayerOutputOf& output_of) {
   float* cursor = base;
   auto take = [&cursor](int64_t floats) {
     float* p = cursor;
@@ -62,21 +108,21 @@ Activations CarveActivations(const ActivationLayout& a, float* base) {
   for (int k = 0; k < a.in_flight; ++k) {
     ActivationSet set;
     set.emb_out = take(a.residual);
-    set.outputs.assign(c.n_layer, nullptr);
-    set.layers.assign(c.n_layer, TransformerActs{});
+    set.outputs.assign(a.n_layer, nullptr);
+    set.layers.assign(a.n_layer, nullptr);
     for (int l = a.first_layer; l < a.first_layer + a.layers; ++l) {
       if (a.recomputed(l)) {
         set.outputs[l] = take(a.residual);
       } else {
-        set.layers[l] = CarveTransformerActs(c, B, T, take(a.block), a.tp);
-        set.outputs[l] = set.layers[l].out;
+        set.layers[l] = take(a.block);
+        set.outputs[l] = output_of(set.layers[l]);
       }
     }
     out.sets.push_back(std::move(set));
   }
-  if (a.recompute_layers > 0) out.work = CarveTransformerActs(c, B, T, take(a.block), a.tp);
-  if (a.with_head) out.head = CarveHeadActs(c, B, T, take(a.head), a.tp);
-  out.scratch = CarveBackwardScratch(c, B, T, take(a.scratch), a.tp);
+  if (a.recompute_layers > 0) out.work = take(a.block);
+  if (a.with_head) out.head = take(a.head);
+  out.scratch = take(a.scratch);
   for (int m = 0; m < a.micro_batches; ++m) out.dres.push_back(take(a.residual));
   STRATA_CHECK(cursor - base == a.floats())
       << "the activation carving and its size table disagree: " << cursor - base << " vs "

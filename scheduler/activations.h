@@ -5,7 +5,8 @@
 // It lives in scheduler/, not core/nn/, because everything beyond one block's parts is a
 // decision of the step: which blocks keep their activations (--recompute), where a recomputed
 // block is rebuilt, and that one backward scratch and one residual gradient serve every block.
-// core/nn/gpt_blocks.h sizes and carves the parts of one block, of the head and of the scratch.
+// The model (core/nn/model.h) sizes the parts of one layer, of the head and of the scratch
+// (ActivationSizes); what is inside each part is the model's own.
 //
 // Note [Activation layout]
 // One buffer; its pieces in this order, each starting a multiple of kTensorAlignFloats floats
@@ -13,12 +14,13 @@
 //   emb_out                        (BT, C)          the embedding's output, block 1's input
 //   for each layer l = 0 .. L-1:
 //     l <  recompute_layers        (BT, C)          only the block's output (the next block's
-//                                                   input); backward rebuilds the rest in `work`
-//     l >= recompute_layers        TransformerActs  everything its backward reads; `out` is
-//                                                   the block's output
-//   work (recompute_layers > 0)    TransformerActs  where backward rebuilds a recomputed block
-//   head                           HeadActs
-//   scratch                        BackwardScratch  shared by every block's backward
+//                                                   input, copied out of `work` after its
+//                                                   forward); backward rebuilds the rest there
+//     l >= recompute_layers        layer acts       everything its backward reads, its output
+//                                                   among them (Model::layer_output)
+//   work (recompute_layers > 0)    layer acts       where a recomputed block runs
+//   head                           head acts
+//   scratch                        scratch          shared by every block's backward
 //   dres, per micro-batch m        (BT, C)          the gradient along the residual stream;
 //                                                   micro-batch m's is the embedding backward's
 //                                                   input, which runs after every micro-batch's
@@ -49,15 +51,32 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_config.h"
+#include "core/nn/model.h"
 
 namespace strata::scheduler {
 
+// Floats of each kind of piece for one micro-batch shape, each a multiple of kTensorAlignFloats.
+struct ActivationSizes {
+  int64_t residual = 0;  // (BT, C): emb_out, a recomputed block's output, a dres
+  int64_t block = 0;     // one layer's saved activations (Model::layer_acts_floats)
+  int64_t head = 0;      // Model::head_acts_floats
+  int64_t scratch = 0;   // Model::scratch_floats
+};
+
+// The sizes for micro-batches of B rows of T tokens: the model's own, or on a tensor-parallel
+// rank (tp > 1) its slice's widths (Note [Tensor-parallel slices] in core/nn/tp_layout.h).
+ActivationSizes StepActivationSizes(const Model& model, int B, int T, int tp = 1);
+
+// Where a layer's output lies inside its saved activations (a pointer into `acts`), at the
+// widths StepActivationSizes sized them with.
+using LayerOutputOf = std::function<float*(float* acts)>;
+LayerOutputOf StepLayerOutputOf(const Model& model, int B, int T, int tp = 1);
+
 struct ActivationLayout {
-  GptConfig config;
+  int n_layer = 0;
   int micro_rows = 0;        // B, rows per micro-batch
   int seq = 0;               // T, tokens per row
   int recompute_layers = 0;  // the first k transformer blocks keep only their output
@@ -69,15 +88,10 @@ struct ActivationLayout {
   bool with_head = true;
   int tp = 1;  // carved for a tensor-parallel rank's slice (ActivationStage::tp)
 
-  // The size table: floats of each kind of piece, each rounded up to kTensorAlignFloats
-  // (NH = n_head, V = vocab_size).
-  int64_t residual = 0;  // (BT, C): emb_out, a recomputed block's output, a dres
-  // TransformerActs: (BT, C) x5 ln1 atty res2 ln2 out, (BT) x4 ln1/ln2 mean and rstd,
-  // (BT, 3C) qkv, (B, NH, T, T) att, (BT, 4C) x2 fch fch_gelu.
+  // The size table (ActivationSizes').
+  int64_t residual = 0;
   int64_t block = 0;
-  int64_t head = 0;  // HeadActs: (BT, C) lnf, (BT) x2 lnf mean and rstd, (BT, V) x2 logits probs
-  // BackwardScratch: (BT, 4C) x2 dfch_gelu dfch, (BT, C) x2 dln datty, (BT, 3C) dqkv,
-  // (B, NH, T, T) datt, (BT, V) dlogits.
+  int64_t head = 0;
   int64_t scratch = 0;
 
   bool recomputed(int layer) const { return layer - first_layer < recompute_layers; }
@@ -94,39 +108,45 @@ struct ActivationStage {
   int layers = -1;
   int in_flight = 1;
   bool with_head = true;
-  int tp = 1;  // a tensor-parallel rank's widths (core/nn/gpt_blocks.h's carving with tp)
+  int tp = 1;  // a tensor-parallel rank's widths (StepActivationSizes)
 };
 
-// The layout for `config` (valid), micro_rows, seq, micro_batches > 0 and
-// 0 <= recompute_layers <= the stage's layers.
-ActivationLayout MakeActivationLayout(const GptConfig& config, int micro_rows, int seq,
+// The layout of a model of n_layer layers whose pieces are `sizes` (for micro_rows x seq),
+// micro_batches > 0 and 0 <= recompute_layers <= the stage's layers.
+ActivationLayout MakeActivationLayout(const ActivationSizes& sizes, int n_layer, int micro_rows,
+                                      int seq, int recompute_layers, int micro_batches = 1,
+                                      const ActivationStage& stage = {});
+// The same for `model`, its sizes at the stage's tp (StepActivationSizes).
+ActivationLayout MakeActivationLayout(const Model& model, int micro_rows, int seq,
                                       int recompute_layers, int micro_batches = 1,
                                       const ActivationStage& stage = {});
 
 // One in-flight micro-batch's pieces: indexed by the model's layer, nullptr outside the stage.
 struct ActivationSet {
   float* emb_out = nullptr;  // the stage's input
-  // Layer l's output, the next layer's input: layers[l].out, or a recomputed layer's own
-  // residual buffer.
+  // Layer l's output, the next layer's input: inside layers[l] (LayerOutputOf), or a recomputed
+  // layer's own residual buffer.
   std::vector<float*> outputs;
-  std::vector<TransformerActs> layers;  // one per layer; all null for a recomputed layer
+  std::vector<float*> layers;  // each layer's saved activations; nullptr for a recomputed layer
 };
 
 // Pointers into one buffer carved by CarveActivations.
 struct Activations {
   std::vector<ActivationSet> sets;  // in_flight of them
-  TransformerActs work{};           // all null without recompute
-  HeadActs head{};                  // all null without the head
-  BackwardScratch scratch{};
+  float* work = nullptr;            // nullptr without recompute
+  float* head = nullptr;            // nullptr without the head
+  float* scratch = nullptr;
   std::vector<float*> dres;  // one per micro-batch
   // The first set's pieces (one set: the whole step's).
   float* emb_out = nullptr;
   std::vector<float*> outputs;
-  std::vector<TransformerActs> layers;
+  std::vector<float*> layers;
 };
 
 // Carves `base`, which must hold layout.floats() floats and be 64-byte aligned (a Device
-// allocation is), in the order of Note [Activation layout].
-Activations CarveActivations(const ActivationLayout& layout, float* base);
+// allocation is), in the order of Note [Activation layout]; `output_of` finds a kept layer's
+// output in its activations.
+Activations CarveActivations(const ActivationLayout& layout, float* base,
+                             const LayerOutputOf& output_of);
 
 }  // namespace strata::scheduler

@@ -48,7 +48,7 @@ class BoundaryStore {
   BoundaryStore(const BoundaryStore&) = delete;
   BoundaryStore& operator=(const BoundaryStore&) = delete;
 
-  // One micro-batch's boundary: rows x seq x n_embd floats (the plan and GptOps both size it).
+  // One micro-batch's boundary: rows x seq x n_embd floats (the plan and ModelOps both size it).
   static uint64_t BoundaryBytes(int n_embd, int micro_rows, int seq) {
     return uint64_t(micro_rows) * seq * n_embd * sizeof(float);
   }

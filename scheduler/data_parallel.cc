@@ -32,7 +32,7 @@ Status StartEmbeddingFold(parallel::Comm& comm, const KernelTable& k, const Mode
   STRATA_CHECK(comm.size() > 1) << "one rank keeps its embedding contributions in place";
   // The tensor a tied head reads is the embedding block's first (core/nn/model.h); without a tie
   // the heads' part of it is zero and the fold is the same.
-  const TensorSpec& tied = layout.embedding().tensors.front();
+  const TensorSpec& tied = layout.embedding().tensors[kTiedTensor];
   if (!heads_summed) {
     k.finish();  // the comm reads what the backwards wrote
     STRATA_RETURN_IF_ERROR(

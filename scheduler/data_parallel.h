@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/device/kernel_table.h"
+#include "core/nn/model.h"
 #include "core/nn/model_layout.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"

@@ -8,8 +8,8 @@
 #include "core/kernels/adamw.h"
 #include "core/util/option.h"
 #include "scheduler/data_parallel.h"
-#include "scheduler/gpt_ops.h"
 #include "scheduler/grad_norm.h"
+#include "scheduler/model_ops.h"
 
 namespace strata::scheduler {
 
@@ -33,8 +33,8 @@ Engine::~Engine() {
 }
 
 Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
-  STRATA_CHECK(options.layout && options.pages && options.memory && options.device &&
-               options.timeline);
+  STRATA_CHECK(options.model && options.layout && options.pages && options.memory &&
+               options.device && options.timeline);
   STRATA_CHECK(options.micro_rows > 0 && options.batch % options.micro_rows == 0);
   std::unique_ptr<Engine> e(new Engine(options));
   STRATA_RETURN_IF_ERROR(e->setup());
@@ -43,9 +43,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
 
 Status Engine::setup() {
   program_ = o_.pipe != nullptr && o_.pipe->stages > 1
-                 ? BuildStageProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows,
+                 ? BuildStageProgram(o_.model->shape().n_layer, o_.batch / o_.micro_rows,
                                      o_.grad_clip > 0, o_.pipe->blocks, o_.pipe->steps)
-                 : BuildStepProgram(o_.layout->config.n_layer, o_.batch / o_.micro_rows,
+                 : BuildStepProgram(o_.model->shape().n_layer, o_.batch / o_.micro_rows,
                                     o_.grad_clip > 0, o_.plan.order);
   blocks_.assign(o_.layout->num_blocks(), BlockState{});
   for (size_t i = 0; i < program_.ops.size(); ++i) {
@@ -54,31 +54,33 @@ Status Engine::setup() {
     }
     if (program_.ops[i].kind == OpKind::kBlockBwd) last_block_bwd_ = i;
   }
-  STRATA_ASSIGN_OR_RETURN(ops_, GptOps::Create({.layout = o_.layout,
-                                                .device = &device_,
-                                                .plan = &o_.plan,
-                                                .batch = o_.batch,
-                                                .micro_rows = o_.micro_rows,
-                                                .seq = o_.seq,
-                                                .threads = o_.threads,
-                                                .skip_kernels = o_.skip_kernels,
-                                                .dtype = o_.dtype,
-                                                .lender = host_frame_lender(),
-                                                .comm = o_.comm,
-                                                .global_batch = o_.global_batch,
-                                                .shards = o_.shards,
-                                                .split = o_.split,
-                                                .slice_comm = o_.slice_comm,
-                                                .timeline = &timeline_,
-                                                .tp_comm = o_.tp_comm,
-                                                .pipe = o_.pipe}));
+  STRATA_ASSIGN_OR_RETURN(ops_, ModelOps::Create({.model = o_.model,
+                                                  .layout = o_.layout,
+                                                  .gpt = o_.gpt,
+                                                  .device = &device_,
+                                                  .plan = &o_.plan,
+                                                  .batch = o_.batch,
+                                                  .micro_rows = o_.micro_rows,
+                                                  .seq = o_.seq,
+                                                  .threads = o_.threads,
+                                                  .skip_kernels = o_.skip_kernels,
+                                                  .dtype = o_.dtype,
+                                                  .lender = host_frame_lender(),
+                                                  .comm = o_.comm,
+                                                  .global_batch = o_.global_batch,
+                                                  .shards = o_.shards,
+                                                  .split = o_.split,
+                                                  .slice_comm = o_.slice_comm,
+                                                  .timeline = &timeline_,
+                                                  .tp_comm = o_.tp_comm,
+                                                  .pipe = o_.pipe}));
   for (uint64_t bytes : o_.plan.slot_sizes) {
     STRATA_ASSIGN_OR_RETURN(void* s, buffers_.alloc(bytes, "a block slot"));
     slots_.add(static_cast<float*>(s), bytes);
   }
   compute_ = device_.create_stream("compute");
   // The comm stream sums gradients over the data-parallel ranks and, in a pipeline, passes the
-  // tied embedding's gradient between the first and the last stage (GptOps::reduce_grad).
+  // tied embedding's gradient between the first and the last stage (ModelOps::reduce_grad).
   if ((o_.comm != nullptr && o_.comm->size() > 1) || (o_.pipe != nullptr && o_.pipe->stages > 1)) {
     comm_ = device_.create_stream("comm");
   }

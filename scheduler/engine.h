@@ -1,7 +1,7 @@
 // Engine: the driver of a training step over paged model state. It walks the step program
 // (scheduler/step_program.h) top to bottom and only enqueues: for each op it finds or fills the
 // device slots the op needs (slot_cache.h, transfers.h), launches the op's kernels on the compute
-// stream (block_ops.h, gpt_ops.h), sends finished gradients down, and hands each block over to
+// stream (block_ops.h, model_ops.h), sends finished gradients down, and hands each block over to
 // the optimizer queue (optimizer_queue.h) once its gradient is final. Per block it keeps one
 // BlockState (block_state.h).
 //
@@ -74,6 +74,7 @@
 
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/model.h"
 #include "core/util/status.h"
 #include "memory/memory_manager.h"
 #include "parallel/comm.h"
@@ -83,9 +84,9 @@
 #include "scheduler/device_buffers.h"
 #include "scheduler/host_pages.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/optimizer_queue.h"
 #include "scheduler/pipe_stage.h"
 #include "scheduler/shard_plan.h"
-#include "scheduler/optimizer_queue.h"
 #include "scheduler/slot_cache.h"
 #include "scheduler/split_plan.h"
 #include "scheduler/state_pages.h"
@@ -96,7 +97,11 @@
 namespace strata::scheduler {
 
 struct EngineOptions {
-  const GptLayout* layout = nullptr;
+  const Model* model = nullptr;         // what the ops compute (model_ops.h)
+  const ModelLayout* layout = nullptr;  // this rank's blocks (its tensor-parallel slice)
+  // GPT-2's layout of this rank's blocks for the paths that slice GPT-2 alone (tensor
+  // parallelism, split operators: model_ops.h); nullptr for another model.
+  const GptLayout* gpt = nullptr;
   const StatePages* pages = nullptr;
   memory::MemoryManager* memory = nullptr;
   Device* device = nullptr;

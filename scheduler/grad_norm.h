@@ -18,7 +18,7 @@
 
 #include "core/device/kernel_table.h"
 #include "core/kernels/norms.h"
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model_layout.h"
 
 namespace strata {
 

@@ -24,10 +24,9 @@ uint64_t RoundUp(uint64_t bytes) {
 // One micro-batch's activations (Note [Activation layout] in activations.h) with the first
 // `recompute_layers` blocks checkpointed.
 uint64_t ActivationBytes(const MemoryPlanInput& in, int recompute_layers) {
-  return RoundUp(
-      MakeActivationLayout(in.layout->config, in.micro_rows, in.seq, recompute_layers,
-                           in.micro_batches(), in.stage)
-          .bytes());
+  return RoundUp(MakeActivationLayout(*in.model, in.micro_rows, in.seq, recompute_layers,
+                                      in.micro_batches(), in.stage)
+                     .bytes());
 }
 
 // The step's inputs and targets.
@@ -35,14 +34,19 @@ uint64_t TokenBytes(const MemoryPlanInput& in) {
   return RoundUp(uint64_t(2) * in.batch * in.seq * 4);
 }
 
-// Device bytes besides the slots: activations, tokens, (dp) the embedding's gradient part,
-// (split blocks) the slice buffers and (tp) the head's statistics.
+// The model's read-only constants for this seq (Model::constants: LLaMA's rotary table).
+uint64_t ConstantBytes(const MemoryPlanInput& in) {
+  return RoundUp(uint64_t(in.model->constants(in.seq).size()) * sizeof(float));
+}
+
+// Device bytes besides the slots: activations, tokens, the model's constants, (dp) the
+// embedding's gradient part, (split blocks) the slice buffers and (tp) the head's statistics.
 uint64_t FixedDeviceBytes(const MemoryPlanInput& in, int recompute_layers) {
-  return ActivationBytes(in, recompute_layers) + TokenBytes(in) +
+  return ActivationBytes(in, recompute_layers) + TokenBytes(in) + ConstantBytes(in) +
          RoundUp(in.embedding_part_bytes) + RoundUp(in.slice_bytes) + RoundUp(in.tp_stats_bytes);
 }
 
-const GptLayout& ParamLayout(const MemoryPlanInput& in) {
+const ModelLayout& ParamLayout(const MemoryPlanInput& in) {
   return in.param_layout != nullptr ? *in.param_layout : *in.layout;
 }
 
@@ -106,11 +110,12 @@ std::vector<uint64_t> ChooseSlots(const std::vector<uint64_t>& min_slots,
 // The device side of the plan: recompute, activations, the minimal working set (refused below
 // it), the slots, and whether the parameters stay on the device (`params_on` auto -> device).
 Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* params_on) {
-  const GptLayout& layout = *in.layout;
+  const ModelLayout& layout = *in.layout;
   plan->layers = in.stage_layers();
   plan->stage = in.stage;
   plan->slot_bytes = SlotBytesOf(layout).largest;
   plan->tokens_bytes = TokenBytes(in);
+  plan->constants_bytes = ConstantBytes(in);
   plan->embedding_part_bytes = RoundUp(in.embedding_part_bytes);
   plan->slice_bytes = RoundUp(in.slice_bytes);
   plan->tp_stats_bytes = RoundUp(in.tp_stats_bytes);
@@ -120,9 +125,8 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   plan->device_bytes = in.gpu_mem > 0 ? in.gpu_mem : FixedDeviceBytes(in, 0) + TotalBytes(useful);
   plan->recompute_layers = RecomputeLayers(in, plan->device_bytes, min_slot_bytes);
   plan->acts_bytes = ActivationBytes(in, plan->recompute_layers);
-  const uint64_t fixed =
-      plan->acts_bytes + plan->tokens_bytes + plan->embedding_part_bytes + plan->slice_bytes +
-      plan->tp_stats_bytes;
+  const uint64_t fixed = plan->acts_bytes + plan->tokens_bytes + plan->constants_bytes +
+                         plan->embedding_part_bytes + plan->slice_bytes + plan->tp_stats_bytes;
   plan->min_device_bytes = fixed + min_slot_bytes;
   if (plan->device_bytes < plan->min_device_bytes) {
     return BelowMinimalWorkingSet(in, *plan, min_slots);
@@ -227,8 +231,8 @@ Status PlanHost(const MemoryPlanInput& in, const std::string& params_on,
 // frames] in boundary_store.h).
 uint64_t BoundaryStoreBytes(const MemoryPlanInput& in) {
   const uint64_t boundary =
-      BoundaryStore::BoundaryBytes(in.layout->config.n_embd, in.micro_rows, in.seq);
-  return BoundaryStore::Frames(in.micro_batches(), in.layout->config.n_layer, boundary,
+      BoundaryStore::BoundaryBytes(in.model->shape().n_embd, in.micro_rows, in.seq);
+  return BoundaryStore::Frames(in.micro_batches(), in.model->shape().n_layer, boundary,
                                in.page_bytes) *
          in.page_bytes;
 }
@@ -359,7 +363,7 @@ Result<MemoryPlan> MakeMemoryPlan(const MemoryPlanInput& in) {
     STRATA_RETURN_IF_ERROR(PlanDevice(in, &plan, &params_on));
     STRATA_RETURN_IF_ERROR(PlanHost(in, params_on, optimizer_on, &plan));
   } else {
-    plan.layers = in.layout->config.n_layer;
+    plan.layers = in.model->shape().n_layer;
   }
   STRATA_RETURN_IF_ERROR(ChooseOrder(in, params_choice, optimizer_on, &plan));
   return plan;

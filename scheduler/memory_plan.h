@@ -48,7 +48,8 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model.h"
+#include "core/nn/model_layout.h"
 #include "core/util/status.h"
 #include "memory/tier.h"
 #include "scheduler/activations.h"
@@ -64,7 +65,8 @@ inline constexpr int kPrefetchSlots = 1;
 inline constexpr uint64_t kHostWorkingPages = 6;
 
 struct MemoryPlanInput {
-  const GptLayout* layout = nullptr;
+  const Model* model = nullptr;  // what the activations, boundaries and constants are sized by
+  const ModelLayout* layout = nullptr;  // the blocks as the device slots see them
   int micro_rows = 1;  // rows per micro-batch
   int batch = 1;       // rows per step (tokens buffer)
   int seq = 1;
@@ -83,7 +85,7 @@ struct MemoryPlanInput {
   uint64_t embedding_part_bytes = 0;
   // Split blocks (Note [Split operators] in split_plan.h): the layout as parameter slots see it
   // (nullptr: `layout`) and the device bytes of the two slice buffers.
-  const GptLayout* param_layout = nullptr;
+  const ModelLayout* param_layout = nullptr;
   uint64_t slice_bytes = 0;
   // Tensor parallelism: device bytes of the head's vocab-parallel statistics (core/nn/tp_head.h).
   uint64_t tp_stats_bytes = 0;
@@ -91,7 +93,7 @@ struct MemoryPlanInput {
   // activations] in activations.h); --recompute decides over the stage's own layers.
   ActivationStage stage;
   int stage_layers() const {
-    return stage.layers >= 0 ? stage.layers : layout->config.n_layer - stage.first_layer;
+    return stage.layers >= 0 ? stage.layers : model->shape().n_layer - stage.first_layer;
   }
   int micro_batches() const { return batch / micro_rows; }
 };
@@ -110,6 +112,7 @@ struct MemoryPlan {
   int slots = 0;                     // slot_sizes.size()
   uint64_t acts_bytes = 0;           // ActivationLayout::bytes() (activations.h), rounded to 4 KiB
   uint64_t tokens_bytes = 0;         // the step's inputs and targets (rounded to 4 KiB)
+  uint64_t constants_bytes = 0;      // the model's constants (Model::constants), rounded to 4 KiB
   uint64_t embedding_part_bytes = 0;  // dp: MemoryPlanInput's, rounded to 4 KiB
   uint64_t slice_bytes = 0;          // split blocks: MemoryPlanInput's, rounded to 4 KiB
   uint64_t tp_stats_bytes = 0;       // tensor parallelism: MemoryPlanInput's, rounded to 4 KiB

@@ -39,7 +39,7 @@ std::string Label(const char* what, int block, size_t k) {
 
 }  // namespace
 
-OptimizerQueue::OptimizerQueue(const GptLayout& layout, const StatePages& pages, HostPages& host,
+OptimizerQueue::OptimizerQueue(const ModelLayout& layout, const StatePages& pages, HostPages& host,
                                Transfers& transfers, Device& device, Timeline& timeline,
                                const AdamWSettings& settings)
     : layout_(layout),

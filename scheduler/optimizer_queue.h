@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/device/device.h"
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model_layout.h"
 #include "core/util/status.h"
 #include "scheduler/host_pages.h"
 #include "scheduler/serial_job_thread.h"
@@ -47,7 +47,7 @@ struct UpdateJob {
 
 class OptimizerQueue {
  public:
-  OptimizerQueue(const GptLayout& layout, const StatePages& pages, HostPages& host,
+  OptimizerQueue(const ModelLayout& layout, const StatePages& pages, HostPages& host,
                  Transfers& transfers, Device& device, Timeline& timeline,
                  const AdamWSettings& settings);
   ~OptimizerQueue();  // drains
@@ -76,7 +76,7 @@ class OptimizerQueue {
   void prefetch_update_page(int block, int next_block, size_t k);
   std::shared_future<Status> track(std::shared_future<Status> done);
 
-  const GptLayout& layout_;
+  const ModelLayout& layout_;
   const StatePages& sp_;
   HostPages& host_;
   Transfers& transfers_;

@@ -10,7 +10,6 @@
 
 #include "core/device/create_device.h"
 #include "core/device/device.h"
-#include "core/nn/gpt_layout.h"
 #include "core/nn/tp_head.h"
 #include "core/util/log.h"
 #include "core/util/machine_memory.h"
@@ -23,6 +22,7 @@
 #include "scheduler/export_dir.h"
 #include "scheduler/machine_fit.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/model_registry.h"
 #include "scheduler/paged_trainer_impl.h"
 #include "scheduler/slot_sizes.h"
 #include "scheduler/state_pages.h"
@@ -102,16 +102,17 @@ Status PagedTrainer::check_page_count(uint64_t page) const {
   // Each (block, role) starts a page of its own: at most one more page each.
   const uint64_t pages = state_bytes / page + uint64_t(layout_.num_blocks()) * roles;
   if (pages <= kMaxStatePages) return Status::Ok();
-  return AtFault(Option::kPageSize,
-                 Status::InvalidArgument(
-                     Mention(Option::kPageSize) + " " + FormatBytes(page) + " cuts the " +
-                     FormatBytes(state_bytes) + " of model state of " + layout_.config.to_string() +
-                     " into about " + std::to_string(pages) + " pages, above the " +
-                     std::to_string(kMaxStatePages) + " pages one run may have; raise " +
-                     Mention(Option::kPageSize) + " (e.g. 16M) or train a smaller model"),
-                 {{"got", FaultNumber(page)},
-                  {"pages", FaultNumber(pages)},
-                  {"max", FaultNumber(kMaxStatePages)}});
+  return AtFault(
+      Option::kPageSize,
+      Status::InvalidArgument(Mention(Option::kPageSize) + " " + FormatBytes(page) + " cuts the " +
+                              FormatBytes(state_bytes) + " of model state of " +
+                              model_->shape().description + " into about " + std::to_string(pages) +
+                              " pages, above the " + std::to_string(kMaxStatePages) +
+                              " pages one run may have; raise " + Mention(Option::kPageSize) +
+                              " (e.g. 16M) or train a smaller model"),
+      {{"got", FaultNumber(page)},
+       {"pages", FaultNumber(pages)},
+       {"max", FaultNumber(kMaxStatePages)}});
 }
 
 // After the plan, before the device arena is mapped (scheduler/machine_fit.h): the sim device's
@@ -119,10 +120,9 @@ Status PagedTrainer::check_page_count(uint64_t page) const {
 Status PagedTrainer::check_fits_machine() const {
   RamNeed need;
   if (o_.device == "sim") {
-    need.device_bytes =
-        plan_.acts_bytes + plan_.tokens_bytes + plan_.embedding_part_bytes + plan_.slice_bytes +
-        plan_.tp_stats_bytes +
-        scheduler::TotalBytes(plan_.slot_sizes);
+    need.device_bytes = plan_.acts_bytes + plan_.tokens_bytes + plan_.constants_bytes +
+                        plan_.embedding_part_bytes + plan_.slice_bytes + plan_.tp_stats_bytes +
+                        scheduler::TotalBytes(plan_.slot_sizes);
   }
   need.host_bytes = plan_.host_bytes;
   const uint64_t model_bytes = uint64_t(full_layout_.total_numel) * 4;
@@ -132,7 +132,7 @@ Status PagedTrainer::check_fits_machine() const {
     need.staging_bytes = model_bytes;
   }
   return strata::CheckFitsMachine(
-      need, ReadMachineMemory(), "the paged engine for " + layout_.config.to_string(),
+      need, ReadMachineMemory(), "the paged engine for " + model_->shape().description,
       "lower " + Mention(Option::kGpuMem) + " and " + Mention(Option::kHostMem) +
           " (left out, they hold everything: every block on the device, "
           "every page in the host pool) and give " +
@@ -141,6 +141,7 @@ Status PagedTrainer::check_fits_machine() const {
 
 Status PagedTrainer::make_plan() {
   scheduler::MemoryPlanInput in;
+  in.model = model_.get();
   in.layout = &gathered_layout_;  // slots hold sharded blocks gathered
   in.micro_rows = micro_rows();
   in.batch = rank_rows();
@@ -210,7 +211,9 @@ Status PagedTrainer::create_memory() {
 
 Status PagedTrainer::create_engine() {
   scheduler::EngineOptions eo;
+  eo.model = model_.get();
   eo.layout = &layout_;
+  if (has_gpt_) eo.gpt = &gpt_layout_;
   eo.pages = pages_.get();
   eo.memory = mm_.get();
   eo.device = device_.get();
@@ -346,9 +349,11 @@ Status PagedTrainer::finish() {
 }  // namespace internal
 
 Result<std::unique_ptr<Trainer>> CreatePagedTrainer(const TrainOptions& options,
-                                                    const GptConfig& config, int seq,
+                                                    std::unique_ptr<Model> model, int seq,
                                                     TokenDataset data) {
-  auto t = std::make_unique<internal::PagedTrainer>(options, config, seq, std::move(data));
+  const GptConfig* gpt = GptConfigOf(*model);
+  auto t = std::make_unique<internal::PagedTrainer>(options, std::move(model), gpt, seq,
+                                                    std::move(data));
   STRATA_RETURN_IF_ERROR(t->setup());
   return std::unique_ptr<Trainer>(std::move(t));
 }

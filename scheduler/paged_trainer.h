@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "core/data/token_dataset.h"
-#include "core/nn/gpt_config.h"
+#include "core/nn/model.h"
 #include "scheduler/train_options.h"
 #include "scheduler/trainer.h"
 
@@ -18,7 +18,7 @@ namespace strata {
 // `options` are validated by CreateTrainer (trainer_factory.h); `seq` resolved; `data` checked for
 // the window.
 Result<std::unique_ptr<Trainer>> CreatePagedTrainer(const TrainOptions& options,
-                                                    const GptConfig& config, int seq,
+                                                    std::unique_ptr<Model> model, int seq,
                                                     TokenDataset data);
 
 }  // namespace strata

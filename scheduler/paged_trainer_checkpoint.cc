@@ -32,7 +32,7 @@ Status PagedTrainer::make_fingerprint() {
                                     .rank = world_rank(),
                                     .micro_rows = micro_rows()};
   STRATA_ASSIGN_OR_RETURN(fingerprint_,
-                          scheduler::MakeRunFingerprint(o_, layout_.config.to_string(), seq_,
+                          scheduler::MakeRunFingerprint(o_, model_->shape().description, seq_,
                                                         pages_->page_bytes(), layout));
   return Status::Ok();
 }

@@ -20,11 +20,11 @@ namespace strata::internal {
 Status PagedTrainer::make_grid() {
   scheduler::RankGroupsInput in;
   in.grid = &o_.grid;
-  in.n_layer = full_layout_.config.n_layer;
+  in.n_layer = model_->shape().n_layer;
   in.batch = o_.data.batch;
   in.micro_batch = o_.data.micro_batch;
   in.measure_stage_costs = [this](int micro_rows) {
-    return scheduler::MeasureStageCosts(full_layout_, micro_rows, seq_, threads_);
+    return scheduler::MeasureStageCosts(*model_, micro_rows, seq_, threads_);
   };
   STRATA_ASSIGN_OR_RETURN(groups_, scheduler::MakeRankGroups(in));
   o_.grid.ranks = groups_.dp();

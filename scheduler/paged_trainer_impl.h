@@ -57,11 +57,18 @@ constexpr uint64_t kMaxStatePages = uint64_t{1} << 22;
 
 class PagedTrainer final : public Trainer {
  public:
-  PagedTrainer(TrainOptions o, GptConfig c, int seq, TokenDataset data)
+  // `gpt`: the model's GPT-2 shape when it is GPT-2 (scheduler/model_registry.h), whose blocks
+  // tensor parallelism slices.
+  PagedTrainer(TrainOptions o, std::unique_ptr<Model> model, const GptConfig* gpt, int seq,
+               TokenDataset data)
       : o_(std::move(o)),
-        layout_(o_.grid.tp > 1 ? MakeTpLayout(c, o_.grid.tp) : MakeGptLayout(c)),
-        full_layout_(MakeGptLayout(c)),
-        shape_(GptModelShape(c)),
+        model_(std::move(model)),
+        gpt_layout_(gpt == nullptr   ? GptLayout{}
+                    : o_.grid.tp > 1 ? MakeTpLayout(*gpt, o_.grid.tp)
+                                     : MakeGptLayout(*gpt)),
+        has_gpt_(gpt != nullptr),
+        layout_(has_gpt_ ? static_cast<const ModelLayout&>(gpt_layout_) : model_->layout()),
+        full_layout_(model_->layout()),
         seq_(seq),
         data_(std::move(data)) {}
 
@@ -73,7 +80,7 @@ class PagedTrainer final : public Trainer {
   }
 
   Status setup();
-  const ModelShape& shape() const override { return shape_; }
+  const ModelShape& shape() const override { return model_->shape(); }
   int seq() const override { return seq_; }
   std::string data_name() const override { return data_.name(); }
   long start_step() const override { return start_step_; }
@@ -137,16 +144,18 @@ class PagedTrainer final : public Trainer {
   Result<MemoryPlan> plan_split(scheduler::MemoryPlanInput in);
 
   TrainOptions o_;
-  GptLayout layout_;       // this rank's blocks: its tensor-parallel slice (MakeTpLayout)
-  GptLayout full_layout_;  // the whole model's (what --init, --export and the data see)
-  ModelShape shape_;
+  std::unique_ptr<Model> model_;
+  GptLayout gpt_layout_;  // GPT-2's blocks of this rank (its tp slice); empty for another model
+  bool has_gpt_ = false;
+  ModelLayout layout_;              // this rank's blocks: its tensor-parallel slice (MakeTpLayout)
+  const ModelLayout& full_layout_;  // the whole model's (what --init, --export and the data see)
   int seq_;
   TokenDataset data_;
   int threads_ = 1;
   // The job's ranks (o_.grid.ranks as given), its groups' Comms, the pipeline stage.
   scheduler::RankGroups groups_;
   scheduler::ShardPlan shards_;  // what this rank owns (Note [Shards] in shard_plan.h)
-  GptLayout gathered_layout_;     // the layout as the device slots see it
+  ModelLayout gathered_layout_;  // the layout as the device slots see it
   std::string shard_choice_;      // --shard auto: how the choice was made (the first line)
   scheduler::SplitPlan split_;    // --split-ops (Note [Split operators] in split_plan.h)
   std::string split_choice_ = "1";  // the split factors and, for auto, why (the first line)

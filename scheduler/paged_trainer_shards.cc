@@ -15,7 +15,8 @@ namespace strata::internal {
 // Which blocks this rank holds a shard of (scheduler/shard_choice.h), and the layout the device
 // slots see.
 Status PagedTrainer::make_shards() {
-  scheduler::ShardChoiceInput in{.layout = &layout_,
+  scheduler::ShardChoiceInput in{.model = model_.get(),
+                                 .layout = &layout_,
                                  .grid = &o_.grid,
                                  .checkpoints = &o_.checkpoints,
                                  .budgets = &o_.budgets,

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_weights.h"
 #include "core/util/log.h"
 #include "scheduler/paged_trainer_impl.h"
 #include "scheduler/state_pages.h"
@@ -31,7 +30,7 @@ Status PagedTrainer::write_initial_params() {
   std::vector<float> all;
   if (!o_.model.init_path.empty()) {
     all.resize(full_layout_.total_numel);
-    STRATA_RETURN_IF_ERROR(ImportGptSafetensors(o_.model.init_path, full_layout_, all.data()));
+    STRATA_RETURN_IF_ERROR(model_->import_weights(o_.model.init_path, all.data()));
   }
   std::vector<float> whole, mine;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
@@ -92,7 +91,7 @@ Status PagedTrainer::export_role(Role role, const std::string& path) {
     }
   }
   if (world_rank() != 0) return Status::Ok();  // rank 0 alone writes (docs/parallel.md)
-  return ExportGptSafetensors(path, full_layout_, all.data());
+  return model_->export_weights(path, all.data());
 }
 
 }  // namespace strata::internal

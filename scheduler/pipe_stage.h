@@ -1,7 +1,7 @@
 // PipeStage: what one pipeline stage of a job runs (docs/parallel.md, "The grid"): its blocks, its
 // schedule and the Comms it talks to its neighbours on. Built by the trainer from the grid and
 // --pp-partition / --schedule (pipeline_plan.h); read by the Engine (its stage program, Note
-// [Stage programs] in step_program.h) and GptOps (the activations it sends and receives).
+// [Stage programs] in step_program.h) and ModelOps (the activations it sends and receives).
 //
 // Five Comms over the stage's pipeline group (rank = stage), each with its own queue (a Comm runs
 // its ops one at a time, in order), so that no message waits behind one of another kind or

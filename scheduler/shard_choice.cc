@@ -43,7 +43,7 @@ Result<std::vector<bool>> CheckpointedShards(const ShardChoiceInput& in, std::st
 // the ranks: the choice must fit every rank); `largest`: the largest block gathered.
 Status MeasureStateBytes(const ShardChoiceInput& in, uint64_t page, ShardSearchSetting* setting,
                          uint64_t* largest) {
-  const GptLayout& layout = *in.layout;
+  const ModelLayout& layout = *in.layout;
   const int n = layout.num_blocks(), rank = RankOf(*in.grid), ranks = RanksOf(*in.grid);
   const ShardPlan& all = *setting->all_sharded;
   const ShardPlan none = ShardPlan::Replicated(layout, rank, ranks);
@@ -70,7 +70,7 @@ Status MeasureStateBytes(const ShardChoiceInput& in, uint64_t page, ShardSearchS
 // The search's inputs measured here (Note [OSDP's choice]), then the search under the rank's
 // budget.
 Result<std::vector<bool>> SearchShardsMeasured(const ShardChoiceInput& in, std::string* how) {
-  const GptLayout& layout = *in.layout;
+  const ModelLayout& layout = *in.layout;
   const int n = layout.num_blocks(), ranks = RanksOf(*in.grid);
   const BudgetOptions& budgets = *in.budgets;
   const uint64_t page = budgets.page_bytes > 0 ? budgets.page_bytes : memory::kDefaultPageBytes;
@@ -78,6 +78,7 @@ Result<std::vector<bool>> SearchShardsMeasured(const ShardChoiceInput& in, std::
       ShardPlan::Make(layout, RankOf(*in.grid), ranks, std::vector<bool>(n, true));
   ShardSearchSetting setting;
   setting.layout = &layout;
+  setting.head_ties_embedding = in.model->head_ties_embedding();
   setting.all_sharded = &all;
   setting.micro_batches = in.micro_batches;
   uint64_t largest = 0;
@@ -89,14 +90,14 @@ Result<std::vector<bool>> SearchShardsMeasured(const ShardChoiceInput& in, std::
   const int rows = in.micro_rows * in.seq;
   SimDeviceOptions scratch;
   scratch.capacity_bytes =
-      std::max(CollectiveRatesBytes(comm, comm_bytes), BlockForwardBytes(layout.config, rows)) +
+      std::max(CollectiveRatesBytes(comm, comm_bytes), BlockForwardBytes(*in.model, rows)) +
       kMiB;  // alignment
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<Device> device,
       CreateDevice({.kind = in.device, .cuda_ordinal = CudaOrdinalOf(*in.grid)}, scratch));
   STRATA_ASSIGN_OR_RETURN(setting.rates, MeasureCollectiveRates(comm, *device, comm_bytes));
   STRATA_ASSIGN_OR_RETURN(setting.forward, MeasureBlockForwards(*device, ComputeDtype(in.dtype),
-                                                                layout.config, rows, in.threads));
+                                                                *in.model, rows, in.threads));
   // The rank's budget for its state: --host-mem (less the pool's working pages when pages may
   // pass through it from NVMe); without it, an even share of what this machine has available.
   const uint64_t working = budgets.nvme_dirs.empty() ? 0 : kHostWorkingPages * page;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model.h"
 #include "core/util/status.h"
 #include "scheduler/shard_plan.h"
 #include "scheduler/train_options.h"
@@ -22,7 +22,8 @@
 namespace strata::scheduler {
 
 struct ShardChoiceInput {
-  const GptLayout* layout = nullptr;  // this rank's blocks (its tensor-parallel slice)
+  const Model* model = nullptr;         // what --shard auto measures a layer and the head of
+  const ModelLayout* layout = nullptr;  // this rank's blocks (its tensor-parallel slice)
   // --shard, --pp; grid->ranks: this rank's data-parallel group (nullptr: one rank).
   const GridOptions* grid = nullptr;
   const CheckpointOptions* checkpoints = nullptr;  // --ckpt-dir, --resume

@@ -46,24 +46,37 @@ size_t CollectiveFloatsPerRank(const parallel::Comm& comm, uint64_t bytes) {
   return std::max<size_t>(1, size_t(bytes / 4 / comm.size()));
 }
 
-// The shapes MeasureBlockForwards times. GEMM time grows linearly with the rows and the output
-// columns once they fill the kernel's tiles: time at most kRows rows and kLogits columns of the
-// logits, and scale, so that a large micro-batch or vocabulary costs no large buffers at start-up.
+// The shapes MeasureBlockForwards times: a layer's linears, one per 2-D tensor of the model's
+// first layer (x @ W over its two dimensions), and the head's logits (C, V). GEMM time grows
+// linearly with the rows and the output columns once they fill the kernel's tiles: time at most
+// kRows rows and kLogits columns of the logits, and scale, so that a large micro-batch or
+// vocabulary costs no large buffers at start-up.
 struct ForwardShapes {
-  ForwardShapes(const GptConfig& c, int rows)
+  ForwardShapes(const Model& m, int rows)
       : n(std::min(rows, kRows)),
-        C(c.n_embd),
-        V(std::min(c.vocab_size, kLogits)),
+        C(m.shape().n_embd),
+        V(std::min(m.shape().vocab_size, kLogits)),
         scale_rows(double(rows) / n),
-        scale_vocab(double(c.vocab_size) / V),
-        widest(size_t(std::max(4 * C, V))) {}
+        scale_vocab(double(m.shape().vocab_size) / V) {
+    STRATA_CHECK(m.layout().num_layers() > 0) << "a model without layers";
+    for (const TensorSpec& t : m.layout().blocks[1].tensors) {
+      if (t.shape.size() == 2) linears.emplace_back(int(t.shape[0]), int(t.shape[1]));
+    }
+    widest = size_t(V);
+    w = size_t(C) * V;
+    for (const auto& [a, b] : linears) {
+      widest = std::max({widest, size_t(a), size_t(b)});
+      w = std::max(w, size_t(a) * b);
+    }
+  }
   static constexpr int kRows = 512, kLogits = 8192;
   int n, C, V;
   double scale_rows, scale_vocab;
-  size_t widest;
-  size_t in_floats() const { return size_t(n) * 4 * C; }
+  std::vector<std::pair<int, int>> linears;  // (in, out)
+  size_t widest = 0, w = 0;
+  size_t in_floats() const { return size_t(n) * widest; }
   size_t out_floats() const { return size_t(n) * widest; }
-  size_t w_floats() const { return std::max(size_t(4) * C * C, size_t(C) * V); }
+  size_t w_floats() const { return w; }
   size_t floats() const { return in_floats() + out_floats() + w_floats() + widest; }
 };
 
@@ -99,13 +112,13 @@ Result<CollectiveRates> MeasureCollectiveRates(parallel::Comm& comm, Device& dev
   return r;
 }
 
-uint64_t BlockForwardBytes(const GptConfig& config, int rows) {
-  return uint64_t(ForwardShapes(config, rows).floats()) * 4;
+uint64_t BlockForwardBytes(const Model& model, int rows) {
+  return uint64_t(ForwardShapes(model, rows).floats()) * 4;
 }
 
 Result<BlockForwardTimes> MeasureBlockForwards(Device& device, kernels::Dtype dtype,
-                                               const GptConfig& c, int rows, int threads) {
-  const ForwardShapes s(c, rows);
+                                               const Model& model, int rows, int threads) {
+  const ForwardShapes s(model, rows);
   DeviceBuffers buffers(device);
   STRATA_ASSIGN_OR_RETURN(void* mem, buffers.alloc(s.floats() * 4, "the kernels' timing buffers"));
   float* in = static_cast<float*>(mem);
@@ -115,10 +128,7 @@ Result<BlockForwardTimes> MeasureBlockForwards(Device& device, kernels::Dtype dt
   const KernelTable& k = device.kernels(dtype);
   const int n = s.n, C = s.C, V = s.V;
   auto transformer = [&] {
-    k.linear_forward(out, in, w, bias, n, C, 3 * C);
-    k.linear_forward(out, in, w, bias, n, C, C);
-    k.linear_forward(out, in, w, bias, n, C, 4 * C);
-    k.linear_forward(out, in, w, bias, n, 4 * C, C);
+    for (const auto& [a, b] : s.linears) k.linear_forward(out, in, w, bias, n, a, b);
   };
   auto logits = [&] { k.linear_forward(out, in, w, nullptr, n, C, V); };
   std::unique_ptr<Stream> stream = device.create_stream("measure");
@@ -145,7 +155,7 @@ Result<BlockForwardTimes> MeasureBlockForwards(Device& device, kernels::Dtype dt
 }
 
 std::vector<ShardSearchBlock> ShardSearchInputs(const ShardSearchSetting& s) {
-  const GptLayout& layout = *s.layout;
+  const ModelLayout& layout = *s.layout;
   const ShardPlan& shards = *s.all_sharded;
   const int n = layout.num_blocks();
   const double per_step = 3.0 * s.micro_batches;  // forward + backward (2x) per micro-batch
@@ -158,14 +168,16 @@ std::vector<ShardSearchBlock> ShardSearchInputs(const ShardSearchSetting& s) {
     x.sharded_bytes = s.sharded_bytes[b];
     x.replicated_comm_s = s.rates.all_reduce_s(bytes);
     x.sharded_comm_s = gathers * bytes / s.rates.all_gather + bytes / s.rates.reduce_scatter;
-    if (b == 0) {  // the embedding: its heads' wte part is all-reduced first either way
-      const double wte = s.rates.all_reduce_s(double(layout.embedding().tensors[kWte].numel) * 4);
-      x.replicated_comm_s += wte;
-      x.sharded_comm_s += wte;
-      x.compute_s = per_step * s.forward.logits;
+    if (b == 0) {  // the embedding: its heads' part of the tied tensor is all-reduced first
+      const double tied =
+          s.rates.all_reduce_s(double(layout.embedding().tensors[kTiedTensor].numel) * 4);
+      x.replicated_comm_s += tied;
+      x.sharded_comm_s += tied;
     } else if (b + 1 < n) {
       x.compute_s = per_step * s.forward.transformer;
     }
+    // The logits are counted with the block whose tensor they multiply by.
+    if (b == (s.head_ties_embedding ? 0 : n - 1)) x.compute_s = per_step * s.forward.logits;
   }
   return out;
 }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/device/device.h"
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
 #include "scheduler/shard_plan.h"
@@ -36,21 +36,23 @@ Result<CollectiveRates> MeasureCollectiveRates(parallel::Comm& comm, Device& dev
 // The device bytes MeasureCollectiveRates(..., bytes) allocates.
 uint64_t CollectiveRatesBytes(const parallel::Comm& comm, uint64_t bytes);
 
-// Seconds of one forward of a transformer block and of the tied head's logits on `rows` rows of
-// the model's width (a micro-batch's tokens), timed on `device`'s kernels at `dtype` (launched on
-// a stream of its own, within a TBB arena of `threads` on the sim device): their linears, which
-// are nearly all of the work. One run after a warm-up, of at most 512 rows and 8192 logits,
-// scaled linearly to the whole. Errors: the device's (the buffers, a failed kernel).
+// Seconds of one forward of a layer and of the head's logits on `rows` rows of the model's width
+// (a micro-batch's tokens), timed on `device`'s kernels at `dtype` (launched on a stream of its
+// own, within a TBB arena of `threads` on the sim device): their linears (a layer's: one per 2-D
+// tensor of the model's first layer), which are nearly all of the work. One run after a warm-up, of
+// at most 512 rows and 8192 logits, scaled linearly to the whole. Errors: the device's (the
+// buffers, a failed kernel).
 struct BlockForwardTimes {
   double transformer = 0, logits = 0;
 };
 Result<BlockForwardTimes> MeasureBlockForwards(Device& device, kernels::Dtype dtype,
-                                               const GptConfig& config, int rows, int threads);
+                                               const Model& model, int rows, int threads);
 // The device bytes MeasureBlockForwards allocates.
-uint64_t BlockForwardBytes(const GptConfig& config, int rows);
+uint64_t BlockForwardBytes(const Model& model, int rows);
 
 struct ShardSearchSetting {
-  const GptLayout* layout = nullptr;
+  const ModelLayout* layout = nullptr;
+  bool head_ties_embedding = true;         // the logits' compute counts with block 0, else the head
   const ShardPlan* all_sharded = nullptr;  // every block sharded: the shard sizes
   // Per block, the rank's state bytes (its pages, every role) replicated and sharded.
   std::vector<uint64_t> replicated_bytes, sharded_bytes;
@@ -60,7 +62,7 @@ struct ShardSearchSetting {
 };
 
 // One ShardSearchBlock per block (Note [OSDP's choice]): compute = forward + backward (twice the
-// forward) per micro-batch, the head's logits counted with the embedding whose wte they use; a
+// forward) per micro-batch, the head's logits counted with the block whose tensor they use; a
 // sharded block's parameters are gathered twice per micro-batch (forward, backward), a bound:
 // layer-major and cached slots gather less.
 std::vector<ShardSearchBlock> ShardSearchInputs(const ShardSearchSetting& s);

@@ -104,8 +104,8 @@ Result<std::vector<bool>> ParseShardDecisions(const std::string& text, int num_b
   return out;
 }
 
-GptLayout GatheredLayout(const GptLayout& layout, const ShardPlan& shards) {
-  GptLayout g = layout;
+ModelLayout GatheredLayout(const ModelLayout& layout, const ShardPlan& shards) {
+  ModelLayout g = layout;
   int64_t offset = 0;
   for (int b = 0; b < g.num_blocks(); ++b) {
     g.blocks[b].numel = shards.gathered_floats(b);

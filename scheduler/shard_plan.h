@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model_layout.h"
 #include "core/util/status.h"
 
 namespace strata::scheduler {
@@ -66,6 +66,6 @@ Result<std::vector<bool>> ParseShardDecisions(const std::string& text, int num_b
 
 // The layout as device slots see it: each sharded block's numel is its gathered floats. For
 // slot sizing (memory_plan.h) only; its tensors are the model's.
-GptLayout GatheredLayout(const GptLayout& layout, const ShardPlan& shards);
+ModelLayout GatheredLayout(const ModelLayout& layout, const ShardPlan& shards);
 
 }  // namespace strata::scheduler

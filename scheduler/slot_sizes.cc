@@ -23,7 +23,7 @@ std::vector<uint64_t> Sorted(std::vector<uint64_t> v) {
 
 }  // namespace
 
-BlockSlotBytes SlotBytesOf(const GptLayout& layout) {
+BlockSlotBytes SlotBytesOf(const ModelLayout& layout) {
   BlockSlotBytes b;
   const int n = layout.num_blocks();
   b.embedding = RoundUp(uint64_t(layout.blocks[0].numel) * 4);
@@ -43,7 +43,7 @@ std::vector<uint64_t> CoverBoth(std::vector<uint64_t> a, std::vector<uint64_t> b
   return a;
 }
 
-std::vector<uint64_t> MinimalSlotSizes(const GptLayout& params, const GptLayout& grads) {
+std::vector<uint64_t> MinimalSlotSizes(const ModelLayout& params, const ModelLayout& grads) {
   const BlockSlotBytes p = SlotBytesOf(params), g = SlotBytesOf(grads);
   std::vector<uint64_t> need = {p.head, p.embedding, g.head, g.embedding};  // head backward
   if (g.transformer > 0) {
@@ -58,8 +58,8 @@ std::vector<uint64_t> MinimalSlotSizes(const GptLayout& params, const GptLayout&
   return Sorted(std::move(need));
 }
 
-std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& param_layout,
-                                           const GptLayout& grad_layout) {
+std::vector<uint64_t> AllResidentSlotSizes(const ModelLayout& param_layout,
+                                           const ModelLayout& grad_layout) {
   const BlockSlotBytes b = SlotBytesOf(grad_layout);
   std::vector<uint64_t> params;
   for (const BlockSpec& spec : param_layout.blocks) {

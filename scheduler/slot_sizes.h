@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model_layout.h"
 
 namespace strata::scheduler {
 
@@ -24,19 +24,19 @@ struct BlockSlotBytes {
   uint64_t head = 0;       // block L+1
   uint64_t largest = 0;
 };
-BlockSlotBytes SlotBytesOf(const GptLayout& layout);
+BlockSlotBytes SlotBytesOf(const ModelLayout& layout);
 
 // The lists below take the layout as parameter slots see it and as gradient slots do: they differ
 // for split blocks, whose parameter slot holds less (Note [Split operators] in split_plan.h).
 // The smallest slot list with which every op of the step can run (plus one prefetch slot).
-std::vector<uint64_t> MinimalSlotSizes(const GptLayout& params, const GptLayout& grads);
+std::vector<uint64_t> MinimalSlotSizes(const ModelLayout& params, const ModelLayout& grads);
 // Every block's parameters resident at once, and the gradients backward needs beside them.
-std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& params, const GptLayout& grads);
+std::vector<uint64_t> AllResidentSlotSizes(const ModelLayout& params, const ModelLayout& grads);
 // The same with one layout for both.
-inline std::vector<uint64_t> MinimalSlotSizes(const GptLayout& layout) {
+inline std::vector<uint64_t> MinimalSlotSizes(const ModelLayout& layout) {
   return MinimalSlotSizes(layout, layout);
 }
-inline std::vector<uint64_t> AllResidentSlotSizes(const GptLayout& layout) {
+inline std::vector<uint64_t> AllResidentSlotSizes(const ModelLayout& layout) {
   return AllResidentSlotSizes(layout, layout);
 }
 // A list that covers both: element i is the larger of the two lists' i-th sizes.

@@ -11,7 +11,7 @@
 namespace strata::scheduler {
 
 Result<SplitChoice> ChooseSplit(const SplitChoiceInput& in, MemoryPlanInput in_plan) {
-  const GptLayout& layout = *in.layout;
+  const ModelLayout& layout = *in.layout;
   const ShardPlan& shards = *in.shards;
   bool splittable = false;
   for (int b = 1; b + 1 < layout.num_blocks(); ++b) splittable |= shards.sharded(b);
@@ -23,7 +23,7 @@ Result<SplitChoice> ChooseSplit(const SplitChoiceInput& in, MemoryPlanInput in_p
   for (int k : factors) {
     STRATA_ASSIGN_OR_RETURN(choice.split,
                             SplitPlan::Make(layout, shards, SplitFactors(k, shards, layout)));
-    const GptLayout param_layout = ParamSlotLayout(*in.gathered_layout, choice.split);
+    const ModelLayout param_layout = ParamSlotLayout(*in.gathered_layout, choice.split);
     in_plan.param_layout = &param_layout;
     in_plan.slice_bytes = uint64_t(2) * choice.split.slice_buffer_floats() * 4;
     Result<MemoryPlan> plan = MakeMemoryPlan(in_plan);

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model_layout.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
 #include "scheduler/memory_plan.h"
@@ -25,9 +25,9 @@ namespace strata::scheduler {
 struct SplitChoiceInput {
   // This rank's blocks, what it owns of them, and the layout as the device slots see them
   // (GatheredLayout); borrowed: `layout` must outlive the SplitPlan chosen (it points to it).
-  const GptLayout* layout = nullptr;
+  const ModelLayout* layout = nullptr;
   const ShardPlan* shards = nullptr;
-  const GptLayout* gathered_layout = nullptr;
+  const ModelLayout* gathered_layout = nullptr;
   std::string split_ops;            // --split-ops: 1, 2, 4 (checked before) or auto
   uint64_t gpu_mem = 0;             // --gpu-mem, for auto's refusal
   parallel::Comm* ranks = nullptr;  // the data-parallel group (auto's agreement); nullptr: one

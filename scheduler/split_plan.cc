@@ -40,7 +40,7 @@ int64_t OwnSplitFloats(const BlockSpec& spec, std::pair<int64_t, int64_t> owned)
 
 }  // namespace
 
-Result<SplitPlan> SplitPlan::Make(const GptLayout& layout, const ShardPlan& shards,
+Result<SplitPlan> SplitPlan::Make(const ModelLayout& layout, const ShardPlan& shards,
                                   std::vector<int> factors) {
   STRATA_CHECK_EQ(int(factors.size()), layout.num_blocks());
   SplitPlan p;
@@ -174,8 +174,8 @@ std::string SplitPlan::describe() const {
   return out.empty() ? "1" : out;
 }
 
-GptLayout ParamSlotLayout(const GptLayout& gathered, const SplitPlan& split) {
-  GptLayout p = gathered;
+ModelLayout ParamSlotLayout(const ModelLayout& gathered, const SplitPlan& split) {
+  ModelLayout p = gathered;
   int64_t offset = 0;
   for (int b = 0; b < p.num_blocks(); ++b) {
     if (split.split(b)) p.blocks[b].numel = split.param_slot_floats(b);
@@ -186,7 +186,7 @@ GptLayout ParamSlotLayout(const GptLayout& gathered, const SplitPlan& split) {
   return p;
 }
 
-std::vector<int> SplitFactors(int k, const ShardPlan& shards, const GptLayout& layout) {
+std::vector<int> SplitFactors(int k, const ShardPlan& shards, const ModelLayout& layout) {
   std::vector<int> factors(layout.num_blocks(), 1);
   for (int b = 0; b < layout.num_blocks(); ++b) {
     if (layout.blocks[b].kind == BlockKind::kTransformer && shards.sharded(b)) factors[b] = k;

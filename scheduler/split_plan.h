@@ -52,7 +52,7 @@ class SplitPlan {
   SplitPlan() = default;  // nothing split
   // factors[b]: block b's split factor (1: whole). InvalidArgument when a factor does not divide
   // kLinearChunks, or is above 1 for a block that is not a sharded transformer block.
-  static Result<SplitPlan> Make(const GptLayout& layout, const ShardPlan& shards,
+  static Result<SplitPlan> Make(const ModelLayout& layout, const ShardPlan& shards,
                                 std::vector<int> factors);
 
   int factor(int block) const { return factors_.empty() ? 1 : factors_[block]; }
@@ -83,7 +83,7 @@ class SplitPlan {
   // Block b's slot: the rest packed, then this rank's pieces of the split weights.
   static Block LayOut(const BlockSpec& spec, const ShardPlan& shards, int b);
 
-  const GptLayout* layout_ = nullptr;
+  const ModelLayout* layout_ = nullptr;
   ShardPlan shards_;
   std::vector<int> factors_;
   std::vector<Block> blocks_;
@@ -92,9 +92,9 @@ class SplitPlan {
 
 // The layout as parameter slots see it: `gathered` (GatheredLayout) with each split block's numel
 // its parameter slot's floats. For slot sizing (memory_plan.h) only.
-GptLayout ParamSlotLayout(const GptLayout& gathered, const SplitPlan& split);
+ModelLayout ParamSlotLayout(const ModelLayout& gathered, const SplitPlan& split);
 
 // Split factors for --split-ops K: K for every sharded transformer block, 1 for the others.
-std::vector<int> SplitFactors(int k, const ShardPlan& shards, const GptLayout& layout);
+std::vector<int> SplitFactors(int k, const ShardPlan& shards, const ModelLayout& layout);
 
 }  // namespace strata::scheduler

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_blocks.h"
 
 namespace strata::scheduler {
 namespace {
@@ -29,44 +28,45 @@ double Fastest(tbb::task_arena& arena, const Work& work) {
 
 }  // namespace
 
-StageCosts MeasureStageCosts(const GptLayout& layout, int micro_rows, int seq, int threads) {
-  const GptConfig& c = layout.config;
+StageCosts MeasureStageCosts(const Model& model, int micro_rows, int seq, int threads) {
+  const ModelLayout& layout = model.layout();
+  const int L = model.shape().n_layer;
   const KernelTable& k = CpuKernelTable();
   const int B = micro_rows, T = seq;
-  const int64_t BTC = int64_t(B) * T * c.n_embd;
+  const int64_t BTC = int64_t(B) * T * model.shape().n_embd;
   int64_t largest = 0;
   for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
+  // Finite parameters of a small scale: the costs do not depend on the values.
   std::vector<float> params(size_t(largest), 0.01f), grads(size_t(largest), 0.0f);
-  std::vector<float> wte_grads(size_t(layout.embedding().numel), 0.0f);
-  std::vector<float> acts_buf(size_t(TransformerActsFloats(c, B, T)));
-  std::vector<float> head_buf(size_t(HeadActsFloats(c, B, T)));
-  std::vector<float> scratch_buf(size_t(BackwardScratchFloats(c, B, T)));
+  std::vector<float> embedding(size_t(layout.embedding().numel), 0.01f);
+  std::vector<float> embedding_grads(size_t(layout.embedding().numel), 0.0f);
+  std::vector<float> acts(size_t(model.layer_acts_floats(B, T)));
+  std::vector<float> head(size_t(model.head_acts_floats(B, T)));
+  std::vector<float> scratch(size_t(model.scratch_floats(B, T)));
   std::vector<float> x(size_t(BTC), 0.1f), dres(size_t(BTC), 0.0f);
   std::vector<int32_t> tokens(size_t(B) * T, 0);
-  const TransformerActs acts = CarveTransformerActs(c, B, T, acts_buf.data());
-  const HeadActs head = CarveHeadActs(c, B, T, head_buf.data());
-  const BackwardScratch scratch = CarveBackwardScratch(c, B, T, scratch_buf.data());
-  const float* wte = params.data() + layout.embedding().tensors[kWte].offset;
-  float* dwte = wte_grads.data() + layout.embedding().tensors[kWte].offset;
+  const std::vector<float> constants = model.constants(T);
+  const OpShape s{.B = B, .T = T, .constants = constants.empty() ? nullptr : constants.data()};
   tbb::task_arena arena(threads);
   StageCosts costs;
-  if (c.n_layer > 0) {
+  if (L > 0) {
     const double block = Fastest(arena, [&] {
-      TransformerForward(k, layout, 0, params.data(), x.data(), B, T, acts);
-      TransformerBackward(k, layout, 0, params.data(), grads.data(), x.data(), B, T, acts,
-                          scratch, dres.data(), /*first=*/true);
+      model.layer_forward(k, s, 0, params.data(), x.data(), acts.data());
+      model.layer_backward(k, s, 0, params.data(), grads.data(), x.data(), acts.data(),
+                           scratch.data(), dres.data(), /*first=*/true);
     });
-    costs.blocks.assign(size_t(c.n_layer), block);
+    costs.blocks.assign(size_t(L), block);
   }
   costs.embedding = Fastest(arena, [&] {
-    EmbeddingForward(k, layout, params.data(), tokens.data(), B, T, x.data());
-    EmbeddingBackward(k, layout, grads.data(), dres.data(), tokens.data(), B, T, scratch,
-                      /*first_wpe=*/true, /*first_wte=*/true);
+    model.embedding_forward(k, s, params.data(), tokens.data(), x.data());
+    model.embedding_backward(k, s, grads.data(), dres.data(), tokens.data(), scratch.data(),
+                             /*first=*/true, /*first_tied=*/true);
   });
   costs.head = Fastest(arena, [&] {
-    HeadForward(k, layout, params.data(), wte, x.data(), tokens.data(), B, T, head);
-    HeadBackward(k, layout, params.data(), grads.data(), wte, dwte, x.data(), tokens.data(), B, T,
-                 head, scratch, 1.0f / float(B * T), dres.data(), /*first=*/true);
+    model.head_forward(k, s, params.data(), embedding.data(), x.data(), tokens.data(), head.data());
+    model.head_backward(k, s, params.data(), grads.data(), embedding.data(), embedding_grads.data(),
+                        x.data(), tokens.data(), head.data(), scratch.data(), 1.0f / float(B * T),
+                        dres.data(), /*first=*/true);
   });
   return costs;
 }

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string>
 #include <iterator>
+#include <string>
 #include <utility>
 
-#include "memory/page_plan_gpt.h"
+#include "memory/page_plan_layout.h"
 
 namespace strata::scheduler {
 
@@ -22,8 +22,9 @@ struct OwnedPiece {
 };
 
 // The tensors' pieces inside [first, last) of each block's layout, for every role: whole tensors
-// keep their names (so an unsharded plan is GptTensorEntries'), cut ones are "name[a:b]".
-std::vector<memory::TensorEntry> OwnedEntries(const GptLayout& layout, const std::vector<Role>& roles,
+// keep their names (so an unsharded plan is LayoutTensorEntries'), cut ones are "name[a:b]".
+std::vector<memory::TensorEntry> OwnedEntries(const ModelLayout& layout,
+                                              const std::vector<Role>& roles,
                                               const ShardPlan* shards,
                                               std::vector<OwnedPiece>* owned) {
   std::vector<memory::TensorEntry> entries;
@@ -51,14 +52,13 @@ std::vector<memory::TensorEntry> OwnedEntries(const GptLayout& layout, const std
 
 }  // namespace
 
-Result<StatePages> StatePages::Make(const GptLayout& layout, uint64_t page_bytes,
+Result<StatePages> StatePages::Make(const ModelLayout& layout, uint64_t page_bytes,
                                     bool with_master, const ShardPlan* shards) {
   StatePages sp;
   memory::PagePlanOptions opt;
   opt.page_bytes = page_bytes;
   opt.tensor_align_bytes = kTensorAlignFloats * 4;
-  std::vector<Role> roles(std::begin(memory::kGptTrainingRoles),
-                          std::end(memory::kGptTrainingRoles));
+  std::vector<Role> roles(std::begin(memory::kTrainingRoles), std::end(memory::kTrainingRoles));
   if (with_master) roles.push_back(Role::kMaster);
   std::vector<OwnedPiece> owned;
   std::vector<memory::TensorEntry> entries = OwnedEntries(layout, roles, shards, &owned);

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/nn/gpt_layout.h"
+#include "core/nn/model_layout.h"
 #include "core/util/status.h"
 #include "memory/memory_manager.h"
 #include "memory/page_plan.h"
@@ -41,7 +41,7 @@ class StatePages {
  public:
   // Roles param, grad, adam_m, adam_v, and master when `with_master` (--delayed-update).
   // `shards`: what this rank owns (nullptr: every block whole).
-  static Result<StatePages> Make(const GptLayout& layout, uint64_t page_bytes,
+  static Result<StatePages> Make(const ModelLayout& layout, uint64_t page_bytes,
                                  bool with_master = false, const ShardPlan* shards = nullptr);
 
   const memory::PagePlan& plan() const { return plan_; }

@@ -202,7 +202,7 @@ StepProgram BuildStageProgram(int num_layers, int micro_batches, bool wait_for_n
   if (stage.first) {
     const size_t first_embed_bwd = p.ops.size();
     AppendEmbedBackwards(p);
-    // No head backward started wte's gradient here: the first embedding backward does (GptOps
+    // No head backward started wte's gradient here: the first embedding backward does (ModelOps
     // receives the head's fold into it).
     if (!stage.last) p.ops[first_embed_bwd].grads_started = {0};
   } else if (stage.last) {  // the replica's: nothing computed, the gradient final after it

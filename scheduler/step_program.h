@@ -23,7 +23,7 @@
 // between micro-batches. Layer-major runs every micro-batch through a block while its parameters
 // are on the device: parameters load twice per step (forward, backward) and gradients go down
 // once, but the block-boundary activations of every micro-batch must wait for backward (every
-// block is recomputed; GptOps keeps the boundaries in host memory). The memory plan chooses by
+// block is recomputed; ModelOps keeps the boundaries in host memory). The memory plan chooses by
 // predicted traffic (memory_plan.h). The arithmetic of both orders is the same, op for op on
 // each gradient, so their results are bit-identical.
 //
@@ -99,10 +99,10 @@ struct StageBlocks {
 // backward ops in reverse, every gradient going down after each micro-batch as in
 // micro-batch-major order. The first stage then runs the embedding's backwards (Note [Tied
 // gradient order]); the last stage, which keeps a replica of the embedding for the tied head, ends
-// with one embed_bwd op of its own (micro-batch M-1) that computes nothing: GptOps sends the head's
-// fold of wte's gradient to the first stage there, and the replica's gradient is final after it
-// (GptOps::reduce_grad receives the first stage's final one). Updates as BuildStepProgram's, over
-// the stage's blocks.
+// with one embed_bwd op of its own (micro-batch M-1) that computes nothing: ModelOps sends the
+// head's fold of wte's gradient to the first stage there, and the replica's gradient is final after
+// it (ModelOps::reduce_grad receives the first stage's final one). Updates as BuildStepProgram's,
+// over the stage's blocks.
 struct PipeStep;
 StepProgram BuildStageProgram(int num_layers, int micro_batches, bool wait_for_norm,
                               const StageBlocks& stage, const std::vector<PipeStep>& steps);

@@ -219,6 +219,15 @@ Status RefuseUnbuiltGrids(const TrainOptions& o) {
 // --tp and --pp against the model (parallel/grid.h): a tensor-parallel rank takes whole attention
 // heads and an equal part of the padded vocabulary (Note [Tensor-parallel slices] in
 // core/nn/tp_layout.h), a pipeline stage at least one block. Then what is not built yet with them.
+// The partition's text and the stage count (scheduler/pipeline_plan.h); auto's costs are
+// measured when the stages are built, any will do to check the text.
+Status ValidatePartition(const TrainOptions& o, int n_layer) {
+  return scheduler::PartitionStages(
+             o.grid.pp_partition, o.grid.pp, n_layer,
+             {.blocks = std::vector<double>(size_t(std::max(n_layer, 0)), 1.0)})
+      .status();
+}
+
 Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
   const std::string tp = std::to_string(o.grid.tp);
   if (c.n_head % o.grid.tp != 0) {
@@ -239,12 +248,7 @@ Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
                                 " that divides " + std::to_string(padded)),
         {{"got", o.grid.tp}, {"padded_vocab", padded}});
   }
-  // The partition's text and the stage count (scheduler/pipeline_plan.h); auto's costs are
-  // measured when the stages are built, any will do to check the text.
-  STRATA_RETURN_IF_ERROR(scheduler::PartitionStages(
-                             o.grid.pp_partition, o.grid.pp, c.n_layer,
-                             {.blocks = std::vector<double>(size_t(std::max(c.n_layer, 0)), 1.0)})
-                             .status());
+  STRATA_RETURN_IF_ERROR(ValidatePartition(o, c.n_layer));
   // The head's logits of a rank's vocabulary slice live where the whole model's would.
   if (o.grid.tp > 1 && padded / o.grid.tp > c.vocab_size) {
     return AtFault(kVocab,
@@ -312,21 +316,24 @@ bool ChoosesPaged(const TrainOptions& o, const Model& m, int seq) {
          (o.budgets.gpu_mem > 0 && o.budgets.gpu_mem < InMemoryDeviceBytes(o, m, seq));
 }
 
-// A model other than GPT-2 trains through the model interface, which only the in-memory trainer
-// runs so far: the paged engine, --tp and --pp take GPT-2's ops directly (docs/models.md).
-Status RefuseUnbuiltForModel(const TrainOptions& o, const ModelShape& m, bool paged) {
-  if (!paged) return Status::Ok();
-  return AtFault(kEngine,
-                 Status::NotSupported(
-                     Mention(kArch) + " " + m.arch + " trains in memory only so far (" +
-                     Mention(kEngine) + " memory, with " + Mention(kDp) + " and " +
-                     Mention(kShard) + " none); paging (" + Mention(kGpuMem) + " below its need, " +
-                     Mention(kHostMem) + ", " + Mention(kNvmeDir) + ", checkpoints), " +
-                     Mention(kShard) + " all|auto, " + Mention(kTp) + " and " + Mention(kPp) +
-                     " run GPT-2 only: drop them" +
-                     (o.budgets.engine == "paged" ? " and " + Mention(kEngine) + " paged"
-                                                  : " (with " + Mention(kMicroBatch) + ", give " +
-                                                        Mention(kEngine) + " memory)")));
+// Tensor parallelism and split operators slice GPT-2's blocks alone so far (docs/models.md, "The
+// rest of the cut"); every other path runs any model through its interface.
+Status RefuseUnbuiltForModel(const TrainOptions& o, const ModelShape& m) {
+  if (o.grid.tp > 1) {
+    return AtFault(
+        kTp,
+        Status::NotSupported(Mention(kTp) + " " + std::to_string(o.grid.tp) +
+                             " slices GPT-2 only so far, not " + Mention(kArch) + " " + m.arch +
+                             ": drop " + Mention(kTp) + " (data and pipeline parallelism run it)"),
+        {{"got", o.grid.tp}});
+  }
+  if (o.grid.split_ops != "1") {
+    return AtFault(kSplitOps,
+                   Status::NotSupported(Mention(kSplitOps) + " " + o.grid.split_ops +
+                                        " splits GPT-2's MLP only so far, not " + Mention(kArch) +
+                                        " " + m.arch + ": drop " + Mention(kSplitOps)));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -344,7 +351,13 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, ResolveModel(options.model));
   const ModelShape& config = model->shape();
   const GptConfig* gpt = GptConfigOf(*model);
-  if (gpt != nullptr) STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, *gpt));
+  if (gpt != nullptr) {
+    STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, *gpt));
+  } else {
+    STRATA_RETURN_IF_ERROR(RefuseUnbuiltForModel(options, config));
+    STRATA_RETURN_IF_ERROR(ValidatePartition(options, config.n_layer));
+    STRATA_RETURN_IF_ERROR(RefuseUnbuiltGrids(options));
+  }
   const int seq = options.data.seq > 0 ? options.data.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {
     return AtFault(kSeq,
@@ -360,7 +373,6 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
     options.outputs.export_config = model->hf_config().dump(2);
   }
   const bool paged = ChoosesPaged(options, *model, seq);
-  if (gpt == nullptr) STRATA_RETURN_IF_ERROR(RefuseUnbuiltForModel(options, config, paged));
   if (ranks > 1) {  // before any rank plans or allocates: the same step everywhere
     STRATA_ASSIGN_OR_RETURN(const auto shared,
                             scheduler::RankSharedFlags(options, config.description, seq, paged));
@@ -380,7 +392,7 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
                        "(Note [Checkpoints across ranks] in scheduler/data_parallel.h)"),
                    {{"got", options.checkpoints.keep}, {"min", 2}});
   }
-  if (paged) return CreatePagedTrainer(options, *gpt, seq, std::move(data));
+  if (paged) return CreatePagedTrainer(options, std::move(model), seq, std::move(data));
   return CreateInMemoryTrainer(options, std::move(model), seq, std::move(data));
 }
 

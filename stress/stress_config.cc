@@ -5,10 +5,9 @@
 #include <random>
 
 #include "core/data/token_dataset.h"
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_layout.h"
 #include "core/util/sizes.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/model_registry.h"
 #include "scheduler/state_pages.h"
 
 namespace strata::stress {
@@ -24,15 +23,29 @@ long Uniform(std::mt19937_64& rng, long lo, long hi) {
   return std::uniform_int_distribution<long>(lo, hi)(rng);
 }
 
-GptConfig ModelOf(const StressConfig& c) {
-  return GptConfig{c.n_layer, c.n_head, c.n_embd, c.vocab, c.block_size};
+// The model the configuration's flags (CommonArgs) give, as `strata train` resolves them.
+Result<std::unique_ptr<Model>> ModelOf(const StressConfig& c) {
+  ModelChoice m;
+  m.arch = c.arch;
+  m.n_layer = c.n_layer;
+  m.n_head = c.n_head;
+  m.n_embd = c.n_embd;
+  m.vocab_size = c.vocab;
+  m.block_size = c.block_size;
+  if (c.arch == "llama") {
+    m.n_kv_head = c.n_kv_head;
+    m.ffn_dim = c.ffn_dim;
+    m.tie_embeddings = c.tie_embeddings;
+  }
+  return ResolveModel(m);
 }
 
-// The planner's input for the configuration; `layout` and `pages` must outlive it.
-scheduler::MemoryPlanInput PlanInput(const StressConfig& c, const GptLayout& layout,
+// The planner's input for the configuration; `model` and `pages` must outlive it.
+scheduler::MemoryPlanInput PlanInput(const StressConfig& c, const Model& model,
                                      const scheduler::StatePages& pages) {
   scheduler::MemoryPlanInput in;
-  in.layout = &layout;
+  in.model = &model;
+  in.layout = &model.layout();
   in.micro_rows = c.micro_batch > 0 ? c.micro_batch : c.batch;
   in.batch = c.batch;
   in.seq = c.seq;
@@ -52,9 +65,14 @@ scheduler::MemoryPlanInput PlanInput(const StressConfig& c, const GptLayout& lay
 }
 
 void DrawModel(std::mt19937_64& rng, StressConfig* c) {
+  c->arch = Pick<std::string>(rng, {"gpt2", "llama"});
   c->n_layer = int(Uniform(rng, 1, 3));
   c->n_embd = Pick(rng, {32, 48, 64, 96});
-  c->n_head = Pick(rng, {1, 2, 4});
+  c->n_head = Pick(rng, {1, 2, 4});  // head dimensions 8 to 96, even as rotary needs
+  c->n_kv_head = Pick(rng, {1, 2, 4});
+  while (c->n_head % c->n_kv_head != 0) c->n_kv_head /= 2;
+  c->ffn_dim = c->n_embd * Pick(rng, {2, 3});
+  c->tie_embeddings = Uniform(rng, 0, 1) == 1;
   c->vocab = Pick(rng, {64, 100, 128, 256});
   c->seq = Pick(rng, {16, 32, 48, 64});
   c->block_size = Pick(rng, {c->seq, 64});
@@ -81,10 +99,12 @@ void DrawPaging(std::mt19937_64& rng, StressConfig* c) {
       Pick<std::string>(rng, {"auto", "layer-major", "micro-batch-major"});
   c->nvme_dirs = int(Uniform(rng, 1, 2));
   c->ckpt_every = Uniform(rng, 1, 3);
-  const GptLayout layout = MakeGptLayout(ModelOf(*c));
-  Result<scheduler::StatePages> pages = scheduler::StatePages::Make(layout, c->page_bytes);
-  if (!pages.ok()) return;  // CheckPagedPlan reports it
-  const scheduler::MemoryPlanInput in = PlanInput(*c, layout, *pages);
+  Result<std::unique_ptr<Model>> model = ModelOf(*c);
+  if (!model.ok()) return;  // CheckPagedPlan reports it
+  Result<scheduler::StatePages> pages =
+      scheduler::StatePages::Make((*model)->layout(), c->page_bytes);
+  if (!pages.ok()) return;
+  const scheduler::MemoryPlanInput in = PlanInput(*c, **model, *pages);
   Result<uint64_t> min_device = scheduler::MinimalDeviceBytes(in);
   if (min_device.ok() && Uniform(rng, 0, 2) > 0) {
     c->gpu_mem = *min_device + *min_device * uint64_t(Uniform(rng, 0, 150)) / 100;
@@ -110,12 +130,10 @@ StressConfig DrawConfig(uint64_t seed, int index) {
 }
 
 Status CheckPagedPlan(const StressConfig& c) {
-  const GptConfig model = ModelOf(c);
-  STRATA_RETURN_IF_ERROR(model.validate());
-  const GptLayout layout = MakeGptLayout(model);
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<Model> model, ModelOf(c));
   STRATA_ASSIGN_OR_RETURN(scheduler::StatePages pages,
-                          scheduler::StatePages::Make(layout, c.page_bytes));
-  return scheduler::MakeMemoryPlan(PlanInput(c, layout, pages)).status();
+                          scheduler::StatePages::Make(model->layout(), c.page_bytes));
+  return scheduler::MakeMemoryPlan(PlanInput(c, *model, pages)).status();
 }
 
 Status WriteTokenFile(const StressConfig& c, const std::string& path) {
@@ -149,6 +167,12 @@ std::vector<std::string> CommonArgs(const StressConfig& c, const std::string& da
   if (c.micro_batch > 0) {
     a.push_back("--micro-batch");
     a.push_back(std::to_string(c.micro_batch));
+  }
+  a.insert(a.end(), {"--arch", c.arch});
+  if (c.arch == "llama") {
+    a.insert(a.end(), {"--n-kv-head", std::to_string(c.n_kv_head), "--ffn-dim",
+                       std::to_string(c.ffn_dim)});
+    if (c.tie_embeddings) a.push_back("--tie-embeddings");
   }
   return a;
 }
@@ -187,9 +211,11 @@ std::vector<std::string> PagingArgs(const StressConfig& c, const std::string& di
 std::string Describe(const StressConfig& c) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%dx%d h%d vocab %d seq %d batch %d/%d steps %ld | page %s gpu %s host %s | params "
+                "%s %dx%d h%d/%d vocab %d seq %d batch %d/%d steps %ld | page %s gpu %s host %s | params "
                 "%s opt %s recompute %s %s %s | %d dir%s, ckpt every %ld | clip %s",
-                c.n_layer, c.n_embd, c.n_head, c.vocab, c.seq, c.batch,
+                c.arch == "llama" ? (c.tie_embeddings ? "llama-tied" : "llama") : "gpt2",
+                c.n_layer, c.n_embd, c.n_head, c.arch == "llama" ? c.n_kv_head : c.n_head,
+                c.vocab, c.seq, c.batch,
                 c.micro_batch > 0 ? c.micro_batch : c.batch, c.steps,
                 FormatBytes(c.page_bytes).c_str(),
                 c.gpu_mem > 0 ? FormatBytes(c.gpu_mem).c_str() : "default",

@@ -1,4 +1,4 @@
-// One randomized configuration of `strata stress`: a tiny GPT, its data and optimizer, and how
+// One randomized configuration of `strata stress`: a tiny GPT-2 or LLaMA, its data and optimizer, and how
 // the paged engine holds it (page size, budgets, placements, micro-batches, recompute, eviction,
 // NVMe directories, checkpoints). Drawn from (--seed, index) alone, so a configuration can be
 // replayed; the command lines it gives are those of `strata train`.
@@ -15,8 +15,11 @@ namespace strata::stress {
 struct StressConfig {
   int index = 0;      // 1-based position in the soak
   uint64_t seed = 0;  // this configuration's own seed (mixed from --seed and index)
-  // The model and its data.
+  // The model and its data. LLaMA's own shape: n_kv_head (divides n_head), ffn_dim, a tied head.
+  std::string arch = "gpt2";
   int n_layer = 1, n_head = 1, n_embd = 32, vocab = 256, block_size = 64, seq = 64;
+  int n_kv_head = 1, ffn_dim = 64;
+  bool tie_embeddings = false;
   int batch = 1, micro_batch = 0;  // micro_batch 0: one micro-batch
   long steps = 4;
   bool builtin_data = true;  // else a token file of `vocab` (WriteTokenFile)

@@ -111,6 +111,10 @@ class Model {
                                   bool first, bool first_tied) const = 0;
 };
 
+// The tensor a tied head reads: the embedding block's first (GPT-2's wte, a tied LLaMA's
+// embed_tokens).
+inline constexpr int kTiedTensor = 0;
+
 // Floats of the residual stream for a micro-batch (BT, C), aligned.
 inline int64_t ResidualFloats(const ModelShape& m, int B, int T) {
   return AlignedFloats(int64_t(B) * T * m.n_embd);

@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "core/nn/gpt_config.h"
-#include "memory/page_plan_gpt.h"
+#include "core/nn/gpt_layout.h"
+#include "memory/page_plan_layout.h"
 
 namespace strata::memory {
 namespace {
@@ -112,7 +113,7 @@ TEST(PagePlanTest, GptLayoutCoversEveryTensorOnce) {
   auto config = GptPreset("small");
   ASSERT_TRUE(config.ok());
   GptLayout layout = MakeGptLayout(*config);
-  std::vector<TensorEntry> entries = GptTensorEntries(layout);
+  std::vector<TensorEntry> entries = LayoutTensorEntries(layout);
   PagePlanOptions o;
   o.page_bytes = 1 * kMiB;
   auto plan = MakePagePlan(entries, o);

@@ -12,6 +12,7 @@
 #include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_config.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/gpt_model.h"
 #include "scheduler/memory_plan.h"
 
 namespace strata::scheduler {
@@ -29,25 +30,26 @@ std::vector<std::pair<int64_t, int64_t>> Pieces(const ActivationLayout& a, const
   std::vector<std::pair<int64_t, int64_t>> pieces;
   auto add = [&](const float* p, int64_t floats) { pieces.emplace_back(p - base, floats); };
   add(x.emb_out, a.residual);
-  for (int l = 0; l < a.config.n_layer; ++l) {
+  for (int l = 0; l < a.n_layer; ++l) {
     if (a.recomputed(l)) {
       add(x.outputs[l], a.residual);
     } else {
-      add(x.layers[l].ln1, a.block);
+      add(x.layers[l], a.block);
     }
   }
-  if (a.recompute_layers > 0) add(x.work.ln1, a.block);
-  add(x.head.lnf, a.head);
-  add(x.scratch.dfch_gelu, a.scratch);
+  if (a.recompute_layers > 0) add(x.work, a.block);
+  add(x.head, a.head);
+  add(x.scratch, a.scratch);
   for (const float* d : x.dres) add(d, a.residual);
   return pieces;
 }
 
 TEST(ActivationLayoutTest, SizeTableMatchesTheBlockPartsAndSums) {
   const GptConfig c = Tiny(4);
+  const GptModel m(c);
   const int B = 3, T = 17;  // BT * C is not a multiple of 16 floats: residual pieces round up
   for (int r = 0; r <= c.n_layer; ++r) {
-    const ActivationLayout a = MakeActivationLayout(c, B, T, r);
+    const ActivationLayout a = MakeActivationLayout(m, B, T, r);
     EXPECT_EQ(a.block, TransformerActsFloats(c, B, T));
     EXPECT_EQ(a.head, HeadActsFloats(c, B, T));
     EXPECT_EQ(a.scratch, BackwardScratchFloats(c, B, T));
@@ -64,10 +66,11 @@ TEST(ActivationLayoutTest, SizeTableMatchesTheBlockPartsAndSums) {
 
 TEST(ActivationLayoutTest, CarvingStaysInsideTheBufferInOrder) {
   const GptConfig c = Tiny(4);
+  const GptModel m(c);
   for (int r = 0; r <= c.n_layer; ++r) {
-    const ActivationLayout a = MakeActivationLayout(c, 2, 16, r);
+    const ActivationLayout a = MakeActivationLayout(m, 2, 16, r);
     std::vector<float> buffer(a.floats());
-    const Activations x = CarveActivations(a, buffer.data());
+    const Activations x = CarveActivations(a, buffer.data(), StepLayerOutputOf(m, 2, 16));
     const auto pieces = Pieces(a, x, buffer.data());
     int64_t expected = 0;  // back to back, no gap, no overlap
     for (const auto& [offset, floats] : pieces) {
@@ -78,62 +81,65 @@ TEST(ActivationLayoutTest, CarvingStaysInsideTheBufferInOrder) {
     EXPECT_EQ(expected, a.floats()) << "r " << r;
     // Inner parts of a piece stay inside it.
     const auto& head = pieces[pieces.size() - 3];
-    EXPECT_EQ(x.head.lnf - buffer.data(), head.first);
-    EXPECT_LE(x.head.probs + int64_t(2) * 16 * c.vocab_size - buffer.data(),
-              head.first + head.second);
+    EXPECT_EQ(x.head - buffer.data(), head.first);
+    EXPECT_LE(
+        CarveHeadActs(c, 2, 16, x.head).probs + int64_t(2) * 16 * c.vocab_size - buffer.data(),
+        head.first + head.second);
   }
 }
 
 TEST(ActivationLayoutTest, RecomputedLayersKeepOnlyTheirOutput) {
   const GptConfig c = Tiny(4);
-  const ActivationLayout none = MakeActivationLayout(c, 2, 16, 0);
+  const GptModel m(c);
+  const LayerOutputOf output_of = StepLayerOutputOf(m, 2, 16);
+  const ActivationLayout none = MakeActivationLayout(m, 2, 16, 0);
   std::vector<float> buffer(none.floats());
-  const Activations all_kept = CarveActivations(none, buffer.data());
-  EXPECT_EQ(all_kept.work.ln1, nullptr) << "no rebuild buffer without recompute";
+  const Activations all_kept = CarveActivations(none, buffer.data(), output_of);
+  EXPECT_EQ(all_kept.work, nullptr) << "no rebuild buffer without recompute";
   for (int l = 0; l < c.n_layer; ++l) {
-    ASSERT_NE(all_kept.layers[l].ln1, nullptr);
-    EXPECT_EQ(all_kept.outputs[l], all_kept.layers[l].out);
+    ASSERT_NE(all_kept.layers[l], nullptr);
+    EXPECT_EQ(all_kept.outputs[l], CarveTransformerActs(c, 2, 16, all_kept.layers[l]).out);
   }
 
   const int r = 2;
-  const ActivationLayout some = MakeActivationLayout(c, 2, 16, r);
+  const ActivationLayout some = MakeActivationLayout(m, 2, 16, r);
   std::vector<float> small(some.floats());
-  const Activations x = CarveActivations(some, small.data());
-  ASSERT_NE(x.work.ln1, nullptr);
+  const Activations x = CarveActivations(some, small.data(), output_of);
+  ASSERT_NE(x.work, nullptr);
   for (int l = 0; l < c.n_layer; ++l) {
     if (l < r) {
-      EXPECT_EQ(x.layers[l].ln1, nullptr) << l;
-      EXPECT_EQ(x.layers[l].out, nullptr) << l;
+      EXPECT_EQ(x.layers[l], nullptr) << l;
       EXPECT_NE(x.outputs[l], nullptr) << l;
     } else {
-      EXPECT_EQ(x.outputs[l], x.layers[l].out) << l;
+      EXPECT_EQ(x.outputs[l], CarveTransformerActs(c, 2, 16, x.layers[l]).out) << l;
     }
   }
   // Each checkpointed block trades its activations for its output; one rebuild buffer is added.
   EXPECT_EQ(none.floats() - some.floats(), r * (none.block - none.residual) - none.block);
   // Checkpointing one block saves nothing (its rebuild needs a block's activations too).
-  EXPECT_GT(MakeActivationLayout(c, 2, 16, 1).floats(), none.floats());
-  EXPECT_LT(MakeActivationLayout(c, 2, 16, c.n_layer).floats(), some.floats());
+  EXPECT_GT(MakeActivationLayout(m, 2, 16, 1).floats(), none.floats());
+  EXPECT_LT(MakeActivationLayout(m, 2, 16, c.n_layer).floats(), some.floats());
 }
 
 // The memory plan budgets exactly the layout the engine carves.
 // Note [Tied gradient order]: one dres per micro-batch, carved after the scratch.
 TEST(ActivationLayoutTest, EveryMicroBatchKeepsItsResidualGradient) {
-  const GptConfig c = Tiny(4);
-  const ActivationLayout one = MakeActivationLayout(c, 2, 16, 1);
-  const ActivationLayout three = MakeActivationLayout(c, 2, 16, 1, 3);
+  const GptModel m(Tiny(4));
+  const ActivationLayout one = MakeActivationLayout(m, 2, 16, 1);
+  const ActivationLayout three = MakeActivationLayout(m, 2, 16, 1, 3);
   EXPECT_EQ(three.floats(), one.floats() + 2 * one.residual);
   std::vector<float> buffer(three.floats());
-  const Activations x = CarveActivations(three, buffer.data());
+  const Activations x = CarveActivations(three, buffer.data(), StepLayerOutputOf(m, 2, 16));
   ASSERT_EQ(x.dres.size(), 3u);
   EXPECT_EQ(x.dres[1] - x.dres[0], one.residual);
   EXPECT_EQ(x.dres[2] + one.residual, buffer.data() + buffer.size());
 }
 
 TEST(ActivationLayoutTest, MemoryPlanBudgetsTheLayout) {
-  const GptLayout layout = MakeGptLayout(Tiny(4));
+  const GptModel m(Tiny(4));
   MemoryPlanInput in;
-  in.layout = &layout;
+  in.model = &m;
+  in.layout = &m.layout();
   in.micro_rows = 2;
   in.batch = 4;
   in.seq = 16;
@@ -144,8 +150,7 @@ TEST(ActivationLayoutTest, MemoryPlanBudgetsTheLayout) {
     in.recompute = recompute;
     auto plan = MakeMemoryPlan(in);
     ASSERT_TRUE(plan.ok()) << plan.status().to_string();
-    const uint64_t bytes =
-        MakeActivationLayout(layout.config, 2, 16, plan->recompute_layers, 2).bytes();
+    const uint64_t bytes = MakeActivationLayout(m, 2, 16, plan->recompute_layers, 2).bytes();
     EXPECT_EQ(plan->acts_bytes, (bytes + 4095) / 4096 * 4096) << recompute;
   }
 }

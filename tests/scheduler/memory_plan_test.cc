@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "core/nn/gpt_config.h"
+#include "core/nn/gpt_model.h"
 
 namespace strata::scheduler {
 namespace {
@@ -10,8 +13,7 @@ namespace {
 class MemoryPlanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    layout_ = MakeGptLayout(*GptPreset("tiny"));
-    in_.layout = &layout_;
+    Use(*GptPreset("tiny"));
     in_.micro_rows = 4;
     in_.batch = 4;
     in_.seq = 64;
@@ -20,6 +22,14 @@ class MemoryPlanTest : public ::testing::Test {
     in_.grad_pages = 16;
     in_.moment_pages = 32;
   }
+  // The model the plan is for.
+  void Use(const GptConfig& c) {
+    model_ = std::make_unique<GptModel>(c);
+    layout_ = model_->gpt_layout();
+    in_.model = model_.get();
+    in_.layout = &layout_;
+  }
+  std::unique_ptr<GptModel> model_;
   GptLayout layout_;
   MemoryPlanInput in_;
 };
@@ -55,7 +65,7 @@ TEST_F(MemoryPlanTest, BudgetBelowMinimumIsRefusedWithTheNumber) {
 TEST_F(MemoryPlanTest, MinimalDeviceBytesIsTheSmallestBudgetThePlanAccepts) {
   GptConfig deeper = *GptPreset("tiny");
   deeper.n_layer = 4;
-  layout_ = MakeGptLayout(deeper);
+  Use(deeper);
   for (const char* recompute : {"none", "all", "auto"}) {
     in_.recompute = recompute;
     auto min = MinimalDeviceBytes(in_);
@@ -87,7 +97,7 @@ TEST_F(MemoryPlanTest, RecomputeAutoKicksInWhenActivationsDoNotFit) {
 TEST_F(MemoryPlanTest, RecomputeAutoCheckpointsTheFewestBlocksThatFit) {
   GptConfig deeper = *GptPreset("tiny");
   deeper.n_layer = 4;
-  layout_ = MakeGptLayout(deeper);
+  Use(deeper);
   auto none = MakeMemoryPlan(in_);
   ASSERT_TRUE(none.ok());
   in_.recompute = "all";

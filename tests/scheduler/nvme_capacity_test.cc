@@ -8,6 +8,7 @@
 
 #include "core/nn/gpt_config.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/gpt_model.h"
 #include "core/util/sizes.h"
 #include "memory/page_plan.h"
 #include "scheduler/memory_plan.h"
@@ -26,7 +27,8 @@ using memory::SizeNvmeTier;
 // --host-mem 2G --nvme-dir D` (16 MiB pages), from the page plan and the memory plan the
 // paged trainer computes (PagedTrainer::make_plan's input).
 struct Gpt2Xl {
-  GptLayout layout = MakeGptLayout(*GptPreset("gpt2-xl"));
+  GptModel model{*GptPreset("gpt2-xl")};
+  const GptLayout& layout = model.gpt_layout();
   NvmeSizingInput in;
   uint64_t params_moments_bytes = 0;
   uint64_t state_bytes = 0;
@@ -35,6 +37,7 @@ struct Gpt2Xl {
     Result<StatePages> sp = StatePages::Make(layout, memory::kDefaultPageBytes, false);
     EXPECT_TRUE(sp.ok()) << sp.status().to_string();
     MemoryPlanInput m;
+    m.model = &model;
     m.layout = &layout;
     m.seq = 256;
     m.gpu_mem = 3ull << 30;

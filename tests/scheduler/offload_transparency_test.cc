@@ -8,7 +8,9 @@
 
 #include "core/nn/gpt_config.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/gpt_model.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/model_registry.h"
 #include "tests/scheduler/scheduler_test_util.h"
 
 namespace strata::testing {
@@ -17,13 +19,13 @@ namespace {
 // The minimal device working set of the paged run `o` (scheduler::MinimalDeviceBytes for the
 // model the trainer resolves; micro-batch and --seq as the paged trainer takes them).
 uint64_t MinimalDeviceBytes(const TrainOptions& o) {
-  Result<GptConfig> config = ResolveModelConfig(o.model);
-  EXPECT_TRUE(config.ok()) << config.status().to_string();
-  if (!config.ok()) return 0;
+  Result<std::unique_ptr<Model>> model = ResolveModel(o.model);
+  EXPECT_TRUE(model.ok()) << model.status().to_string();
+  if (!model.ok()) return 0;
   EXPECT_GT(o.data.seq, 0) << "the tests give --seq";
-  const GptLayout layout = MakeGptLayout(*config);
   scheduler::MemoryPlanInput in;
-  in.layout = &layout;
+  in.model = model->get();
+  in.layout = &(*model)->layout();
   in.micro_rows = o.data.micro_batch > 0 ? o.data.micro_batch : o.data.batch;
   in.batch = o.data.batch;
   in.seq = o.data.seq;
@@ -270,6 +272,56 @@ TEST_F(OffloadTransparency, ConcurrentHostEvictionPoliciesGiveTheSameBits) {
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("{host_eviction}"), std::string::npos);
 }
+
+// A LLaMA (issue 33) through the same paged engine as GPT-2, untied and tied: every budget,
+// placement, micro-batch order and recompute gives the in-memory trainer's bits.
+class OffloadTransparencyLlama : public OffloadTransparency,
+                                 public ::testing::WithParamInterface<bool> {};
+
+TEST_P(OffloadTransparencyLlama, ConcurrentEveryBudgetOrderAndRecompute) {
+  TrainOptions o = base_;
+  o.model.preset = "llama-tiny";
+  o.model.preset_given = true;
+  o.model.tie_embeddings = GetParam();
+  o.data.micro_batch = 2;
+  const std::string tag = GetParam() ? "llama_tied" : "llama";
+  const TrainOutcome ref = Reference(o, tag + "_ref");
+  ASSERT_TRUE(ref.steps.size() == 4);
+  o.budgets.page_bytes = 8192;
+  ExpectSame(o, ref, tag + "_all_in_memory");
+  o.budgets.recompute = "all";
+  o.budgets.gpu_mem = MinimalDeviceBytes(o);
+  ASSERT_GT(o.budgets.gpu_mem, 0u);
+  ExpectSame(o, ref, tag + "_recompute_min");
+  o.budgets.nvme_dirs = {dir_.sub(tag + "_nvme")};
+  o.budgets.host_mem = 12 * 8192;
+  o.budgets.params_on = "nvme";
+  o.budgets.optimizer_on = "nvme";
+  o.budgets.micro_batch_order = "micro-batch-major";
+  EXPECT_GT(NvmeRead(ExpectSame(o, ref, tag + "_nvme_micro_batch_major")), 0u);
+  o.budgets.nvme_dirs = {dir_.sub(tag + "_nvme_layer_major")};
+  o.budgets.micro_batch_order = "layer-major";
+  const ModelShape shape = (*ResolveModel(o.model))->shape();
+  const uint64_t boundaries = uint64_t(o.data.batch / o.data.micro_batch) * (shape.n_layer + 1) *
+                              o.data.micro_batch * o.data.seq * shape.n_embd * 4;
+  o.budgets.host_mem = 12 * 8192 + boundaries;  // the boundaries beside the pool's pages
+  EXPECT_GT(NvmeRead(ExpectSame(o, ref, tag + "_nvme_layer_major")), 0u);
+  // Some layers checkpointed, not all.
+  TrainOptions some = base_;
+  some.model.preset = "llama-tiny";
+  some.model.preset_given = true;
+  some.model.tie_embeddings = GetParam();
+  some.model.n_layer = 4;
+  const TrainOutcome ref4 = Reference(some, tag + "_ref4");
+  some.budgets.page_bytes = 8192;
+  some.budgets.recompute = "auto";
+  TrainOptions keep_all = some;
+  keep_all.budgets.recompute = "none";
+  some.budgets.gpu_mem = MinimalDeviceBytes(keep_all) - 1;
+  ExpectSame(some, ref4, tag + "_recompute_some");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tied, OffloadTransparencyLlama, ::testing::Bool());
 
 }  // namespace
 }  // namespace strata::testing

@@ -5,13 +5,16 @@
 #include <vector>
 
 #include "core/nn/gpt_config.h"
+#include "core/nn/gpt_model.h"
 
 namespace strata::scheduler {
 namespace {
 
-ShardChoiceInput Input(const GptLayout* layout, const GridOptions* grid,
+ShardChoiceInput Input(const GptModel* model, const GridOptions* grid,
                        const CheckpointOptions* ckpt, const BudgetOptions* budgets) {
-  return {.layout = layout,
+  const ModelLayout* layout = &model->layout();
+  return {.model = model,
+          .layout = layout,
           .grid = grid,
           .checkpoints = ckpt,
           .budgets = budgets,
@@ -28,13 +31,13 @@ ShardChoiceInput Input(const GptLayout* layout, const GridOptions* grid,
 // One rank shards nothing whatever --shard says (nothing to split a block over), so neither the
 // search nor sharding's refusals (here: --export-grads, two micro-batches) come into play.
 TEST(ShardChoice, OneRankShardsNothing) {
-  const GptLayout layout = MakeGptLayout(*GptPreset("tiny"));
+  const GptModel model{*GptPreset("tiny")};
   CheckpointOptions ckpt;
   BudgetOptions budgets;
   for (const char* shard : {"none", "all", "auto"}) {
     GridOptions grid;
     grid.shard = shard;
-    auto c = ChooseShards(Input(&layout, &grid, &ckpt, &budgets));
+    auto c = ChooseShards(Input(&model, &grid, &ckpt, &budgets));
     ASSERT_TRUE(c.ok()) << shard << ": " << c.status().to_string();
     EXPECT_FALSE(c->plan.any_sharded()) << shard;
     EXPECT_EQ(c->how, "") << shard;
@@ -43,11 +46,12 @@ TEST(ShardChoice, OneRankShardsNothing) {
 
 // The plan holds pages of the blocks it is told this rank holds (a pipeline stage's).
 TEST(ShardChoice, PlanHoldsTheGivenBlocks) {
-  const GptLayout layout = MakeGptLayout(*GptPreset("tiny"));
+  const GptModel model{*GptPreset("tiny")};
+  const GptLayout& layout = model.gpt_layout();
   CheckpointOptions ckpt;
   BudgetOptions budgets;
   GridOptions grid;
-  ShardChoiceInput in = Input(&layout, &grid, &ckpt, &budgets);
+  ShardChoiceInput in = Input(&model, &grid, &ckpt, &budgets);
   in.held.assign(in.held.size(), false);
   in.held[1] = true;
   auto c = ChooseShards(in);

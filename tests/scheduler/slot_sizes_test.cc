@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/nn/gpt_config.h"
+#include "core/nn/gpt_layout.h"
 
 namespace strata::scheduler {
 namespace {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/nn/gpt_config.h"
+#include "core/nn/gpt_model.h"
 
 namespace strata::scheduler {
 namespace {
@@ -13,9 +14,9 @@ namespace {
 class SplitChoiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    layout_ = MakeGptLayout(*GptPreset("tiny"));
     shards_ = ShardPlan::Replicated(layout_);
     gathered_ = GatheredLayout(layout_, shards_);
+    in_.model = &model_;
     in_.layout = &gathered_;
     in_.micro_rows = 4;
     in_.batch = 4;
@@ -33,7 +34,9 @@ class SplitChoiceTest : public ::testing::Test {
             .gpu_mem = in_.gpu_mem,
             .ranks = nullptr};
   }
-  GptLayout layout_, gathered_;
+  GptModel model_{*GptPreset("tiny")};
+  const GptLayout& layout_ = model_.gpt_layout();
+  ModelLayout gathered_;
   ShardPlan shards_;
   MemoryPlanInput in_;
 };

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/gpt_model.h"
 #include "scheduler/activations.h"
 #include "scheduler/pipeline_plan.h"
 #include "scheduler/shard_plan.h"
@@ -133,26 +135,28 @@ TEST(StageActivations, AStageCarvesItsLayersOncePerMicroBatchInFlight) {
   c.n_embd = 32;
   c.vocab_size = 256;
   c.block_size = 16;
-  const ActivationLayout one = MakeActivationLayout(c, 2, 16, 0, 4, {.first_layer = 2, .layers = 2});
+  const GptModel m(c);
+  const ActivationLayout one =
+      MakeActivationLayout(m, 2, 16, 0, 4, {.first_layer = 2, .layers = 2});
   const ActivationLayout three = MakeActivationLayout(
-      c, 2, 16, 1, 4, {.first_layer = 2, .layers = 2, .in_flight = 3, .with_head = false});
+      m, 2, 16, 1, 4, {.first_layer = 2, .layers = 2, .in_flight = 3, .with_head = false});
   EXPECT_EQ(three.floats(),
             3 * (three.residual + three.residual + three.block) + three.block /*work*/ +
                 three.scratch + 4 * three.residual);
   EXPECT_EQ(one.floats(), one.residual + 2 * one.block + one.head + one.scratch + 4 * one.residual);
   std::vector<float> buffer(size_t(three.floats()));
-  const Activations a = CarveActivations(three, buffer.data());
+  const Activations a = CarveActivations(three, buffer.data(), StepLayerOutputOf(m, 2, 16));
   ASSERT_EQ(a.sets.size(), 3u);
   for (const ActivationSet& s : a.sets) {
     EXPECT_EQ(s.outputs[0], nullptr);  // another stage's layer
     EXPECT_EQ(s.outputs[1], nullptr);
     EXPECT_NE(s.outputs[2], nullptr);  // recomputed: its output only
-    EXPECT_EQ(s.layers[2].qkv, nullptr);
-    EXPECT_NE(s.layers[3].qkv, nullptr);
-    EXPECT_EQ(s.outputs[3], s.layers[3].out);
+    EXPECT_EQ(s.layers[2], nullptr);
+    EXPECT_NE(s.layers[3], nullptr);
+    EXPECT_EQ(s.outputs[3], CarveTransformerActs(c, 2, 16, s.layers[3]).out);
   }
   EXPECT_NE(a.sets[0].emb_out, a.sets[1].emb_out);
-  EXPECT_EQ(a.head.logits, nullptr);
+  EXPECT_EQ(a.head, nullptr);
   EXPECT_TRUE(three.recomputed(2));
   EXPECT_FALSE(three.recomputed(3));
 }

@@ -3,13 +3,16 @@
 // bit, and bad input is one line with the documented exit code and nothing written. The
 // comparison with PyTorch is tests/reference/llama_reference.py.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/tools/run_strata.h"
@@ -33,6 +36,18 @@ std::vector<std::string> Losses(const std::string& path) {
   return losses;
 }
 
+// step -> loss, the last line of each step winning (a resumed run logs its steps again).
+std::map<long, std::string> StepLosses(const std::string& path) {
+  std::map<long, std::string> losses;
+  std::istringstream lines(ReadWholeFile(path));
+  std::string line;
+  while (std::getline(lines, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    losses[j.at("step").get<long>()] = j.at("loss").dump();
+  }
+  return losses;
+}
+
 TEST(TrainLlama, TrainsInMemoryAndTheLossFalls) {
   ScratchDir scratch("train_llama");
   const std::string& dir = scratch.path();
@@ -47,18 +62,28 @@ TEST(TrainLlama, TrainsInMemoryAndTheLossFalls) {
       << losses.front() << " -> " << losses.back();
 }
 
-// Micro-batches add up as the interface's rule says: 2 ranks of one micro-batch each give the
-// bits of one rank running both (Note [Data-parallel gradients]), untied and tied.
-class TrainLlamaDp : public ::testing::TestWithParam<bool> {};
+// Micro-batches add up as the interface's rule says: ranks of one micro-batch each give the bits
+// of one rank running them all in memory (Note [Data-parallel gradients]), untied and tied, on
+// every grid a LLaMA runs: data-parallel in memory and paged with sharded state (and split
+// operators' absence refused), and a pipeline of two stages under both schedules.
+struct LlamaGrid {
+  std::string name;
+  std::vector<std::string> flags;
+};
+
+void PrintTo(const LlamaGrid& g, std::ostream* os) { *os << g.name; }
+
+class TrainLlamaDp : public ::testing::TestWithParam<std::tuple<bool, LlamaGrid>> {};
 
 TEST_P(TrainLlamaDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  const auto& [tied, grid] = GetParam();
   ScratchDir scratch("train_llama_dp");
   const std::string& dir = scratch.path();
   std::vector<std::string> one = LlamaArgs(dir, "one"), dp = LlamaArgs(dir, "dp");
   one.insert(one.end(), {"--engine", "memory", "--micro-batch", "4"});
-  dp.insert(dp.end(), {"--dp", "2", "--shard", "none"});
-  if (GetParam()) {
+  dp.insert(dp.end(), grid.flags.begin(), grid.flags.end());
+  if (tied) {
     one.push_back("--tie-embeddings");
     dp.push_back("--tie-embeddings");
   }
@@ -73,7 +98,59 @@ TEST_P(TrainLlamaDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
       << "the exported weights differ";
 }
 
-INSTANTIATE_TEST_SUITE_P(Tied, TrainLlamaDp, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(
+    Grids, TrainLlamaDp,
+    ::testing::Combine(
+        ::testing::Bool(),
+        ::testing::Values(
+            LlamaGrid{"dp_memory", {"--dp", "2", "--shard", "none"}},
+            LlamaGrid{"dp_paged_sharded",
+                      {"--dp", "2", "--shard", "all", "--engine", "paged", "--page-size", "8K"}},
+            LlamaGrid{"dp_paged_auto", {"--dp", "2", "--shard", "auto", "--engine", "paged"}},
+            LlamaGrid{"pp_gpipe", {"--pp", "2", "--schedule", "gpipe", "--micro-batch", "4"}},
+            LlamaGrid{"pp_1f1b_auto",
+                      {"--pp", "2", "--schedule", "1f1b", "--pp-partition", "auto", "--micro-batch",
+                       "4"}})),
+    [](const auto& info) {
+      return std::get<1>(info.param).name + (std::get<0>(info.param) ? "_tied" : "_untied");
+    });
+
+// Paged to NVMe with a checkpoint after every step, killed (SIGKILL) after step 3 and resumed:
+// the resumed steps and the exported weights are the uninterrupted run's bits.
+TEST(TrainLlamaPaged, KilledAndResumedFromNvmeGivesTheUninterruptedBits) {
+  ScratchDir scratch("train_llama_kill");
+  const std::string& dir = scratch.path();
+  auto args = [&](const std::string& tag, const std::string& nvme) {
+    std::filesystem::create_directories(dir + "/" + nvme);
+    std::vector<std::string> a = LlamaArgs(dir, tag);
+    a.insert(a.end(), {"--nvme-dir", dir + "/" + nvme, "--params-on", "nvme", "--optimizer-on",
+                       "nvme", "--host-mem", "256K", "--page-size", "8K", "--ckpt-dir",
+                       dir + "/" + nvme + "_ckpt", "--ckpt-every", "1"});
+    return a;
+  };
+  const RunResult whole = RunStrata(args("whole", "nvme_whole"), dir);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  std::vector<std::string> killed = args("killed", "nvme_killed");
+  const pid_t pid = SpawnStrata(killed, dir);
+  ASSERT_GT(pid, 0);
+  ASSERT_TRUE(WaitForLines(dir + "/killed.jsonl", 3, std::chrono::seconds(120)));
+  ::kill(pid, SIGKILL);
+  WaitStrata(pid, dir);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/killed.safetensors"));
+  killed.push_back("--resume");
+  const RunResult resumed = RunStrata(killed, dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming after step"), std::string::npos) << resumed.err;
+  // The log holds the killed run's steps, then the resumed run's: step by step, the last line
+  // of each step is the uninterrupted run's.
+  const std::map<long, std::string> a = StepLosses(dir + "/whole.jsonl");
+  const std::map<long, std::string> b = StepLosses(dir + "/killed.jsonl");
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(ReadWholeFile(dir + "/whole.safetensors") ==
+              ReadWholeFile(dir + "/killed.safetensors"))
+      << "the exported weights differ";
+}
 
 class TrainLlamaInit : public ::testing::Test {
  protected:
@@ -207,12 +284,11 @@ TEST(TrainLlamaBadInput, ShapesAndFlagsThatCannotWorkNameTheFlag) {
   } cases[] = {
       {{"--model", "llama-tiny", "--n-kv-head", "3"}, {"--n-kv-head"}, 2},
       {{"--model", "llama-tiny", "--n-embd", "12", "--n-head", "4", "--n-kv-head", "2"},
-       {"head"}, 2},
+       {"head"},
+       2},
       {{"--model", "tiny", "--n-kv-head", "2"}, {"--n-kv-head", "LLaMA flag", "--arch llama"}, 2},
       {{"--arch", "mamba"}, {"--arch", "mamba"}, 2},
       {{"--arch", "llama", "--model", "gpt2"}, {"--model gpt2", "--arch"}, 2},
-      {{"--model", "llama-tiny", "--engine", "paged"}, {"--arch llama", "in memory only"}, 1},
-      {{"--model", "llama-tiny", "--nvme-dir", dir + "/nvme"}, {"--arch llama", "--nvme-dir"}, 1},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"train", "--steps", "1", "--batch", "2", "--export", out};
@@ -223,6 +299,20 @@ TEST(TrainLlamaBadInput, ShapesAndFlagsThatCannotWorkNameTheFlag) {
     EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
     EXPECT_FALSE(std::filesystem::exists(out));
   }
+}
+
+// Tensor parallelism slices GPT-2's blocks alone so far: a LLaMA under --tp is refused on every
+// rank, naming the flag, before anything is written.
+TEST(TrainLlamaBadInput, TensorParallelismIsRefusedNamingTheFlag) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_llama_tp");
+  const std::string& dir = scratch.path();
+  std::vector<std::string> args = LlamaArgs(dir, "tp");
+  args.insert(args.end(), {"--tp", "2"});
+  const RunResult r = RunMpi({args}, 2, dir);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--tp 2 slices GPT-2 only so far"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/tp.safetensors"));
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-#include "memory/page_plan_gpt.h"
+#include "memory/page_plan_layout.h"
 
 namespace strata::memory {
 
-std::vector<TensorEntry> GptTensorEntries(const GptLayout& layout, std::span<const Role> roles) {
+std::vector<TensorEntry> LayoutTensorEntries(const ModelLayout& layout,
+                                             std::span<const Role> roles) {
   std::vector<TensorEntry> out;
   for (int b = 0; b < layout.num_blocks(); ++b) {
     for (Role role : roles) {

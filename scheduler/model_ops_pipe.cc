@@ -1,4 +1,4 @@
-// GptOps on a pipeline stage (pipe_stage.h, Note [Stage programs] in step_program.h): the
+// ModelOps on a pipeline stage (pipe_stage.h, Note [Stage programs] in step_program.h): the
 // activations and their gradients a stage receives before an op's kernels and sends after them,
 // the tied embedding's gradient between the first and the last stage, and the step's loss and
 // gradient norms gathered over the stages after its compute.
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "core/util/check.h"
-#include "scheduler/gpt_ops.h"
+#include "scheduler/model_ops.h"
 
 namespace strata::scheduler {
 
@@ -27,16 +27,16 @@ size_t ResidualBytes(int micro_rows, int seq, int n_embd) {
 
 }  // namespace
 
-void GptOps::keep_error(const Status& s, const std::string& what) {
+void ModelOps::keep_error(const Status& s, const std::string& what) {
   if (s.ok() || !ops_error_.ok()) return;
   ops_error_ = s.with_context(what + " at step " + std::to_string(step_ + 1));
 }
 
 // Every receive whose buffer is free and that is not posted yet (see the header comment).
-void GptOps::pipe_post_receives() {
+void ModelOps::pipe_post_receives() {
   const PipeStage& s = *o_.pipe;
   const int M = int(losses_.size()), K = int(sets_.size());
-  const size_t bytes = ResidualBytes(o_.micro_rows, o_.seq, layout_.config.n_embd);
+  const size_t bytes = ResidualBytes(o_.micro_rows, o_.seq, model_.shape().n_embd);
   PipeReceives& r = pipe_receives_;
   if (r.activations.empty()) {
     r.activations.assign(size_t(M), parallel::CommWork());
@@ -55,7 +55,7 @@ void GptOps::pipe_post_receives() {
 
 // Before the stage's first block's forward: its input from the previous stage; before its last
 // block's backward: the gradient of its output from the next one. Both were posted ahead.
-void GptOps::pipe_receive(const Op& op) {
+void ModelOps::pipe_receive(const Op& op) {
   const PipeStage& s = *o_.pipe;
   const int layer = op.block - 1, m = op.micro_batch;
   if (!ops_error_.ok()) return;
@@ -77,10 +77,10 @@ void GptOps::pipe_receive(const Op& op) {
 
 // After the stage's last block's forward: its output to the next stage; after its first block's
 // backward: the gradient of its input to the previous one.
-void GptOps::pipe_send(const Op& op) {
+void ModelOps::pipe_send(const Op& op) {
   const PipeStage& s = *o_.pipe;
   const int layer = op.block - 1;
-  const size_t bytes = ResidualBytes(o_.micro_rows, o_.seq, layout_.config.n_embd);
+  const size_t bytes = ResidualBytes(o_.micro_rows, o_.seq, model_.shape().n_embd);
   if (!ops_error_.ok()) return;
   if (op.kind == OpKind::kBlockFwd && layer == s.first_layer() + s.layers() - 1 && !s.last()) {
     k_.finish();  // the send reads the forward's output
@@ -99,9 +99,9 @@ void GptOps::pipe_send(const Op& op) {
 // every micro-batch's contribution in its replica's slot; its closing op sends that fold, which
 // the first stage's first embedding backward receives into its zeroed slot and continues, as one
 // rank's embedding backwards continue the heads' fold.
-bool GptOps::pipe_tied(const Op& op, float* embedding_grad) {
+bool ModelOps::pipe_tied(const Op& op, float* embedding_grad) {
   const PipeStage& s = *o_.pipe;
-  const TensorSpec& wte = layout_.embedding().tensors[kWte];
+  const TensorSpec& wte = layout_.embedding().tensors[kTiedTensor];
   float* at = embedding_grad + wte.offset;
   const size_t bytes = size_t(wte.numel) * sizeof(float);
   if (!ops_error_.ok()) return !s.first();
@@ -120,7 +120,7 @@ bool GptOps::pipe_tied(const Op& op, float* embedding_grad) {
 
 // On the comm stream, once the embedding's gradient is final: the first stage sends what this
 // rank holds of it (its shard when sharded) to the last stage's replica, which receives it.
-Status GptOps::pipe_reduce_tied(float* slot) {
+Status ModelOps::pipe_reduce_tied(float* slot) {
   const PipeStage& s = *o_.pipe;
   float* mine = slot;
   int64_t floats = layout_.blocks[0].numel;
@@ -144,7 +144,7 @@ Status GptOps::pipe_reduce_tied(float* slot) {
 // from the stage that holds it (the replica's is the first stage's: 0 here), added over the
 // stages where the others hold 0 (x + 0 = x: one rank's bits); every micro-batch's loss from the
 // last stage.
-Status GptOps::pipe_finish() {
+Status ModelOps::pipe_finish() {
   const PipeStage& s = *o_.pipe;
   for (const parallel::CommWork& w : pipe_sends_) {
     STRATA_RETURN_IF_ERROR(w.wait().with_context("sending an activation to the next stage"));

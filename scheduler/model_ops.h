@@ -1,9 +1,15 @@
-// GptOps: BlockOps for the GPT of core/nn (embedding, transformer blocks, tied head). Owns the
-// device buffers of the step's tokens and of the activations (carved by the memory plan's
-// activation layout: blocks the plan recomputes keep only their output and are rebuilt in
-// backward in one shared set of activations; in layer-major order every block is recomputed and
-// the boundaries of every micro-batch wait in a host BoundaryStore), and runs each op's forward or backward on the
-// device's kernels inside a TBB arena of `threads`.
+// ModelOps: BlockOps for any model behind the interface of core/nn/model.h (its embedding, its
+// layers, its head). Owns the device buffers of the step's tokens, of the model's constants and
+// of the activations (carved by the memory plan's activation layout: blocks the plan recomputes
+// keep only their output and are rebuilt in backward in one shared set of activations; in
+// layer-major order every block is recomputed and the boundaries of every micro-batch wait in a
+// host BoundaryStore), and runs each op's forward or backward through the model on the device's
+// kernels inside a TBB arena of `threads`. The parallel mechanics are its own, the same for every
+// model: data-parallel reductions, shard gathers, pipeline sends and receives.
+//
+// Two paths still slice GPT-2's blocks alone (docs/models.md, "The rest of the cut"): tensor
+// parallelism (model_ops_tp.cc, core/nn/tp_blocks.h) and split operators (Note [Split
+// operators] in split_plan.h); both take GPT-2's layout (ModelOpsOptions::gpt).
 //
 // Honesty of the sim device: every op checks (STRATA_CHECK) that each buffer it touches lies
 // inside a live device allocation before it runs.
@@ -19,8 +25,10 @@
 #include "core/device/device.h"
 #include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/model.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
+#include "scheduler/activations.h"
 #include "scheduler/block_ops.h"
 #include "scheduler/boundary_store.h"
 #include "scheduler/device_buffers.h"
@@ -29,15 +37,18 @@
 #include "scheduler/shard_plan.h"
 #include "scheduler/slice_gather.h"
 #include "scheduler/split_plan.h"
-#include "scheduler/activations.h"
 #include "scheduler/trace.h"
 
 namespace strata::scheduler {
 
-struct GptOpsOptions {
-  const GptLayout* layout = nullptr;
+struct ModelOpsOptions {
+  const Model* model = nullptr;
+  const ModelLayout* layout = nullptr;  // this rank's blocks (a tp rank's slice: `gpt`)
+  // GPT-2's layout of this rank's blocks, for the paths that slice GPT-2 alone (tensor
+  // parallelism, split operators); nullptr for another model.
+  const GptLayout* gpt = nullptr;
   Device* device = nullptr;
-  const MemoryPlan* plan = nullptr;  // acts_bytes, tokens_bytes, recompute_layers
+  const MemoryPlan* plan = nullptr;  // acts_bytes, tokens_bytes, constants_bytes, recompute
   int batch = 1;                     // rows per step
   int micro_rows = 1;                // rows per micro-batch (divides batch)
   int seq = 1;
@@ -59,17 +70,18 @@ struct GptOpsOptions {
   const SplitPlan* split = nullptr;
   parallel::Comm* slice_comm = nullptr;
   Timeline* timeline = nullptr;
-  // Tensor parallelism: `layout` is this rank's slice (MakeTpLayout), the blocks, embedding and
-  // head run core/nn/tp_blocks.h and tp_head.h with all-reduces over `tp_comm`. nullptr: none.
+  // Tensor parallelism: `layout` and `gpt` are this rank's slice (MakeTpLayout), the blocks,
+  // embedding and head run core/nn/tp_blocks.h and tp_head.h with all-reduces over `tp_comm`.
+  // nullptr: none.
   parallel::Comm* tp_comm = nullptr;
   // Pipeline parallelism (pipe_stage.h): this rank's stage; nullptr: the whole model.
   const PipeStage* pipe = nullptr;
 };
 
-class GptOps final : public BlockOps {
+class ModelOps final : public BlockOps {
  public:
   // Allocates the tokens and the activations. ResourceExhausted when the device refuses.
-  static Result<std::unique_ptr<GptOps>> Create(const GptOpsOptions& options);
+  static Result<std::unique_ptr<ModelOps>> Create(const ModelOpsOptions& options);
 
   uint64_t block_bytes(int block) const override { return uint64_t(slot_floats_[block]) * 4; }
   uint64_t slot_bytes(int block, SlotRole role) const override;
@@ -89,12 +101,12 @@ class GptOps final : public BlockOps {
   double take_compute_comm_s() override { return std::exchange(compute_comm_s_, 0.0); }
 
  private:
-  explicit GptOps(const GptOpsOptions& o);
+  explicit ModelOps(const ModelOpsOptions& o);
   Status allocate();
   void check_resident(const Op& op, const std::vector<float*>& slots) const;
   void compute(const Op& op, const std::vector<float*>& slots);
-  // Tensor parallelism (gpt_ops_tp.cc): compute's ops on this rank's slice, and the block's sum of
-  // squares of its gradient (this rank's part, finish_grad_sums adds the tp group's).
+  // Tensor parallelism (model_ops_tp.cc): compute's ops on this rank's slice, and the block's sum
+  // of squares of its gradient (this rank's part, finish_grad_sums adds the tp group's).
   bool tensor_parallel() const { return o_.tp_comm != nullptr && o_.tp_comm->size() > 1; }
   void compute_tp(const Op& op, const std::vector<float*>& slots);
   double grad_sum_of_squares(int block, const float* grads) const;
@@ -106,9 +118,21 @@ class GptOps final : public BlockOps {
   // thread's alone (select_set). The driver's boundary copies (layer-major: one set) name theirs.
   const float* input_of(const ActivationSet& set, int layer) const;
   const float* block_input(int layer) const { return input_of(*cur_, layer); }
-  const TransformerActs& acts_for(int layer);
+  // Where layer `layer`'s activations are: its own, or the rebuild buffer when recomputed.
+  float* acts_for(int layer) const;
+  OpShape op_shape() const { return {.B = o_.micro_rows, .T = o_.seq, .constants = constants_}; }
+  // A layer's forward through the model; a recomputed layer's output is copied to its residual
+  // buffer unless `rebuild` (its backward's recompute writes the same bits again).
+  void layer_forward(int layer, const float* params, bool rebuild);
+  // GPT-2's paths (tensor parallelism, split blocks): a layer's activations carved at this
+  // rank's widths, a recomputed layer's output in its residual buffer.
+  TransformerActs gpt_acts(int layer) const;
+  BackwardScratch gpt_scratch() const;
+  HeadActs gpt_head_acts() const;
+  void compute_split(const Op& op, const std::vector<float*>& slots);
+  Status upload_constants();
   void select_set(int micro_batch) { cur_ = &sets_[size_t(micro_batch) % sets_.size()]; }
-  // Pipeline parallelism (gpt_ops_pipe.cc): the op's input activation or gradient received from
+  // Pipeline parallelism (model_ops_pipe.cc): the op's input activation or gradient received from
   // the neighbouring stage before its kernels, its output sent after them; the tied embedding's
   // gradient between the first and the last stage (true: the op computes nothing more).
   bool piped() const { return o_.pipe != nullptr && o_.pipe->stages > 1; }
@@ -132,8 +156,10 @@ class GptOps final : public BlockOps {
   Status keep_boundary(const Op& op, int boundary, Stream& stream);
   size_t boundary_bytes() const;
 
-  const GptOpsOptions o_;
-  const GptLayout& layout_;
+  const ModelOpsOptions o_;
+  const Model& model_;
+  const ModelLayout& layout_;
+  const int n_layer_;
   Device& device_;
   const KernelTable& k_;  // the device's kernels at o_.dtype
   DeviceBuffers buffers_;
@@ -141,27 +167,28 @@ class GptOps final : public BlockOps {
   float dloss_ = 0;
 
   int32_t* tokens_ = nullptr;
+  const float* constants_ = nullptr;  // Model::constants on the device; nullptr when none
   // Per in-flight micro-batch (one without a pipeline): the stage's input and each layer's
   // output and activations; a recomputed layer's output is a residual buffer that the rebuild in
   // backward writes again (the same bits).
   std::vector<ActivationSet> sets_;
   const ActivationSet* cur_ = nullptr;  // the running op's (select_set)
-  TransformerActs work_acts_{};         // where recomputed layers are rebuilt
-  HeadActs head_acts_{};
-  BackwardScratch scratch_{};
-  std::vector<float*> dres_;  // per micro-batch (Note [Tied gradient order])
+  float* work_acts_ = nullptr;          // where recomputed layers run
+  float* head_acts_ = nullptr;
+  float* scratch_ = nullptr;
+  std::vector<float*> dres_;                   // per micro-batch (Note [Tied gradient order])
   std::unique_ptr<BoundaryStore> boundaries_;  // layer-major only
   // Data parallelism: the embedding's own gradient contributions (Note [Data-parallel gradients]).
   float* embedding_part_ = nullptr;
   bool data_parallel() const { return o_.comm != nullptr && o_.comm->size() > 1; }
-  std::vector<int64_t> slot_floats_;  // per block: a slot's floats (gathered when sharded)
+  std::vector<int64_t> slot_floats_;     // per block: a slot's floats (gathered when sharded)
   std::unique_ptr<SliceGather> slices_;  // split blocks only
   // Tensor parallelism: the head's per-row statistics (TpHeadStatsFloats) and the first failed
   // all-reduce of the step (take_error).
   float* tp_stats_ = nullptr;
   Status ops_error_;
   std::vector<parallel::CommWork> pipe_sends_;  // this step's, awaited in pipe_finish
-  // This step's receives, posted ahead (gpt_ops_pipe.cc), per micro-batch.
+  // This step's receives, posted ahead (model_ops_pipe.cc), per micro-batch.
   struct PipeReceives {
     std::vector<parallel::CommWork> activations, gradients;
     int next_activation = 0, next_gradient = 0;  // the next micro-batch to post
