@@ -107,6 +107,7 @@ using offload::RunSummary;
 using offload::ScaleResult;
 
 Status CheckFlags(const Flags& f) {
+  STRATA_RETURN_IF_ERROR(offload::CheckRuns(f));
   if (f.steps <= 0 || f.warmup_steps < 0 || f.scale_steps < 2 || f.batch <= 0 || f.seq <= 0) {
     return Status::InvalidArgument(
         "--steps and --batch/--seq must be positive, --warmup-steps >= 0, --scale-steps >= 2");
@@ -153,7 +154,7 @@ void AddOverlap(const Flags& f, const OverlapResult& r, nlohmann::ordered_json& 
   out["seq"] = r.in_memory.seq;
   out["threads"] = f.threads;
   out["timed_steps"] = f.steps;
-  out["state_bytes"] = offload::StateBytes(MakeGptLayout(r.in_memory.config));
+  out["state_bytes"] = offload::StateBytes(r.in_memory.model->layout());
   out["overlap_model"] = r.in_memory.shape.description;
   out["overlap_step_s"] = ovr.step.median_step_s;
   out["overlap_compute_only_s"] = ovr.compute_s;
@@ -194,7 +195,7 @@ void AddOverlap(const Flags& f, const OverlapResult& r, nlohmann::ordered_json& 
 // shared-cores pair (Note [Device and host cores]), the one it limits.
 void AddCost(const CostResult& r, nlohmann::ordered_json& out) {
   const TrainOptions& off = r.offload_options;
-  const uint64_t state = offload::StateBytes(MakeGptLayout(r.in_memory.config));
+  const uint64_t state = offload::StateBytes(r.in_memory.model->layout());
   out["offload_model"] = r.in_memory.shape.description;
   out["offload_batch"] = off.data.batch;
   out["offload_seq"] = r.in_memory.seq;
@@ -245,8 +246,8 @@ void AddScale(const ScaleResult& r, nlohmann::ordered_json& out) {
   }
   const double nvme_rate = nvme_s > 0 ? nvme_bytes / nvme_s : 0;
   const double fio = r.fio_read_bytes_per_s;
-  out["scale_model"] = r.layout.config.to_string();
-  out["scale_state_bytes"] = offload::StateBytes(r.layout);
+  out["scale_model"] = r.model->shape().description;
+  out["scale_state_bytes"] = offload::StateBytes(r.model->layout());
   out["scale_gpu_mem"] = r.options.budgets.gpu_mem;
   out["scale_host_mem"] = r.options.budgets.host_mem;
   out["scale_losses"] = losses;
@@ -287,23 +288,33 @@ Status RunBenchOffload(const Flags& f) {
   base.steps = f.warmup_steps + f.steps;
   base.device = f.device;
 
-  STRATA_ASSIGN_OR_RETURN(const OverlapResult overlap, offload::MeasureOverlap(f, base, page));
-  STRATA_ASSIGN_OR_RETURN(const CostResult cost, offload::MeasureCost(f, base, page, nvme_parent));
-  STRATA_ASSIGN_OR_RETURN(const ScaleResult scale,
-                          offload::MeasureScale(f, base, page, nvme_parent));
-  STRATA_ASSIGN_OR_RETURN(const EvictionResult eviction,
-                          offload::MeasureEviction(f, base, cost.offload_options, nvme_parent));
-  STRATA_ASSIGN_OR_RETURN(const offload::AmpResult amp,
-                          offload::MeasureAmplification(f, base, page, nvme_parent));
-
   nlohmann::ordered_json out;  // doubles print with round-trip precision, NaN as null
-  AddOverlap(f, overlap, out);
-  AddCost(cost, out);
-  out["overlap_cpu_s_per_step"] = overlap.resident.median().step.median_cpu_s;
-  out["overlap_movement_only_cpu_s_per_step"] = overlap.resident.median().movement.median_cpu_s;
-  AddScale(scale, out);
-  AddEviction(eviction, out);
-  offload::AddAmplification(amp, f, out);
+  if (f.run(1)) {
+    STRATA_ASSIGN_OR_RETURN(const OverlapResult overlap, offload::MeasureOverlap(f, base, page));
+    AddOverlap(f, overlap, out);
+    out["overlap_cpu_s_per_step"] = overlap.resident.median().step.median_cpu_s;
+    out["overlap_movement_only_cpu_s_per_step"] = overlap.resident.median().movement.median_cpu_s;
+  }
+  if (f.run(2)) {
+    STRATA_ASSIGN_OR_RETURN(const CostResult cost,
+                            offload::MeasureCost(f, base, page, nvme_parent));
+    AddCost(cost, out);
+    if (f.run(4)) {
+      STRATA_ASSIGN_OR_RETURN(const EvictionResult eviction,
+                              offload::MeasureEviction(f, base, cost.offload_options, nvme_parent));
+      AddEviction(eviction, out);
+    }
+  }
+  if (f.run(3)) {
+    STRATA_ASSIGN_OR_RETURN(const ScaleResult scale,
+                            offload::MeasureScale(f, base, page, nvme_parent));
+    AddScale(scale, out);
+  }
+  if (f.run(5)) {
+    STRATA_ASSIGN_OR_RETURN(const offload::AmpResult amp,
+                            offload::MeasureAmplification(f, base, page, nvme_parent));
+    offload::AddAmplification(amp, f, out);
+  }
   std::printf("%s\n", out.dump().c_str());
   std::fflush(stdout);
   return Status::Ok();
@@ -366,6 +377,7 @@ void AddBenchOffloadCommand(CLI::App& bench, Status& status) {
   offload::AddAmplificationOptions(cmd, *f);
   cmd->add_option("--page-size", f->page_size, "Page size of the paged runs (default 1M)");
   cmd->add_flag("!--no-fio", f->fio, "Skip fio's read measurement");
+  offload::AddRunsOption(cmd, *f);
   cmd->add_option("--log-level", f->log_level, "debug, info, warn, error or off")
       ->capture_default_str();
   cmd->callback([f, &status] { status = RunBenchOffload(*f); });

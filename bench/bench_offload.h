@@ -7,16 +7,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_layout.h"
+#include "bench/bench_dir.h"
+#include "core/nn/model.h"
 #include "core/util/status.h"
 #include "memory/tier.h"
 #include "scheduler/trainer_factory.h"
-#include "bench/bench_dir.h"
 
 namespace CLI {
 class App;
@@ -56,6 +56,10 @@ struct Flags {
   // 80-layer model at 71x its device and 18x its host budget, paged and in memory.
   int amp_layers = 80, amp_embd = 192, amp_heads = 6, amp_batch = 8, amp_micro_batch = 1;
   int amp_seq = 64;
+  // Run 5's family: gpt2 (the preset small's) or llama (llama-small's, with amp_kv_heads key/value
+  // heads and an MLP of amp_ffn, 0: 8/3 of the width rounded up to 64 as LLaMA's rule).
+  std::string amp_arch = "gpt2";
+  int amp_kv_heads = 2, amp_ffn = 0;
   std::string amp_gpu_mem = "14297472", amp_host_mem = "56623104";  // bytes, or with a suffix
   int amp_warmup_steps = 3;  // the host plan is in force from step 4 (Note [Host access plan])
   int amp_steps = 2;         // counted steps per run
@@ -63,8 +67,16 @@ struct Flags {
   std::string page_size;     // empty: 1 MiB
   bool fio = true;
   bool json = false;
+  // Which measurements run (1 to 5, comma-separated; 4 needs 2's configuration): the JSON holds
+  // only their fields.
+  std::string runs = "1,2,3,4,5";
+  bool run(int n) const;
   std::string log_level = "warn";
 };
+
+// --runs: its option, and its check (measurement numbers 1 to 5; 4 with 2).
+void AddRunsOption(CLI::App* cmd, Flags& f);
+Status CheckRuns(const Flags& f);
 
 // One trainer run, its steps and their medians.
 struct RunSummary {
@@ -76,7 +88,7 @@ struct RunSummary {
   double overlap = 0;       // the last step's
   int recompute_layers = 0;
   ModelShape shape;
-  GptConfig config;  // the offload benchmark's runs are GPT-2's
+  std::shared_ptr<const Model> model;  // what the run trained (its layout sizes the budgets)
   int seq = 0;
 };
 
@@ -153,7 +165,7 @@ Result<CostResult> MeasureCost(const Flags& f, const TrainOptions& base, uint64_
 // 3. Scale: a deep narrow model, host 1/4 and device 1/16 of its states; fio beside it.
 struct ScaleResult {
   TrainOptions options;  // the budgets in force
-  GptLayout layout;
+  std::shared_ptr<const Model> model;
   RunSummary run;
   double fio_read_bytes_per_s = -1;  // < 0: not measured
 };
@@ -198,7 +210,7 @@ struct AmpRound {
 
 struct AmpResult {
   TrainOptions paged_options;  // the budgets in force
-  GptLayout layout;
+  std::shared_ptr<const Model> model;
   NvmeFloor floor;
   std::vector<AmpRound> rounds;
   const AmpRound& median() const;  // the round with the median ratio (the upper of an even count)

@@ -23,8 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "core/util/sizes.h"
 #include "bench/bench_offload.h"
+#include "core/util/sizes.h"
+#include "scheduler/model_registry.h"
 
 namespace strata::bench::offload {
 namespace {
@@ -36,6 +37,12 @@ TrainOptions ModelOptions(const Flags& f, const TrainOptions& base) {
   TrainOptions o =
       WithShape(base, {f.amp_layers, f.amp_embd, f.amp_heads, f.amp_seq, f.amp_batch});
   o.data.micro_batch = f.amp_micro_batch;
+  if (f.amp_arch == "llama") {  // the same depth, width and heads in LLaMA's blocks
+    o.model.arch = "llama";
+    o.model.preset = "llama-small";
+    o.model.n_kv_head = f.amp_kv_heads;
+    o.model.ffn_dim = f.amp_ffn > 0 ? f.amp_ffn : (8 * f.amp_embd / 3 + 63) / 64 * 64;
+  }
   return o;
 }
 
@@ -120,8 +127,8 @@ Result<AmpResult> MeasureAmplification(const Flags& f, const TrainOptions& base,
                                        const std::string& nvme_parent) {
   AmpResult r;
   STRATA_ASSIGN_OR_RETURN(r.paged_options, PagedOptions(f, base, page));
-  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(r.paged_options.model));
-  r.layout = MakeGptLayout(config);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, ResolveModel(r.paged_options.model));
+  r.model = std::move(model);
   // The floor's plan needs to know NVMe is there; the directory itself is each round's.
   TrainOptions with_nvme = r.paged_options;
   with_nvme.budgets.nvme_dirs = {nvme_parent};

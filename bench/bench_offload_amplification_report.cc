@@ -20,7 +20,8 @@ nlohmann::json Amplification(double bytes, uint64_t floor) {
 void AddAmpConfig(const AmpResult& r, const Flags& f, nlohmann::ordered_json& out) {
   const TrainOptions& o = r.paged_options;
   const NvmeFloor& fl = r.floor;
-  out["amp_model"] = r.layout.config.to_string();
+  out["amp_model"] = r.model->shape().description;
+  out["amp_arch"] = r.model->shape().arch;
   out["amp_batch"] = o.data.batch;
   out["amp_micro_batch"] = o.data.micro_batch;
   out["amp_seq"] = o.data.seq;
@@ -48,6 +49,9 @@ Status CheckAmplificationFlags(const Flags& f) {
         "--amp-layers, --amp-embd, --amp-heads, --amp-batch and --amp-seq must be positive, "
         "--amp-micro-batch >= 0");
   }
+  if (f.amp_arch != "gpt2" && f.amp_arch != "llama") {
+    return Status::InvalidArgument("--amp-arch must be gpt2 or llama, got '" + f.amp_arch + "'");
+  }
   if (f.amp_warmup_steps < 0 || f.amp_steps <= 0 || f.amp_rounds <= 0) {
     return Status::InvalidArgument(
         "--amp-warmup-steps must be >= 0, --amp-steps and --amp-rounds positive, got " +
@@ -65,6 +69,12 @@ void AddAmplificationOptions(CLI::App* cmd, Flags& f) {
   cmd->add_option("--amp-micro-batch", f.amp_micro_batch, "Run 5: rows per micro-batch")
       ->capture_default_str();
   cmd->add_option("--amp-seq", f.amp_seq, "Run 5: tokens per row (and the context)")
+      ->capture_default_str();
+  cmd->add_option("--amp-arch", f.amp_arch, "Run 5: the model family, gpt2 or llama")
+      ->capture_default_str();
+  cmd->add_option("--amp-kv-heads", f.amp_kv_heads, "Run 5, llama: key/value heads")
+      ->capture_default_str();
+  cmd->add_option("--amp-ffn", f.amp_ffn, "Run 5, llama: the MLP's width (0: 8/3 of the width)")
       ->capture_default_str();
   cmd->add_option("--amp-gpu-mem", f.amp_gpu_mem, "Run 5: --gpu-mem of the paged run")
       ->capture_default_str();

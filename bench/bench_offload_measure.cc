@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "bench/bench_offload.h"
-#include "core/nn/gpt_model.h"
 #include "core/util/check.h"
 #include "core/util/sizes.h"
 #include "scheduler/activations.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/model_registry.h"
 #include "scheduler/slot_sizes.h"
 
 namespace strata::bench::offload {
@@ -50,8 +50,8 @@ TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSumm
   TrainOptions clipped = ov;
   clipped.budgets.params_on = "host";
   clipped.optimizer.grad_clip = 1.0f;
-  const GptModel model(in_memory.config);
-  const GptLayout& layout = model.gpt_layout();
+  const Model& model = *in_memory.model;
+  const ModelLayout& layout = model.layout();
   int64_t largest = 0;
   for (const BlockSpec& b : layout.blocks) largest = std::max(largest, b.numel);
   const uint64_t slot_bytes = RoundUp4K(uint64_t(largest) * 4);
@@ -67,7 +67,7 @@ TrainOptions ClippedConfig(const TrainOptions& ov, const Flags& f, const RunSumm
 
 // The largest micro-batch of `off` whose minimal working set (every block recomputed) fits
 // off.gpu_mem; when none does, the budget is raised to micro-batch 1's minimum (returns true).
-Result<bool> FitMicroBatch(TrainOptions& off, const GptModel& model, int seq) {
+Result<bool> FitMicroBatch(TrainOptions& off, const Model& model, int seq) {
   scheduler::MemoryPlanInput in;
   in.model = &model;
   in.layout = &model.layout();
@@ -173,12 +173,11 @@ Result<CostResult> MeasureCost(const Flags& f, const TrainOptions& base, uint64_
   cost_mem.budgets.engine = "memory";
   CostResult r;
   STRATA_ASSIGN_OR_RETURN(r.in_memory, RunTrainer(cost_mem, f.warmup_steps, "cost in-memory"));
-  const GptModel model(r.in_memory.config);
-  const uint64_t state = StateBytes(model.gpt_layout());
+  const uint64_t state = StateBytes(r.in_memory.model->layout());
   TrainOptions off = cost_mem;
   STRATA_ASSIGN_OR_RETURN(auto off_dir, BenchDir::Create(nvme_parent, "cost", "--nvme-dir"));
   PageUnderBudgets(off, page, state / 4, RoundDownPage(state / 2, page), *off_dir);
-  STRATA_ASSIGN_OR_RETURN(r.budget_raised, FitMicroBatch(off, model, r.in_memory.seq));
+  STRATA_ASSIGN_OR_RETURN(r.budget_raised, FitMicroBatch(off, *r.in_memory.model, r.in_memory.seq));
   STRATA_ASSIGN_OR_RETURN(r.offload, RunTrainer(off, f.warmup_steps, "offload"));
   off_dir.reset();
   r.offload_options = off;
@@ -209,9 +208,9 @@ Result<ScaleResult> MeasureScale(const Flags& f, const TrainOptions& base, uint6
   TrainOptions& sc = r.options;
   sc = WithShape(base, {f.scale_layers, f.scale_embd, f.scale_heads, f.scale_seq, f.scale_batch});
   sc.steps = f.scale_steps;
-  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(sc.model));
-  r.layout = MakeGptLayout(config);
-  const uint64_t state = StateBytes(r.layout);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, ResolveModel(sc.model));
+  r.model = std::move(model);
+  const uint64_t state = StateBytes(r.model->layout());
   STRATA_ASSIGN_OR_RETURN(auto sc_dir, BenchDir::Create(nvme_parent, "scale", "--nvme-dir"));
   PageUnderBudgets(sc, page, state / 16, RoundDownPage(state / 4, page), *sc_dir);
   sc.data.micro_batch = 1;

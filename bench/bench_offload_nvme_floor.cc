@@ -16,9 +16,9 @@
 #include <algorithm>
 
 #include "bench/bench_offload.h"
-#include "core/nn/gpt_model.h"
 #include "memory/page_plan.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/model_registry.h"
 #include "scheduler/state_pages.h"
 
 namespace strata::bench::offload {
@@ -28,7 +28,7 @@ using memory::Role;
 using memory::Tier;
 
 // PagedTrainer::make_plan's input for `o` over the pages `sp`.
-scheduler::MemoryPlanInput PlanInput(const TrainOptions& o, const GptModel& model, int seq,
+scheduler::MemoryPlanInput PlanInput(const TrainOptions& o, const Model& model, int seq,
                                      const scheduler::StatePages& sp) {
   scheduler::MemoryPlanInput in;
   in.model = &model;
@@ -53,14 +53,14 @@ scheduler::MemoryPlanInput PlanInput(const TrainOptions& o, const GptModel& mode
 }  // namespace
 
 Result<NvmeFloor> ComputeNvmeFloor(const TrainOptions& o) {
-  STRATA_ASSIGN_OR_RETURN(const GptConfig config, ResolveModelConfig(o.model));
-  const GptModel model(config);
-  const GptLayout& layout = model.gpt_layout();
+  STRATA_ASSIGN_OR_RETURN(const std::unique_ptr<Model> resolved, ResolveModel(o.model));
+  const Model& model = *resolved;
+  const ModelLayout& layout = model.layout();
   const uint64_t page = o.budgets.page_bytes > 0 ? o.budgets.page_bytes : memory::kDefaultPageBytes;
   STRATA_ASSIGN_OR_RETURN(const scheduler::StatePages sp,
                           scheduler::StatePages::Make(layout, page, o.optimizer.delayed_update));
   // The trainer's default seq: min(block_size, 256) (TrainOptions::seq).
-  const int seq = o.data.seq > 0 ? o.data.seq : std::min(config.block_size, 256);
+  const int seq = o.data.seq > 0 ? o.data.seq : std::min(model.shape().block_size, 256);
   STRATA_ASSIGN_OR_RETURN(const scheduler::MemoryPlan plan,
                           scheduler::MakeMemoryPlan(PlanInput(o, model, seq, sp)));
   NvmeFloor f;

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -10,8 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/util/sizes.h"
 #include "bench/bench_offload.h"
+#include "core/util/sizes.h"
+#include "scheduler/model_registry.h"
 
 namespace strata::bench::offload {
 namespace {
@@ -42,11 +44,44 @@ void LogStep(const char* what, const StepStats& s) {
 
 }  // namespace
 
+Status CheckRuns(const Flags& f) {
+  for (size_t at = 0; at <= f.runs.size();) {
+    const size_t comma = std::min(f.runs.find(',', at), f.runs.size());
+    const std::string one = f.runs.substr(at, comma - at);
+    if (one.size() != 1 || one[0] < '1' || one[0] > '5') {
+      return Status::InvalidArgument(
+          "--runs must list measurements 1 to 5 separated by commas, "
+          "got '" +
+          f.runs + "'");
+    }
+    at = comma + 1;
+  }
+  if (f.run(4) && !f.run(2)) {
+    return Status::InvalidArgument("--runs: measurement 4 runs in 2's configuration; add 2");
+  }
+  return Status::Ok();
+}
+
+void AddRunsOption(CLI::App* cmd, Flags& f) {
+  cmd->add_option("--runs", f.runs,
+                  "Measurements to run, e.g. 5 (4 needs 2); the JSON holds only theirs")
+      ->capture_default_str();
+}
+
+bool Flags::run(int n) const {
+  for (size_t at = 0; at < runs.size(); at = runs.find(',', at) + 1) {
+    if (runs[at] == char('0' + n)) return true;
+    if (runs.find(',', at) == std::string::npos) break;
+  }
+  return false;
+}
+
 Result<RunSummary> RunTrainer(const TrainOptions& o, int warmup, const char* what) {
   STRATA_ASSIGN_OR_RETURN(auto trainer, CreateTrainer(o));
   RunSummary r;
   r.shape = trainer->shape();
-  STRATA_ASSIGN_OR_RETURN(r.config, ResolveModelConfig(o.model));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, ResolveModel(o.model));
+  r.model = std::move(model);
   r.seq = trainer->seq();
   // Process CPU seconds at each step's callback, so that a step is charged the optimizer work
   // that spills into it.

@@ -226,8 +226,9 @@ def offload_rows(j):
     return rows + amplification_rows(j)
 
 
-def amplification_rows(j):
-    """bench offload's run 5 (bench/bench_offload_amplification.cc), when the result has it."""
+def amplification_rows(j, prefix=""):
+    """bench offload's run 5 (bench/bench_offload_amplification.cc), when the result has it;
+    `prefix` names the metrics of another family's run."""
     if j.get("nvme_read_amplification") is None and j.get("scale_vs_memory") is None:
         return []
     mib = lambda v: f"{v / 2**20:.0f} MiB" if v >= 2**20 else f"{v / 2**10:.0f} KiB"
@@ -249,7 +250,7 @@ def amplification_rows(j):
         v = j.get(f"nvme_{rw}_amplification")
         rounds = ", ".join("-" if x is None else f"{x:.3f}"
                            for x in j[f"nvme_{rw}_amplification_rounds"])
-        rows.append({"metric": f"nvme_{rw}_amplification", "value": v,
+        rows.append({"metric": f"{prefix}nvme_{rw}_amplification", "value": v,
                      "target": f"<= {target}", "met": v is not None and v <= target,
                      "what": f"NVMe {rw}s {mib(j[f'nvme_{rw}_bytes_per_step'])} per step vs "
                              f"the minimum {mib(j[f'nvme_min_{rw}_bytes_per_step'])} from the "
@@ -261,7 +262,7 @@ def amplification_rows(j):
     rounds = "; ".join(f"{p:.0f} vs {m:.0f} tokens/s = {r:.3f}" for p, m, r in zip(
         j["scale_vs_memory_paged_tokens_per_s_rounds"],
         j["scale_vs_memory_in_memory_tokens_per_s_rounds"], j["scale_vs_memory_rounds"]))
-    rows.append(ratio_row("scale_vs_memory", v, t,
+    rows.append(ratio_row(f"{prefix}scale_vs_memory", v, t,
                           f"paged {j['scale_vs_memory_paged_tokens_per_s']:.0f} tokens/s vs "
                           f"{j['scale_vs_memory_in_memory_tokens_per_s']:.0f} for the same "
                           f"model trained in memory (--engine memory), the median of "
@@ -631,6 +632,17 @@ BENCHES = {
                     "model trained in memory, in rounds.",
         "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR],
         "rows": offload_rows,
+    },
+    "offload_llama": {
+        "title": "Offload far beyond both budgets in a LLaMA shape (issue 33)",
+        "measures": "Measurement 5 of `strata bench offload` (above) with the same 80 layers, "
+                    "width, heads, batch, budgets and rounds in LLaMA's blocks (RMSNorm, "
+                    "grouped-query attention over 2 key/value heads with rotary embeddings, "
+                    "SwiGLU of 8/3 the width, untied head): NVMe bytes per steady-state step vs "
+                    "the page plan's minimum, and paged tokens/s vs the same model in memory.",
+        "cmd": ["build/tools/strata", "bench", "offload", "--json", "--nvme-dir", NVME_DIR,
+                "--runs", "5", "--amp-arch", "llama"],
+        "rows": lambda j: amplification_rows(j, "llama_"),
     },
     "parallel": {
         "title": "Data, tensor and pipeline parallelism: DP scaling, the Comm vs raw MPI, shard "

@@ -42,11 +42,12 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& options) {
 }
 
 Status Engine::setup() {
-  program_ = o_.pipe != nullptr && o_.pipe->stages > 1
-                 ? BuildStageProgram(o_.model->shape().n_layer, o_.batch / o_.micro_rows,
-                                     o_.grad_clip > 0, o_.pipe->blocks, o_.pipe->steps)
-                 : BuildStepProgram(o_.model->shape().n_layer, o_.batch / o_.micro_rows,
-                                    o_.grad_clip > 0, o_.plan.order);
+  program_ =
+      o_.pipe != nullptr && o_.pipe->stages > 1
+          ? BuildStageProgram(o_.model->shape().n_layer, o_.batch / o_.micro_rows, o_.grad_clip > 0,
+                              o_.pipe->blocks, o_.pipe->steps)
+          : BuildStepProgram(o_.model->shape().n_layer, o_.batch / o_.micro_rows, o_.grad_clip > 0,
+                             o_.plan.order, o_.model->head_ties_embedding());
   blocks_.assign(o_.layout->num_blocks(), BlockState{});
   for (size_t i = 0; i < program_.ops.size(); ++i) {
     for (const SlotUse& u : program_.ops[i].uses) {

@@ -13,6 +13,15 @@ namespace strata::scheduler {
 
 namespace {
 
+// The slot of (block, role) among the op's uses; nullptr when it has none (an untied head's
+// ops use no slot of the embedding).
+float* SlotOf(const Op& op, const std::vector<float*>& slots, int block, SlotRole role) {
+  for (size_t i = 0; i < op.uses.size(); ++i) {
+    if (op.uses[i].block == block && op.uses[i].role == role) return slots[i];
+  }
+  return nullptr;
+}
+
 bool StartsGrad(const Op& op, size_t i) {
   return op.uses[i].role == SlotRole::kGrad &&
          std::find(op.grads_started.begin(), op.grads_started.end(), op.uses[i].block) !=
@@ -250,7 +259,8 @@ void ModelOps::run(const Op& op, const std::vector<float*>& slots) {
 }
 
 // The op's forward or backward through the model. Slots follow the op's uses (step_program.cc):
-// the head's ops use {head params, embedding params, head grad, embedding grad}, a block's
+// the head's ops use {head params, embedding params, head grad, embedding grad} (an untied head's
+// {head params, head grad}: SlotOf finds the embedding's, none), a block's
 // backward {params, grad}.
 void ModelOps::compute(const Op& op, const std::vector<float*>& p) {
   if (tensor_parallel()) return compute_tp(op, p);
@@ -272,11 +282,13 @@ void ModelOps::compute(const Op& op, const std::vector<float*>& p) {
       layer_forward(op.block - 1, p[0], /*rebuild=*/false);
       break;
     case OpKind::kHeadFwd:
-      losses_[op.micro_batch] = model_.head_forward(k, s, p[0], p[1], head_in, y, head_acts_);
+      losses_[op.micro_batch] = model_.head_forward(k, s, p[0], SlotOf(op, p, 0, SlotRole::kParam),
+                                                    head_in, y, head_acts_);
       break;
     case OpKind::kHeadBwd:
-      model_.head_backward(k, s, p[0], p[2], p[1], p[3], head_in, y, head_acts_, scratch_, dloss_,
-                           dres_[op.micro_batch], first);
+      model_.head_backward(k, s, p[0], SlotOf(op, p, L + 1, SlotRole::kGrad),
+                           SlotOf(op, p, 0, SlotRole::kParam), SlotOf(op, p, 0, SlotRole::kGrad),
+                           head_in, y, head_acts_, scratch_, dloss_, dres_[op.micro_batch], first);
       break;
     case OpKind::kBlockBwd: {
       const int l = op.block - 1;

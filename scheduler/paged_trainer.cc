@@ -125,11 +125,15 @@ Status PagedTrainer::check_fits_machine() const {
                         scheduler::TotalBytes(plan_.slot_sizes);
   }
   need.host_bytes = plan_.host_bytes;
-  const uint64_t model_bytes = uint64_t(full_layout_.total_numel) * 4;
+  // --init and --export go block by block (paged_trainer_state.cc): a whole block and this
+  // rank's slice of it. GPT-2's --init file is read whole (core/nn/gpt_weights.h).
+  int64_t largest = 0;
+  for (const BlockSpec& b : full_layout_.blocks) largest = std::max(largest, b.numel);
+  const uint64_t block_bytes = uint64_t(largest) * 4 * 2;
   if (!o_.model.init_path.empty()) {
-    need.staging_bytes = 2 * model_bytes;  // the file's tensors and the layout's copy
+    need.staging_bytes = block_bytes + (has_gpt_ ? 2 * uint64_t(full_layout_.total_numel) * 4 : 0);
   } else if (!o_.outputs.export_path.empty() || !o_.outputs.export_grads_path.empty()) {
-    need.staging_bytes = model_bytes;
+    need.staging_bytes = block_bytes;
   }
   return strata::CheckFitsMachine(
       need, ReadMachineMemory(), "the paged engine for " + model_->shape().description,

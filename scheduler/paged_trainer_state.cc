@@ -2,7 +2,9 @@
 // seed's) or a checkpoint's, the moments of a store started over, and --export / --export-grads
 // (each block whole, from this rank's slice and shards: paged_trainer_grid.cc,
 // paged_trainer_shards.cc).
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/util/log.h"
@@ -24,33 +26,32 @@ Status PagedTrainer::load_state() {
   return Status::Ok();
 }
 
-// The whole model's initial values (the same bits as one rank's), each block cut to this rank's
-// tensor-parallel slice.
+// The whole model's initial values (the same bits as one rank's), block by block (--init's are
+// read a block at a time: a model larger than memory is never whole), each block cut to this
+// rank's tensor-parallel slice.
 Status PagedTrainer::write_initial_params() {
-  std::vector<float> all;
+  std::unique_ptr<WeightReader> init;
   if (!o_.model.init_path.empty()) {
-    all.resize(full_layout_.total_numel);
-    STRATA_RETURN_IF_ERROR(model_->import_weights(o_.model.init_path, all.data()));
+    STRATA_ASSIGN_OR_RETURN(init, model_->open_weights(o_.model.init_path));
   }
   std::vector<float> whole, mine;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
     if (!shards_.held(b)) continue;  // another stage's
-    const float* values;
-    if (all.empty()) {
-      whole.assign(full_layout_.blocks[b].numel, 0.0f);
-      InitBlockParams(full_layout_.blocks[b], o_.seed, whole.data());
-      values = whole.data();
+    whole.assign(full_layout_.blocks[b].numel, 0.0f);
+    if (init) {
+      STRATA_RETURN_IF_ERROR(init->read_block(b, whole.data()));
     } else {
-      values = all.data() + full_layout_.block_offset[b];
+      InitBlockParams(full_layout_.blocks[b], o_.seed, whole.data());
     }
     mine.assign(layout_.blocks[b].numel, 0.0f);
-    slice_block(b, values, mine.data());
+    slice_block(b, whole.data(), mine.data());
     STRATA_RETURN_IF_ERROR(scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kParam, mine.data()));
     if (o_.optimizer.delayed_update) {
       STRATA_RETURN_IF_ERROR(
           scheduler::WriteBlockPages(*mm_, *pages_, b, Role::kMaster, mine.data()));
     }
   }
+  if (init) Logger("train")->info("{}", init->summary());
   return Status::Ok();
 }
 
@@ -69,12 +70,22 @@ Status PagedTrainer::reset_moments() {
   return Status::Ok();
 }
 
-// The whole model's values of `role`, each block gathered from this rank's shards and slice and,
-// under --pp, from the stage that holds it; rank 0 writes them to `path` (safetensors).
+// The whole model's values of `role`, block by block (never the whole model in memory), each
+// gathered from this rank's shards and slice and, under --pp, from the stage that holds it; rank
+// 0 writes them to `path` (safetensors). Rank 0's failure to create the file is reported after
+// the blocks' collectives, which every rank runs.
 Status PagedTrainer::export_role(Role role, const std::string& path) {
-  std::vector<float> all(full_layout_.total_numel, 0.0f), mine;
+  std::unique_ptr<WeightWriter> out;
+  Status created = Status::Ok();
+  if (world_rank() == 0) {  // rank 0 alone writes (docs/parallel.md)
+    Result<std::unique_ptr<WeightWriter>> w = model_->create_weights(path);
+    if (w.ok()) out = std::move(*w);
+    created = w.status();
+  }
+  std::vector<float> block_values, mine;
   for (int b = 0; b < layout_.num_blocks(); ++b) {
-    float* whole = all.data() + full_layout_.block_offset[b];
+    block_values.assign(full_layout_.blocks[b].numel, 0.0f);
+    float* whole = block_values.data();
     if (shards_.held(b)) {
       mine.assign(layout_.blocks[b].numel, 0.0f);
       STRATA_RETURN_IF_ERROR(gather_block(b, role, mine.data()));
@@ -89,9 +100,10 @@ Status PagedTrainer::export_role(Role role, const std::string& path) {
               .wait()
               .with_context("gathering block " + std::to_string(b) + " over the stages"));
     }
+    if (out) STRATA_RETURN_IF_ERROR(out->write_block(b, whole));
   }
-  if (world_rank() != 0) return Status::Ok();  // rank 0 alone writes (docs/parallel.md)
-  return model_->export_weights(path, all.data());
+  STRATA_RETURN_IF_ERROR(created);
+  return out ? out->commit() : Status::Ok();
 }
 
 }  // namespace strata::internal

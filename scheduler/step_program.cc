@@ -85,20 +85,24 @@ Op BlockFwd(int b, int m, bool gather) {
   return op;
 }
 
-Op HeadFwd(int head, int m, bool gather) {
-  Op op = MakeOp(OpKind::kHeadFwd, head, m, {Param(head), Param(0)});
+Op HeadFwd(const StepProgram& p, int head, int m, bool gather) {
+  Op op = MakeOp(OpKind::kHeadFwd, head, m,
+                 p.tied_head ? std::vector<SlotUse>{Param(head), Param(0)}
+                             : std::vector<SlotUse>{Param(head)});
   if (gather) op.all_gather = {head};
   return op;
 }
 
-// head_bwd of micro-batch m. It starts the head's gradient when `start` and the tied embedding's
-// in micro-batch 0 (Note [Tied gradient order]: dwte stays on the device until the last
-// embed_bwd); it finishes the head's gradient when `finish`.
+// head_bwd of micro-batch m. It starts the head's gradient when `start` and, tied, the
+// embedding's in micro-batch 0 (Note [Tied gradient order]: dwte stays on the device until the
+// last embed_bwd); it finishes the head's gradient when `finish`.
 Op HeadBwd(const StepProgram& p, int m, bool start, bool finish) {
   const int head = p.num_blocks - 1;
-  Op op = MakeOp(OpKind::kHeadBwd, head, m, {Param(head), Param(0), Grad(head), Grad(0)});
+  Op op = MakeOp(OpKind::kHeadBwd, head, m,
+                 p.tied_head ? std::vector<SlotUse>{Param(head), Param(0), Grad(head), Grad(0)}
+                             : std::vector<SlotUse>{Param(head), Grad(head)});
   if (start) op.grads_started.push_back(head);
-  if (m == 0) op.grads_started.push_back(0);
+  if (m == 0 && p.tied_head) op.grads_started.push_back(0);
   if (finish) op.grads_done = {head};
   if (finish && m == p.micro_batches - 1) MarkFinal(op, head);
   return op;
@@ -113,10 +117,12 @@ Op BlockBwd(const StepProgram& p, int b, int m, bool start, bool finish) {
   return op;
 }
 
-// The embedding's backward of every micro-batch: the last one finishes the tied gradient.
+// The embedding's backward of every micro-batch: the last one finishes the tied gradient; the
+// first starts an untied head's embedding gradient.
 void AppendEmbedBackwards(StepProgram& p) {
   for (int m = 0; m < p.micro_batches; ++m) {
     Op op = MakeOp(OpKind::kEmbedBwd, 0, m, {Grad(0)});
+    if (m == 0 && !p.tied_head) op.grads_started = {0};
     if (m == p.micro_batches - 1) {
       op.grads_done = {0};
       MarkFinal(op, 0);
@@ -131,7 +137,7 @@ void AppendMicroBatchMajor(StepProgram& p) {
   for (int m = 0; m < p.micro_batches; ++m) {
     p.ops.push_back(EmbedFwd(m));
     for (int b = 1; b < head; ++b) p.ops.push_back(BlockFwd(b, m, true));
-    p.ops.push_back(HeadFwd(head, m, true));
+    p.ops.push_back(HeadFwd(p, head, m, true));
     p.ops.push_back(HeadBwd(p, m, true, true));
     for (int b = head - 1; b >= 1; --b) p.ops.push_back(BlockBwd(p, b, m, true, true));
   }
@@ -146,7 +152,7 @@ void AppendLayerMajor(StepProgram& p) {
     for (int m = 0; m < p.micro_batches; ++m) p.ops.push_back(BlockFwd(b, m, m == 0));
   }
   for (int m = 0; m < p.micro_batches; ++m) {
-    p.ops.push_back(HeadFwd(head, m, m == 0));
+    p.ops.push_back(HeadFwd(p, head, m, m == 0));
     p.ops.push_back(HeadBwd(p, m, m == 0, m == last));
   }
   for (int b = head - 1; b >= 1; --b) {
@@ -161,7 +167,7 @@ void AppendStageStep(StepProgram& p, const StageBlocks& s, const PipeStep& step)
   if (step.forward) {
     if (s.first) p.ops.push_back(EmbedFwd(m));
     for (int b = s.first_block; b <= s.last_block; ++b) p.ops.push_back(BlockFwd(b, m, true));
-    if (s.last) p.ops.push_back(HeadFwd(head, m, true));
+    if (s.last) p.ops.push_back(HeadFwd(p, head, m, true));
     if (s.last) p.ops.push_back(HeadBwd(p, m, true, true));
     return;
   }
@@ -225,13 +231,14 @@ StepProgram BuildStageProgram(int num_layers, int micro_batches, bool wait_for_n
 }
 
 StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_norm,
-                             MicroBatchOrder order) {
+                             MicroBatchOrder order, bool tied_head) {
   STRATA_CHECK(num_layers >= 0 && micro_batches >= 1);
   StepProgram p;
   p.num_blocks = num_layers + 2;
   p.micro_batches = micro_batches;
   p.wait_for_norm = wait_for_norm;
   p.order = order;
+  p.tied_head = tied_head;
   if (order == MicroBatchOrder::kLayerMajor) {
     AppendLayerMajor(p);
   } else {

@@ -73,6 +73,10 @@ struct StepProgram {
   int micro_batches = 1;
   MicroBatchOrder order = MicroBatchOrder::kMicroBatchMajor;
   bool wait_for_norm = true;  // clipping: updates start after the last op (norm known)
+  // The head reads the embedding block's tied tensor (core/nn/model.h): its ops use block 0's
+  // parameter and gradient slots, and its backward starts block 0's gradient. Untied, the
+  // head's ops use its own block only and the first embedding backward starts block 0's.
+  bool tied_head = true;
   std::vector<Op> ops;
 
   // Distance (in ops, counted cyclically over repeating steps) from position `pos` to the
@@ -110,7 +114,10 @@ StepProgram BuildStageProgram(int num_layers, int micro_batches, bool wait_for_n
 // num_layers >= 0, micro_batches >= 1. wait_for_norm: every update waits for the last op (the
 // global norm needs every gradient); otherwise a block's update starts as soon as its gradient is
 // final (during backward).
+// `tied_head`: StepProgram::tied_head. (A pipeline's stage program keeps the tied form: its last
+// stage holds the embedding's replica either way.)
 StepProgram BuildStepProgram(int num_layers, int micro_batches, bool wait_for_norm,
-                             MicroBatchOrder order = MicroBatchOrder::kMicroBatchMajor);
+                             MicroBatchOrder order = MicroBatchOrder::kMicroBatchMajor,
+                             bool tied_head = true);
 
 }  // namespace strata::scheduler

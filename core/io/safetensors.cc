@@ -48,12 +48,13 @@ class Fd {
   int fd_;
 };
 
-// Writes all `bytes` at the current position; `offset` tracks the file offset for messages.
-Status WriteAll(int fd, const void* data, size_t bytes, uint64_t& offset, const std::string& path) {
+// Writes all `bytes` at file offset `offset`.
+Status WriteAllAt(int fd, const void* data, size_t bytes, uint64_t offset,
+                  const std::string& path) {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
     const size_t chunk = std::min<size_t>(bytes, size_t{1} << 30);
-    ssize_t n = ::write(fd, p, chunk);
+    ssize_t n = ::pwrite(fd, p, chunk, off_t(offset));
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return Status::FromErrno(errno, "write " + path + " at offset " + std::to_string(offset));
@@ -68,19 +69,6 @@ Status WriteAll(int fd, const void* data, size_t bytes, uint64_t& offset, const 
   }
   return Status::Ok();
 }
-
-// Removes a temporary file unless released (the write succeeded and it was renamed).
-class TempFileGuard {
- public:
-  explicit TempFileGuard(std::string path) : path_(std::move(path)) {}
-  ~TempFileGuard() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  void release() { path_.clear(); }
-
- private:
-  std::string path_;
-};
 
 Status FsyncDirectoryOf(const std::string& path) {
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -209,27 +197,90 @@ Result<std::string> EncodeSafetensorsHeader(const std::vector<TensorView>& tenso
   return std::move(layout.head);
 }
 
+// The writer's state (safetensors.h): the temporary file, where each tensor goes, which are
+// written.
+struct SafetensorsWriter::State {
+  std::string path, tmp;
+  int fd = -1;
+  bool committed = false;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> place;  // name -> (file offset, bytes)
+  std::map<std::string, bool> written;
+  // Not committed: the temporary file goes, `path` is left as it was.
+  ~State() {
+    if (fd >= 0) ::close(fd);
+    if (!committed && !tmp.empty()) ::unlink(tmp.c_str());
+  }
+};
+
+SafetensorsWriter::SafetensorsWriter(std::unique_ptr<State> state) : s_(std::move(state)) {}
+SafetensorsWriter::SafetensorsWriter(SafetensorsWriter&&) noexcept = default;
+SafetensorsWriter& SafetensorsWriter::operator=(SafetensorsWriter&&) noexcept = default;
+SafetensorsWriter::~SafetensorsWriter() = default;
+
+Result<SafetensorsWriter> SafetensorsWriter::Create(
+    const std::string& path, const std::vector<TensorView>& tensors,
+    const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorView> shapes = tensors;
+  for (TensorView& t : shapes) t.data = reinterpret_cast<const float*>(&t);  // any non-null
+  STRATA_ASSIGN_OR_RETURN(WriteLayout layout, LayOut(shapes, metadata, path));
+  auto s = std::make_unique<State>();
+  s->path = path;
+  s->tmp = path + ".tmp." + std::to_string(::getpid());
+  s->fd = ::open(s->tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (s->fd < 0) {
+    const int err = errno;
+    s->tmp.clear();  // nothing was created
+    return Status::FromErrno(err, "create " + path + ".tmp (export to " + path + ")");
+  }
+  STRATA_RETURN_IF_ERROR(WriteAllAt(s->fd, layout.head.data(), layout.head.size(), 0, s->tmp));
+  uint64_t offset = layout.head.size();
+  for (size_t idx : layout.order) {
+    s->place[tensors[idx].name] = {offset, layout.bytes_of[idx]};
+    s->written[tensors[idx].name] = layout.bytes_of[idx] == 0;
+    offset += layout.bytes_of[idx];
+  }
+  // The file's full size now: a disk without room fails here, before any tensor is made.
+  if (offset > layout.head.size() && ::ftruncate(s->fd, off_t(offset)) != 0) {
+    return Status::FromErrno(errno, "size " + s->tmp + " to " + std::to_string(offset) + " bytes");
+  }
+  return SafetensorsWriter(std::move(s));
+}
+
+Status SafetensorsWriter::write(const std::string& name, const float* data) {
+  auto it = s_->place.find(name);
+  STRATA_CHECK(it != s_->place.end()) << "tensor '" << name << "' is not in " << s_->path;
+  STRATA_RETURN_IF_ERROR(
+      WriteAllAt(s_->fd, data, size_t(it->second.second), it->second.first, s_->tmp));
+  s_->written[name] = true;
+  return Status::Ok();
+}
+
+Status SafetensorsWriter::commit() {
+  for (const auto& [name, done] : s_->written) {
+    STRATA_CHECK(done) << "tensor '" << name << "' of " << s_->path << " was never written";
+  }
+  if (::fsync(s_->fd) != 0) return Status::FromErrno(errno, "fsync " + s_->tmp);
+  const int fd = std::exchange(s_->fd, -1);
+  if (::close(fd) != 0) return Status::FromErrno(errno, "close " + s_->tmp);
+  if (::rename(s_->tmp.c_str(), s_->path.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + s_->tmp + " to " + s_->path);
+  }
+  s_->committed = true;
+  return FsyncDirectoryOf(s_->path);
+}
+
 Status WriteSafetensors(const std::string& path, const std::vector<TensorView>& tensors,
                         const std::map<std::string, std::string>& metadata) {
-  STRATA_ASSIGN_OR_RETURN(WriteLayout layout, LayOut(tensors, metadata, path));
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) return Status::FromErrno(errno, "create " + tmp + " (export to " + path + ")");
-  TempFileGuard guard(tmp);
-  uint64_t offset = 0;
-  STRATA_RETURN_IF_ERROR(WriteAll(fd.get(), layout.head.data(), layout.head.size(), offset, tmp));
-  for (size_t idx : layout.order) {
-    if (layout.bytes_of[idx] == 0) continue;
-    STRATA_RETURN_IF_ERROR(
-        WriteAll(fd.get(), tensors[idx].data, layout.bytes_of[idx], offset, tmp));
+  for (const TensorView& t : tensors) {
+    uint64_t numel = 1;
+    for (int64_t d : t.shape) numel *= uint64_t(std::max<int64_t>(d, 0));
+    STRATA_CHECK(t.data != nullptr || numel == 0)
+        << "tensor '" << t.name << "' with " << numel << " elements has no data";
   }
-  if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, "fsync " + tmp);
-  STRATA_RETURN_IF_ERROR(fd.close(tmp));
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::FromErrno(errno, "rename " + tmp + " to " + path);
-  }
-  guard.release();
-  return FsyncDirectoryOf(path);
+  STRATA_ASSIGN_OR_RETURN(SafetensorsWriter writer,
+                          SafetensorsWriter::Create(path, tensors, metadata));
+  for (const TensorView& t : tensors) STRATA_RETURN_IF_ERROR(writer.write(t.name, t.data));
+  return writer.commit();
 }
 
 Result<SafetensorsFile> ParseSafetensors(std::string_view file, const std::string& path) {

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,30 @@ struct SafetensorsFile {
 [[nodiscard]] Status WriteSafetensors(const std::string& path,
                                       const std::vector<TensorView>& tensors,
                                       const std::map<std::string, std::string>& metadata);
+
+// WriteSafetensors tensor by tensor, for weights that are never whole in memory: Create lays the
+// file out from the tensors' names and shapes (their `data` is not read) and sizes it, write()
+// puts one tensor's floats at its place, in any order, commit() makes the file appear (fsync,
+// rename, as above). A writer destroyed before commit() removes its temporary file and leaves
+// `path` untouched. Errors are WriteSafetensors'; writing a tensor not in the layout, or
+// committing before every tensor is written, is a caller bug (STRATA_CHECK).
+class SafetensorsWriter {
+ public:
+  [[nodiscard]] static Result<SafetensorsWriter> Create(
+      const std::string& path, const std::vector<TensorView>& tensors,
+      const std::map<std::string, std::string>& metadata);
+  SafetensorsWriter(SafetensorsWriter&&) noexcept;
+  SafetensorsWriter& operator=(SafetensorsWriter&&) noexcept;
+  ~SafetensorsWriter();
+
+  [[nodiscard]] Status write(const std::string& name, const float* data);
+  [[nodiscard]] Status commit();
+
+ private:
+  struct State;
+  explicit SafetensorsWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> s_;
+};
 
 // Reads the whole file at `path`. NotFound if it does not exist; Corruption / NotSupported as
 // described above; OS errors via FromErrno.

@@ -19,12 +19,12 @@ ModelShape GptModelShape(const GptConfig& c) {
 
 GptModel::GptModel(const GptConfig& c) : layout_(MakeGptLayout(c)), shape_(GptModelShape(c)) {}
 
-Status GptModel::import_weights(const std::string& path, float* values) const {
-  return ImportGptSafetensors(path, layout_, values);
+Result<std::unique_ptr<WeightReader>> GptModel::open_weights(const std::string& path) const {
+  return OpenGptWeights(path, layout_);
 }
 
-Status GptModel::export_weights(const std::string& path, const float* values) const {
-  return ExportGptSafetensors(path, layout_, values);
+Result<std::unique_ptr<WeightWriter>> GptModel::create_weights(const std::string& path) const {
+  return CreateGptWeights(path, layout_);
 }
 
 nlohmann::json GptModel::hf_config() const {

@@ -23,8 +23,8 @@ class GptModel final : public Model {
   bool head_ties_embedding() const override { return true; }
 
   // gpt_weights.h's: Hugging Face GPT-2 names, the shape in __metadata__.
-  Status import_weights(const std::string& path, float* values) const override;
-  Status export_weights(const std::string& path, const float* values) const override;
+  Result<std::unique_ptr<WeightReader>> open_weights(const std::string& path) const override;
+  Result<std::unique_ptr<WeightWriter>> create_weights(const std::string& path) const override;
   // GPT2LMHeadModel's keys (n_layer, n_head, n_embd, vocab_size, n_positions, ...).
   nlohmann::json hf_config() const override;
 

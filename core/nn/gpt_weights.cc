@@ -3,9 +3,13 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/io/safetensors.h"
+#include "core/nn/layout_weights.h"
 #include "core/util/log.h"
 #include "core/util/option.h"
 
@@ -81,21 +85,24 @@ Status CheckShapeAgainstTensors(const std::string& path, const SafetensorsFile& 
 
 }  // namespace
 
-Status ExportGptSafetensors(const std::string& path, const GptLayout& layout, const float* values) {
-  std::vector<TensorView> views;
-  for (size_t b = 0; b < layout.blocks.size(); ++b) {
-    for (const auto& t : layout.blocks[b].tensors) {
-      views.push_back({t.name, t.shape, values + layout.block_offset[b] + t.offset});
-    }
-  }
+Result<std::unique_ptr<WeightWriter>> CreateGptWeights(const std::string& path,
+                                                       const GptLayout& layout) {
   const GptConfig& c = layout.config;
-  std::map<std::string, std::string> meta = {
-      {"n_layer", std::to_string(c.n_layer)},       {"n_head", std::to_string(c.n_head)},
-      {"n_embd", std::to_string(c.n_embd)},         {"vocab_size", std::to_string(c.vocab_size)},
-      {"block_size", std::to_string(c.block_size)}, {"format", "strata-gpt2"}};
-  return AtFault(
-      Option::kExport,
-      WriteSafetensors(path, views, meta).with_context(Mention(Option::kExport) + " " + path));
+  return CreateLayoutWeights(path, layout,
+                             {{"n_layer", std::to_string(c.n_layer)},
+                              {"n_head", std::to_string(c.n_head)},
+                              {"n_embd", std::to_string(c.n_embd)},
+                              {"vocab_size", std::to_string(c.vocab_size)},
+                              {"block_size", std::to_string(c.block_size)},
+                              {"format", "strata-gpt2"}});
+}
+
+Status ExportGptSafetensors(const std::string& path, const GptLayout& layout, const float* values) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<WeightWriter> writer, CreateGptWeights(path, layout));
+  for (int b = 0; b < layout.num_blocks(); ++b) {
+    STRATA_RETURN_IF_ERROR(writer->write_block(b, values + layout.block_offset[b]));
+  }
+  return writer->commit();
 }
 
 Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& given) {
@@ -177,10 +184,44 @@ Status ImportGptSafetensors(const std::string& given, const GptLayout& layout, f
                   sizeof(float) * t.numel);
     }
   }
-  Logger("train")->info("{}: loaded {} tensors ({} parameters) of {} from {}",
-                        Mention(Option::kInit), file->tensors.size(), layout.total_numel,
-                        layout.config.to_string(), path);
   return Status::Ok();
+}
+
+namespace {
+
+// GPT-2's files are read whole (ReadSafetensors), the largest, gpt2-xl's, 6.2 GB: the reader
+// holds the model's values and hands them out block by block.
+class GptWeightReader final : public WeightReader {
+ public:
+  GptWeightReader(const GptLayout& layout, std::vector<float> values, std::string path)
+      : layout_(layout), values_(std::move(values)), path_(std::move(path)) {}
+  Status read_block(int block, float* values) override {
+    std::memcpy(values, values_.data() + layout_.block_offset[block],
+                sizeof(float) * size_t(layout_.blocks[block].numel));
+    tensors_ += int64_t(layout_.blocks[block].tensors.size());
+    return Status::Ok();
+  }
+  std::string summary() const override {
+    return Mention(Option::kInit) + ": loaded " + std::to_string(tensors_) + " tensors (" +
+           std::to_string(layout_.total_numel) + " parameters) of " + layout_.config.to_string() +
+           " from " + path_;
+  }
+
+ private:
+  const GptLayout& layout_;
+  std::vector<float> values_;
+  std::string path_;
+  int64_t tensors_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<WeightReader>> OpenGptWeights(const std::string& path,
+                                                     const GptLayout& layout) {
+  std::vector<float> values(size_t(layout.total_numel));
+  STRATA_RETURN_IF_ERROR(ImportGptSafetensors(path, layout, values.data()));
+  return std::unique_ptr<WeightReader>(
+      std::make_unique<GptWeightReader>(layout, std::move(values), WeightsFile(path)));
 }
 
 }  // namespace strata

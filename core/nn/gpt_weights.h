@@ -11,15 +11,20 @@
 // F16/BF16.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "core/nn/gpt_layout.h"
+#include "core/nn/model.h"
 #include "core/util/status.h"
 
 namespace strata {
 
 // `values` holds layout.total_numel floats in the layout's order (parameters or gradients).
 Status ExportGptSafetensors(const std::string& path, const GptLayout& layout, const float* values);
+// The same block by block (core/nn/layout_weights.h); `layout` must outlive the writer.
+Result<std::unique_ptr<WeightWriter>> CreateGptWeights(const std::string& path,
+                                                       const GptLayout& layout);
 
 // The model shape of a safetensors file: from __metadata__ when present, else inferred from
 // tensor shapes (n_head then defaults to n_embd / 64, as in GPT-2).
@@ -28,5 +33,9 @@ Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path);
 // Fills `values` (layout.total_numel floats) from the file. Every tensor of the layout must be
 // present with its exact shape; the error names the tensor, its expected and found shapes.
 Status ImportGptSafetensors(const std::string& path, const GptLayout& layout, float* values);
+// The same as a WeightReader: the file is read whole at open (GPT-2's largest, gpt2-xl's, is
+// 6.2 GB) and handed out block by block; `layout` must outlive the reader.
+Result<std::unique_ptr<WeightReader>> OpenGptWeights(const std::string& path,
+                                                     const GptLayout& layout);
 
 }  // namespace strata

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -55,6 +56,26 @@ struct OpShape {
   const float* constants = nullptr;
 };
 
+// --init's weights, block by block, so that a model larger than memory is never held whole.
+class WeightReader {
+ public:
+  virtual ~WeightReader() = default;
+  // Block `block`'s parameters in its layout (padding zeroed). Errors at fault of `init` name
+  // the tensor and the file (a missing tensor, a shape the model does not have).
+  virtual Status read_block(int block, float* values) = 0;
+  // What the blocks read so far are, for the run's log ("--init: loaded N tensors ...").
+  virtual std::string summary() const = 0;
+};
+
+// --export's weights, block by block in any order; the file appears when commit() returns OK
+// (atomically, as core/io/safetensors.h writes). Destroyed before: nothing appears.
+class WeightWriter {
+ public:
+  virtual ~WeightWriter() = default;
+  virtual Status write_block(int block, const float* values) = 0;
+  virtual Status commit() = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -69,12 +90,14 @@ class Model {
   virtual int64_t layer_acts_floats(int B, int T) const = 0;
   virtual int64_t head_acts_floats(int B, int T) const = 0;
   virtual int64_t scratch_floats(int B, int T) const = 0;
-  // Weights in and out (--init, --export): `values` holds layout().total_numel floats in the
-  // layout's order (parameters, or gradients for export). Import fills every tensor or fails
-  // naming the tensor at fault and the file, at fault of `init` (a missing tensor, a shape the
-  // model does not have).
-  virtual Status import_weights(const std::string& path, float* values) const = 0;
-  virtual Status export_weights(const std::string& path, const float* values) const = 0;
+  // Weights in and out (--init, --export, --export-grads) under the model's names, block by
+  // block (WeightReader, WeightWriter); errors at fault of `init` or `export`.
+  virtual Result<std::unique_ptr<WeightReader>> open_weights(const std::string& path) const = 0;
+  virtual Result<std::unique_ptr<WeightWriter>> create_weights(const std::string& path) const = 0;
+  // The same for a whole model in memory: `values` holds layout().total_numel floats in the
+  // layout's order (parameters, or gradients for export). Import logs the reader's summary.
+  Status import_weights(const std::string& path, float* values) const;
+  Status export_weights(const std::string& path, const float* values) const;
   // The Hugging Face config.json of this model (--export-dir), which --init reads back.
   virtual nlohmann::json hf_config() const = 0;
 

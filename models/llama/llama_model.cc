@@ -46,12 +46,12 @@ LlamaModel::LlamaModel(const LlamaConfig& c) : layout_(MakeLlamaLayout(c)) {
             .description = c.to_string()};
 }
 
-Status LlamaModel::import_weights(const std::string& path, float* values) const {
-  return ImportLlamaWeights(path, layout_, values);
+Result<std::unique_ptr<WeightReader>> LlamaModel::open_weights(const std::string& path) const {
+  return OpenLlamaWeights(path, layout_);
 }
 
-Status LlamaModel::export_weights(const std::string& path, const float* values) const {
-  return ExportLlamaWeights(path, layout_, values);
+Result<std::unique_ptr<WeightWriter>> LlamaModel::create_weights(const std::string& path) const {
+  return CreateLlamaWeights(path, layout_);
 }
 
 nlohmann::json LlamaModel::hf_config() const {

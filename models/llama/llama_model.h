@@ -19,8 +19,8 @@ class LlamaModel final : public Model {
   bool head_ties_embedding() const override { return layout_.config.tie_embeddings; }
 
   // llama_weights.h's: Hugging Face names, from a file or a model directory.
-  Status import_weights(const std::string& path, float* values) const override;
-  Status export_weights(const std::string& path, const float* values) const override;
+  Result<std::unique_ptr<WeightReader>> open_weights(const std::string& path) const override;
+  Result<std::unique_ptr<WeightWriter>> create_weights(const std::string& path) const override;
   // LlamaForCausalLM's keys, as LlamaConfigFromHf reads them.
   nlohmann::json hf_config() const override;
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -186,6 +187,34 @@ TEST_F(SafetensorsTest, OverwritesAtomically) {
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->tensors.count("y"), 1u);
   EXPECT_EQ(Listing(), std::vector<std::string>{"w.safetensors"});
+}
+
+// SafetensorsWriter (weights never whole in memory): tensors in any order give WriteSafetensors'
+// bytes; nothing appears before commit(), and a writer dropped before it leaves the old file and
+// no temporary behind.
+TEST_F(SafetensorsTest, WriterTakesTensorsInAnyOrderAndAppearsOnCommit) {
+  Model m;
+  const std::map<std::string, std::string> meta = {{"n_layer", "2"}};
+  ASSERT_TRUE(WriteSafetensors(Path("whole.safetensors"), m.Views(), meta).ok());
+  std::vector<TensorView> views = m.Views();
+  Result<SafetensorsWriter> w = SafetensorsWriter::Create(Path("w.safetensors"), views, meta);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  std::reverse(views.begin(), views.end());
+  for (const TensorView& t : views) ASSERT_TRUE(w->write(t.name, t.data).ok()) << t.name;
+  EXPECT_FALSE(fs::exists(Path("w.safetensors")));
+  ASSERT_TRUE(w->commit().ok());
+  EXPECT_EQ(ReadBytes(Path("w.safetensors")), ReadBytes(Path("whole.safetensors")));
+
+  const std::string before = ReadBytes(Path("w.safetensors"));
+  {
+    Result<SafetensorsWriter> dropped =
+        SafetensorsWriter::Create(Path("w.safetensors"), {{"x", {2}, nullptr}}, {});
+    ASSERT_TRUE(dropped.ok()) << dropped.status().to_string();
+    const float two[2] = {1.0f, 2.0f};
+    ASSERT_TRUE(dropped->write("x", two).ok());
+  }
+  EXPECT_EQ(ReadBytes(Path("w.safetensors")), before);
+  EXPECT_EQ(Listing(), (std::vector<std::string>{"w.safetensors", "whole.safetensors"}));
 }
 
 TEST_F(SafetensorsTest, RejectsBadInput) {

@@ -68,6 +68,30 @@ TEST(BenchOffload, SmallShapesPrintEveryField) {
   }
 }
 
+// --runs 5 alone, in a LLaMA shape (issue 33): only run 5's fields, the model a LLaMA, the paged
+// run's losses the in-memory run's.
+TEST(BenchOffload, RunFiveAloneInALlamaShape) {
+  ScratchDir scratch("bench_offload_llama");
+  const std::string& dir = scratch.path();
+  RunResult r = RunStrata(
+      {"bench", "offload",       "--json", "--nvme-dir",        dir,     "--threads",
+       "1",     "--runs",        "5",      "--amp-arch",        "llama", "--amp-layers",
+       "4",     "--amp-embd",    "32",     "--amp-heads",       "2",     "--amp-kv-heads",
+       "1",     "--amp-batch",   "2",      "--amp-micro-batch", "1",     "--amp-seq",
+       "16",    "--amp-gpu-mem", "512K",   "--amp-host-mem",    "512K",  "--amp-warmup-steps",
+       "1",     "--amp-steps",   "1",      "--amp-rounds",      "1",     "--page-size",
+       "64K",   "--no-fio"},
+      dir);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.value("amp_arch", ""), "llama") << r.out;
+  EXPECT_NE(j.value("amp_model", "").find("n_kv_head=1"), std::string::npos) << r.out;
+  EXPECT_TRUE(j.value("scale_vs_memory_losses_equal", false)) << r.out;
+  EXPECT_GT(j.value("nvme_read_amplification", 0.0), 0.0) << r.out;
+  EXPECT_FALSE(j.contains("overlap_step_s")) << "run 1 did not run: " << r.out;
+  EXPECT_FALSE(j.contains("offload_cost_ratio")) << "run 2 did not run: " << r.out;
+}
+
 TEST(BenchOffload, BadFlagIsUsageError) {
   ScratchDir scratch("bench_offload_bad");
   const std::string dir = scratch.path();
@@ -89,6 +113,15 @@ TEST(BenchOffload, BadFlagIsUsageError) {
   r = RunStrata({"bench", "offload", "--cost-rounds", "0", "--no-fio"}, dir);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--cost-rounds"), std::string::npos) << r.err;
+  r = RunStrata({"bench", "offload", "--runs", "4", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--runs"), std::string::npos) << r.err;
+  r = RunStrata({"bench", "offload", "--runs", "6", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--runs"), std::string::npos) << r.err;
+  r = RunStrata({"bench", "offload", "--amp-arch", "mamba", "--no-fio"}, dir);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--amp-arch"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -254,6 +254,14 @@ TEST_P(TrainExportDir, WritesADirectoryInitReadsBackBitForBit) {
   ASSERT_EQ(back.exit_code, 0) << back.err;
   EXPECT_TRUE(ReadWholeFile(out + "/model.safetensors") ==
               ReadWholeFile(dir + "/back.safetensors"));
+  // The paged engine reads it block by block into its pages and writes it back the same way.
+  const RunResult paged = RunStrata({"train", "--init", out, "--steps", "0", "--engine", "paged",
+                                     "--page-size", "8K", "--export", dir + "/paged.safetensors"},
+                                    dir);
+  ASSERT_EQ(paged.exit_code, 0) << paged.err;
+  EXPECT_NE(paged.err.find("--init: loaded"), std::string::npos) << paged.err;
+  EXPECT_TRUE(ReadWholeFile(out + "/model.safetensors") ==
+              ReadWholeFile(dir + "/paged.safetensors"));
   const RunResult both = RunStrata({"train", "--model", GetParam(), "--steps", "1", "--export",
                                     dir + "/x.safetensors", "--export-dir", dir + "/y"}, dir);
   ExpectOneClearLine(both, {"--export", "--export-dir"});

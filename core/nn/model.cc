@@ -1,0 +1,26 @@
+#include "core/nn/model.h"
+
+#include "core/util/log.h"
+
+namespace strata {
+
+Status Model::import_weights(const std::string& path, float* values) const {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<WeightReader> reader, open_weights(path));
+  const ModelLayout& l = layout();
+  for (int b = 0; b < l.num_blocks(); ++b) {
+    STRATA_RETURN_IF_ERROR(reader->read_block(b, values + l.block_offset[b]));
+  }
+  Logger("train")->info("{}", reader->summary());
+  return Status::Ok();
+}
+
+Status Model::export_weights(const std::string& path, const float* values) const {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<WeightWriter> writer, create_weights(path));
+  const ModelLayout& l = layout();
+  for (int b = 0; b < l.num_blocks(); ++b) {
+    STRATA_RETURN_IF_ERROR(writer->write_block(b, values + l.block_offset[b]));
+  }
+  return writer->commit();
+}
+
+}  // namespace strata
