@@ -2,9 +2,23 @@
 
 #include <cstring>
 
+#include "core/util/check.h"
 #include "core/util/rng.h"
 
 namespace strata {
+
+void SetTensorParallel(BlockSpec& block, TpRule rule, int dim, int parts, int64_t unit) {
+  STRATA_CHECK(!block.tensors.empty() && parts >= 1 && unit >= 1);
+  TensorSpec& t = block.tensors.back();
+  STRATA_CHECK(dim >= 0 && dim < int(t.shape.size()) && t.shape[dim] % (parts * unit) == 0)
+      << t.name << ": dimension " << dim << " of " << ShapeString(t.shape) << " in " << parts
+      << " parts of units of " << unit;
+  t.tp = rule;
+  t.tp_dim = dim;
+  t.tp_parts = parts;
+  t.tp_unit = unit;
+}
+
 void AppendTensor(BlockSpec& b, std::string name, std::vector<int64_t> shape, InitKind init,
                   float init_std) {
   TensorSpec t;

@@ -40,6 +40,14 @@ enum class BlockKind { kEmbedding, kTransformer, kHead };
 
 enum class InitKind { kNormal, kZeros, kOnes };
 
+// Tensor parallelism (Megatron-LM; Note [Tensor-parallel slices] in core/nn/tp_layout.h): how
+// tensor-parallel rank t of T holds the tensor, and so where the all-reduces go.
+// - kReplicated: whole on every rank (norms, positions, a row-parallel linear's bias);
+// - kColumn: a linear's output features, cut in T (its output is the rank's part of the whole);
+// - kRow: a linear's input features, cut in T (its output is a partial sum, all-reduced);
+// - kVocab: the vocabulary's rows, padded to a multiple of kTpVocabPadding and cut in T.
+enum class TpRule { kReplicated, kColumn, kRow, kVocab };
+
 struct TensorSpec {
   std::string name;            // full Hugging Face name, e.g. "transformer.h.0.attn.c_attn.weight"
   std::vector<int64_t> shape;
@@ -48,6 +56,10 @@ struct TensorSpec {
   bool decay = false;          // weight decay applies (tensors with 2 or more dims)
   InitKind init = InitKind::kZeros;
   float init_std = 0.0f;       // for kNormal
+  TpRule tp = TpRule::kReplicated;
+  int tp_dim = 0;       // the dimension a slice cuts: where the features lie in the stored shape
+  int tp_parts = 1;     // a fused tensor's parts, each cut alike (GPT-2's c_attn: q, k and v)
+  int64_t tp_unit = 1;  // a part is cut in whole units of this many (an attention head's width)
 };
 
 struct BlockSpec {
@@ -64,6 +76,10 @@ std::string ShapeString(const std::vector<int64_t>& shape);
 // Appends a tensor at the block's end (aligned), weight decay on tensors of 2 or more dims.
 void AppendTensor(BlockSpec& block, std::string name, std::vector<int64_t> shape, InitKind init,
                   float init_std = 0.0f);
+
+// The tensor appended last is cut for tensor parallelism by `rule` along `dim` of its shape, in
+// `parts` equal parts cut alike, each in whole units of `unit` (a head's width).
+void SetTensorParallel(BlockSpec& block, TpRule rule, int dim, int parts = 1, int64_t unit = 1);
 
 // Lays the block's tensors out again from their shapes (numel, offsets, the block's numel):
 // after a description changed shapes, e.g. a tensor-parallel rank's slice (tp_layout.h).

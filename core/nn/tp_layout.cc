@@ -1,75 +1,51 @@
 #include "core/nn/tp_layout.h"
 
+#include <string>
+#include <vector>
+
 #include "core/util/check.h"
 
 namespace strata {
 namespace {
 
-enum class SliceKind { kReplicated, kColumns, kQkvColumns, kRows };
-
-SliceKind KindOf(const BlockSpec& b, int tensor) {
-  switch (b.kind) {
-    case BlockKind::kEmbedding:
-      return tensor == kWte ? SliceKind::kRows : SliceKind::kReplicated;
-    case BlockKind::kHead:
-      return SliceKind::kReplicated;
-    case BlockKind::kTransformer:
-      break;
-  }
-  switch (tensor) {
-    case kQkvW:
-    case kQkvB:
-      return SliceKind::kQkvColumns;
-    case kFcW:
-    case kFcB:
-      return SliceKind::kColumns;
-    case kAttProjW:
-    case kFcProjW:
-      return SliceKind::kRows;
-    default:
-      return SliceKind::kReplicated;
-  }
+int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i) n *= shape[i];
+  return n;
 }
 
-// A tensor as rows x columns (a vector is one row).
-int64_t Rows(const TensorSpec& t) { return t.shape.size() == 2 ? t.shape[0] : 1; }
-int64_t Cols(const TensorSpec& t) { return t.shape.back(); }
-
-// The full tensor's flat index of the local tensor's element (i, j) on rank `rank`, or -1 for a
-// padding row (the padded vocabulary's rows past the real one).
-int64_t FullIndex(SliceKind kind, const TensorSpec& full, const TensorSpec& local, int rank,
-                  int64_t i, int64_t j) {
-  int64_t row = i, col = j;
-  switch (kind) {
-    case SliceKind::kReplicated:
-      break;
-    case SliceKind::kColumns:
-      col = rank * Cols(local) + j;
-      break;
-    case SliceKind::kQkvColumns: {
-      const int64_t part = Cols(local) / 3, p = j / part;
-      col = p * (Cols(full) / 3) + rank * part + (j - p * part);
-      break;
-    }
-    case SliceKind::kRows:
-      row = rank * Rows(local) + i;
-      if (row >= Rows(full)) return -1;
-      break;
-  }
-  return row * Cols(full) + col;
+// The cut dimension's full extent as the slices see it: a vocabulary padded.
+int64_t CutExtent(const TensorSpec& t) {
+  const int64_t d = t.shape[size_t(t.tp_dim)];
+  return t.tp == TpRule::kVocab ? TpPaddedRows(d) : d;
 }
 
+// For each element of rank `rank`'s slice (`local`, SliceLayoutForTp's) of every tensor: its
+// index in the block `local` and in the whole block `full` (-1 for a padding row of a padded
+// vocabulary). The slice keeps, of each part of the cut dimension, the rank's T-th.
 template <typename Copy>
 void ForEachElement(const BlockSpec& full, const BlockSpec& local, int rank, const Copy& copy) {
   STRATA_CHECK_EQ(full.tensors.size(), local.tensors.size());
   for (size_t t = 0; t < full.tensors.size(); ++t) {
     const TensorSpec& f = full.tensors[t];
     const TensorSpec& l = local.tensors[t];
-    const SliceKind kind = KindOf(full, int(t));
-    for (int64_t i = 0; i < Rows(l); ++i) {
-      for (int64_t j = 0; j < Cols(l); ++j) {
-        const int64_t at = FullIndex(kind, f, l, rank, i, j);
-        copy(l.offset + i * Cols(l) + j, at < 0 ? -1 : f.offset + at);
+    if (f.tp == TpRule::kReplicated) {
+      for (int64_t e = 0; e < f.numel; ++e) copy(l.offset + e, f.offset + e);
+      continue;
+    }
+    const size_t dim = size_t(f.tp_dim);
+    const int64_t outer = Product(l.shape, 0, dim),
+                  inner = Product(l.shape, dim + 1, l.shape.size());
+    const int64_t d_local = l.shape[dim], d_full = f.shape[dim];
+    const int64_t part_local = d_local / f.tp_parts, part_full = CutExtent(f) / f.tp_parts;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < d_local; ++i) {
+        const int64_t p = i / part_local;
+        const int64_t fi = p * part_full + rank * part_local + (i - p * part_local);
+        for (int64_t n = 0; n < inner; ++n) {
+          const int64_t at = (o * d_local + i) * inner + n;
+          copy(l.offset + at, fi >= d_full ? -1 : f.offset + (o * d_full + fi) * inner + n);
+        }
       }
     }
   }
@@ -78,37 +54,45 @@ void ForEachElement(const BlockSpec& full, const BlockSpec& local, int rank, con
 }  // namespace
 
 bool TpReplicated(const BlockSpec& b, int tensor) {
-  return KindOf(b, tensor) == SliceKind::kReplicated;
+  return b.tensors[size_t(tensor)].tp == TpRule::kReplicated;
 }
 
-int64_t TpPaddedVocab(const GptConfig& c) {
-  return (c.vocab_size + kTpVocabPadding - 1) / kTpVocabPadding * kTpVocabPadding;
+int64_t TpPaddedRows(int64_t rows) {
+  return (rows + kTpVocabPadding - 1) / kTpVocabPadding * kTpVocabPadding;
 }
 
-GptLayout MakeTpLayout(const GptConfig& c, int tp) {
-  STRATA_CHECK(tp >= 1 && c.n_head % tp == 0 && TpPaddedVocab(c) % tp == 0);
-  GptLayout layout = MakeGptLayout(c);
+int64_t TpPaddedVocab(const GptConfig& c) { return TpPaddedRows(c.vocab_size); }
+
+std::string TpIndivisible(const ModelLayout& layout, int tp) {
+  for (const BlockSpec& b : layout.blocks) {
+    for (const TensorSpec& t : b.tensors) {
+      if (t.tp == TpRule::kReplicated) continue;
+      if (CutExtent(t) % (int64_t(t.tp_parts) * t.tp_unit * tp) != 0) return t.name;
+    }
+  }
+  return "";
+}
+
+void SliceLayoutForTp(ModelLayout& layout, int tp) {
+  STRATA_CHECK(tp >= 1);
+  const std::string bad = TpIndivisible(layout, tp);
+  STRATA_CHECK(bad.empty()) << "tp " << tp << " does not divide the cut of " << bad;
   layout.total_numel = 0;
   layout.block_offset.clear();
   for (BlockSpec& b : layout.blocks) {
-    for (size_t t = 0; t < b.tensors.size(); ++t) {
-      TensorSpec& ts = b.tensors[t];
-      switch (KindOf(b, int(t))) {
-        case SliceKind::kReplicated:
-          break;
-        case SliceKind::kColumns:
-        case SliceKind::kQkvColumns:
-          ts.shape.back() /= tp;
-          break;
-        case SliceKind::kRows:
-          ts.shape[0] = (b.kind == BlockKind::kEmbedding ? TpPaddedVocab(c) : ts.shape[0]) / tp;
-          break;
-      }
+    for (TensorSpec& t : b.tensors) {
+      if (t.tp != TpRule::kReplicated) t.shape[size_t(t.tp_dim)] = CutExtent(t) / tp;
     }
     RelayBlock(b);
     layout.block_offset.push_back(layout.total_numel);
     layout.total_numel += b.numel;
   }
+}
+
+GptLayout MakeTpLayout(const GptConfig& c, int tp) {
+  STRATA_CHECK(tp >= 1 && c.n_head % tp == 0 && TpPaddedVocab(c) % tp == 0);
+  GptLayout layout = MakeGptLayout(c);
+  SliceLayoutForTp(layout, tp);
   return layout;
 }
 

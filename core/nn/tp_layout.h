@@ -1,9 +1,11 @@
 // Tensor parallelism's layout (Megatron-LM; issue 15, docs/parallel.md "The grid"): the slice
-// of every tensor that tensor-parallel rank t of T holds, as a GptLayout of its own, so that a
-// rank's pages, slots and kernels see an ordinary layout of smaller tensors.
+// of every tensor that tensor-parallel rank t of T holds, as a layout of its own, so that a
+// rank's pages, slots and kernels see an ordinary layout of smaller tensors. The cuts are the
+// description's: each tensor's rule (TensorSpec::tp, core/nn/block_spec.h) says which dimension
+// of its stored shape is cut and in how many parts, so slicing knows no model.
 //
 // Note [Tensor-parallel slices]
-// In a transformer block (HF Conv1D weights, (in, out)):
+// GPT-2's rules (its Conv1D weights are (in, out)):
 // - attn.c_attn is column-parallel by heads: rank t holds, of each of q, k and v, the columns of
 //   heads [t*H/T, (t+1)*H/T), so its attention runs on H/T whole heads; the bias likewise;
 // - attn.c_proj is row-parallel: rank t holds rows [t*C/T, (t+1)*C/T), its output is a partial
@@ -15,29 +17,45 @@
 // kTpVocabPadding (as Megatron-LM pads it) and rank t holds rows [t*Vp/T, (t+1)*Vp/T) (padding
 // rows are zeros); wpe and the head's layernorm are replicated. Tensors keep their names and
 // order; only shapes change. T must divide the heads and the padded vocabulary.
+// LLaMA's (nn.Linear weights are (out, in), models/llama/llama_layout.cc): q, k, v, gate and up
+// are column-parallel (dimension 0; T must divide n_kv_head for k and v to hold whole heads), o
+// and down row-parallel (dimension 1), embed_tokens and lm_head vocab-parallel, the norms
+// replicated.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/nn/gpt_layout.h"
+#include "core/nn/model_layout.h"
 
 namespace strata {
 
 inline constexpr int64_t kTpVocabPadding = 128;
 
-// The vocabulary padded for tensor parallelism.
+// A vocabulary (a kVocab tensor's rows) padded for tensor parallelism.
+int64_t TpPaddedRows(int64_t rows);
 int64_t TpPaddedVocab(const GptConfig& c);
+
+// The first tensor of `layout` whose cut `tp` does not divide (its parts, a padded vocabulary),
+// by name; "" when tp divides every cut.
+std::string TpIndivisible(const ModelLayout& layout, int tp);
+
+// `layout` cut for one tensor-parallel rank of `tp` (every rank's is the same) by each tensor's
+// rule, laid out again; tp must divide every cut (TpIndivisible).
+void SliceLayoutForTp(ModelLayout& layout, int tp);
 
 // The layout of one tensor-parallel rank of `tp` (every rank's is the same). tp must divide the
 // heads and the padded vocabulary (the trainer refuses other grids first).
 GptLayout MakeTpLayout(const GptConfig& c, int tp);
 
-// Whether every tensor-parallel rank holds the whole of tensor `tensor` of block `b` (the
-// layernorms, the row-parallel biases, wpe): its gradient is then the same on every rank.
+// Whether every tensor-parallel rank holds the whole of tensor `tensor` of block `b` (its rule is
+// kReplicated: the norms, the row-parallel biases, wpe): its gradient is then the same on every
+// rank.
 bool TpReplicated(const BlockSpec& b, int tensor);
 
 // Copies rank `rank`'s slice of a block's whole parameters (layout `full`) into its own block
-// (layout `local`, MakeTpLayout's), and back: Unslice writes the rank's part of every tensor
+// (layout `local`, SliceLayoutForTp's), and back: Unslice writes the rank's part of every tensor
 // (replicated tensors whole) and leaves the rest of `full_params` as it was.
 void SliceBlockParams(const BlockSpec& full, const BlockSpec& local, int rank,
                       const float* full_params, float* local_params);

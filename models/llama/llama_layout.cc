@@ -19,6 +19,7 @@ LlamaLayout MakeLlamaLayout(const LlamaConfig& c) {
   emb.kind = BlockKind::kEmbedding;
   emb.name = "embedding";
   AppendTensor(emb, "model.embed_tokens.weight", {V, C}, normal, kLlamaInitStd);
+  SetTensorParallel(emb, TpRule::kVocab, 0);
   PackBlock(layout, std::move(emb));
 
   for (int l = 0; l < c.n_layer; ++l) {
@@ -28,14 +29,23 @@ LlamaLayout MakeLlamaLayout(const LlamaConfig& c) {
     b.name = "layers." + std::to_string(l);
     const std::string p = "model.layers." + std::to_string(l) + ".";
     AppendTensor(b, p + "input_layernorm.weight", {C}, ones);
+    // nn.Linear stores (out, in): a column-parallel cut is of dimension 0 (by heads for q, k
+    // and v: T must divide n_kv_head), a row-parallel one of dimension 1.
     AppendTensor(b, p + "self_attn.q_proj.weight", {C, C}, normal, kLlamaInitStd);
+    SetTensorParallel(b, TpRule::kColumn, 0, 1, c.head_dim());
     AppendTensor(b, p + "self_attn.k_proj.weight", {KV, C}, normal, kLlamaInitStd);
+    SetTensorParallel(b, TpRule::kColumn, 0, 1, c.head_dim());
     AppendTensor(b, p + "self_attn.v_proj.weight", {KV, C}, normal, kLlamaInitStd);
+    SetTensorParallel(b, TpRule::kColumn, 0, 1, c.head_dim());
     AppendTensor(b, p + "self_attn.o_proj.weight", {C, C}, normal, kLlamaInitStd);
+    SetTensorParallel(b, TpRule::kRow, 1);
     AppendTensor(b, p + "post_attention_layernorm.weight", {C}, ones);
     AppendTensor(b, p + "mlp.gate_proj.weight", {F, C}, normal, kLlamaInitStd);
+    SetTensorParallel(b, TpRule::kColumn, 0);
     AppendTensor(b, p + "mlp.up_proj.weight", {F, C}, normal, kLlamaInitStd);
+    SetTensorParallel(b, TpRule::kColumn, 0);
     AppendTensor(b, p + "mlp.down_proj.weight", {C, F}, normal, kLlamaInitStd);
+    SetTensorParallel(b, TpRule::kRow, 1);
     PackBlock(layout, std::move(b));
   }
 
@@ -43,7 +53,10 @@ LlamaLayout MakeLlamaLayout(const LlamaConfig& c) {
   head.kind = BlockKind::kHead;
   head.name = "head";
   AppendTensor(head, "model.norm.weight", {C}, ones);
-  if (!c.tie_embeddings) AppendTensor(head, "lm_head.weight", {V, C}, normal, kLlamaInitStd);
+  if (!c.tie_embeddings) {
+    AppendTensor(head, "lm_head.weight", {V, C}, normal, kLlamaInitStd);
+    SetTensorParallel(head, TpRule::kVocab, 0);
+  }
   PackBlock(layout, std::move(head));
 
   return layout;

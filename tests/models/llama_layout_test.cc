@@ -12,6 +12,7 @@
 
 #include "core/io/hf_checkpoint.h"
 #include "core/io/safetensors.h"
+#include "core/nn/tp_layout.h"
 #include "tests/common/scratch_dir.h"
 
 namespace strata::models {
@@ -60,6 +61,60 @@ TEST(LlamaLayout, HuggingFacesInitialisation) {
   const int64_t n = b.tensors[kQProj].numel;
   for (int64_t i = 0; i < n; ++i) sq += double(t.q[i]) * t.q[i];
   EXPECT_NEAR(std::sqrt(sq / double(n)), 0.02, 0.001);
+}
+
+// Each tensor's tensor-parallel rule (Note [Tensor-parallel slices] in core/nn/tp_layout.h):
+// column-parallel q, k, v, gate and up by rows of whole heads, row-parallel o and down by
+// columns, vocab-parallel embedding and head (padded), replicated norms; the ranks' slices put
+// back together are the whole block, and T must divide n_kv_head.
+TEST(LlamaLayout, TensorParallelRulesCutWholeHeadsAndPutBackTheWholeBlock) {
+  LlamaConfig c = *LlamaPreset("llama-tiny");
+  c.vocab_size = 300;  // padded to 384: the last rank's rows are partly padding
+  const LlamaLayout full = MakeLlamaLayout(c);
+  const int64_t C = c.n_embd, KV = int64_t(c.n_kv_head) * c.head_dim(), F = c.ffn_dim;
+  for (int tp : {1, 2}) {
+    ASSERT_EQ(c.n_kv_head % tp, 0);
+    ModelLayout local = full;
+    ASSERT_EQ(TpIndivisible(local, tp), "");
+    SliceLayoutForTp(local, tp);
+    const BlockSpec& l0 = local.blocks[1];
+    EXPECT_EQ(local.embedding().tensors[0].shape, (std::vector<int64_t>{384 / tp, C}));
+    EXPECT_EQ(l0.tensors[kQProj].shape, (std::vector<int64_t>{C / tp, C}));
+    EXPECT_EQ(l0.tensors[kKProj].shape, (std::vector<int64_t>{KV / tp, C}));
+    EXPECT_EQ(l0.tensors[kOProj].shape, (std::vector<int64_t>{C, C / tp}));
+    EXPECT_EQ(l0.tensors[kGateProj].shape, (std::vector<int64_t>{F / tp, C}));
+    EXPECT_EQ(l0.tensors[kDownProj].shape, (std::vector<int64_t>{C, F / tp}));
+    EXPECT_EQ(l0.tensors[kInputNorm].shape, (std::vector<int64_t>{C}));
+    EXPECT_TRUE(TpReplicated(l0, kPostNorm));
+    EXPECT_FALSE(TpReplicated(l0, kVProj));
+    for (int b = 0; b < full.num_blocks(); ++b) {
+      std::vector<float> whole(size_t(full.blocks[b].numel));
+      for (size_t i = 0; i < whole.size(); ++i) whole[i] = float(i % 1000) + 0.5f;
+      std::vector<float> back(whole.size(), 0.0f);
+      for (int r = 0; r < tp; ++r) {
+        std::vector<float> mine(size_t(local.blocks[b].numel), -1.0f);
+        SliceBlockParams(full.blocks[b], local.blocks[b], r, whole.data(), mine.data());
+        UnsliceBlockParams(full.blocks[b], local.blocks[b], r, mine.data(), back.data());
+      }
+      EXPECT_EQ(whole, back) << "tp " << tp << ", block " << b;
+    }
+  }
+  // Rank 1 of 2 holds the second half of q's heads: row C/2 of q_proj is its first row.
+  ModelLayout two = full;
+  SliceLayoutForTp(two, 2);
+  std::vector<float> whole(size_t(full.blocks[1].numel));
+  for (size_t i = 0; i < whole.size(); ++i) whole[i] = float(i);
+  std::vector<float> mine(size_t(two.blocks[1].numel));
+  SliceBlockParams(full.blocks[1], two.blocks[1], 1, whole.data(), mine.data());
+  EXPECT_EQ(mine[size_t(two.blocks[1].tensors[kQProj].offset)],
+            whole[size_t(full.blocks[1].tensors[kQProj].offset + (C / 2) * C)]);
+  // o_proj's columns: rank 1's (0, 0) is the whole's (0, C/2).
+  EXPECT_EQ(mine[size_t(two.blocks[1].tensors[kOProj].offset)],
+            whole[size_t(full.blocks[1].tensors[kOProj].offset + C / 2)]);
+  // A tp that does not divide the kv heads is named.
+  LlamaConfig one_kv = c;
+  one_kv.n_kv_head = 1;
+  EXPECT_EQ(TpIndivisible(MakeLlamaLayout(one_kv), 2), "model.layers.0.self_attn.k_proj.weight");
 }
 
 TEST(LlamaLayout, ACheckpointUnderItsNamesReadsBackAsAHuggingFaceDirectory) {

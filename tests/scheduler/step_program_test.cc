@@ -111,6 +111,31 @@ TEST(StepProgram, LayerMajorRunsEveryMicroBatchThroughABlock) {
                         "embed_bwd 0 mb1"}));
 }
 
+// An untied head (a LLaMA without --tie-embeddings) reads nothing of block 0: its ops use only
+// its own slots, and the first embedding backward starts the embedding's gradient; the
+// lifetimes hold in both orders.
+TEST(StepProgram, AnUntiedHeadUsesNoSlotOfTheEmbedding) {
+  for (MicroBatchOrder order : {MicroBatchOrder::kMicroBatchMajor, MicroBatchOrder::kLayerMajor}) {
+    const StepProgram p = BuildStepProgram(2, 3, true, order, /*tied_head=*/false);
+    const std::string tag = MicroBatchOrderName(order);
+    EXPECT_FALSE(p.tied_head);
+    ExpectGradientLifetimes(p, tag);
+    for (const Op& op : p.ops) {
+      if (op.kind != OpKind::kHeadFwd && op.kind != OpKind::kHeadBwd) continue;
+      for (const SlotUse& u : op.uses) EXPECT_EQ(u.block, 3) << tag << " " << op.label();
+    }
+    const auto first_embed_bwd = std::find_if(p.ops.begin(), p.ops.end(), [](const Op& op) {
+      return op.kind == OpKind::kEmbedBwd;
+    });
+    ASSERT_NE(first_embed_bwd, p.ops.end());
+    EXPECT_EQ(first_embed_bwd->grads_started, std::vector<int>{0}) << tag;
+  }
+  // Tied (the default), the head's ops read and write block 0's slots.
+  const StepProgram tied = BuildStepProgram(2, 3, true);
+  EXPECT_TRUE(tied.tied_head);
+  ExpectTiedGradientOrder(tied, "tied");
+}
+
 TEST(StepProgram, NextUseIsCyclic) {
   StepProgram p = BuildStepProgram(2, 1, true);
   // ops: embed_fwd(0) fwd1 fwd2 head_fwd head_bwd bwd2 bwd1 embed_bwd
