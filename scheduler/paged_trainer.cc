@@ -126,13 +126,12 @@ Status PagedTrainer::check_fits_machine() const {
   }
   need.host_bytes = plan_.host_bytes;
   // --init and --export go block by block (paged_trainer_state.cc): a whole block and this
-  // rank's slice of it. GPT-2's --init file is read whole (core/nn/gpt_weights.h).
+  // rank's slice of it.
   int64_t largest = 0;
   for (const BlockSpec& b : full_layout_.blocks) largest = std::max(largest, b.numel);
   const uint64_t block_bytes = uint64_t(largest) * 4 * 2;
-  if (!o_.model.init_path.empty()) {
-    need.staging_bytes = block_bytes + (has_gpt_ ? 2 * uint64_t(full_layout_.total_numel) * 4 : 0);
-  } else if (!o_.outputs.export_path.empty() || !o_.outputs.export_grads_path.empty()) {
+  if (!o_.model.init_path.empty() || !o_.outputs.export_path.empty() ||
+      !o_.outputs.export_grads_path.empty()) {
     need.staging_bytes = block_bytes;
   }
   return strata::CheckFitsMachine(

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/io/safetensors.h"
+#include "core/io/safetensors_reader.h"
 #include "core/nn/layout_weights.h"
 #include "core/util/log.h"
 #include "core/util/option.h"
@@ -24,16 +25,20 @@ std::string WeightsFile(const std::string& path) {
   return std::filesystem::is_directory(path, ec) ? path + "/model.safetensors" : path;
 }
 
-// The file's tensor for a layout name: "transformer.x" or its unprefixed form "x".
-const SafetensorsTensor* Find(const SafetensorsFile& f, const std::string& name) {
-  auto it = f.tensors.find(name);
-  if (it != f.tensors.end()) return &it->second;
+// The file's tensor for a layout name: "transformer.x" or its unprefixed form "x". Only the
+// header is read (SafetensorsReader): the tensors are read one at a time, never the whole file.
+const SafetensorsEntry* Find(const SafetensorsReader& f, const std::string& name) {
+  if (const SafetensorsEntry* e = f.find(name)) return e;
   const std::string prefix = "transformer.";
-  if (name.rfind(prefix, 0) == 0) {
-    it = f.tensors.find(name.substr(prefix.size()));
-    if (it != f.tensors.end()) return &it->second;
-  }
+  if (name.rfind(prefix, 0) == 0) return f.find(name.substr(prefix.size()));
   return nullptr;
+}
+
+// The file behind `given` (a file, or a Hugging Face directory's weights), its header read.
+Result<SafetensorsReader> OpenWeights(const std::string& given) {
+  Result<SafetensorsReader> f = SafetensorsReader::Open(WeightsFile(given));
+  if (!f.ok()) return AtFault(Option::kInit, f.status().with_context(Mention(Option::kInit)));
+  return f;
 }
 
 Result<int> ParseMetaInt(const std::string& path, const std::string& key, const std::string& v) {
@@ -58,13 +63,13 @@ bool Ignored(const std::string& name) {
 // The shape `c` (from __metadata__ or inferred) must not ask for more than the file holds: what
 // is sized from it (the layout, the trainer's state) can then never exceed what the file's own
 // tensors justify, whatever the metadata says.
-Status CheckShapeAgainstTensors(const std::string& path, const SafetensorsFile& f,
+Status CheckShapeAgainstTensors(const std::string& path, const SafetensorsReader& f,
                                 const GptConfig& c) {
   uint64_t tensors = 0, numel = 0;
-  for (const auto& [name, t] : f.tensors) {
-    if (Ignored(name)) continue;
+  for (const SafetensorsEntry& e : f.header().entries) {
+    if (Ignored(e.name)) continue;
     ++tensors;
-    numel += t.data.size();
+    numel += e.numel;
   }
   const uint64_t want_tensors = 4 + 12 * uint64_t(c.n_layer);
   const uint64_t want_numel = uint64_t(c.num_params());
@@ -107,15 +112,13 @@ Status ExportGptSafetensors(const std::string& path, const GptLayout& layout, co
 
 Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& given) {
   const std::string path = WeightsFile(given);
-  auto file = ReadSafetensors(path);
-  if (!file.ok()) return AtFault(Option::kInit, file.status().with_context(Mention(Option::kInit)));
-  const SafetensorsFile& f = *file;
+  STRATA_ASSIGN_OR_RETURN(const SafetensorsReader f, OpenWeights(given));
   GptConfig c;
   int* fields[] = {&c.n_layer, &c.n_head, &c.n_embd, &c.vocab_size, &c.block_size};
   bool all_meta = true;
   for (int i = 0; i < 5; ++i) {
-    auto it = f.metadata.find(kMetaKeys[i]);
-    if (it == f.metadata.end()) {
+    auto it = f.header().metadata.find(kMetaKeys[i]);
+    if (it == f.header().metadata.end()) {
       all_meta = false;
       break;
     }
@@ -123,8 +126,8 @@ Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& given) {
   }
   if (!all_meta) {
     // A Hugging Face file: infer the shape from the tensors.
-    const SafetensorsTensor* wte = Find(f, "transformer.wte.weight");
-    const SafetensorsTensor* wpe = Find(f, "transformer.wpe.weight");
+    const SafetensorsEntry* wte = Find(f, "transformer.wte.weight");
+    const SafetensorsEntry* wpe = Find(f, "transformer.wpe.weight");
     if (!wte || !wpe || wte->shape.size() != 2 || wpe->shape.size() != 2) {
       return AtFault(Option::kInit,
                      Status::Corruption(Mention(Option::kInit) + " " + path +
@@ -152,52 +155,60 @@ Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& given) {
   return c;
 }
 
-Status ImportGptSafetensors(const std::string& given, const GptLayout& layout, float* values) {
-  const std::string path = WeightsFile(given);
-  auto file = ReadSafetensors(path);
-  if (!file.ok()) return AtFault(Option::kInit, file.status().with_context(Mention(Option::kInit)));
-  for (size_t b = 0; b < layout.blocks.size(); ++b) {
-    std::memset(values + layout.block_offset[b], 0, sizeof(float) * layout.blocks[b].numel);
-    for (const auto& t : layout.blocks[b].tensors) {
-      const SafetensorsTensor* src = Find(*file, t.name);
-      if (!src) {
-        return AtFault(Option::kInit,
-                       Status::Corruption(Mention(Option::kInit) + " " + path + ": tensor " +
-                                          t.name + " " + ShapeString(t.shape) +
-                                          " is missing; the file holds another "
-                                          "model or was not written for GPT-2"));
-      }
-      if (src->shape != t.shape) {
-        // The file is what the user asked for; the model's shape is what to change.
-        return AtFault(
-            Option::kModel,
-            Status::InvalidArgument(
-                Mention(Option::kInit) + " " + path + ": tensor " + t.name + " has shape " +
-                ShapeString(src->shape) + " but the model needs " + ShapeString(t.shape) +
-                "; drop " + Mention(Option::kModel) + " and the shape flags (" +
-                Mention(Option::kNLayer) + ", " + Mention(Option::kNHead) + ", " +
-                Mention(Option::kNEmbd) + ", " + Mention(Option::kVocab) + ", " +
-                Mention(Option::kBlockSize) + ") to take the file's shape"),
-            {{"values", int64_t(src->data.size())}, {"need_values", int64_t(t.numel)}});
-      }
-      std::memcpy(values + layout.block_offset[b] + t.offset, src->data.data(),
-                  sizeof(float) * t.numel);
+namespace {
+
+// Block `b`'s tensors from `f` into `values` (the block's floats, padding zeroed).
+Status ReadGptBlock(const SafetensorsReader& f, const std::string& path, const GptLayout& layout,
+                    int b, float* values) {
+  std::memset(values, 0, sizeof(float) * size_t(layout.blocks[b].numel));
+  for (const auto& t : layout.blocks[b].tensors) {
+    const SafetensorsEntry* src = Find(f, t.name);
+    if (!src) {
+      return AtFault(Option::kInit,
+                     Status::Corruption(Mention(Option::kInit) + " " + path + ": tensor " + t.name +
+                                        " " + ShapeString(t.shape) +
+                                        " is missing; the file holds another "
+                                        "model or was not written for GPT-2"));
     }
+    if (src->shape != t.shape) {
+      // The file is what the user asked for; the model's shape is what to change.
+      return AtFault(
+          Option::kModel,
+          Status::InvalidArgument(Mention(Option::kInit) + " " + path + ": tensor " + t.name +
+                                  " has shape " + ShapeString(src->shape) +
+                                  " but the model needs " + ShapeString(t.shape) + "; drop " +
+                                  Mention(Option::kModel) + " and the shape flags (" +
+                                  Mention(Option::kNLayer) + ", " + Mention(Option::kNHead) + ", " +
+                                  Mention(Option::kNEmbd) + ", " + Mention(Option::kVocab) + ", " +
+                                  Mention(Option::kBlockSize) + ") to take the file's shape"),
+          {{"values", int64_t(src->numel)}, {"need_values", int64_t(t.numel)}});
+    }
+    Status read = f.read(*src, 0, src->numel, values + t.offset);
+    if (!read.ok()) return AtFault(Option::kInit, read.with_context(Mention(Option::kInit)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ImportGptSafetensors(const std::string& given, const GptLayout& layout, float* values) {
+  STRATA_ASSIGN_OR_RETURN(const SafetensorsReader f, OpenWeights(given));
+  for (int b = 0; b < layout.num_blocks(); ++b) {
+    STRATA_RETURN_IF_ERROR(
+        ReadGptBlock(f, WeightsFile(given), layout, b, values + layout.block_offset[b]));
   }
   return Status::Ok();
 }
 
 namespace {
 
-// GPT-2's files are read whole (ReadSafetensors), the largest, gpt2-xl's, 6.2 GB: the reader
-// holds the model's values and hands them out block by block.
+// Tensor by tensor from the file, as the blocks are asked for.
 class GptWeightReader final : public WeightReader {
  public:
-  GptWeightReader(const GptLayout& layout, std::vector<float> values, std::string path)
-      : layout_(layout), values_(std::move(values)), path_(std::move(path)) {}
+  GptWeightReader(const GptLayout& layout, SafetensorsReader file, std::string path)
+      : layout_(layout), file_(std::move(file)), path_(std::move(path)) {}
   Status read_block(int block, float* values) override {
-    std::memcpy(values, values_.data() + layout_.block_offset[block],
-                sizeof(float) * size_t(layout_.blocks[block].numel));
+    STRATA_RETURN_IF_ERROR(ReadGptBlock(file_, path_, layout_, block, values));
     tensors_ += int64_t(layout_.blocks[block].tensors.size());
     return Status::Ok();
   }
@@ -209,7 +220,7 @@ class GptWeightReader final : public WeightReader {
 
  private:
   const GptLayout& layout_;
-  std::vector<float> values_;
+  SafetensorsReader file_;
   std::string path_;
   int64_t tensors_ = 0;
 };
@@ -218,10 +229,9 @@ class GptWeightReader final : public WeightReader {
 
 Result<std::unique_ptr<WeightReader>> OpenGptWeights(const std::string& path,
                                                      const GptLayout& layout) {
-  std::vector<float> values(size_t(layout.total_numel));
-  STRATA_RETURN_IF_ERROR(ImportGptSafetensors(path, layout, values.data()));
+  STRATA_ASSIGN_OR_RETURN(SafetensorsReader f, OpenWeights(path));
   return std::unique_ptr<WeightReader>(
-      std::make_unique<GptWeightReader>(layout, std::move(values), WeightsFile(path)));
+      std::make_unique<GptWeightReader>(layout, std::move(f), WeightsFile(path)));
 }
 
 }  // namespace strata

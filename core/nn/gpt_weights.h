@@ -33,8 +33,8 @@ Result<GptConfig> ReadGptConfigFromSafetensors(const std::string& path);
 // Fills `values` (layout.total_numel floats) from the file. Every tensor of the layout must be
 // present with its exact shape; the error names the tensor, its expected and found shapes.
 Status ImportGptSafetensors(const std::string& path, const GptLayout& layout, float* values);
-// The same as a WeightReader: the file is read whole at open (GPT-2's largest, gpt2-xl's, is
-// 6.2 GB) and handed out block by block; `layout` must outlive the reader.
+// The same as a WeightReader: the header is read at open, each block's tensors when it is asked
+// for (never the whole file); `layout` must outlive the reader.
 Result<std::unique_ptr<WeightReader>> OpenGptWeights(const std::string& path,
                                                      const GptLayout& layout);
 
