@@ -1,8 +1,7 @@
 // BlockOps: the model-specific half of a step — what each compute op of the step program does
 // with the device slots it was given. The Engine (the driver) knows blocks, slots and pages but
 // no model; an implementation knows the model's kernels and owns its device buffers (the step's
-// inputs, activations, scratch). ModelOps (model_ops.h) is the GPT; tensor-parallel blocks can
-// implement the same interface.
+// inputs, activations, scratch). ModelOps (model_ops.h) runs any model behind core/nn/model.h.
 //
 // Threads: Run on the compute stream's thread, in program order; the accessors from the driver
 // after the step's compute has completed.
