@@ -1,8 +1,6 @@
 #include "scheduler/activations.h"
 
-#include "core/nn/gpt_blocks.h"
 #include "core/util/check.h"
-#include "scheduler/model_registry.h"
 
 namespace strata::scheduler {
 namespace {
@@ -11,41 +9,19 @@ int64_t Aligned(int64_t floats) {
   return (floats + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
 }
 
-// Tensor parallelism slices GPT-2 alone so far (docs/models.md, "The rest of the cut"): its
-// pieces at a tp rank's widths come from its block parts.
-const GptConfig& TensorParallelConfig(const Model& model, int tp) {
-  const GptConfig* c = GptConfigOf(model);
-  STRATA_CHECK(c != nullptr) << "tensor parallelism (tp " << tp << ") over " << model.shape().arch
-                             << ", which it does not slice";
-  return *c;
-}
-
 }  // namespace
 
-ActivationSizes StepActivationSizes(const Model& model, int B, int T, int tp) {
-  ActivationSizes s;
-  s.residual = ResidualFloats(model.shape(), B, T);
-  if (tp <= 1) {
-    s.block = model.layer_acts_floats(B, T);
-    s.head = model.head_acts_floats(B, T);
-    s.scratch = model.scratch_floats(B, T);
-    return s;
-  }
-  const GptConfig& c = TensorParallelConfig(model, tp);
-  s.block = TransformerActsFloats(c, B, T, tp);
-  s.head = HeadActsFloats(c, B, T, tp);
-  s.scratch = BackwardScratchFloats(c, B, T, tp);
-  return s;
+ActivationSizes StepActivationSizes(const Model& model, int B, int T) {
+  return {.residual = ResidualFloats(model.shape(), B, T),
+          .block = model.layer_acts_floats(B, T),
+          .head = model.head_acts_floats(B, T),
+          .scratch = model.scratch_floats(B, T)};
 }
 
-LayerOutputOf StepLayerOutputOf(const Model& model, int B, int T, int tp) {
-  if (tp <= 1) {
-    return [&model, B, T](float* acts) {
-      return const_cast<float*>(model.layer_output({.B = B, .T = T}, acts));
-    };
-  }
-  const GptConfig c = TensorParallelConfig(model, tp);
-  return [c, B, T, tp](float* acts) { return CarveTransformerActs(c, B, T, acts, tp).out; };
+LayerOutputOf StepLayerOutputOf(const Model& model, int B, int T) {
+  return [&model, B, T](float* acts) {
+    return const_cast<float*>(model.layer_output({.B = B, .T = T}, acts));
+  };
 }
 
 int64_t ActivationLayout::floats() const {
@@ -91,9 +67,8 @@ ActivationLayout MakeActivationLayout(const ActivationSizes& sizes, int n_layer,
 ActivationLayout MakeActivationLayout(const Model& model, int micro_rows, int seq,
                                       int recompute_layers, int micro_batches,
                                       const ActivationStage& stage) {
-  return MakeActivationLayout(StepActivationSizes(model, micro_rows, seq, stage.tp),
-                              model.shape().n_layer, micro_rows, seq, recompute_layers,
-                              micro_batches, stage);
+  return MakeActivationLayout(StepActivationSizes(model, micro_rows, seq), model.shape().n_layer,
+                              micro_rows, seq, recompute_layers, micro_batches, stage);
 }
 
 Activations CarveActivations(const ActivationLayout& a, float* base,

@@ -66,14 +66,14 @@ struct ActivationSizes {
   int64_t scratch = 0;   // Model::scratch_floats
 };
 
-// The sizes for micro-batches of B rows of T tokens: the model's own, or on a tensor-parallel
-// rank (tp > 1) its slice's widths (Note [Tensor-parallel slices] in core/nn/tp_layout.h).
-ActivationSizes StepActivationSizes(const Model& model, int B, int T, int tp = 1);
+// The sizes for micro-batches of B rows of T tokens: the model's own (a tensor-parallel rank's
+// model, Model::tensor_parallel_rank, gives its slice's widths).
+ActivationSizes StepActivationSizes(const Model& model, int B, int T);
 
 // Where a layer's output lies inside its saved activations (a pointer into `acts`), at the
 // widths StepActivationSizes sized them with.
 using LayerOutputOf = std::function<float*(float* acts)>;
-LayerOutputOf StepLayerOutputOf(const Model& model, int B, int T, int tp = 1);
+LayerOutputOf StepLayerOutputOf(const Model& model, int B, int T);
 
 struct ActivationLayout {
   int n_layer = 0;
@@ -86,7 +86,7 @@ struct ActivationLayout {
   int layers = 0;  // transformer layers carved (MakeActivationLayout: n_layer by default)
   int in_flight = 1;
   bool with_head = true;
-  int tp = 1;  // carved for a tensor-parallel rank's slice (ActivationStage::tp)
+  int tp = 1;  // the grid's tp (ActivationStage::tp), which the run's fingerprint records
 
   // The size table (ActivationSizes').
   int64_t residual = 0;
@@ -108,7 +108,8 @@ struct ActivationStage {
   int layers = -1;
   int in_flight = 1;
   bool with_head = true;
-  int tp = 1;  // a tensor-parallel rank's widths (StepActivationSizes)
+  // The grid's tp: the model given is then a tensor-parallel rank's, whose widths the sizes are.
+  int tp = 1;
 };
 
 // The layout of a model of n_layer layers whose pieces are `sizes` (for micro_rows x seq),
@@ -116,7 +117,7 @@ struct ActivationStage {
 ActivationLayout MakeActivationLayout(const ActivationSizes& sizes, int n_layer, int micro_rows,
                                       int seq, int recompute_layers, int micro_batches = 1,
                                       const ActivationStage& stage = {});
-// The same for `model`, its sizes at the stage's tp (StepActivationSizes).
+// The same for `model`, its sizes StepActivationSizes'.
 ActivationLayout MakeActivationLayout(const Model& model, int micro_rows, int seq,
                                       int recompute_layers, int micro_batches = 1,
                                       const ActivationStage& stage = {});

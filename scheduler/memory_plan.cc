@@ -43,7 +43,7 @@ uint64_t ConstantBytes(const MemoryPlanInput& in) {
 // embedding's gradient part, (split blocks) the slice buffers and (tp) the head's statistics.
 uint64_t FixedDeviceBytes(const MemoryPlanInput& in, int recompute_layers) {
   return ActivationBytes(in, recompute_layers) + TokenBytes(in) + ConstantBytes(in) +
-         RoundUp(in.embedding_part_bytes) + RoundUp(in.slice_bytes) + RoundUp(in.tp_stats_bytes);
+         RoundUp(in.embedding_part_bytes) + RoundUp(in.slice_bytes);
 }
 
 const ModelLayout& ParamLayout(const MemoryPlanInput& in) {
@@ -118,7 +118,6 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   plan->constants_bytes = ConstantBytes(in);
   plan->embedding_part_bytes = RoundUp(in.embedding_part_bytes);
   plan->slice_bytes = RoundUp(in.slice_bytes);
-  plan->tp_stats_bytes = RoundUp(in.tp_stats_bytes);
   const std::vector<uint64_t> min_slots = MinimalSlotSizes(ParamLayout(in), layout);
   const uint64_t min_slot_bytes = TotalBytes(min_slots);
   const std::vector<uint64_t> useful = UsefulSlotSizes(in, min_slots);
@@ -126,7 +125,7 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   plan->recompute_layers = RecomputeLayers(in, plan->device_bytes, min_slot_bytes);
   plan->acts_bytes = ActivationBytes(in, plan->recompute_layers);
   const uint64_t fixed = plan->acts_bytes + plan->tokens_bytes + plan->constants_bytes +
-                         plan->embedding_part_bytes + plan->slice_bytes + plan->tp_stats_bytes;
+                         plan->embedding_part_bytes + plan->slice_bytes;
   plan->min_device_bytes = fixed + min_slot_bytes;
   if (plan->device_bytes < plan->min_device_bytes) {
     return BelowMinimalWorkingSet(in, *plan, min_slots);

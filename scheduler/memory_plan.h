@@ -88,7 +88,6 @@ struct MemoryPlanInput {
   const ModelLayout* param_layout = nullptr;
   uint64_t slice_bytes = 0;
   // Tensor parallelism: device bytes of the head's vocab-parallel statistics (core/nn/tp_head.h).
-  uint64_t tp_stats_bytes = 0;
   // Pipeline parallelism: the stage's layers and in-flight micro-batches (Note [Stage
   // activations] in activations.h); --recompute decides over the stage's own layers.
   ActivationStage stage;
@@ -114,8 +113,7 @@ struct MemoryPlan {
   uint64_t tokens_bytes = 0;         // the step's inputs and targets (rounded to 4 KiB)
   uint64_t constants_bytes = 0;      // the model's constants (Model::constants), rounded to 4 KiB
   uint64_t embedding_part_bytes = 0;  // dp: MemoryPlanInput's, rounded to 4 KiB
-  uint64_t slice_bytes = 0;          // split blocks: MemoryPlanInput's, rounded to 4 KiB
-  uint64_t tp_stats_bytes = 0;       // tensor parallelism: MemoryPlanInput's, rounded to 4 KiB
+  uint64_t slice_bytes = 0;           // split blocks: MemoryPlanInput's, rounded to 4 KiB
   ActivationStage stage;             // MemoryPlanInput's
   uint64_t device_bytes = 0;         // the --gpu-mem budget in force
   uint64_t min_device_bytes = 0;  // the minimal working set (what a smaller budget is refused with)

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/nn/tp_head.h"
 #include "core/util/check.h"
 #include "scheduler/activations.h"
 #include "scheduler/data_parallel.h"
@@ -38,6 +37,11 @@ ModelOps::ModelOps(const ModelOpsOptions& o)
       device_(*o.device),
       k_(o.device->kernels(o.dtype)),
       buffers_(*o.device) {
+  if (tensor_parallel()) {
+    tp_group_ = {.rank = o.tp_comm->rank(),
+                 .size = o.tp_comm->size(),
+                 .all_reduce = [this](float* data, int64_t n) { tp_all_reduce(data, n); }};
+  }
   for (int b = 0; b < layout_.num_blocks(); ++b) {
     slot_floats_.push_back(o.shards ? o.shards->gathered_floats(b) : layout_.blocks[b].numel);
   }
@@ -45,10 +49,8 @@ ModelOps::ModelOps(const ModelOpsOptions& o)
 
 Result<std::unique_ptr<ModelOps>> ModelOps::Create(const ModelOpsOptions& options) {
   STRATA_CHECK(options.model && options.layout && options.device && options.plan);
-  STRATA_CHECK(options.gpt != nullptr ||
-               ((options.tp_comm == nullptr || options.tp_comm->size() == 1) &&
-                (options.split == nullptr || !options.split->any_split())))
-      << "tensor parallelism and split operators slice GPT-2's blocks alone";
+  STRATA_CHECK(options.gpt != nullptr || options.split == nullptr || !options.split->any_split())
+      << "split operators slice GPT-2's blocks alone";
   STRATA_CHECK(options.micro_rows > 0 && options.batch % options.micro_rows == 0);
   std::unique_ptr<ModelOps> ops(new ModelOps(options));
   STRATA_RETURN_IF_ERROR(ops->allocate());
@@ -70,8 +72,8 @@ Status ModelOps::allocate() {
       << "the plan budgets " << o_.plan->acts_bytes << " bytes of activations, the layout needs "
       << layout.bytes();
   STRATA_ASSIGN_OR_RETURN(void* acts, buffers_.alloc(o_.plan->acts_bytes, "activations"));
-  Activations carved = CarveActivations(layout, static_cast<float*>(acts),
-                                        StepLayerOutputOf(model_, B, T, o_.plan->stage.tp));
+  Activations carved =
+      CarveActivations(layout, static_cast<float*>(acts), StepLayerOutputOf(model_, B, T));
   sets_ = std::move(carved.sets);
   select_set(0);
   work_acts_ = carved.work;
@@ -92,12 +94,6 @@ Status ModelOps::allocate() {
     slices_ = std::make_unique<SliceGather>(
         device_, k_, *o_.slice_comm, *o_.split,
         std::make_pair(static_cast<float*>(a), static_cast<float*>(b)), o_.timeline);
-  }
-  if (tensor_parallel()) {
-    const uint64_t bytes = uint64_t(TpHeadStatsFloats(B, T, o_.tp_comm->size())) * 4;
-    STRATA_CHECK(bytes <= o_.plan->tp_stats_bytes);
-    STRATA_ASSIGN_OR_RETURN(void* stats, buffers_.alloc(bytes, "the head's vocab-parallel stats"));
-    tp_stats_ = static_cast<float*>(stats);
   }
   if (o_.plan->order == MicroBatchOrder::kLayerMajor) {
     STRATA_CHECK(o_.plan->recompute_layers == n_layer_) << "layer-major recomputes every block";
@@ -263,7 +259,6 @@ void ModelOps::run(const Op& op, const std::vector<float*>& slots) {
 // {head params, head grad}: SlotOf finds the embedding's, none), a block's
 // backward {params, grad}.
 void ModelOps::compute(const Op& op, const std::vector<float*>& p) {
-  if (tensor_parallel()) return compute_tp(op, p);
   if ((op.kind == OpKind::kBlockFwd || op.kind == OpKind::kBlockBwd) && split(op.block)) {
     return compute_split(op, p);
   }

@@ -7,9 +7,10 @@
 // kernels inside a TBB arena of `threads`. The parallel mechanics are its own, the same for every
 // model: data-parallel reductions, shard gathers, pipeline sends and receives.
 //
-// Two paths still slice GPT-2's blocks alone (docs/models.md, "The rest of the cut"): tensor
-// parallelism (model_ops_tp.cc, core/nn/tp_blocks.h) and split operators (Note [Split
-// operators] in split_plan.h); both take GPT-2's layout (ModelOpsOptions::gpt).
+// Tensor parallelism runs the model's own tensor-parallel rank (Model::tensor_parallel_rank) in
+// this rank's tp group (OpShape::tp, model_ops_tp.cc). One path still slices GPT-2's blocks alone
+// (docs/models.md, "The rest of the cut"): split operators (Note [Split operators] in
+// split_plan.h), which take GPT-2's layout (ModelOpsOptions::gpt).
 //
 // Honesty of the sim device: every op checks (STRATA_CHECK) that each buffer it touches lies
 // inside a live device allocation before it runs.
@@ -42,10 +43,11 @@
 namespace strata::scheduler {
 
 struct ModelOpsOptions {
+  // The model this rank runs (under tp a tensor-parallel rank's: Model::tensor_parallel_rank)
+  // and its blocks.
   const Model* model = nullptr;
-  const ModelLayout* layout = nullptr;  // this rank's blocks (a tp rank's slice: `gpt`)
-  // GPT-2's layout of this rank's blocks, for the paths that slice GPT-2 alone (tensor
-  // parallelism, split operators); nullptr for another model.
+  const ModelLayout* layout = nullptr;
+  // GPT-2's layout, for split operators, which slice GPT-2 alone; nullptr for another model.
   const GptLayout* gpt = nullptr;
   Device* device = nullptr;
   const MemoryPlan* plan = nullptr;  // acts_bytes, tokens_bytes, constants_bytes, recompute
@@ -70,9 +72,8 @@ struct ModelOpsOptions {
   const SplitPlan* split = nullptr;
   parallel::Comm* slice_comm = nullptr;
   Timeline* timeline = nullptr;
-  // Tensor parallelism: `layout` and `gpt` are this rank's slice (MakeTpLayout), the blocks,
-  // embedding and head run core/nn/tp_blocks.h and tp_head.h with all-reduces over `tp_comm`.
-  // nullptr: none.
+  // Tensor parallelism: `model` is a tensor-parallel rank's, whose ops all-reduce over `tp_comm`
+  // (OpShape::tp). nullptr: none.
   parallel::Comm* tp_comm = nullptr;
   // Pipeline parallelism (pipe_stage.h): this rank's stage; nullptr: the whole model.
   const PipeStage* pipe = nullptr;
@@ -105,10 +106,10 @@ class ModelOps final : public BlockOps {
   Status allocate();
   void check_resident(const Op& op, const std::vector<float*>& slots) const;
   void compute(const Op& op, const std::vector<float*>& slots);
-  // Tensor parallelism (model_ops_tp.cc): compute's ops on this rank's slice, and the block's sum
-  // of squares of its gradient (this rank's part, finish_grad_sums adds the tp group's).
+  // Tensor parallelism (model_ops_tp.cc): the model's ops run on this rank's slice in tp_group_,
+  // and a block's sum of squares of its gradient is this rank's part (finish_grad_sums adds the
+  // tp group's).
   bool tensor_parallel() const { return o_.tp_comm != nullptr && o_.tp_comm->size() > 1; }
-  void compute_tp(const Op& op, const std::vector<float*>& slots);
   double grad_sum_of_squares(int block, const float* grads) const;
   void tp_all_reduce(float* data, int64_t count);
   // The stage's first layer (0 without a pipeline); a stage checkpoints its own first layers.
@@ -120,15 +121,19 @@ class ModelOps final : public BlockOps {
   const float* block_input(int layer) const { return input_of(*cur_, layer); }
   // Where layer `layer`'s activations are: its own, or the rebuild buffer when recomputed.
   float* acts_for(int layer) const;
-  OpShape op_shape() const { return {.B = o_.micro_rows, .T = o_.seq, .constants = constants_}; }
+  OpShape op_shape() const {
+    return {.B = o_.micro_rows,
+            .T = o_.seq,
+            .constants = constants_,
+            .tp = tensor_parallel() ? &tp_group_ : nullptr};
+  }
   // A layer's forward through the model; a recomputed layer's output is copied to its residual
   // buffer unless `rebuild` (its backward's recompute writes the same bits again).
   void layer_forward(int layer, const float* params, bool rebuild);
-  // GPT-2's paths (tensor parallelism, split blocks): a layer's activations carved at this
-  // rank's widths, a recomputed layer's output in its residual buffer.
+  // GPT-2's split blocks: a layer's activations, a recomputed layer's output in its residual
+  // buffer.
   TransformerActs gpt_acts(int layer) const;
   BackwardScratch gpt_scratch() const;
-  HeadActs gpt_head_acts() const;
   void compute_split(const Op& op, const std::vector<float*>& slots);
   Status upload_constants();
   void select_set(int micro_batch) { cur_ = &sets_[size_t(micro_batch) % sets_.size()]; }
@@ -183,9 +188,9 @@ class ModelOps final : public BlockOps {
   bool data_parallel() const { return o_.comm != nullptr && o_.comm->size() > 1; }
   std::vector<int64_t> slot_floats_;     // per block: a slot's floats (gathered when sharded)
   std::unique_ptr<SliceGather> slices_;  // split blocks only
-  // Tensor parallelism: the head's per-row statistics (TpHeadStatsFloats) and the first failed
-  // all-reduce of the step (take_error).
-  float* tp_stats_ = nullptr;
+  // Tensor parallelism: the group the model's ops run in (OpShape::tp; its all-reduce is
+  // tp_all_reduce) and the first failed all-reduce of the step (take_error).
+  TpGroup tp_group_;
   Status ops_error_;
   std::vector<parallel::CommWork> pipe_sends_;  // this step's, awaited in pipe_finish
   // This step's receives, posted ahead (model_ops_pipe.cc), per micro-batch.

@@ -1,6 +1,5 @@
-// ModelOps's paths that slice GPT-2's blocks alone (model_ops.h): split operators (Note [Split
-// operators] in split_plan.h), and the activations carved at a rank's widths that they and the
-// tensor-parallel path (model_ops_tp.cc) compute in.
+// ModelOps's path that slices GPT-2's blocks alone (model_ops.h): split operators (Note [Split
+// operators] in split_plan.h), and the activations it computes in.
 #include <utility>
 #include <vector>
 
@@ -9,20 +8,13 @@
 namespace strata::scheduler {
 
 TransformerActs ModelOps::gpt_acts(int layer) const {
-  const int tp = o_.plan->stage.tp;
-  TransformerActs a =
-      CarveTransformerActs(o_.gpt->config, o_.micro_rows, o_.seq, acts_for(layer), tp);
+  TransformerActs a = CarveTransformerActs(o_.gpt->config, o_.micro_rows, o_.seq, acts_for(layer));
   if (recomputed(layer)) a.out = cur_->outputs[layer];  // rebuilt in place: the same bits
   return a;
 }
 
 BackwardScratch ModelOps::gpt_scratch() const {
-  return CarveBackwardScratch(o_.gpt->config, o_.micro_rows, o_.seq, scratch_, o_.plan->stage.tp);
-}
-
-HeadActs ModelOps::gpt_head_acts() const {
-  if (head_acts_ == nullptr) return {};  // not the last stage: no head here
-  return CarveHeadActs(o_.gpt->config, o_.micro_rows, o_.seq, head_acts_, o_.plan->stage.tp);
+  return CarveBackwardScratch(o_.gpt->config, o_.micro_rows, o_.seq, scratch_);
 }
 
 // A split GPT-2 block (Note [Split operators] in split_plan.h): its MLP weights slice by slice.

@@ -132,9 +132,9 @@ Result<std::unique_ptr<Model>> ResolveModel(const ModelChoice& choice) {
   return arch == kLlama ? ResolveLlama(choice) : ResolveGpt(choice);
 }
 
-const GptConfig* GptConfigOf(const Model& model) {
+const GptLayout* GptLayoutOf(const Model& model) {
   const auto* gpt = dynamic_cast<const GptModel*>(&model);
-  return gpt != nullptr ? &gpt->gpt_layout().config : nullptr;
+  return gpt != nullptr ? &gpt->gpt_layout() : nullptr;
 }
 
 }  // namespace strata

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "core/nn/gpt_config.h"
+#include "core/nn/gpt_layout.h"
 #include "core/nn/model.h"
 #include "core/util/status.h"
 #include "scheduler/train_options.h"
@@ -19,8 +19,8 @@ namespace strata {
 // than --arch, a LLaMA shape flag for GPT-2, the shape's own refusals, --init's read errors.
 Result<std::unique_ptr<Model>> ResolveModel(const ModelChoice& choice);
 
-// GPT-2's shape when `model` is GPT-2, else nullptr: the paged engine and the tensor- and
-// pipeline-parallel runs still take GPT-2's ops directly (docs/models.md, the plan's step 4).
-const GptConfig* GptConfigOf(const Model& model);
+// GPT-2's layout when `model` is GPT-2, else nullptr: split operators still slice GPT-2's blocks
+// alone (docs/models.md, "The rest of the cut").
+const GptLayout* GptLayoutOf(const Model& model);
 
 }  // namespace strata

@@ -121,7 +121,7 @@ Status PagedTrainer::check_fits_machine() const {
   RamNeed need;
   if (o_.device == "sim") {
     need.device_bytes = plan_.acts_bytes + plan_.tokens_bytes + plan_.constants_bytes +
-                        plan_.embedding_part_bytes + plan_.slice_bytes + plan_.tp_stats_bytes +
+                        plan_.embedding_part_bytes + plan_.slice_bytes +
                         scheduler::TotalBytes(plan_.slot_sizes);
   }
   need.host_bytes = plan_.host_bytes;
@@ -144,7 +144,7 @@ Status PagedTrainer::check_fits_machine() const {
 
 Status PagedTrainer::make_plan() {
   scheduler::MemoryPlanInput in;
-  in.model = model_.get();
+  in.model = &rank_model();
   in.layout = &gathered_layout_;  // slots hold sharded blocks gathered
   in.micro_rows = micro_rows();
   in.batch = rank_rows();
@@ -152,8 +152,6 @@ Status PagedTrainer::make_plan() {
   in.embedding_part_bytes = ranks() > 1 && (!piped() || groups_.pipe().first())
                                 ? uint64_t(shards_.gathered_floats(0)) * 4
                                 : 0;
-  in.tp_stats_bytes =
-      o_.grid.tp > 1 ? uint64_t(TpHeadStatsFloats(micro_rows(), seq_, o_.grid.tp)) * 4 : 0;
   in.gpu_mem = o_.budgets.gpu_mem;
   in.host_mem = o_.budgets.host_mem;
   in.has_nvme = !o_.budgets.nvme_dirs.empty();
@@ -214,9 +212,9 @@ Status PagedTrainer::create_memory() {
 
 Status PagedTrainer::create_engine() {
   scheduler::EngineOptions eo;
-  eo.model = model_.get();
+  eo.model = &rank_model();
   eo.layout = &layout_;
-  if (has_gpt_) eo.gpt = &gpt_layout_;
+  eo.gpt = gpt_layout_;
   eo.pages = pages_.get();
   eo.memory = mm_.get();
   eo.device = device_.get();
@@ -354,7 +352,7 @@ Status PagedTrainer::finish() {
 Result<std::unique_ptr<Trainer>> CreatePagedTrainer(const TrainOptions& options,
                                                     std::unique_ptr<Model> model, int seq,
                                                     TokenDataset data) {
-  const GptConfig* gpt = GptConfigOf(*model);
+  const GptLayout* gpt = GptLayoutOf(*model);
   auto t = std::make_unique<internal::PagedTrainer>(options, std::move(model), gpt, seq,
                                                     std::move(data));
   STRATA_RETURN_IF_ERROR(t->setup());

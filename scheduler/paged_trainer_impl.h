@@ -24,7 +24,6 @@
 #include "core/data/token_dataset.h"
 #include "core/device/device.h"
 #include "core/nn/gpt_layout.h"
-#include "core/nn/gpt_model.h"
 #include "core/nn/tp_layout.h"
 #include "memory/memory_manager.h"
 #include "memory/nvme_tier.h"
@@ -57,17 +56,15 @@ constexpr uint64_t kMaxStatePages = uint64_t{1} << 22;
 
 class PagedTrainer final : public Trainer {
  public:
-  // `gpt`: the model's GPT-2 shape when it is GPT-2 (scheduler/model_registry.h), whose blocks
-  // tensor parallelism slices.
-  PagedTrainer(TrainOptions o, std::unique_ptr<Model> model, const GptConfig* gpt, int seq,
+  // `gpt`: the model's GPT-2 layout when it is GPT-2 (scheduler/model_registry.h), whose blocks
+  // split operators slice; nullptr for another model.
+  PagedTrainer(TrainOptions o, std::unique_ptr<Model> model, const GptLayout* gpt, int seq,
                TokenDataset data)
       : o_(std::move(o)),
         model_(std::move(model)),
-        gpt_layout_(gpt == nullptr   ? GptLayout{}
-                    : o_.grid.tp > 1 ? MakeTpLayout(*gpt, o_.grid.tp)
-                                     : MakeGptLayout(*gpt)),
-        has_gpt_(gpt != nullptr),
-        layout_(has_gpt_ ? static_cast<const ModelLayout&>(gpt_layout_) : model_->layout()),
+        tp_model_(o_.grid.tp > 1 ? model_->tensor_parallel_rank(o_.grid.tp) : nullptr),
+        gpt_layout_(gpt),
+        layout_(rank_model().layout()),
         full_layout_(model_->layout()),
         seq_(seq),
         data_(std::move(data)) {}
@@ -143,11 +140,14 @@ class PagedTrainer final : public Trainer {
   Status make_shards();
   Result<MemoryPlan> plan_split(scheduler::MemoryPlanInput in);
 
+  // The model this rank runs: the whole model's, or under --tp its tensor-parallel rank's.
+  const Model& rank_model() const { return tp_model_ ? *tp_model_ : *model_; }
+
   TrainOptions o_;
-  std::unique_ptr<Model> model_;
-  GptLayout gpt_layout_;  // GPT-2's blocks of this rank (its tp slice); empty for another model
-  bool has_gpt_ = false;
-  ModelLayout layout_;              // this rank's blocks: its tensor-parallel slice (MakeTpLayout)
+  std::unique_ptr<Model> model_;     // the whole model (what --init, --export and the data see)
+  std::unique_ptr<Model> tp_model_;  // --tp: one rank's (Model::tensor_parallel_rank); else null
+  const GptLayout* gpt_layout_;      // GPT-2's blocks, for --split-ops; nullptr for another model
+  ModelLayout layout_;  // this rank's blocks: its tensor-parallel slice (SliceLayoutForTp)
   const ModelLayout& full_layout_;  // the whole model's (what --init, --export and the data see)
   int seq_;
   TokenDataset data_;

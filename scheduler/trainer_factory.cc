@@ -7,12 +7,11 @@
 #include "core/data/token_dataset.h"
 #include "core/device/create_device.h"
 #include "core/kernels/linear.h"
-#include "core/nn/gpt_weights.h"
-#include "core/nn/tp_layout.h"
 #include "core/util/option.h"
 #include "parallel/comm.h"
 #include "parallel/grid.h"
 #include "scheduler/data_parallel.h"
+#include "scheduler/grid_checks.h"
 #include "scheduler/in_memory_budget.h"
 #include "scheduler/in_memory_trainer.h"
 #include "scheduler/model_registry.h"
@@ -182,90 +181,6 @@ Status ValidateParallelOptions(const TrainOptions& o) {
   return Status::Ok();
 }
 
-// What is not built yet with --tp or --pp, and what a pipeline's schedule decides itself.
-Status RefuseUnbuiltGrids(const TrainOptions& o) {
-  const std::string tp = std::to_string(o.grid.tp), pp = std::to_string(o.grid.pp);
-  if (o.grid.tp > 1 && o.grid.shard != "none") {
-    return AtFault(kShard, Status::NotSupported(
-                               Mention(kShard) + " " + o.grid.shard + " with " + Mention(kTp) +
-                               " " + tp + " is not built yet; give " + Mention(kShard) + " none"));
-  }
-  if (o.grid.tp > 1 && o.grid.split_ops != "1") {
-    return AtFault(
-        kSplitOps,
-        Status::NotSupported(Mention(kSplitOps) + " " + o.grid.split_ops + " with " + Mention(kTp) +
-                             " " + tp + " is not built yet; give " + Mention(kSplitOps) + " 1"));
-  }
-  if (o.grid.pp > 1 && (o.grid.shard == "auto" || o.grid.split_ops != "1")) {
-    return AtFault(kPp,
-                   Status::NotSupported(Mention(kPp) + " " + pp + " with " + Mention(kShard) +
-                                        " auto or " + Mention(kSplitOps) + " " + o.grid.split_ops +
-                                        " is not built yet; give " + Mention(kShard) +
-                                        " none or all and " + Mention(kSplitOps) + " 1"));
-  }
-  if (o.grid.pp > 1 && o.budgets.micro_batch_order == "layer-major") {
-    return AtFault(
-        kMicroBatchOrder,
-        Status::InvalidArgument(Mention(kPp) + " " + pp +
-                                " runs each stage's micro-batches in its "
-                                "schedule's order (" +
-                                Mention(kSchedule) + "): drop " + Mention(kMicroBatchOrder) +
-                                " "
-                                "layer-major"));
-  }
-  return Status::Ok();
-}
-
-// --tp and --pp against the model (parallel/grid.h): a tensor-parallel rank takes whole attention
-// heads and an equal part of the padded vocabulary (Note [Tensor-parallel slices] in
-// core/nn/tp_layout.h), a pipeline stage at least one block. Then what is not built yet with them.
-// The partition's text and the stage count (scheduler/pipeline_plan.h); auto's costs are
-// measured when the stages are built, any will do to check the text.
-Status ValidatePartition(const TrainOptions& o, int n_layer) {
-  return scheduler::PartitionStages(
-             o.grid.pp_partition, o.grid.pp, n_layer,
-             {.blocks = std::vector<double>(size_t(std::max(n_layer, 0)), 1.0)})
-      .status();
-}
-
-Status ValidateGridForModel(const TrainOptions& o, const GptConfig& c) {
-  const std::string tp = std::to_string(o.grid.tp);
-  if (c.n_head % o.grid.tp != 0) {
-    return AtFault(
-        kTp,
-        Status::InvalidArgument(Mention(kTp) + " " + tp + " does not divide the model's " +
-                                std::to_string(c.n_head) + " attention heads: give a " +
-                                Mention(kTp) + " that divides them"),
-        {{"got", o.grid.tp}, {"heads", c.n_head}});
-  }
-  const int64_t padded = TpPaddedVocab(c);
-  if (padded % o.grid.tp != 0) {
-    return AtFault(
-        kTp,
-        Status::InvalidArgument(Mention(kTp) + " " + tp + " does not divide the vocabulary of " +
-                                std::to_string(c.vocab_size) + " tokens padded to " +
-                                std::to_string(padded) + ": give a " + Mention(kTp) +
-                                " that divides " + std::to_string(padded)),
-        {{"got", o.grid.tp}, {"padded_vocab", padded}});
-  }
-  STRATA_RETURN_IF_ERROR(ValidatePartition(o, c.n_layer));
-  // The head's logits of a rank's vocabulary slice live where the whole model's would.
-  if (o.grid.tp > 1 && padded / o.grid.tp > c.vocab_size) {
-    return AtFault(kVocab,
-                   Status::InvalidArgument(
-                       Mention(kTp) + " " + tp + " gives each rank " +
-                       std::to_string(padded / o.grid.tp) + " rows of the vocabulary " +
-                       "padded to " + std::to_string(padded) + ", more than its " +
-                       std::to_string(c.vocab_size) + " tokens: give a larger " + Mention(kVocab)),
-                   {{"got", c.vocab_size}, {"tp", o.grid.tp}});
-  }
-  return RefuseUnbuiltGrids(o);
-}
-
-}  // namespace
-
-namespace {
-
 // What a job of several ranks can run on the CUDA backend so far: the 3D grid over NCCL (which
 // moves device memory; MPI collectives take host buffers). The rest is refused here, before
 // anything is planned, rather than failing on its first collective.
@@ -316,26 +231,6 @@ bool ChoosesPaged(const TrainOptions& o, const Model& m, int seq) {
          (o.budgets.gpu_mem > 0 && o.budgets.gpu_mem < InMemoryDeviceBytes(o, m, seq));
 }
 
-// Tensor parallelism and split operators slice GPT-2's blocks alone so far (docs/models.md, "The
-// rest of the cut"); every other path runs any model through its interface.
-Status RefuseUnbuiltForModel(const TrainOptions& o, const ModelShape& m) {
-  if (o.grid.tp > 1) {
-    return AtFault(
-        kTp,
-        Status::NotSupported(Mention(kTp) + " " + std::to_string(o.grid.tp) +
-                             " slices GPT-2 only so far, not " + Mention(kArch) + " " + m.arch +
-                             ": drop " + Mention(kTp) + " (data and pipeline parallelism run it)"),
-        {{"got", o.grid.tp}});
-  }
-  if (o.grid.split_ops != "1") {
-    return AtFault(kSplitOps,
-                   Status::NotSupported(Mention(kSplitOps) + " " + o.grid.split_ops +
-                                        " splits GPT-2's MLP only so far, not " + Mention(kArch) +
-                                        " " + m.arch + ": drop " + Mention(kSplitOps)));
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
@@ -350,14 +245,7 @@ Result<std::unique_ptr<Trainer>> CreateTrainer(const TrainOptions& given) {
   STRATA_RETURN_IF_ERROR(CheckTrainsOn(options));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, ResolveModel(options.model));
   const ModelShape& config = model->shape();
-  const GptConfig* gpt = GptConfigOf(*model);
-  if (gpt != nullptr) {
-    STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, *gpt));
-  } else {
-    STRATA_RETURN_IF_ERROR(RefuseUnbuiltForModel(options, config));
-    STRATA_RETURN_IF_ERROR(ValidatePartition(options, config.n_layer));
-    STRATA_RETURN_IF_ERROR(RefuseUnbuiltGrids(options));
-  }
+  STRATA_RETURN_IF_ERROR(ValidateGridForModel(options, *model));
   const int seq = options.data.seq > 0 ? options.data.seq : std::min(config.block_size, 256);
   if (seq > config.block_size) {
     return AtFault(kSeq,

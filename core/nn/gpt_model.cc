@@ -2,6 +2,10 @@
 
 #include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_weights.h"
+#include "core/nn/tp_blocks.h"
+#include "core/nn/tp_head.h"
+#include "core/nn/tp_layout.h"
+#include "core/util/check.h"
 
 namespace strata {
 
@@ -17,7 +21,19 @@ ModelShape GptModelShape(const GptConfig& c) {
           .description = c.to_string()};
 }
 
-GptModel::GptModel(const GptConfig& c) : layout_(MakeGptLayout(c)), shape_(GptModelShape(c)) {}
+GptModel::GptModel(const GptConfig& c, int tp)
+    : layout_(tp > 1 ? MakeTpLayout(c, tp) : MakeGptLayout(c)), shape_(GptModelShape(c)), tp_(tp) {}
+
+std::unique_ptr<Model> GptModel::tensor_parallel_rank(int tp) const {
+  return std::make_unique<GptModel>(layout_.config, tp);
+}
+
+const TpGroup* GptModel::group(const OpShape& s) const {
+  if (tp_ == 1) return nullptr;
+  STRATA_CHECK(s.tp != nullptr && s.tp->size == tp_)
+      << "a tensor-parallel rank's model of tp " << tp_ << " runs in a group of that size";
+  return s.tp;
+}
 
 Result<std::unique_ptr<WeightReader>> GptModel::open_weights(const std::string& path) const {
   return OpenGptWeights(path, layout_);
@@ -44,36 +60,52 @@ nlohmann::json GptModel::hf_config() const {
 }
 
 int64_t GptModel::layer_acts_floats(int B, int T) const {
-  return TransformerActsFloats(layout_.config, B, T);
+  return TransformerActsFloats(layout_.config, B, T, tp_);
 }
+// A tensor-parallel rank's head keeps the vocab-parallel statistics after its activations.
 int64_t GptModel::head_acts_floats(int B, int T) const {
-  return HeadActsFloats(layout_.config, B, T);
+  return HeadActsFloats(layout_.config, B, T, tp_) + (tp_ > 1 ? TpHeadStatsFloats(B, T, tp_) : 0);
 }
 int64_t GptModel::scratch_floats(int B, int T) const {
-  return BackwardScratchFloats(layout_.config, B, T);
+  return BackwardScratchFloats(layout_.config, B, T, tp_);
+}
+
+TransformerActs GptModel::layer_acts(const OpShape& s, float* acts) const {
+  return CarveTransformerActs(layout_.config, s.B, s.T, acts, tp_);
 }
 
 void GptModel::embedding_forward(const KernelTable& k, const OpShape& s, const float* params,
                                  const int32_t* tokens, float* out) const {
+  if (const TpGroup* g = group(s)) {
+    return TpEmbeddingForward(k, layout_, g->rank, params, tokens, s.B, s.T, out, g->all_reduce);
+  }
   EmbeddingForward(k, layout_, params, tokens, s.B, s.T, out);
 }
 
 void GptModel::layer_forward(const KernelTable& k, const OpShape& s, int layer,
                              const float* params, const float* x, float* acts) const {
-  TransformerForward(k, layout_, layer, params, x, s.B, s.T,
-                     CarveTransformerActs(layout_.config, s.B, s.T, acts));
+  if (const TpGroup* g = group(s)) {
+    return TpTransformerForward(k, layout_, layer, g->rank, params, x, s.B, s.T,
+                                layer_acts(s, acts), g->all_reduce);
+  }
+  TransformerForward(k, layout_, layer, params, x, s.B, s.T, layer_acts(s, acts));
 }
 
 const float* GptModel::layer_output(const OpShape& s, float* acts) const {
-  return CarveTransformerActs(layout_.config, s.B, s.T, acts).out;
+  return layer_acts(s, acts).out;
 }
 
 float GptModel::head_forward(const KernelTable& k, const OpShape& s, const float* params,
                              const float* embedding, const float* x, const int32_t* targets,
                              float* acts) const {
   const float* wte = embedding + layout_.embedding().tensors[kWte].offset;
-  return HeadForward(k, layout_, params, wte, x, targets, s.B, s.T,
-                     CarveHeadActs(layout_.config, s.B, s.T, acts));
+  const HeadActs a = CarveHeadActs(layout_.config, s.B, s.T, acts, tp_);
+  if (const TpGroup* g = group(s)) {
+    float* stats = acts + HeadActsFloats(layout_.config, s.B, s.T, tp_);
+    return TpHeadForward(k, layout_, g->rank, params, wte, x, targets, s.B, s.T, a, stats,
+                         g->all_reduce);
+  }
+  return HeadForward(k, layout_, params, wte, x, targets, s.B, s.T, a);
 }
 
 void GptModel::head_backward(const KernelTable& k, const OpShape& s, const float* params,
@@ -81,24 +113,38 @@ void GptModel::head_backward(const KernelTable& k, const OpShape& s, const float
                              const float* x, const int32_t* targets, float* acts, float* scratch,
                              float dloss, float* dres, bool first) const {
   const int64_t wte = layout_.embedding().tensors[kWte].offset;
-  HeadBackward(k, layout_, params, grads, embedding + wte, embedding_grads + wte, x, targets,
-               s.B, s.T, CarveHeadActs(layout_.config, s.B, s.T, acts),
-               CarveBackwardScratch(layout_.config, s.B, s.T, scratch), dloss, dres, first);
+  const HeadActs a = CarveHeadActs(layout_.config, s.B, s.T, acts, tp_);
+  const BackwardScratch d = CarveBackwardScratch(layout_.config, s.B, s.T, scratch, tp_);
+  if (const TpGroup* g = group(s)) {
+    return TpHeadBackward(k, layout_, g->rank, params, grads, embedding + wte,
+                          embedding_grads + wte, x, targets, s.B, s.T, a, d, dloss, dres, first,
+                          g->all_reduce);
+  }
+  HeadBackward(k, layout_, params, grads, embedding + wte, embedding_grads + wte, x, targets, s.B,
+               s.T, a, d, dloss, dres, first);
 }
 
 void GptModel::layer_backward(const KernelTable& k, const OpShape& s, int layer,
                               const float* params, float* grads, const float* x, float* acts,
                               float* scratch, float* dres, bool first) const {
-  TransformerBackward(k, layout_, layer, params, grads, x, s.B, s.T,
-                      CarveTransformerActs(layout_.config, s.B, s.T, acts),
-                      CarveBackwardScratch(layout_.config, s.B, s.T, scratch), dres, first);
+  const BackwardScratch d = CarveBackwardScratch(layout_.config, s.B, s.T, scratch, tp_);
+  if (const TpGroup* g = group(s)) {
+    return TpTransformerBackward(k, layout_, layer, g->rank, params, grads, x, s.B, s.T,
+                                 layer_acts(s, acts), d, dres, first, g->all_reduce);
+  }
+  TransformerBackward(k, layout_, layer, params, grads, x, s.B, s.T, layer_acts(s, acts), d, dres,
+                      first);
 }
 
 void GptModel::embedding_backward(const KernelTable& k, const OpShape& s, float* grads,
                                   const float* dres, const int32_t* tokens, float* scratch,
                                   bool first, bool first_tied) const {
-  EmbeddingBackward(k, layout_, grads, dres, tokens, s.B, s.T,
-                    CarveBackwardScratch(layout_.config, s.B, s.T, scratch), first, first_tied);
+  const BackwardScratch d = CarveBackwardScratch(layout_.config, s.B, s.T, scratch, tp_);
+  if (const TpGroup* g = group(s)) {
+    return TpEmbeddingBackward(k, layout_, g->rank, grads, dres, tokens, s.B, s.T, d, first,
+                               first_tied);
+  }
+  EmbeddingBackward(k, layout_, grads, dres, tokens, s.B, s.T, d, first, first_tied);
 }
 
 }  // namespace strata

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_layout.h"
 #include "core/nn/model.h"
 
@@ -15,7 +16,9 @@ ModelShape GptModelShape(const GptConfig& config);
 
 class GptModel final : public Model {
  public:
-  explicit GptModel(const GptConfig& config);
+  // `tp` > 1: one tensor-parallel rank's model (tensor_parallel_rank), its layout MakeTpLayout's
+  // and its ops tp_blocks.h's and tp_head.h's.
+  explicit GptModel(const GptConfig& config, int tp = 1);
 
   const GptLayout& gpt_layout() const { return layout_; }
   const ModelLayout& layout() const override { return layout_; }
@@ -27,6 +30,7 @@ class GptModel final : public Model {
   Result<std::unique_ptr<WeightWriter>> create_weights(const std::string& path) const override;
   // GPT2LMHeadModel's keys (n_layer, n_head, n_embd, vocab_size, n_positions, ...).
   nlohmann::json hf_config() const override;
+  std::unique_ptr<Model> tensor_parallel_rank(int tp) const override;
 
   int64_t layer_acts_floats(int B, int T) const override;
   int64_t head_acts_floats(int B, int T) const override;
@@ -52,8 +56,14 @@ class GptModel final : public Model {
                           bool first_tied) const override;
 
  private:
+  // The op's tp group when this is a tensor-parallel rank's model (checked), else nullptr.
+  const TpGroup* group(const OpShape& s) const;
+  // A layer's activations at this rank's widths.
+  TransformerActs layer_acts(const OpShape& s, float* acts) const;
+
   GptLayout layout_;
   ModelShape shape_;
+  int tp_ = 1;
 };
 
 }  // namespace strata

@@ -31,6 +31,7 @@
 
 #include "core/device/kernel_table.h"
 #include "core/nn/model_layout.h"
+#include "core/nn/tp_group.h"
 #include "core/util/status.h"
 
 namespace strata {
@@ -48,12 +49,14 @@ struct ModelShape {
   std::string description;  // one line: the family and its shape, e.g. "llama(n_layer=2, ...)"
 };
 
-// A micro-batch's shape and the model's read-only device constants (`constants()`, uploaded once
-// by the trainer; nullptr when the model has none).
+// A micro-batch's shape, the model's read-only device constants (`constants()`, uploaded once by
+// the trainer; nullptr when the model has none) and, on a tensor-parallel rank's slice
+// (Model::tensor_parallel_rank), the tp group the runtime runs it in (nullptr: none).
 struct OpShape {
   int B = 0;
   int T = 0;
   const float* constants = nullptr;
+  const TpGroup* tp = nullptr;
 };
 
 // --init's weights, block by block, so that a model larger than memory is never held whole.
@@ -100,6 +103,13 @@ class Model {
   Status export_weights(const std::string& path, const float* values) const;
   // The Hugging Face config.json of this model (--export-dir), which --init reads back.
   virtual nlohmann::json hf_config() const = 0;
+
+  // The model of one tensor-parallel rank of `tp` (every rank's is the same): its layout() is
+  // the description cut by each tensor's rule (SliceLayoutForTp), its shape() the whole model's,
+  // and its ops run on the rank's slice with OpShape::tp. Its blocks take their all-reduces from
+  // the rules (core/nn/parallel_linear.h), its ends are vocab-parallel (core/nn/vocab_parallel.h).
+  // nullptr: the family has no tensor-parallel ops. tp must divide every cut (TpIndivisible).
+  virtual std::unique_ptr<Model> tensor_parallel_rank(int /*tp*/) const { return nullptr; }
 
   // Read-only data the ops need for sequences of T tokens, computed on the host (LLaMA's
   // rotary table); empty when none.

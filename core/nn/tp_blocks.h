@@ -17,17 +17,13 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 #include "core/device/kernel_table.h"
 #include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/tp_group.h"
 
 namespace strata {
-
-// Sums `count` floats at `data` in place over the tp group (every rank calls it at the same
-// points, in the same order).
-using TpAllReduce = std::function<void(float* data, int64_t count)>;
 
 // `layout` is MakeTpLayout(c, tp)'s, `params` and `grads` this rank's slice of block `layer`.
 void TpTransformerForward(const KernelTable& k, const GptLayout& layout, int layer, int tp_rank,

@@ -41,14 +41,9 @@
 #include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_layout.h"
 #include "core/nn/tp_blocks.h"
+#include "core/nn/vocab_parallel.h"
 
 namespace strata {
-
-
-// Floats of the per-row statistics TpHeadForward works in (the gathered maxima, the row maxima,
-// the sums of exp and target logits), each part rounded to kTensorAlignFloats. Scratch: read only
-// during the call, free again when it returns.
-int64_t TpHeadStatsFloats(int B, int T, int tp);
 
 // out (BT, C) = wte[tokens] + wpe[t]: the whole model's bits on every rank. `params` is this
 // rank's embedding block; token ids must be < the real vocabulary. One `all_reduce` of BT·C floats.

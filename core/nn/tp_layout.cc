@@ -63,6 +63,8 @@ int64_t TpPaddedRows(int64_t rows) {
 
 int64_t TpPaddedVocab(const GptConfig& c) { return TpPaddedRows(c.vocab_size); }
 
+int64_t TpCutUnits(const TensorSpec& t) { return CutExtent(t) / (t.tp_parts * t.tp_unit); }
+
 std::string TpIndivisible(const ModelLayout& layout, int tp) {
   for (const BlockSpec& b : layout.blocks) {
     for (const TensorSpec& t : b.tensors) {

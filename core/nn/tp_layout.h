@@ -40,6 +40,9 @@ int64_t TpPaddedVocab(const GptConfig& c);
 // The first tensor of `layout` whose cut `tp` does not divide (its parts, a padded vocabulary),
 // by name; "" when tp divides every cut.
 std::string TpIndivisible(const ModelLayout& layout, int tp);
+// What a cut tensor's dimension is cut in, per part: whole units of tp_unit (heads), or rows of
+// the padded vocabulary, or single features. tp must divide it.
+int64_t TpCutUnits(const TensorSpec& t);
 
 // `layout` cut for one tensor-parallel rank of `tp` (every rank's is the same) by each tensor's
 // rule, laid out again; tp must divide every cut (TpIndivisible).

@@ -14,7 +14,8 @@
 #include <cstdint>
 
 #include "core/device/kernel_table.h"
-#include "models/llama/block_tensors.h"
+#include "core/nn/block_spec.h"
+#include "core/nn/tp_group.h"
 #include "models/llama/llama_config.h"
 
 namespace strata::models {
@@ -24,7 +25,7 @@ struct LlamaBlockActs {
   float* h1;     // (BT, C) normalised input
   float* rstd1;  // (BT)
   float* qkv;    // (BT, C + 2 KV), q and k rotated
-  float* atty;   // (BT, C) attention output before o_proj
+  float* atty;   // (BT, C) attention output before o_proj (C / tp on a tp rank)
   float* att;    // (B, NH, T, T)
   float* res;    // (BT, C) x + attention
   float* h2;     // (BT, C)
@@ -45,18 +46,22 @@ struct LlamaBlockScratch {
 };
 
 // Floats of each, and their carving from one buffer (each part 64-byte aligned).
-int64_t LlamaBlockActsFloats(const LlamaConfig& c, int B, int T);
-LlamaBlockActs CarveLlamaBlockActs(const LlamaConfig& c, int B, int T, float* base);
-int64_t LlamaBlockScratchFloats(const LlamaConfig& c, int B, int T);
-LlamaBlockScratch CarveLlamaBlockScratch(const LlamaConfig& c, int B, int T, float* base);
+// `tp` > 1: at the widths of one tensor-parallel rank's slice of `tp`.
+int64_t LlamaBlockActsFloats(const LlamaConfig& c, int B, int T, int tp = 1);
+LlamaBlockActs CarveLlamaBlockActs(const LlamaConfig& c, int B, int T, float* base, int tp = 1);
+int64_t LlamaBlockScratchFloats(const LlamaConfig& c, int B, int T, int tp = 1);
+LlamaBlockScratch CarveLlamaBlockScratch(const LlamaConfig& c, int B, int T, float* base,
+                                         int tp = 1);
 
-// `cos`, `sin` (T, head_dim / 2): device copies of kernels::rope_table for this T.
-void LlamaBlockForward(const KernelTable& k, const LlamaConfig& c, const LlamaBlockTensors& w,
-                       const float* cos, const float* sin, const float* x, int B, int T,
-                       const LlamaBlockActs& acts);
-void LlamaBlockBackward(const KernelTable& k, const LlamaConfig& c, const LlamaBlockTensors& w,
-                        const LlamaBlockGrads& g, const float* cos, const float* sin,
+// `spec` is the layer's block (a tensor-parallel rank's slice when `tp` is given, which then
+// completes the partial sums over the group: core/nn/parallel_linear.h), `params`/`grads` its
+// floats. `cos`, `sin` (T, head_dim / 2): device copies of kernels::rope_table for this T.
+void LlamaBlockForward(const KernelTable& k, const LlamaConfig& c, const BlockSpec& spec,
+                       const float* params, const float* cos, const float* sin, const float* x,
+                       int B, int T, const LlamaBlockActs& acts, const TpGroup* tp = nullptr);
+void LlamaBlockBackward(const KernelTable& k, const LlamaConfig& c, const BlockSpec& spec,
+                        const float* params, float* grads, const float* cos, const float* sin,
                         const float* x, int B, int T, const LlamaBlockActs& acts,
-                        const LlamaBlockScratch& scratch, float* dres);
+                        const LlamaBlockScratch& scratch, float* dres, const TpGroup* tp = nullptr);
 
 }  // namespace strata::models

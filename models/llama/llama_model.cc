@@ -9,6 +9,8 @@
 
 #include "core/kernels/rope.h"
 #include "core/nn/gradient_contribution.h"
+#include "core/nn/tp_layout.h"
+#include "core/util/check.h"
 #include "models/llama/llama_block.h"
 #include "models/llama/llama_ends.h"
 #include "models/llama/llama_weights.h"
@@ -34,7 +36,8 @@ double ShortestDecimal(float v) {
 
 }  // namespace
 
-LlamaModel::LlamaModel(const LlamaConfig& c) : layout_(MakeLlamaLayout(c)) {
+LlamaModel::LlamaModel(const LlamaConfig& c, int tp) : layout_(MakeLlamaLayout(c)), tp_(tp) {
+  if (tp > 1) SliceLayoutForTp(layout_, tp);
   const int64_t C = c.n_embd, KV = int64_t(c.n_kv_head) * c.head_dim(), F = c.ffn_dim;
   shape_ = {.arch = "llama",
             .n_layer = c.n_layer,
@@ -74,17 +77,28 @@ nlohmann::json LlamaModel::hf_config() const {
           {"torch_dtype", "float32"}};
 }
 
+std::unique_ptr<Model> LlamaModel::tensor_parallel_rank(int tp) const {
+  return std::make_unique<LlamaModel>(layout_.config, tp);
+}
+
+const TpGroup* LlamaModel::group(const OpShape& s) const {
+  if (tp_ == 1) return nullptr;
+  STRATA_CHECK(s.tp != nullptr && s.tp->size == tp_)
+      << "a tensor-parallel rank's model of tp " << tp_ << " runs in a group of that size";
+  return s.tp;
+}
+
 int64_t LlamaModel::layer_acts_floats(int B, int T) const {
-  return LlamaBlockActsFloats(layout_.config, B, T);
+  return LlamaBlockActsFloats(layout_.config, B, T, tp_);
 }
 
 int64_t LlamaModel::head_acts_floats(int B, int T) const {
-  return LlamaHeadActsFloats(layout_.config, B, T);
+  return LlamaHeadActsFloats(layout_.config, B, T, tp_);
 }
 
 int64_t LlamaModel::op_scratch_floats(int B, int T) const {
-  return std::max(LlamaBlockScratchFloats(layout_.config, B, T),
-                  LlamaHeadScratchFloats(layout_.config, B, T));
+  return std::max(LlamaBlockScratchFloats(layout_.config, B, T, tp_),
+                  LlamaHeadScratchFloats(layout_.config, B, T, tp_));
 }
 
 // The largest contribution one backward makes: a layer's block, the head's (with the tied
@@ -110,18 +124,18 @@ std::vector<float> LlamaModel::constants(int T) const {
 
 void LlamaModel::embedding_forward(const KernelTable& k, const OpShape& s, const float* params,
                                    const int32_t* tokens, float* out) const {
-  LlamaEmbeddingForward(k, layout_.config, params, tokens, s.B, s.T, out);
+  LlamaEmbeddingForward(k, layout_.config, params, tokens, s.B, s.T, out, group(s));
 }
 
 void LlamaModel::layer_forward(const KernelTable& k, const OpShape& s, int layer,
                                const float* params, const float* x, float* acts) const {
   const LlamaConfig& c = layout_.config;
-  LlamaBlockForward(k, c, LayerTensors(layout_.layer(layer), params), RopeCos(s), RopeSin(c, s),
-                    x, s.B, s.T, CarveLlamaBlockActs(c, s.B, s.T, acts));
+  LlamaBlockForward(k, c, layout_.layer(layer), params, RopeCos(s), RopeSin(c, s), x, s.B, s.T,
+                    CarveLlamaBlockActs(c, s.B, s.T, acts, tp_), group(s));
 }
 
 const float* LlamaModel::layer_output(const OpShape& s, float* acts) const {
-  return CarveLlamaBlockActs(layout_.config, s.B, s.T, acts).out;
+  return CarveLlamaBlockActs(layout_.config, s.B, s.T, acts, tp_).out;
 }
 
 const float* LlamaModel::lm_head(const float* params, const float* embedding) const {
@@ -134,7 +148,7 @@ float LlamaModel::head_forward(const KernelTable& k, const OpShape& s, const flo
   const LlamaConfig& c = layout_.config;
   return LlamaHeadForward(k, c, params + layout_.head().tensors[kFinalNorm].offset,
                           lm_head(params, embedding), x, targets, s.B, s.T,
-                          CarveLlamaHeadActs(c, s.B, s.T, acts));
+                          CarveLlamaHeadActs(c, s.B, s.T, acts, tp_), group(s));
 }
 
 void LlamaModel::head_backward(const KernelTable& k, const OpShape& s, const float* params,
@@ -151,8 +165,8 @@ void LlamaModel::head_backward(const KernelTable& k, const OpShape& s, const flo
     float* dlm_head = tied ? g[1] : g[0] + layout_.head().tensors[kLmHead].offset;
     LlamaHeadBackward(k, c, params + layout_.head().tensors[kFinalNorm].offset,
                       lm_head(params, embedding), g[0] + layout_.head().tensors[kFinalNorm].offset,
-                      dlm_head, x, targets, s.B, s.T, dloss, CarveLlamaHeadActs(c, s.B, s.T, acts),
-                      scratch, dres);
+                      dlm_head, x, targets, s.B, s.T, dloss,
+                      CarveLlamaHeadActs(c, s.B, s.T, acts, tp_), scratch, dres, group(s));
   });
 }
 
@@ -162,12 +176,12 @@ void LlamaModel::layer_backward(const KernelTable& k, const OpShape& s, int laye
   const LlamaConfig& c = layout_.config;
   const BlockSpec& block = layout_.layer(layer);
   const std::array<GradRange, 1> into = {GradRange{grads, block.numel}};
-  nn_internal::Contribute(k, first, scratch + op_scratch_floats(s.B, s.T), into,
-                          [&](const std::array<float*, 1>& g) {
-    LlamaBlockBackward(k, c, LayerTensors(block, params), LayerGrads(block, g[0]), RopeCos(s),
-                       RopeSin(c, s), x, s.B, s.T, CarveLlamaBlockActs(c, s.B, s.T, acts),
-                       CarveLlamaBlockScratch(c, s.B, s.T, scratch), dres);
-  });
+  nn_internal::Contribute(
+      k, first, scratch + op_scratch_floats(s.B, s.T), into, [&](const std::array<float*, 1>& g) {
+        LlamaBlockBackward(k, c, block, params, g[0], RopeCos(s), RopeSin(c, s), x, s.B, s.T,
+                           CarveLlamaBlockActs(c, s.B, s.T, acts, tp_),
+                           CarveLlamaBlockScratch(c, s.B, s.T, scratch, tp_), dres, group(s));
+      });
 }
 
 void LlamaModel::embedding_backward(const KernelTable& k, const OpShape& s, float* grads,
@@ -175,11 +189,11 @@ void LlamaModel::embedding_backward(const KernelTable& k, const OpShape& s, floa
                                     bool first, bool first_tied) const {
   // embed_tokens is the block's one tensor: the tied tensor when the head reads it.
   const std::array<GradRange, 1> into = {GradRange{grads, layout_.embedding().numel}};
-  nn_internal::Contribute(k, head_ties_embedding() ? first_tied : first,
-                          scratch + op_scratch_floats(s.B, s.T), into,
-                          [&](const std::array<float*, 1>& g) {
-    LlamaEmbeddingBackward(k, layout_.config, g[0], dres, tokens, s.B, s.T);
-  });
+  nn_internal::Contribute(
+      k, head_ties_embedding() ? first_tied : first, scratch + op_scratch_floats(s.B, s.T), into,
+      [&](const std::array<float*, 1>& g) {
+        LlamaEmbeddingBackward(k, layout_.config, g[0], dres, tokens, s.B, s.T, group(s));
+      });
 }
 
 }  // namespace strata::models

@@ -11,7 +11,9 @@ namespace strata::models {
 
 class LlamaModel final : public Model {
  public:
-  explicit LlamaModel(const LlamaConfig& config);
+  // `tp` > 1: one tensor-parallel rank's model (tensor_parallel_rank): its layout cut by the
+  // description's rules, its ops at the slice's widths.
+  explicit LlamaModel(const LlamaConfig& config, int tp = 1);
 
   const LlamaLayout& llama_layout() const { return layout_; }
   const ModelLayout& layout() const override { return layout_; }
@@ -23,6 +25,7 @@ class LlamaModel final : public Model {
   Result<std::unique_ptr<WeightWriter>> create_weights(const std::string& path) const override;
   // LlamaForCausalLM's keys, as LlamaConfigFromHf reads them.
   nlohmann::json hf_config() const override;
+  std::unique_ptr<Model> tensor_parallel_rank(int tp) const override;
 
   int64_t layer_acts_floats(int B, int T) const override;
   int64_t head_acts_floats(int B, int T) const override;
@@ -53,9 +56,12 @@ class LlamaModel final : public Model {
   // The ops' scratch, then the room a later gradient contribution is made in.
   int64_t op_scratch_floats(int B, int T) const;
   const float* lm_head(const float* params, const float* embedding) const;
+  // The op's tp group when this is a tensor-parallel rank's model (checked), else nullptr.
+  const TpGroup* group(const OpShape& s) const;
 
   LlamaLayout layout_;
   ModelShape shape_;
+  int tp_ = 1;
 };
 
 }  // namespace strata::models

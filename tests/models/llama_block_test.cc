@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/kernels/rope.h"
+#include "models/llama/llama_layout.h"
 #include "tests/core/kernel_test_util.h"
 #include "tests/models/llama_reference.h"
 
@@ -38,15 +40,23 @@ TEST(LlamaBlock, ForwardAndEveryGradientMatchTheDoubleReference) {
       scratch(size_t(LlamaBlockScratchFloats(c, kB, kT)));
   const LlamaBlockActs a = CarveLlamaBlockActs(c, kB, kT, acts.data());
   const LlamaBlockScratch d = CarveLlamaBlockScratch(c, kB, kT, scratch.data());
-  const LlamaBlockTensors t{wf[0].data(), wf[1].data(), wf[2].data(), wf[3].data(), wf[4].data(),
-                            wf[5].data(), wf[6].data(), wf[7].data(), wf[8].data()};
-  std::vector<std::vector<float>> gf;
-  for (size_t i = 0; i < 9; ++i) gf.emplace_back(sizes[i], 0.0f);
-  const LlamaBlockGrads g{gf[0].data(), gf[1].data(), gf[2].data(), gf[3].data(), gf[4].data(),
-                          gf[5].data(), gf[6].data(), gf[7].data(), gf[8].data()};
-  LlamaBlockForward(k, c, t, cos.data(), sin.data(), x.data(), kB, kT, a);
+  // The layer's block: its tensors contiguous in the layout's order.
+  const LlamaLayout layout = MakeLlamaLayout(c);
+  const BlockSpec& spec = layout.layer(0);
+  std::vector<float> params(size_t(spec.numel)), grads(params.size(), 0.0f);
+  for (size_t i = 0; i < 9; ++i) {
+    ASSERT_EQ(size_t(spec.tensors[i].numel), sizes[i]);
+    std::copy(wf[i].begin(), wf[i].end(), params.begin() + spec.tensors[i].offset);
+  }
+  LlamaBlockForward(k, c, spec, params.data(), cos.data(), sin.data(), x.data(), kB, kT, a);
   std::vector<float> dres = dout;
-  LlamaBlockBackward(k, c, t, g, cos.data(), sin.data(), x.data(), kB, kT, a, d, dres.data());
+  LlamaBlockBackward(k, c, spec, params.data(), grads.data(), cos.data(), sin.data(), x.data(), kB,
+                     kT, a, d, dres.data());
+  std::vector<std::vector<float>> gf;
+  for (size_t i = 0; i < 9; ++i) {
+    const auto at = grads.begin() + spec.tensors[i].offset;
+    gf.emplace_back(at, at + spec.tensors[i].numel);
+  }
 
   Weights w;
   for (size_t i = 0; i < 9; ++i) *w.all()[i] = to_double(wf[i]);

@@ -104,8 +104,8 @@ void CheckModel(bool tied) {
   LlamaEmbeddingForward(k, c, embed, tokens.data(), kB, kT, x0.data());
   const float* x = x0.data();
   for (int i = 0; i < c.n_layer; ++i) {
-    LlamaBlockForward(k, c, LayerTensors(l.layer(i), p.data() + l.block_offset[size_t(i + 1)]),
-                      cos.data(), sin.data(), x, kB, kT, a[size_t(i)]);
+    LlamaBlockForward(k, c, l.layer(i), p.data() + l.block_offset[size_t(i + 1)], cos.data(),
+                      sin.data(), x, kB, kT, a[size_t(i)]);
     x = a[size_t(i)].out;
   }
   const float loss = LlamaHeadForward(k, c, head, w_out, x, targets.data(), kB, kT, ha);
@@ -116,8 +116,7 @@ void CheckModel(bool tied) {
   const LlamaBlockScratch d = CarveLlamaBlockScratch(c, kB, kT, scratch.data());
   for (int i = c.n_layer - 1; i >= 0; --i) {
     const size_t off = size_t(l.block_offset[size_t(i + 1)]);
-    LlamaBlockBackward(k, c, LayerTensors(l.layer(i), p.data() + off),
-                       LayerGrads(l.layer(i), g.data() + off), cos.data(), sin.data(),
+    LlamaBlockBackward(k, c, l.layer(i), p.data() + off, g.data() + off, cos.data(), sin.data(),
                        i == 0 ? x0.data() : a[size_t(i - 1)].out, kB, kT, a[size_t(i)], d,
                        dres.data());
   }

@@ -309,17 +309,20 @@ TEST(TrainLlamaBadInput, ShapesAndFlagsThatCannotWorkNameTheFlag) {
   }
 }
 
-// Tensor parallelism slices GPT-2's blocks alone so far: a LLaMA under --tp is refused on every
-// rank, naming the flag, before anything is written.
-TEST(TrainLlamaBadInput, TensorParallelismIsRefusedNamingTheFlag) {
+// --tp cuts whole kv heads: a T that does not divide n_kv_head is refused on every rank, naming
+// the flag and the tensor, before anything is written.
+TEST(TrainLlamaBadInput, ATpThatDoesNotDivideTheKvHeadsIsRefusedNamingTheFlag) {
   if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
   ScratchDir scratch("train_llama_tp");
   const std::string& dir = scratch.path();
   std::vector<std::string> args = LlamaArgs(dir, "tp");
-  args.insert(args.end(), {"--tp", "2"});
+  args.insert(args.end(), {"--n-kv-head", "1", "--tp", "2"});
   const RunResult r = RunMpi({args}, 2, dir);
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("--tp 2 slices GPT-2 only so far"), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--tp 2 does not divide the 1 attention heads of "
+                       "model.layers.0.self_attn.k_proj.weight"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/tp.safetensors"));
 }
 

@@ -1,0 +1,50 @@
+// Linear layers as the description's tensor-parallel rules run them (Megatron-LM's
+// ColumnParallelLinear and RowParallelLinear): a model's block calls these for its weights
+// stored (out, in) as nn.Linear stores them, and the all-reduces its slice needs happen here, at
+// the points the weight's rule (TensorSpec::tp) implies. No model writes an all-reduce.
+//
+// Note [Rules imply the all-reduces]
+// On a tensor-parallel rank (OpShape::tp), a block's tensors are its slice (SliceLayoutForTp):
+// - a row-parallel weight (kRow) reads the rank's part of its input features, so its output is a
+//   partial sum over the group: LinearForward completes it;
+// - a column-parallel weight (kColumn) writes the rank's part of the output features from the
+//   whole input, so the gradient of that input is a partial sum: LinearsBackward completes it,
+//   once for every column-parallel weight that reads the same input (q, k and v; gate and up);
+// - everything else a rank computes is its own part (the column-parallel outputs, attention over
+//   its heads, both kinds of weight gradient) or the same on every rank (the replicated norms,
+//   from complete inputs), so replicas stay equal.
+// Without a group (or a group of one) these are plain GEMMs in the order a whole block runs them:
+// the same bits as a block that never heard of tensor parallelism.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "core/device/kernel_table.h"
+#include "core/nn/block_spec.h"
+#include "core/nn/tp_group.h"
+
+namespace strata {
+
+// y (rows, ldy), columns [0, out) = x (rows, in) @ W^T, for W of `spec` (out, in), this rank's
+// slice. Row-parallel: y is summed over the group (ldy must be `out`).
+void LinearForward(const KernelTable& k, const TpGroup* tp, const TensorSpec& spec, const float* w,
+                   const float* x, int64_t rows, float* y, int64_t ldy);
+
+// One weight of a group that reads the same input: its gradient `dw` (+=) from the gradient of
+// its output `dy` (rows, ldy).
+struct LinearGrad {
+  const TensorSpec& spec;
+  const float* w;
+  float* dw;
+  const float* dy;
+  int64_t ldy;
+};
+
+// dx (rows, in) = sum over the parts of dy @ W (overwritten), and each part's dW += dy^T @ x.
+// Column-parallel parts: dx is summed over the group once, after all of them (the parts must
+// share one rule).
+void LinearsBackward(const KernelTable& k, const TpGroup* tp, const float* x, int64_t rows,
+                     std::initializer_list<LinearGrad> parts, float* dx);
+
+}  // namespace strata
