@@ -57,7 +57,6 @@ Status Engine::setup() {
   }
   STRATA_ASSIGN_OR_RETURN(ops_, ModelOps::Create({.model = o_.model,
                                                   .layout = o_.layout,
-                                                  .gpt = o_.gpt,
                                                   .device = &device_,
                                                   .plan = &o_.plan,
                                                   .batch = o_.batch,

@@ -73,7 +73,6 @@
 #include <vector>
 
 #include "core/device/device.h"
-#include "core/nn/gpt_layout.h"
 #include "core/nn/model.h"
 #include "core/util/status.h"
 #include "memory/memory_manager.h"
@@ -99,9 +98,6 @@ namespace strata::scheduler {
 struct EngineOptions {
   const Model* model = nullptr;         // what the ops compute (model_ops.h)
   const ModelLayout* layout = nullptr;  // this rank's blocks (its tensor-parallel slice)
-  // GPT-2's layout of this rank's blocks for the paths that slice GPT-2 alone (tensor
-  // parallelism, split operators: model_ops.h); nullptr for another model.
-  const GptLayout* gpt = nullptr;
   const StatePages* pages = nullptr;
   memory::MemoryManager* memory = nullptr;
   Device* device = nullptr;

@@ -6,7 +6,6 @@
 
 #include "core/nn/tp_layout.h"
 #include "core/util/option.h"
-#include "scheduler/model_registry.h"
 #include "scheduler/pipeline_plan.h"
 
 namespace strata {
@@ -48,13 +47,13 @@ Status RefuseUnbuiltGrids(const TrainOptions& o) {
   return Status::Ok();
 }
 
-// Split operators slice GPT-2's blocks alone so far (docs/models.md, "The rest of the cut").
+// Split operators need the family's split ops (Model::splits_layers).
 Status RefuseUnbuiltForModel(const TrainOptions& o, const Model& m) {
-  if (o.grid.split_ops == "1" || GptLayoutOf(m) != nullptr) return Status::Ok();
+  if (o.grid.split_ops == "1" || m.splits_layers()) return Status::Ok();
   return AtFault(kSplitOps,
                  Status::NotSupported(Mention(kSplitOps) + " " + o.grid.split_ops +
-                                      " splits GPT-2's MLP only so far, not " + Mention(kArch) +
-                                      " " + m.shape().arch + ": drop " + Mention(kSplitOps)));
+                                      " has no split operators for " + Mention(kArch) + " " +
+                                      m.shape().arch + " yet: drop " + Mention(kSplitOps)));
 }
 
 // The partition's text and the stage count (scheduler/pipeline_plan.h); auto's costs are

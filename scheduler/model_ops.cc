@@ -49,8 +49,9 @@ ModelOps::ModelOps(const ModelOpsOptions& o)
 
 Result<std::unique_ptr<ModelOps>> ModelOps::Create(const ModelOpsOptions& options) {
   STRATA_CHECK(options.model && options.layout && options.device && options.plan);
-  STRATA_CHECK(options.gpt != nullptr || options.split == nullptr || !options.split->any_split())
-      << "split operators slice GPT-2's blocks alone";
+  STRATA_CHECK(options.split == nullptr || !options.split->any_split() ||
+               options.model->splits_layers())
+      << options.model->shape().arch << " has no split operators";
   STRATA_CHECK(options.micro_rows > 0 && options.batch % options.micro_rows == 0);
   std::unique_ptr<ModelOps> ops(new ModelOps(options));
   STRATA_RETURN_IF_ERROR(ops->allocate());

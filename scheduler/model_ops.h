@@ -8,9 +8,8 @@
 // model: data-parallel reductions, shard gathers, pipeline sends and receives.
 //
 // Tensor parallelism runs the model's own tensor-parallel rank (Model::tensor_parallel_rank) in
-// this rank's tp group (OpShape::tp, model_ops_tp.cc). One path still slices GPT-2's blocks alone
-// (docs/models.md, "The rest of the cut"): split operators (Note [Split operators] in
-// split_plan.h), which take GPT-2's layout (ModelOpsOptions::gpt).
+// this rank's tp group (OpShape::tp, model_ops_tp.cc); split operators run the model's split ops
+// with a split block's tensors gathered slice by slice (model_ops_split.cc).
 //
 // Honesty of the sim device: every op checks (STRATA_CHECK) that each buffer it touches lies
 // inside a live device allocation before it runs.
@@ -24,8 +23,6 @@
 #include <vector>
 
 #include "core/device/device.h"
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_layout.h"
 #include "core/nn/model.h"
 #include "core/util/status.h"
 #include "parallel/comm.h"
@@ -47,8 +44,6 @@ struct ModelOpsOptions {
   // and its blocks.
   const Model* model = nullptr;
   const ModelLayout* layout = nullptr;
-  // GPT-2's layout, for split operators, which slice GPT-2 alone; nullptr for another model.
-  const GptLayout* gpt = nullptr;
   Device* device = nullptr;
   const MemoryPlan* plan = nullptr;  // acts_bytes, tokens_bytes, constants_bytes, recompute
   int batch = 1;                     // rows per step
@@ -130,10 +125,6 @@ class ModelOps final : public BlockOps {
   // A layer's forward through the model; a recomputed layer's output is copied to its residual
   // buffer unless `rebuild` (its backward's recompute writes the same bits again).
   void layer_forward(int layer, const float* params, bool rebuild);
-  // GPT-2's split blocks: a layer's activations, a recomputed layer's output in its residual
-  // buffer.
-  TransformerActs gpt_acts(int layer) const;
-  BackwardScratch gpt_scratch() const;
   void compute_split(const Op& op, const std::vector<float*>& slots);
   Status upload_constants();
   void select_set(int micro_batch) { cur_ = &sets_[size_t(micro_batch) % sets_.size()]; }
@@ -151,9 +142,9 @@ class ModelOps final : public BlockOps {
   // The first failure of a collective an op ran itself (kept for take_error; later ones skip).
   void keep_error(const Status& s, const std::string& what);
   bool split(int block) const { return o_.split != nullptr && o_.split->split(block); }
-  // A split block's weights in its parameter slot, its MLP weights slice by slice (`order`: the
-  // slices the op will ask for, begun on the slice gatherer).
-  TransformerWeights split_weights(const Op& op, const float* slot);
+  // A split block's weights in its parameter slot, its split tensors slice by slice (`order`: the
+  // slices the op will ask for, begun on the slice gatherer; model_ops_split.cc).
+  SplitWeights split_weights(const Op& op, const float* slot);
   Status gather_split_params(int block, float* slot);
   // Layer-major: boundary j of `op`'s micro-batch into the device (then gives back its frame when
   // that was its last read), or out to the store.

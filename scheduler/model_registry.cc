@@ -132,9 +132,4 @@ Result<std::unique_ptr<Model>> ResolveModel(const ModelChoice& choice) {
   return arch == kLlama ? ResolveLlama(choice) : ResolveGpt(choice);
 }
 
-const GptLayout* GptLayoutOf(const Model& model) {
-  const auto* gpt = dynamic_cast<const GptModel*>(&model);
-  return gpt != nullptr ? &gpt->gpt_layout() : nullptr;
-}
-
 }  // namespace strata

@@ -5,7 +5,6 @@
 
 #include <memory>
 
-#include "core/nn/gpt_layout.h"
 #include "core/nn/model.h"
 #include "core/util/status.h"
 #include "scheduler/train_options.h"
@@ -18,9 +17,5 @@ namespace strata {
 // the option: an unknown --arch or preset (the known ones listed), a preset of another family
 // than --arch, a LLaMA shape flag for GPT-2, the shape's own refusals, --init's read errors.
 Result<std::unique_ptr<Model>> ResolveModel(const ModelChoice& choice);
-
-// GPT-2's layout when `model` is GPT-2, else nullptr: split operators still slice GPT-2's blocks
-// alone (docs/models.md, "The rest of the cut").
-const GptLayout* GptLayoutOf(const Model& model);
 
 }  // namespace strata

@@ -214,7 +214,6 @@ Status PagedTrainer::create_engine() {
   scheduler::EngineOptions eo;
   eo.model = &rank_model();
   eo.layout = &layout_;
-  eo.gpt = gpt_layout_;
   eo.pages = pages_.get();
   eo.memory = mm_.get();
   eo.device = device_.get();
@@ -352,9 +351,8 @@ Status PagedTrainer::finish() {
 Result<std::unique_ptr<Trainer>> CreatePagedTrainer(const TrainOptions& options,
                                                     std::unique_ptr<Model> model, int seq,
                                                     TokenDataset data) {
-  const GptLayout* gpt = GptLayoutOf(*model);
-  auto t = std::make_unique<internal::PagedTrainer>(options, std::move(model), gpt, seq,
-                                                    std::move(data));
+  auto t =
+      std::make_unique<internal::PagedTrainer>(options, std::move(model), seq, std::move(data));
   STRATA_RETURN_IF_ERROR(t->setup());
   return std::unique_ptr<Trainer>(std::move(t));
 }

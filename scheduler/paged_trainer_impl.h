@@ -23,7 +23,6 @@
 
 #include "core/data/token_dataset.h"
 #include "core/device/device.h"
-#include "core/nn/gpt_layout.h"
 #include "core/nn/tp_layout.h"
 #include "memory/memory_manager.h"
 #include "memory/nvme_tier.h"
@@ -56,14 +55,10 @@ constexpr uint64_t kMaxStatePages = uint64_t{1} << 22;
 
 class PagedTrainer final : public Trainer {
  public:
-  // `gpt`: the model's GPT-2 layout when it is GPT-2 (scheduler/model_registry.h), whose blocks
-  // split operators slice; nullptr for another model.
-  PagedTrainer(TrainOptions o, std::unique_ptr<Model> model, const GptLayout* gpt, int seq,
-               TokenDataset data)
+  PagedTrainer(TrainOptions o, std::unique_ptr<Model> model, int seq, TokenDataset data)
       : o_(std::move(o)),
         model_(std::move(model)),
         tp_model_(o_.grid.tp > 1 ? model_->tensor_parallel_rank(o_.grid.tp) : nullptr),
-        gpt_layout_(gpt),
         layout_(rank_model().layout()),
         full_layout_(model_->layout()),
         seq_(seq),
@@ -146,7 +141,6 @@ class PagedTrainer final : public Trainer {
   TrainOptions o_;
   std::unique_ptr<Model> model_;     // the whole model (what --init, --export and the data see)
   std::unique_ptr<Model> tp_model_;  // --tp: one rank's (Model::tensor_parallel_rank); else null
-  const GptLayout* gpt_layout_;      // GPT-2's blocks, for --split-ops; nullptr for another model
   ModelLayout layout_;  // this rank's blocks: its tensor-parallel slice (SliceLayoutForTp)
   const ModelLayout& full_layout_;  // the whole model's (what --init, --export and the data see)
   int seq_;

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "core/kernels/linear.h"
-#include "core/nn/gpt_blocks.h"
+#include "core/nn/split_weights.h"
 #include "core/util/check.h"
 
 namespace strata::scheduler {
@@ -14,10 +14,7 @@ int64_t AlignFloats(int64_t floats) {
   return (floats + kTensorAlignFloats - 1) / kTensorAlignFloats * kTensorAlignFloats;
 }
 
-bool IsSplitTensor(int tensor) {
-  return std::find(std::begin(kSplitTensors), std::end(kSplitTensors), tensor) !=
-         std::end(kSplitTensors);
-}
+bool IsSplitTensor(const BlockSpec& spec, int tensor) { return spec.tensors[tensor].split; }
 
 // Floats [begin, end) of the block's layout that rank r owns (Note [Shards]).
 std::pair<int64_t, int64_t> Owned(const ShardPlan& shards, const BlockSpec& spec, int block,
@@ -29,7 +26,7 @@ std::pair<int64_t, int64_t> Owned(const ShardPlan& shards, const BlockSpec& spec
 // The floats of `owned` in the split weights, each piece aligned: a rank's own area.
 int64_t OwnSplitFloats(const BlockSpec& spec, std::pair<int64_t, int64_t> owned) {
   int64_t floats = 0;
-  for (int t : kSplitTensors) {
+  for (int t : SplitTensors(spec)) {
     const TensorSpec& ts = spec.tensors[t];
     const int64_t lo = std::max(owned.first, ts.offset);
     const int64_t hi = std::min(owned.second, ts.offset + ts.numel);
@@ -39,6 +36,14 @@ int64_t OwnSplitFloats(const BlockSpec& spec, std::pair<int64_t, int64_t> owned)
 }
 
 }  // namespace
+
+std::vector<int> SplitTensors(const BlockSpec& spec) {
+  std::vector<int> split;
+  for (size_t t = 0; t < spec.tensors.size(); ++t) {
+    if (spec.tensors[t].split) split.push_back(int(t));
+  }
+  return split;
+}
 
 Result<SplitPlan> SplitPlan::Make(const ModelLayout& layout, const ShardPlan& shards,
                                   std::vector<int> factors) {
@@ -57,12 +62,13 @@ Result<SplitPlan> SplitPlan::Make(const ModelLayout& layout, const ShardPlan& sh
                                      " row chunks of a linear's forward; use 1, 2 or 4");
     }
     if (k == 1) continue;
-    if (spec.kind != BlockKind::kTransformer || !shards.sharded(b)) {
-      return Status::InvalidArgument("block " + std::to_string(b) + " (" + spec.name +
-                                     ") cannot be split: only sharded transformer blocks are");
+    if (SplitTensors(spec).empty() || !shards.sharded(b)) {
+      return Status::InvalidArgument(
+          "block " + std::to_string(b) + " (" + spec.name +
+          ") cannot be split: only sharded blocks with split tensors are");
     }
     p.blocks_[b] = LayOut(spec, shards, b);
-    for (int t : kSplitTensors) {
+    for (int t : SplitTensors(spec)) {
       const TensorSpec& ts = spec.tensors[t];
       for (int s = 0; s < k; ++s) {
         const auto [r0, r1] = LinearSliceRows(int(ts.shape[0]), k, s);
@@ -80,7 +86,7 @@ SplitPlan::Block SplitPlan::LayOut(const BlockSpec& spec, const ShardPlan& shard
   out.from.assign(spec.tensors.size(), 0);
   int64_t at = 0;  // the rest, packed in layout order
   for (size_t t = 0; t < spec.tensors.size(); ++t) {
-    if (IsSplitTensor(int(t))) continue;
+    if (IsSplitTensor(spec, int(t))) continue;
     out.from[t] = spec.tensors[t].offset;
     out.slot_offset[t] = AlignFloats(at);
     at = out.slot_offset[t] + spec.tensors[t].numel;
@@ -88,7 +94,7 @@ SplitPlan::Block SplitPlan::LayOut(const BlockSpec& spec, const ShardPlan& shard
   const int64_t rest_floats = AlignFloats(at);
   at = rest_floats;
   const auto [own_begin, own_end] = Owned(shards, spec, b, shards.rank());
-  for (int t : kSplitTensors) {  // then this rank's pieces of the split weights
+  for (int t : SplitTensors(spec)) {  // then this rank's pieces of the split weights
     const TensorSpec& ts = spec.tensors[t];
     const int64_t lo = std::max(own_begin, ts.offset);
     const int64_t hi = std::min(own_end, ts.offset + ts.numel);
@@ -108,7 +114,7 @@ SplitPlan::Block SplitPlan::LayOut(const BlockSpec& spec, const ShardPlan& shard
     for (size_t t = 0; t < spec.tensors.size(); ++t) {
       const TensorSpec& ts = spec.tensors[t];
       const int64_t x0 = std::max(ra, ts.offset), x1 = std::min(rb, ts.offset + ts.numel);
-      if (IsSplitTensor(int(t)) || x0 >= x1) continue;
+      if (IsSplitTensor(spec, int(t)) || x0 >= x1) continue;
       lo = std::min(lo, out.slot_offset[t] + x0 - ts.offset);
       hi = std::max(hi, out.slot_offset[t] + x1 - ts.offset);
     }
@@ -137,7 +143,8 @@ std::pair<int64_t, int64_t> SplitPlan::rest_range(int block, int rank) const {
 }
 
 std::pair<int, int> SplitPlan::slice_rows(int block, int tensor, int k) const {
-  STRATA_CHECK(split(block) && IsSplitTensor(tensor) && k >= 0 && k < factor(block));
+  STRATA_CHECK(split(block) && IsSplitTensor(layout_->blocks[block], tensor) && k >= 0 &&
+               k < factor(block));
   return LinearSliceRows(int(layout_->blocks[block].tensors[tensor].shape[0]), factor(block), k);
 }
 
@@ -189,7 +196,7 @@ ModelLayout ParamSlotLayout(const ModelLayout& gathered, const SplitPlan& split)
 std::vector<int> SplitFactors(int k, const ShardPlan& shards, const ModelLayout& layout) {
   std::vector<int> factors(layout.num_blocks(), 1);
   for (int b = 0; b < layout.num_blocks(); ++b) {
-    if (layout.blocks[b].kind == BlockKind::kTransformer && shards.sharded(b)) factors[b] = k;
+    if (!SplitTensors(layout.blocks[b]).empty() && shards.sharded(b)) factors[b] = k;
   }
   return factors;
 }

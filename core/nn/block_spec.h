@@ -60,6 +60,9 @@ struct TensorSpec {
   int tp_dim = 0;       // the dimension a slice cuts: where the features lie in the stored shape
   int tp_parts = 1;     // a fused tensor's parts, each cut alike (GPT-2's c_attn: q, k and v)
   int64_t tp_unit = 1;  // a part is cut in whole units of this many (an attention head's width)
+  // --split-ops gathers it in slices of the rows of its stored shape's dimension 0
+  // (core/nn/split_weights.h): the family's linear gives the whole tensor's bits slice by slice.
+  bool split = false;
 };
 
 struct BlockSpec {

@@ -157,12 +157,6 @@ TransformerWeights WholeTransformerWeights(const GptLayout& layout, int layer,
   return w;
 }
 
-std::pair<int, int> LinearSliceRows(int rows, int slices, int s) {
-  const int chunks = kernels::kLinearChunks / slices;
-  return {kernels::LinearChunkBegin(rows, s * chunks),
-          kernels::LinearChunkBegin(rows, (s + 1) * chunks)};
-}
-
 void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
                         const float* params, const float* x, int B, int T,
                         const TransformerActs& a) {

@@ -16,6 +16,7 @@
 
 #include "core/device/kernel_table.h"
 #include "core/nn/gpt_layout.h"
+#include "core/nn/split_weights.h"
 
 namespace strata {
 
@@ -120,12 +121,7 @@ struct TransformerWeights {
   std::function<const float*(int tensor, int slice)> slice;
 };
 // The weights of a block's contiguous parameters (no slices).
-TransformerWeights WholeTransformerWeights(const GptLayout& layout, int layer,
-                                           const float* params);
-// Rows [r0, r1) of slice s of a linear weight of `rows` rows cut in `slices` slices of whole
-// forward chunks (Note [Linear forward in row chunks] in core/kernels/linear.h); slices divides
-// kernels::kLinearChunks.
-std::pair<int, int> LinearSliceRows(int rows, int slices, int s);
+TransformerWeights WholeTransformerWeights(const GptLayout& layout, int layer, const float* params);
 void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
                         const TransformerWeights& weights, const float* x, int B, int T,
                         const TransformerActs& acts);

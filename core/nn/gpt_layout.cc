@@ -42,10 +42,12 @@ GptLayout MakeGptLayout(const GptConfig& c) {
     AppendTensor(b, p + "ln_2.bias", {C}, InitKind::kZeros);
     AppendTensor(b, p + "mlp.c_fc.weight", {C, 4 * C}, InitKind::kNormal, std);
     SetTensorParallel(b, TpRule::kColumn, 1);
+    b.tensors.back().split = true;  // the MLP's weights: most of the block (split_plan.h)
     AppendTensor(b, p + "mlp.c_fc.bias", {4 * C}, InitKind::kZeros);
     SetTensorParallel(b, TpRule::kColumn, 0);
     AppendTensor(b, p + "mlp.c_proj.weight", {4 * C, C}, InitKind::kNormal, proj_std);
     SetTensorParallel(b, TpRule::kRow, 0);
+    b.tensors.back().split = true;
     AppendTensor(b, p + "mlp.c_proj.bias", {C}, InitKind::kZeros);
     PackBlock(layout, std::move(b));
   }

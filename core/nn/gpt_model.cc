@@ -1,5 +1,7 @@
 #include "core/nn/gpt_model.h"
 
+#include <algorithm>
+
 #include "core/nn/gpt_blocks.h"
 #include "core/nn/gpt_weights.h"
 #include "core/nn/tp_blocks.h"
@@ -93,6 +95,31 @@ void GptModel::layer_forward(const KernelTable& k, const OpShape& s, int layer,
 
 const float* GptModel::layer_output(const OpShape& s, float* acts) const {
   return layer_acts(s, acts).out;
+}
+
+namespace {
+
+TransformerWeights WeightsOf(const SplitWeights& w) {
+  TransformerWeights t;
+  STRATA_CHECK_EQ(w.tensor.size(), t.tensor.size());
+  std::copy(w.tensor.begin(), w.tensor.end(), t.tensor.begin());
+  t.slices = w.slices;
+  t.slice = w.slice;
+  return t;
+}
+
+}  // namespace
+
+void GptModel::layer_forward_split(const KernelTable& k, const OpShape& s, int layer,
+                                   const SplitWeights& w, const float* x, float* acts) const {
+  TransformerForward(k, layout_, layer, WeightsOf(w), x, s.B, s.T, layer_acts(s, acts));
+}
+
+void GptModel::layer_backward_split(const KernelTable& k, const OpShape& s, int layer,
+                                    const SplitWeights& w, float* grads, const float* x,
+                                    float* acts, float* scratch, float* dres, bool first) const {
+  TransformerBackward(k, layout_, layer, WeightsOf(w), grads, x, s.B, s.T, layer_acts(s, acts),
+                      CarveBackwardScratch(layout_.config, s.B, s.T, scratch), dres, first);
 }
 
 float GptModel::head_forward(const KernelTable& k, const OpShape& s, const float* params,

@@ -1,5 +1,6 @@
 #include "core/nn/model.h"
 
+#include "core/util/check.h"
 #include "core/util/log.h"
 
 namespace strata {
@@ -21,6 +22,16 @@ Status Model::export_weights(const std::string& path, const float* values) const
     STRATA_RETURN_IF_ERROR(writer->write_block(b, values + l.block_offset[b]));
   }
   return writer->commit();
+}
+
+void Model::layer_forward_split(const KernelTable&, const OpShape&, int, const SplitWeights&,
+                                const float*, float*) const {
+  STRATA_CHECK(false) << shape().arch << " has no split operators (splits_layers)";
+}
+
+void Model::layer_backward_split(const KernelTable&, const OpShape&, int, const SplitWeights&,
+                                 float*, const float*, float*, float*, float*, bool) const {
+  STRATA_CHECK(false) << shape().arch << " has no split operators (splits_layers)";
 }
 
 }  // namespace strata

@@ -31,6 +31,7 @@
 
 #include "core/device/kernel_table.h"
 #include "core/nn/model_layout.h"
+#include "core/nn/split_weights.h"
 #include "core/nn/tp_group.h"
 #include "core/util/status.h"
 
@@ -136,6 +137,15 @@ class Model {
   virtual void layer_backward(const KernelTable& k, const OpShape& s, int layer,
                               const float* params, float* grads, const float* x, float* acts,
                               float* scratch, float* dres, bool first) const = 0;
+  // Split operators (--split-ops): a layer's forward and backward as layer_forward's and
+  // layer_backward's, its `split` tensors given slice by slice (SplitWeights); the same bits.
+  // splits_layers(): the family has them (else --split-ops is refused).
+  virtual bool splits_layers() const { return false; }
+  virtual void layer_forward_split(const KernelTable& k, const OpShape& s, int layer,
+                                   const SplitWeights& w, const float* x, float* acts) const;
+  virtual void layer_backward_split(const KernelTable& k, const OpShape& s, int layer,
+                                    const SplitWeights& w, float* grads, const float* x,
+                                    float* acts, float* scratch, float* dres, bool first) const;
   // Block 0's gradients take the embedding's contributions from dres. `first`: the step's first
   // contribution to the tensors the head does not touch; `first_tied`: to the tied tensor too
   // (false when the head's came first).

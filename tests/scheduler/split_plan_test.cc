@@ -89,7 +89,7 @@ TEST(SplitPlan, BroadcastsAndSlicePiecesRebuildEveryTensorOfASplitBlock) {
           }
         }
         // Each slice: its owners' pieces, copied from the root's slot, are the slice's rows.
-        for (int t : kSplitTensors) {
+        for (int t : SplitTensors(spec)) {
           const TensorSpec& ts = spec.tensors[t];
           int next_row = 0;
           for (int s = 0; s < k; ++s) {

@@ -326,5 +326,20 @@ TEST(TrainLlamaBadInput, ATpThatDoesNotDivideTheKvHeadsIsRefusedNamingTheFlag) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/tp.safetensors"));
 }
 
+// Split operators need the family's split ops, which LLaMA does not have yet: --split-ops is
+// refused on every rank naming the flag, before anything is written.
+TEST(TrainLlamaBadInput, SplitOperatorsAreRefusedNamingTheFlag) {
+  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
+  ScratchDir scratch("train_llama_split");
+  const std::string& dir = scratch.path();
+  std::vector<std::string> args = LlamaArgs(dir, "split");
+  args.insert(args.end(), {"--dp", "2", "--shard", "all", "--split-ops", "2"});
+  const RunResult r = RunMpi({args}, 2, dir);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("--split-ops 2 has no split operators for --arch llama"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/split.safetensors"));
+}
+
 }  // namespace
 }  // namespace strata::testing

@@ -1,0 +1,13 @@
+#include "core/nn/split_weights.h"
+
+#include "core/kernels/linear.h"
+
+namespace strata {
+
+std::pair<int, int> LinearSliceRows(int rows, int slices, int s) {
+  const int chunks = kernels::kLinearChunks / slices;
+  return {kernels::LinearChunkBegin(rows, s * chunks),
+          kernels::LinearChunkBegin(rows, (s + 1) * chunks)};
+}
+
+}  // namespace strata
