@@ -7,7 +7,7 @@
 //   one rank would give those micro-batches;
 // - each gradient is the left fold, in rank order, of the ranks' contributions (Note
 //   [Deterministic reductions] in docs/parallel.md), which is how one rank adds its
-//   micro-batches (Note [Gradient contributions] in core/nn/gpt_blocks.h);
+//   micro-batches (the gradient-contribution rule of core/nn/model.h);
 // - the tied tensor (the embedding block's first, core/nn/model.h) takes every head
 //   contribution, then every embedding contribution. So a rank makes its embedding
 //   contributions apart, from zero; once the heads' fold is reduced, rank 0 adds its own

@@ -4,14 +4,14 @@
 // Note [Block slots]
 // Device: kernels need contiguous tensors and a page boundary may cut a tensor, so the device side
 // works in *slots*: contiguous device buffers, each holding one block's parameters or its gradient
-// in the block's own layout (core/nn/gpt_layout.h), of a few size classes (scheduler/slot_sizes.h):
-// a slot holds any block no larger than itself. Slots, the activations and the step's tokens are
-// allocated once from the Device arena; nothing else is, so the arena's peak is exactly their sum
-// and cannot exceed --gpu-mem. The minimal working set is what the step holds at once — head
-// backward: the head's and the embedding's parameters and gradients (the head is tied to wte); a
-// block's backward: its parameters, its gradient and the embedding's gradient — plus one
-// block-sized prefetch slot, plus activations. Budget beyond it buys more block-sized slots (fewer
-// reloads).
+// in the block's own layout (core/nn/model_layout.h), of a few size classes
+// (scheduler/slot_sizes.h): a slot holds any block no larger than itself. Slots, the activations
+// and the step's tokens are allocated once from the Device arena; nothing else is, so the arena's
+// peak is exactly their sum and cannot exceed --gpu-mem. The minimal working set is what the step
+// holds at once — head backward: the head's and the embedding's parameters and gradients (the head
+// is tied to wte); a block's backward: its parameters, its gradient and the embedding's gradient —
+// plus one block-sized prefetch slot, plus activations. Budget beyond it buys more block-sized
+// slots (fewer reloads).
 //
 // Host: the MemoryManager's pinned pool of --host-mem. Without NVMe every page must fit in it.
 // With NVMe, pages whose home is the host are pinned there for the whole run; the rest pass
@@ -26,11 +26,11 @@
 // Micro-batch order (--micro-batch-order; Note [Micro-batch order] in step_program.h):
 // layer-major recomputes every block and keeps the block-boundary activations of every
 // micro-batch in frames borrowed from the host pool (boundary_store_bytes at their peak; the
-// pool must work beside them); micro-batch-major keeps one micro-batch's. auto takes layer-major when there is more
-// than one micro-batch, the host pool still works beside the boundaries, and the share of link
-// bytes per step it is predicted to save (predicted_link_bytes) exceeds the share of blocks it
-// recomputes beyond micro-batch-major's plan (so when activations, not states, are what does not
-// fit, micro-batch-major stays).
+// pool must work beside them); micro-batch-major keeps one micro-batch's. auto takes layer-major
+// when there is more than one micro-batch, the host pool still works beside the boundaries, and the
+// share of link bytes per step it is predicted to save (predicted_link_bytes) exceeds the share of
+// blocks it recomputes beyond micro-batch-major's plan (so when activations, not states, are what
+// does not fit, micro-batch-major stays).
 //
 // Placement (--params-on, --optimizer-on): device | host | nvme | auto.
 //   params device: every block's parameters stay in a slot (the host pages stay the master copy
@@ -87,9 +87,9 @@ struct MemoryPlanInput {
   // (nullptr: `layout`) and the device bytes of the two slice buffers.
   const ModelLayout* param_layout = nullptr;
   uint64_t slice_bytes = 0;
-  // Tensor parallelism: device bytes of the head's vocab-parallel statistics (core/nn/tp_head.h).
-  // Pipeline parallelism: the stage's layers and in-flight micro-batches (Note [Stage
-  // activations] in activations.h); --recompute decides over the stage's own layers.
+  // Tensor parallelism: device bytes of the head's vocab-parallel statistics
+  // (models/gpt2/tp_head.h). Pipeline parallelism: the stage's layers and in-flight micro-batches
+  // (Note [Stage activations] in activations.h); --recompute decides over the stage's own layers.
   ActivationStage stage;
   int stage_layers() const {
     return stage.layers >= 0 ? stage.layers : model->shape().n_layer - stage.first_layer;

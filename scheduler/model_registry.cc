@@ -4,8 +4,9 @@
 
 #include "core/io/hf_checkpoint.h"
 #include "core/io/safetensors_reader.h"
-#include "core/nn/gpt_model.h"
 #include "core/util/option.h"
+#include "models/gpt2/gpt_model.h"
+#include "models/gpt2/gpt_weights.h"
 #include "models/llama/llama_config.h"
 #include "models/llama/llama_model.h"
 
@@ -76,6 +77,19 @@ Status PresetOfArch(const ModelChoice& m, const std::string& arch,
                              ": drop one of them"));
 }
 
+// --init's shape (unless --model was given) or the preset, then the shape flags; validated.
+Result<GptConfig> ResolveGptConfig(const ModelChoice& m) {
+  GptConfig c;
+  if (!m.init_path.empty() && !m.preset_given) {
+    STRATA_ASSIGN_OR_RETURN(c, ReadGptConfigFromSafetensors(m.init_path));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(c, GptPreset(m.preset));
+  }
+  ApplyShapeFlags(m, c);
+  STRATA_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
 Result<std::unique_ptr<Model>> ResolveGpt(const ModelChoice& m) {
   for (const auto& [given, option] :
        {std::pair{m.n_kv_head.has_value(), kNKvHead}, std::pair{m.ffn_dim.has_value(), kFfnDim},
@@ -90,7 +104,7 @@ Result<std::unique_ptr<Model>> ResolveGpt(const ModelChoice& m) {
     }
   }
   STRATA_RETURN_IF_ERROR(PresetOfArch(m, kGpt2, GptPresetNames()));
-  STRATA_ASSIGN_OR_RETURN(const GptConfig c, ResolveModelConfig(m));
+  STRATA_ASSIGN_OR_RETURN(const GptConfig c, ResolveGptConfig(m));
   return std::unique_ptr<Model>(std::make_unique<GptModel>(c));
 }
 

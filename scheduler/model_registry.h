@@ -11,11 +11,13 @@
 
 namespace strata {
 
+// The one file of scheduler/ that names the families (models/): the model a run's flags choose.
 // The family: --arch if given; else the --model preset's when --model is given; else --init's (a
-// Hugging Face model directory, or a file Strata exported from a LLaMA, is LLaMA); else GPT-2.
-// Then the preset (or --init's shape) with the shape flags over it, validated. Errors at fault of
-// the option: an unknown --arch or preset (the known ones listed), a preset of another family
-// than --arch, a LLaMA shape flag for GPT-2, the shape's own refusals, --init's read errors.
+// Hugging Face model directory, or a file with the second family's names, is that family); else
+// the first. Then the preset (or --init's shape) with the shape flags over it, validated. Errors
+// at fault of the option: an unknown --arch or preset (the known ones listed), a preset of
+// another family than --arch, a family's shape flag given to another, the shape's own refusals,
+// --init's read errors (model_registry.cc says which family is which).
 Result<std::unique_ptr<Model>> ResolveModel(const ModelChoice& choice);
 
 }  // namespace strata

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/nn/gpt_config.h"
+#include "core/nn/shape_limits.h"
 #include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/page_plan.h"

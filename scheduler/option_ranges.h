@@ -25,7 +25,7 @@
 namespace strata {
 
 // The most tokens (--batch x --seq) one step may hold: with the shape limits of Note [Shape
-// limits] (core/nn/gpt_config.h) every size computed for a step fits in 64 bits.
+// limits] (core/nn/shape_limits.h) every size computed for a step fits in 64 bits.
 inline constexpr int64_t kMaxTokensPerStep = int64_t{1} << 22;
 
 // Every numeric field within its range, and the relations between fields that a range cannot

@@ -10,12 +10,12 @@
 
 #include "core/device/create_device.h"
 #include "core/device/device.h"
-#include "core/nn/tp_head.h"
 #include "core/util/log.h"
 #include "core/util/machine_memory.h"
 #include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
+#include "models/gpt2/tp_head.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"

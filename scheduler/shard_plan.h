@@ -2,7 +2,7 @@
 // which floats of a sharded block each rank owns. Pure data, immutable after Make.
 //
 // Note [Shards]
-// A sharded block of N floats (its contiguous layout, core/nn/gpt_layout.h) is cut into `ranks`
+// A sharded block of N floats (its contiguous layout, core/nn/model_layout.h) is cut into `ranks`
 // shards of S floats, S = ceil(N / ranks) rounded up to a norm chunk (kNormChunkFloats). Rank r
 // owns floats [r*S, min(N, (r+1)*S)): the pieces of its tensors in that range, for parameters,
 // gradient and AdamW moments, are paged into pages of its own (StatePages) that live only in its

@@ -4,8 +4,9 @@
 //   head backward holds P_head, P_emb, G_head, G_emb (the head is tied to wte);
 //   a block's backward holds P_l, G_l and the embedding's gradient, which head backward
 //   started and embed backward finishes;
-// plus one prefetch slot of a transformer block's size (the blocks loaded most). For GPT-2's
-// 50k vocabulary the embedding is 5x a transformer block: uniform slots would cost 5 embeddings.
+// plus one prefetch slot of a transformer block's size (the blocks loaded most). For a 50k
+// vocabulary the embedding is 5x a small transformer block: uniform slots would cost 5
+// embeddings.
 //
 // Sizes are bytes rounded up to the device alignment, lists sorted largest first. Pure functions.
 #pragma once

@@ -4,8 +4,8 @@
 // Note [Split operators]
 // A sharded layer gathered whole needs a slot of the whole block on every rank, while it owns only
 // 1/dp of it. Most of a layer is a few large weights, which the model's description marks `split`
-// (TensorSpec::split; GPT-2's MLP weights mlp.c_fc (C, 4C) and mlp.c_proj (4C, C): 8C^2 of its
-// 12C^2 floats). With split factor K, those weights are never gathered whole: each is gathered
+// (TensorSpec::split; e.g. a transformer's MLP weights, (C, 4C) and (4C, C): 8C^2 of its 12C^2
+// floats). With split factor K, those weights are never gathered whole: each is gathered
 // and computed in K slices of rows, so only a slice of them is live at once (two slices: the next
 // one is gathered while this one computes). The model's split ops take them slice by slice
 // (Model::layer_forward_split, core/nn/split_weights.h).

@@ -1,7 +1,7 @@
-// StatePages: the GPT's model state (params, grads, adam_m, adam_v of every block) laid into
+// StatePages: the model's state (params, grads, adam_m, adam_v of every block) laid into
 // pages by memory/page_plan.h, indexed the way the Engine needs it: per (block, role) its pages,
 // and per page the pieces of tensors it holds with their offsets in the block's contiguous layout
-// (core/nn/gpt_layout.h). The four roles of one block have the same pieces at the same page
+// (core/nn/model_layout.h). The four roles of one block have the same pieces at the same page
 // index, so one page index names a param page, its grad page and its two moment pages.
 //
 // Note [Pieces, not pages, into slots]

@@ -2,21 +2,7 @@
 
 #include <cmath>
 
-#include "core/nn/gpt_weights.h"
-
 namespace strata {
-
-Result<GptConfig> ResolveModelConfig(const ModelChoice& m) {
-  GptConfig c;
-  if (!m.init_path.empty() && !m.preset_given) {
-    STRATA_ASSIGN_OR_RETURN(c, ReadGptConfigFromSafetensors(m.init_path));
-  } else {
-    STRATA_ASSIGN_OR_RETURN(c, GptPreset(m.preset));
-  }
-  ApplyShapeFlags(m, c);
-  STRATA_RETURN_IF_ERROR(c.validate());
-  return c;
-}
 
 kernels::Dtype ComputeDtype(const std::string& dtype) {
   return dtype == "bf16" ? kernels::Dtype::kBf16 : kernels::Dtype::kFp32;

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "core/kernels/dtype.h"
-#include "core/nn/gpt_config.h"
 #include "core/util/status.h"
 
 namespace strata::storage {
@@ -27,13 +26,15 @@ class Comm;
 
 namespace strata {
 
-// The model to train: a preset or --init's shape, then the shape flags (ResolveModelConfig).
+// The model to train: a preset or --init's shape, then the shape flags
+// (scheduler/model_registry.h).
 struct ModelChoice {
   std::string preset = "small";  // --model
   bool preset_given = false;     // --model was on the command line
   std::optional<int> n_layer, n_head, n_embd, vocab_size, block_size;  // shape flags
   std::string init_path;  // --init: weights (and shape) from safetensors
-  // --arch gpt2|llama: the model family; empty: the --model preset's (or --init's) family.
+  // --arch: the model family (scheduler/model_registry.h); empty: the --model preset's (or
+  // --init's).
   std::string arch;
   // LLaMA's shape flags (--n-kv-head, --ffn-dim, --rope-theta, --norm-eps, --tie-embeddings).
   std::optional<int> n_kv_head, ffn_dim;
@@ -173,10 +174,6 @@ float LearningRateAt(const OptimizerOptions& optimizer, long steps, long step);
 // --dtype as the kernels' enum (kFp32 for anything but "bf16"; Trainer creation refuses other
 // text before this is asked).
 kernels::Dtype ComputeDtype(const std::string& dtype);
-
-// The model a run trains: --init's shape (unless --model was given) or the preset, then the shape
-// flags; validated (InvalidArgument naming the flag, or --init's file errors).
-Result<GptConfig> ResolveModelConfig(const ModelChoice& model);
 
 // The shape flags every family has (--n-layer --n-head --n-embd --vocab --block-size), over a
 // preset's or a file's shape.

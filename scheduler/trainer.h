@@ -17,8 +17,8 @@
 // - AdamW is element-wise (its vector and scalar paths give the same bits), so running it per
 //   page, split at tensor boundaries, equals running it per tensor.
 // - Micro-batches add up into the block's gradients, micro-batch 0 first, each micro-batch's
-//   contribution made from zero and then added (Note [Gradient contributions] in
-//   core/nn/gpt_blocks.h), exactly as the in-memory trainer does; dloss = 1 / (batch * seq).
+//   contribution made from zero and then added (the gradient-contribution rule of
+//   core/nn/model.h), exactly as the in-memory trainer does; dloss = 1 / (batch * seq).
 //   The tied wte gradient takes every head backward, then every embedding backward (Note [Tied
 //   gradient order] in scheduler/activations.h), so both micro-batch orders give the same bits.
 //

@@ -11,6 +11,9 @@
 #  - the scheduler includes no storage/ header (memory/ owns the page store);
 #  - core/, storage/, memory/, parallel/ and scheduler/ name no command-line flag in a string
 #    literal (tools/ and embed/ word the options they mention: core/util/option.h);
+#  - the runtime names no model: over scheduler/, memory/, parallel/ and embed/, only
+#    scheduler/model_registry.cc names a family (GPT-2, LLaMA, ...), and a model's sub-room of
+#    models/ includes no other's (docs/models.md);
 #  - no source file in any of these folders is over 400 lines, and no function is over 60 lines;
 #  - one naming convention for functions: types, free functions and static member functions
 #    (factories such as Create/Open) are PascalCase; every other member function is snake_case.
@@ -163,4 +166,23 @@ else
 fi
 
 (( fail == 0 )) && echo "structure: every rule holds"
+# The runtime knows the model interface (core/nn/model.h), never a family: the families live in
+# models/<family>/ and one registry file turns a run's flags into one of them.
+model_names='Gpt|GPT|gpt_|Llama|llama'
+while IFS= read -r file; do
+  [[ $file == scheduler/model_registry.cc ]] && continue
+  say "$file names a model family (${model_names//|/, }): the runtime knows the model interface" \
+      "(core/nn/model.h) only; a family's code belongs in models/<family>/, its choice in" \
+      "scheduler/model_registry.cc"
+done < <(for d in scheduler memory parallel embed; do [[ -d $d ]] && echo "$d"; done |
+           xargs -r grep -rlE "$model_names" --include='*.h' --include='*.cc' --include='*.cu' | sort)
+for room in models/*/; do
+  room=${room%/}
+  while IFS=: read -r file line target; do
+    [[ $target == "$room" ]] ||
+      say "$file:$line includes $target/ (a model's sub-room includes core/ and itself only)"
+  done < <(grep -rnoE '#include "models/[a-z_0-9]+/' "$room" --include='*.h' --include='*.cc' |
+           sed -E 's/#include "(models\/[a-z_0-9]+)\//\1/')
+done
+
 exit $fail

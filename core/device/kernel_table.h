@@ -1,7 +1,7 @@
 // KernelTable: the compute a training step needs, one plain function pointer per op (forward
-// and backward), owned by a Device backend (ggml-backend style). Model code (core/nn/gpt_blocks.h)
-// calls kernels only through the table of the device that holds its tensors, so a backend
-// swaps in its own kernels without the model knowing.
+// and backward), owned by a Device backend (ggml-backend style). Model code
+// (models/gpt2/gpt_blocks.h) calls kernels only through the table of the device that holds its
+// tensors, so a backend swaps in its own kernels without the model knowing.
 //
 // Contract:
 // - Every entry has exactly the signature of the CPU kernel of the same name in core/kernels/

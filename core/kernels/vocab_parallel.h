@@ -2,7 +2,7 @@
 #include <cstdint>
 // Vocab-parallel embedding and softmax cross-entropy (Megatron-LM): what one tensor-parallel rank
 // computes on its slice of the vocabulary between the tp group's sum all-reduces (Note
-// [Vocab-parallel cross-entropy] in core/nn/tp_head.h). The slice holds the whole vocabulary's
+// [Vocab-parallel cross-entropy] in models/gpt2/tp_head.h). The slice holds the whole vocabulary's
 // ids [vocab_begin, vocab_begin + V); its first `valid` columns (0 <= valid <= V) are real, the
 // rest padding past the real vocabulary (never a token or a target, masked everywhere).
 namespace strata::kernels {

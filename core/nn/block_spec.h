@@ -1,5 +1,5 @@
 // A model's state described as blocks of named tensors, each block one contiguous float range:
-// what any model's description is made of (core/nn/gpt_layout.h, models/llama/llama_layout.h),
+// what any model's description is made of (models/gpt2/gpt_layout.h, models/llama/llama_layout.h),
 // and the unit the scheduler reasons about (a block owns its parameters and, in the same layout,
 // their gradients and optimizer moments).
 #pragma once

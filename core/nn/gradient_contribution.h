@@ -1,5 +1,18 @@
-// The helpers every model's backward passes share (core/nn/gpt_blocks.cc, tp_blocks.cc,
+// The helpers every model's backward passes share (models/gpt2/gpt_blocks.cc, tp_blocks.cc,
 // models/llama/llama_model.cc): the gradient-contribution rule of core/nn/model.h.
+//
+// Note [Gradient contributions]
+// A parameter gradient is the left fold of its contributions in a fixed order: each backward
+// call's contribution is made from zero, in the same kernels whatever its destination, then
+// added to the running sum element by element (g = g + c, zeros included). The step's first
+// contribution to a tensor is made straight in the zeroed gradient: the same bits, with no add.
+// - Why: a data-parallel run sums its ranks' gradients exactly so (Note [Deterministic
+//   reductions] in parallel/comm.h), so dp=N with one micro-batch per rank gives the bits of
+//   one rank running N micro-batches. Letting a later micro-batch's kernels accumulate into the
+//   running sum itself (+=) would add their partial sums one by one: other bits.
+// - The order: a block's micro-batches in index order. The tied tensor: every head contribution in
+//   micro-batch order, then every embedding contribution (Note [Tied gradient order] in
+//   scheduler/activations.h).
 #pragma once
 
 #include <array>
@@ -7,7 +20,7 @@
 #include <utility>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_layout.h"
+#include "core/nn/block_spec.h"
 
 namespace strata::nn_internal {
 

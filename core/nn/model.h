@@ -3,7 +3,7 @@
 // trainers run any model through this interface, in one step order; they never name a model
 // (docs/models.md, "Adding a model").
 //
-// Conventions (as core/nn/gpt_blocks.h): B rows of T tokens per micro-batch, BT = B*T, C the
+// Conventions (as models/gpt2/gpt_blocks.h): B rows of T tokens per micro-batch, BT = B*T, C the
 // residual stream's width. Every pointer is device memory of the device whose table `k` is, and
 // stays valid for the call; ops touch it only through `k` (host code never writes device memory).
 // - `params`/`grads` of a block are its contiguous floats in the layout's order.
@@ -13,7 +13,7 @@
 // - `dres` (BT, C) is the residual stream's gradient: the head's backward writes it, a layer's
 //   backward reads the gradient of its output there and leaves the gradient of its input, the
 //   embedding's backward reads it.
-// - Gradient contributions (Note [Gradient contributions] in gpt_blocks.h): a backward's
+// - Gradient contributions (Note [Gradient contributions] in gradient_contribution.h): a backward's
 //   contribution is made from zero and added to the running gradient; `first` says the gradient
 //   is still zero and this is the step's first contribution, made straight in it. The same rule
 //   for every model, so that data parallelism sums the ranks' micro-batches to one rank's bits.

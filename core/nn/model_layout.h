@@ -1,5 +1,5 @@
 // A model's state as blocks of named tensors packed back to back: what every model's
-// description is (GptLayout in core/nn/gpt_layout.h, LlamaLayout in models/llama/llama_layout.h
+// description is (GptLayout in models/gpt2/gpt_layout.h, LlamaLayout in models/llama/llama_layout.h
 // add their shape to it), and all that the runtime's state handling needs of a model: which
 // floats a block owns, their names, their initialisation and weight decay.
 //

@@ -61,8 +61,6 @@ int64_t TpPaddedRows(int64_t rows) {
   return (rows + kTpVocabPadding - 1) / kTpVocabPadding * kTpVocabPadding;
 }
 
-int64_t TpPaddedVocab(const GptConfig& c) { return TpPaddedRows(c.vocab_size); }
-
 int64_t TpCutUnits(const TensorSpec& t) { return CutExtent(t) / (t.tp_parts * t.tp_unit); }
 
 std::string TpIndivisible(const ModelLayout& layout, int tp) {
@@ -89,13 +87,6 @@ void SliceLayoutForTp(ModelLayout& layout, int tp) {
     layout.block_offset.push_back(layout.total_numel);
     layout.total_numel += b.numel;
   }
-}
-
-GptLayout MakeTpLayout(const GptConfig& c, int tp) {
-  STRATA_CHECK(tp >= 1 && c.n_head % tp == 0 && TpPaddedVocab(c) % tp == 0);
-  GptLayout layout = MakeGptLayout(c);
-  SliceLayoutForTp(layout, tp);
-  return layout;
 }
 
 void SliceBlockParams(const BlockSpec& full, const BlockSpec& local, int rank,

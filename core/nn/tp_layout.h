@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <string>
 
-#include "core/nn/gpt_layout.h"
 #include "core/nn/model_layout.h"
 
 namespace strata {
@@ -35,7 +34,6 @@ inline constexpr int64_t kTpVocabPadding = 128;
 
 // A vocabulary (a kVocab tensor's rows) padded for tensor parallelism.
 int64_t TpPaddedRows(int64_t rows);
-int64_t TpPaddedVocab(const GptConfig& c);
 
 // The first tensor of `layout` whose cut `tp` does not divide (its parts, a padded vocabulary),
 // by name; "" when tp divides every cut.
@@ -47,10 +45,6 @@ int64_t TpCutUnits(const TensorSpec& t);
 // `layout` cut for one tensor-parallel rank of `tp` (every rank's is the same) by each tensor's
 // rule, laid out again; tp must divide every cut (TpIndivisible).
 void SliceLayoutForTp(ModelLayout& layout, int tp);
-
-// The layout of one tensor-parallel rank of `tp` (every rank's is the same). tp must divide the
-// heads and the padded vocabulary (the trainer refuses other grids first).
-GptLayout MakeTpLayout(const GptConfig& c, int tp);
 
 // Whether every tensor-parallel rank holds the whole of tensor `tensor` of block `b` (its rule is
 // kReplicated: the norms, the row-parallel biases, wpe): its gradient is then the same on every

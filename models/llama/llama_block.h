@@ -6,7 +6,7 @@
 //   res = x + attention(qkv) Wo^T
 //   h2  = rmsnorm(res) * w_post; out = res + (silu(h2 Wg^T) * (h2 Wu^T)) Wd^T
 //
-// Weights are stored (out, in) as nn.Linear stores them. Conventions as core/nn/gpt_blocks.h:
+// Weights are stored (out, in) as nn.Linear stores them. Conventions as models/gpt2/gpt_blocks.h:
 // BT = B*T; gradients accumulate (+=); `dres` (BT, C) holds the gradient of the block's output
 // on entry and of its input on return; scratch and dres are touched only through the table.
 #pragma once

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "core/nn/gpt_config.h"
 #include "core/nn/presets.h"
+#include "core/nn/shape_limits.h"
 #include "core/util/option.h"
 
 namespace strata::models {

@@ -13,8 +13,8 @@
 
 namespace strata::models {
 
-// Note [LLaMA shape limits]: as core/nn/gpt_config.h's Note [Shape limits], with a vocabulary up
-// to 2^20 (LLaMA 3's is 128,256; token files hold uint32 ids) and an MLP up to 2^18 wide.
+// Note [LLaMA shape limits]: as core/nn/shape_limits.h's Note [Shape limits], with a vocabulary
+// up to 2^20 (LLaMA 3's is 128,256; token files hold uint32 ids) and an MLP up to 2^18 wide.
 inline constexpr int kLlamaMaxVocab = 1 << 20;
 inline constexpr int kLlamaMaxFfn = 1 << 18;
 

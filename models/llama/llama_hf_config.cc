@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "core/nn/gpt_config.h"
+#include "core/nn/shape_limits.h"
 #include "core/util/option.h"
 #include "models/llama/llama_config.h"
 

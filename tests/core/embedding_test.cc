@@ -101,7 +101,7 @@ TEST(EmbeddingTest, BackwardLargeBatchMatchesDoubleSums) {
 
 // A vocabulary range writes only its rows, in a buffer that starts at its first row, and gives the
 // bits of the full call's rows (the wte gradient built slice by slice, Note [Gradient
-// contributions] in core/nn/gpt_blocks.h); without dwpe no position gradient is made.
+// contributions] in models/gpt2/gpt_blocks.h); without dwpe no position gradient is made.
 TEST(EmbeddingTest, BackwardVocabRangeGivesTheFullCallsRows) {
   const int B = 3, T = 16, C = 8, V = 10;
   auto tokens = make_tokens(B * T, V, 12);

@@ -35,7 +35,7 @@ struct Split {
   int valid(int r) const { return std::clamp(V - begin(r), 0, rows); }
 };
 
-// The loss and each rank's normalized probabilities (N, rows), as core/nn/tp_head.cc runs them.
+// The loss and each rank's normalized probabilities (N, rows), as models/gpt2/tp_head.cc runs them.
 float VocabParallelLoss(const Split& s, const std::vector<float>& logits,
                         const std::vector<int32_t>& targets, int N,
                         std::vector<std::vector<float>>* probs) {

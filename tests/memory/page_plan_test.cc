@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_layout.h"
 #include "memory/page_plan_layout.h"
+#include "models/gpt2/gpt_config.h"
+#include "models/gpt2/gpt_layout.h"
 
 namespace strata::memory {
 namespace {

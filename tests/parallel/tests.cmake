@@ -13,7 +13,8 @@ if(NOT MPI_C_FOUND OR NOT MPIEXEC_EXECUTABLE)
 else()
   file(GLOB strata_mpi_test_srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/mpi/*.cc)
   add_executable(strata_parallel_mpi_tests ${strata_mpi_test_srcs})
-  target_link_libraries(strata_parallel_mpi_tests PRIVATE strata_parallel MPI::MPI_C GTest::gtest)
+  target_link_libraries(strata_parallel_mpi_tests PRIVATE strata_parallel strata_models MPI::MPI_C
+                        GTest::gtest)
 
   execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE strata_mpiexec_version
                   ERROR_QUIET)

@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_layout.h"
-#include "core/nn/gpt_model.h"
+#include "models/gpt2/gpt_blocks.h"
+#include "models/gpt2/gpt_config.h"
+#include "models/gpt2/gpt_layout.h"
+#include "models/gpt2/gpt_model.h"
 #include "scheduler/memory_plan.h"
 
 namespace strata::scheduler {

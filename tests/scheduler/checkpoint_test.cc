@@ -10,6 +10,7 @@
 
 #include "core/util/option.h"
 #include "memory/open_nvme_tier.h"
+#include "models/gpt2/gpt_config.h"
 #include "scheduler/checkpoint_store.h"
 #include "scheduler/run_fingerprint.h"
 #include "tests/common/expect_fault.h"

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_layout.h"
+#include "models/gpt2/gpt_config.h"
+#include "models/gpt2/gpt_layout.h"
 #include "tests/scheduler/scheduler_test_util.h"
 
 namespace strata::scheduler {

@@ -4,8 +4,8 @@
 
 #include <memory>
 
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_model.h"
+#include "models/gpt2/gpt_config.h"
+#include "models/gpt2/gpt_model.h"
 
 namespace strata::scheduler {
 namespace {

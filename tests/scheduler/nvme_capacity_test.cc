@@ -6,11 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_layout.h"
-#include "core/nn/gpt_model.h"
 #include "core/util/sizes.h"
 #include "memory/page_plan.h"
+#include "models/gpt2/gpt_config.h"
+#include "models/gpt2/gpt_layout.h"
+#include "models/gpt2/gpt_model.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/state_pages.h"
 

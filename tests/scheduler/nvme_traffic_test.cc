@@ -4,7 +4,7 @@
 // (361 MiB instead of ~195) and nothing else noticed.
 #include <gtest/gtest.h>
 
-#include "core/nn/gpt_layout.h"
+#include "models/gpt2/gpt_layout.h"
 #include "tests/scheduler/scheduler_test_util.h"
 
 namespace strata::testing {

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_layout.h"
-#include "core/nn/gpt_model.h"
+#include "models/gpt2/gpt_config.h"
+#include "models/gpt2/gpt_layout.h"
+#include "models/gpt2/gpt_model.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/model_registry.h"
 #include "tests/scheduler/scheduler_test_util.h"
@@ -183,7 +183,7 @@ TEST_F(OffloadTransparency, ConcurrentMicroBatchesAndRecompute) {
   // which keeps its 10 pages.
   o.budgets.nvme_dirs = {dir_.sub("nvme_layer_major")};
   o.budgets.micro_batch_order = "layer-major";
-  const GptConfig c = *ResolveModelConfig(o.model);
+  const ModelShape c = (*ResolveModel(o.model))->shape();
   const uint64_t boundaries = uint64_t(o.data.batch / o.data.micro_batch) * (c.n_layer + 1) *
                               o.data.micro_batch * o.data.seq * c.n_embd * 4;
   o.budgets.host_mem = 10 * 8192 + boundaries;

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/nn/gpt_config.h"
 #include "memory/page_plan.h"
+#include "models/gpt2/gpt_config.h"
 #include "tests/common/expect_fault.h"
 
 namespace strata {

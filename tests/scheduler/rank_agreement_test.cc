@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "models/gpt2/gpt_config.h"
+
 namespace strata::scheduler {
 namespace {
 

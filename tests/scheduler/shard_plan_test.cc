@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "core/nn/gpt_layout.h"
+#include "models/gpt2/gpt_layout.h"
 #include "scheduler/grad_norm.h"
 #include "scheduler/state_pages.h"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_model.h"
+#include "models/gpt2/gpt_config.h"
+#include "models/gpt2/gpt_model.h"
 
 namespace strata::scheduler {
 namespace {

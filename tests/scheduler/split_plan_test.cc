@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "core/nn/gpt_blocks.h"
+#include "models/gpt2/gpt_blocks.h"
 
 namespace strata::scheduler {
 namespace {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_layout.h"
-#include "core/nn/gpt_model.h"
+#include "models/gpt2/gpt_blocks.h"
+#include "models/gpt2/gpt_layout.h"
+#include "models/gpt2/gpt_model.h"
 #include "scheduler/activations.h"
 #include "scheduler/pipeline_plan.h"
 #include "scheduler/shard_plan.h"

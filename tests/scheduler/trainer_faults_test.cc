@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "core/nn/gpt_config.h"
-#include "core/nn/gpt_model.h"
 #include "core/util/option.h"
 #include "core/util/sizes.h"
+#include "models/gpt2/gpt_config.h"
+#include "models/gpt2/gpt_model.h"
 #include "scheduler/in_memory_budget.h"
 #include "tests/common/expect_fault.h"
 #include "tests/scheduler/scheduler_test_util.h"

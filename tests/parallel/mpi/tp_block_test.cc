@@ -1,4 +1,4 @@
-// A tensor-parallel transformer block over the job's ranks (core/nn/tp_blocks.h, Note
+// A tensor-parallel transformer block over the job's ranks (models/gpt2/tp_blocks.h, Note
 // [Tensor-parallel all-reduces]), its all-reduces on the real Comm: each rank's forward output,
 // input gradient and slice of the parameter gradients match the whole block's, computed on every
 // rank alone, up to float rounding; and two runs give the same bits.
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/tp_blocks.h"
 #include "core/nn/tp_layout.h"
+#include "models/gpt2/gpt_blocks.h"
+#include "models/gpt2/tp_blocks.h"
 #include "mpi_test_util.h"
 #include "tp_test_util.h"
 

@@ -1,10 +1,10 @@
-// The vocab-parallel embedding and LM head over the job's ranks (core/nn/tp_head.h, Note
+// The vocab-parallel embedding and LM head over the job's ranks (models/gpt2/tp_head.h, Note
 // [Vocab-parallel cross-entropy]), their all-reduces on the real Comm, against the whole model's
 // EmbeddingForward/Backward and HeadForward/Backward computed on every rank alone: the embedding's
 // output and wte gradient rows bit for bit; the head's loss, input gradient, dwte rows and ln_f
 // gradients within 1e-5; two micro-batches (the second contribution not first); the same bits run
 // to run. The vocabulary (200) is padded to 256, so the last ranks hold padding rows.
-#include "core/nn/tp_head.h"
+#include "models/gpt2/tp_head.h"
 
 #include <gtest/gtest.h>
 
@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_blocks.h"
 #include "core/nn/tp_layout.h"
+#include "models/gpt2/gpt_blocks.h"
 #include "mpi_test_util.h"
 #include "tp_test_util.h"
 

@@ -19,9 +19,9 @@
 #include <cstdint>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_layout.h"
 #include "core/nn/tp_group.h"
+#include "models/gpt2/gpt_blocks.h"
+#include "models/gpt2/gpt_layout.h"
 
 namespace strata {
 
@@ -31,7 +31,7 @@ void TpTransformerForward(const KernelTable& k, const GptLayout& layout, int lay
                           const TransformerActs& acts, const TpAllReduce& all_reduce);
 void TpTransformerBackward(const KernelTable& k, const GptLayout& layout, int layer, int tp_rank,
                            const float* params, float* grads, const float* x, int B, int T,
-                           const TransformerActs& acts, const BackwardScratch& scratch,
-                           float* dres, bool first, const TpAllReduce& all_reduce);
+                           const TransformerActs& acts, const BackwardScratch& scratch, float* dres,
+                           bool first, const TpAllReduce& all_reduce);
 
 }  // namespace strata

@@ -5,9 +5,9 @@
 
 #include <memory>
 
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_layout.h"
 #include "core/nn/model.h"
+#include "models/gpt2/gpt_blocks.h"
+#include "models/gpt2/gpt_layout.h"
 
 namespace strata {
 
@@ -53,13 +53,13 @@ class GptModel final : public Model {
                      float* acts) const override;
   void head_backward(const KernelTable& k, const OpShape& s, const float* params, float* grads,
                      const float* embedding, float* embedding_grads, const float* x,
-                     const int32_t* targets, float* acts, float* scratch, float dloss,
-                     float* dres, bool first) const override;
+                     const int32_t* targets, float* acts, float* scratch, float dloss, float* dres,
+                     bool first) const override;
   void layer_backward(const KernelTable& k, const OpShape& s, int layer, const float* params,
                       float* grads, const float* x, float* acts, float* scratch, float* dres,
                       bool first) const override;
-  void embedding_backward(const KernelTable& k, const OpShape& s, float* grads,
-                          const float* dres, const int32_t* tokens, float* scratch, bool first,
+  void embedding_backward(const KernelTable& k, const OpShape& s, float* grads, const float* dres,
+                          const int32_t* tokens, float* scratch, bool first,
                           bool first_tied) const override;
 
  private:

@@ -1,4 +1,4 @@
-#include "core/nn/tp_head.h"
+#include "models/gpt2/tp_head.h"
 
 #include <algorithm>
 

@@ -15,8 +15,8 @@
 #include <utility>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_layout.h"
 #include "core/nn/split_weights.h"
+#include "models/gpt2/gpt_layout.h"
 
 namespace strata {
 
@@ -46,21 +46,10 @@ struct HeadActs {
   float* probs;     // (BT, V)
 };
 
-// Note [Gradient contributions]
-// A parameter gradient is the left fold of its contributions in a fixed order: each backward
-// call's contribution is made from zero, in the same kernels whatever its destination, then
-// added to the running sum element by element (g = g + c, zeros included). The step's first
-// contribution to a tensor is made straight in the zeroed gradient: the same bits, with no add.
-// - Why: a data-parallel run sums its ranks' gradients exactly so (Note [Deterministic
-//   reductions] in parallel/comm.h), so dp=N with one micro-batch per rank gives the bits of
-//   one rank running N micro-batches. Letting a later micro-batch's kernels accumulate into the
-//   running sum itself (+=) would add their partial sums one by one: other bits.
-// - The order: a block's micro-batches in index order. The tied wte: every head contribution in
-//   micro-batch order, then every embedding contribution (Note [Tied gradient order] in
-//   scheduler/activations.h).
-// - Later contributions are made in BackwardScratch::dparam, GradScratchFloats floats. The wte
-//   gradient (V x C, the largest) is made in slices of GradSliceRows rows in every case, first
-//   or not, so that its bits never depend on where it is made.
+// GPT-2's gradient contributions (Note [Gradient contributions] in
+// core/nn/gradient_contribution.h) are made in BackwardScratch::dparam, GradScratchFloats floats.
+// The wte gradient (V x C, the largest) is made in slices of GradSliceRows rows in every case,
+// first or not, so that its bits never depend on where it is made.
 int64_t GradScratchFloats(const GptConfig& c, int T);
 int GradSliceRows(const GptConfig& c, int T);
 
@@ -73,7 +62,8 @@ struct BackwardScratch {
   float* dqkv;       // (BT, 3C)
   float* datt;       // (B, NH, T, T)
   float* dlogits;    // (BT, V)
-  float* dparam;     // GradScratchFloats: a later gradient contribution (Note [Gradient contributions])
+  float*
+      dparam;  // GradScratchFloats: a later gradient contribution (Note [Gradient contributions])
 };
 
 // Sizes in floats (each part rounded to kTensorAlignFloats) and carving of one buffer. With

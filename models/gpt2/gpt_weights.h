@@ -14,9 +14,9 @@
 #include <memory>
 #include <string>
 
-#include "core/nn/gpt_layout.h"
 #include "core/nn/model.h"
 #include "core/util/status.h"
+#include "models/gpt2/gpt_layout.h"
 
 namespace strata {
 

@@ -1,6 +1,6 @@
 // GptConfig::validate: Note [Shape limits] — every dimension bounded, so that nothing sized from
 // a shape overflows; the error names the flag.
-#include "core/nn/gpt_config.h"
+#include "models/gpt2/gpt_config.h"
 
 #include <gtest/gtest.h>
 

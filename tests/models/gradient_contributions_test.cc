@@ -1,7 +1,7 @@
-// Note [Gradient contributions] in core/nn/gpt_blocks.h: a gradient over several micro-batches
-// is the left fold of contributions each made from zero. So the gradients one process makes
-// over micro-batches 0 and 1 have the bits of micro-batch 0's gradients plus micro-batch 1's,
-// each made alone: what a data-parallel run of two ranks sums.
+// Note [Gradient contributions] in core/nn/gradient_contribution.h: a gradient over several micro-
+// batches is the left fold of contributions each made from zero. So the gradients one process makes
+// over micro-batches 0 and 1 have the bits of micro-batch 0's gradients plus micro-batch 1's, each
+// made alone: what a data-parallel run of two ranks sums.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_layout.h"
+#include "models/gpt2/gpt_blocks.h"
+#include "models/gpt2/gpt_layout.h"
 
 namespace strata {
 namespace {

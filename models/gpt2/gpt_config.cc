@@ -1,4 +1,4 @@
-#include "core/nn/gpt_config.h"
+#include "models/gpt2/gpt_config.h"
 
 #include <cstdio>
 
@@ -55,8 +55,8 @@ Status GptConfig::validate() const {
 
 int64_t GptConfig::num_params() const {
   const int64_t C = n_embd, L = n_layer;
-  const int64_t per_block = 2 * C + (C * 3 * C + 3 * C) + (C * C + C) + 2 * C +
-                            (C * 4 * C + 4 * C) + (4 * C * C + C);
+  const int64_t per_block =
+      2 * C + (C * 3 * C + 3 * C) + (C * C + C) + 2 * C + (C * 4 * C + 4 * C) + (4 * C * C + C);
   return int64_t(vocab_size) * C + int64_t(block_size) * C + L * per_block + 2 * C;
 }
 

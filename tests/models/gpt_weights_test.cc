@@ -1,14 +1,14 @@
-// core/nn/gpt_weights.h: a file the model cannot take is refused at fault of the option that
+// models/gpt2/gpt_weights.h: a file the model cannot take is refused at fault of the option that
 // named it (--init, --export) or of the one to change (--model), with the numbers it states.
-#include "core/nn/gpt_weights.h"
+#include "models/gpt2/gpt_weights.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_layout.h"
 #include "core/util/option.h"
+#include "models/gpt2/gpt_layout.h"
 #include "tests/common/expect_fault.h"
 #include "tests/common/scratch_dir.h"
 

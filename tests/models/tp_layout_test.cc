@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_blocks.h"
+#include "models/gpt2/gpt_blocks.h"
 
 namespace strata {
 namespace {
@@ -89,8 +89,8 @@ TEST(TpLayout, ABlockComputedFromTheSlicesIsTheWholeBlockUpToRounding) {
     const int Cl = C / tp;
     std::vector<float> ln(size_t(N) * C), mean(N), rstd(N), res2(size_t(N) * C, 0.0f),
         out(size_t(N) * C, 0.0f), qkv(size_t(N) * 3 * Cl), atty(size_t(N) * Cl),
-        att(size_t(B) * (c.n_head / tp) * T * T), fch(size_t(N) * 4 * Cl),
-        gel(size_t(N) * 4 * Cl), part(size_t(N) * C);
+        att(size_t(B) * (c.n_head / tp) * T * T), fch(size_t(N) * 4 * Cl), gel(size_t(N) * 4 * Cl),
+        part(size_t(N) * C);
     std::vector<std::vector<float>> local;
     for (int r = 0; r < tp; ++r) {
       local.emplace_back(size_t(lb.numel));
@@ -102,8 +102,8 @@ TEST(TpLayout, ABlockComputedFromTheSlicesIsTheWholeBlockUpToRounding) {
     k.layernorm_forward(ln.data(), mean.data(), rstd.data(), x.data(), p(params, fb, kLn1W),
                         p(params, fb, kLn1B), N, C);
     for (int r = 0; r < tp; ++r) {  // attention on H/T heads, c_proj's partial sum
-      k.linear_forward(qkv.data(), ln.data(), p(local[r], lb, kQkvW), p(local[r], lb, kQkvB), N,
-                       C, 3 * Cl);
+      k.linear_forward(qkv.data(), ln.data(), p(local[r], lb, kQkvW), p(local[r], lb, kQkvB), N, C,
+                       3 * Cl);
       k.attention_forward(atty.data(), att.data(), qkv.data(), B, T, Cl, c.n_head / tp);
       k.linear_forward(part.data(), atty.data(), p(local[r], lb, kAttProjW), nullptr, N, Cl, C);
       add(res2, part.data());

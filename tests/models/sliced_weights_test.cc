@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_layout.h"
+#include "models/gpt2/gpt_blocks.h"
+#include "models/gpt2/gpt_layout.h"
 
 namespace strata {
 namespace {

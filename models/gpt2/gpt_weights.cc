@@ -1,4 +1,4 @@
-#include "core/nn/gpt_weights.h"
+#include "models/gpt2/gpt_weights.h"
 
 #include <cstring>
 #include <filesystem>

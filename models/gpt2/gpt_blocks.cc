@@ -1,4 +1,4 @@
-#include "core/nn/gpt_blocks.h"
+#include "models/gpt2/gpt_blocks.h"
 
 #include <algorithm>
 #include <array>
@@ -78,15 +78,15 @@ BackwardScratch CarveScratch(const Widths& w, int B, int T, Carver& k) {
 
 // One layout function per struct serves both needs: run over a null base it only counts.
 template <typename Parts>
-int64_t FloatsOf(Parts (*carve)(const Widths&, int, int, Carver&), const GptConfig& c, int B,
-                 int T, int tp) {
+int64_t FloatsOf(Parts (*carve)(const Widths&, int, int, Carver&), const GptConfig& c, int B, int T,
+                 int tp) {
   Carver k(nullptr);
   carve(WidthsOf(c, T, tp), B, T, k);
   return k.used();
 }
 template <typename Parts>
-Parts CarveFrom(Parts (*carve)(const Widths&, int, int, Carver&), const GptConfig& c, int B,
-                int T, int tp, float* base) {
+Parts CarveFrom(Parts (*carve)(const Widths&, int, int, Carver&), const GptConfig& c, int B, int T,
+                int tp, float* base) {
   Carver k(base);
   return carve(WidthsOf(c, T, tp), B, T, k);
 }
@@ -135,17 +135,15 @@ void EmbeddingBackward(const KernelTable& k, const GptLayout& layout, float* gra
   const auto& spec = layout.embedding();
   const int C = layout.config.n_embd, V = layout.config.vocab_size;
   float* dwpe = grads + spec.tensors[kWpe].offset;
-  Contribute<1>(k, first_wpe, s.dparam, {{{dwpe, int64_t(T) * C}}}, [&](auto& d) {
-    k.embedding_backward(nullptr, d[0], dres, tokens, B, T, C, 0, 0);
-  });
+  Contribute<1>(k, first_wpe, s.dparam, {{{dwpe, int64_t(T) * C}}},
+                [&](auto& d) { k.embedding_backward(nullptr, d[0], dres, tokens, B, T, C, 0, 0); });
   float* dwte = grads + spec.tensors[kWte].offset;
   const int rows = GradSliceRows(layout.config, T);
   for (int v0 = 0; v0 < V; v0 += rows) {
     const int r = std::min(rows, V - v0);
-    Contribute<1>(k, first_wte, s.dparam, {{{dwte + int64_t(v0) * C, int64_t(r) * C}}},
-                  [&](auto& d) {
-                    k.embedding_backward(d[0], nullptr, dres, tokens, B, T, C, v0, v0 + r);
-                  });
+    Contribute<1>(
+        k, first_wte, s.dparam, {{{dwte + int64_t(v0) * C, int64_t(r) * C}}},
+        [&](auto& d) { k.embedding_backward(d[0], nullptr, dres, tokens, B, T, C, v0, v0 + r); });
   }
 }
 
@@ -215,19 +213,18 @@ void TransformerBackward(const KernelTable& k, const GptLayout& layout, int laye
   // A split weight's slices each make their rows of it (and of dinp's columns): the whole bits.
   auto linear = [&](float* dinp, int wi, int bi, const float* dout, const float* inp, int in_c,
                     int out_c) {
-    Contribute<2>(k, first, s.dparam, {{{g(wi), int64_t(in_c) * out_c}, {g(bi), out_c}}},
-                  [&](auto& d) {
-                    if (w.tensor[wi] != nullptr) {
-                      k.linear_backward(dinp, d[0], d[1], dout, inp, p(wi), N, in_c, out_c);
-                      return;
-                    }
-                    for (int sl = 0; sl < w.slices; ++sl) {
-                      const auto [r0, r1] = LinearSliceRows(in_c, w.slices, sl);
-                      k.linear_backward_rows(dinp, d[0] + int64_t(r0) * out_c,
-                                             sl == 0 ? d[1] : nullptr, dout, inp, w.slice(wi, sl),
-                                             N, in_c, out_c, r0, r1);
-                    }
-                  });
+    Contribute<2>(
+        k, first, s.dparam, {{{g(wi), int64_t(in_c) * out_c}, {g(bi), out_c}}}, [&](auto& d) {
+          if (w.tensor[wi] != nullptr) {
+            k.linear_backward(dinp, d[0], d[1], dout, inp, p(wi), N, in_c, out_c);
+            return;
+          }
+          for (int sl = 0; sl < w.slices; ++sl) {
+            const auto [r0, r1] = LinearSliceRows(in_c, w.slices, sl);
+            k.linear_backward_rows(dinp, d[0] + int64_t(r0) * out_c, sl == 0 ? d[1] : nullptr, dout,
+                                   inp, w.slice(wi, sl), N, in_c, out_c, r0, r1);
+          }
+        });
   };
   auto layernorm = [&](int wi, int bi, const float* dout, const float* inp, const float* mean,
                        const float* rstd) {
@@ -289,11 +286,9 @@ void HeadParamsBackward(const KernelTable& k, const GptLayout& layout, const flo
   const int rows = GradSliceRows(layout.config, T);
   for (int v0 = 0; v0 < wte_rows; v0 += rows) {
     const int r = std::min(rows, wte_rows - v0);
-    Contribute<1>(k, first, s.dparam, {{{dwte + int64_t(v0) * C, int64_t(r) * C}}},
-                  [&](auto& d) {
-                    k.sgemm(true, false, r, C, N, 1.0f, s.dlogits + v0, ld_logits, a.lnf, C, 1.0f,
-                            d[0], C);
-                  });
+    Contribute<1>(k, first, s.dparam, {{{dwte + int64_t(v0) * C, int64_t(r) * C}}}, [&](auto& d) {
+      k.sgemm(true, false, r, C, N, 1.0f, s.dlogits + v0, ld_logits, a.lnf, C, 1.0f, d[0], C);
+    });
   }
   Zero(k, dres, int64_t(N) * C);
   float* dlnf_w = grads + t[kLnfW].offset;

@@ -1,13 +1,13 @@
-#include "core/nn/gpt_model.h"
+#include "models/gpt2/gpt_model.h"
 
 #include <algorithm>
 
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_weights.h"
-#include "core/nn/tp_blocks.h"
-#include "core/nn/tp_head.h"
 #include "core/nn/tp_layout.h"
 #include "core/util/check.h"
+#include "models/gpt2/gpt_blocks.h"
+#include "models/gpt2/gpt_weights.h"
+#include "models/gpt2/tp_blocks.h"
+#include "models/gpt2/tp_head.h"
 
 namespace strata {
 
@@ -84,8 +84,8 @@ void GptModel::embedding_forward(const KernelTable& k, const OpShape& s, const f
   EmbeddingForward(k, layout_, params, tokens, s.B, s.T, out);
 }
 
-void GptModel::layer_forward(const KernelTable& k, const OpShape& s, int layer,
-                             const float* params, const float* x, float* acts) const {
+void GptModel::layer_forward(const KernelTable& k, const OpShape& s, int layer, const float* params,
+                             const float* x, float* acts) const {
   if (const TpGroup* g = group(s)) {
     return TpTransformerForward(k, layout_, layer, g->rank, params, x, s.B, s.T,
                                 layer_acts(s, acts), g->all_reduce);

@@ -16,16 +16,26 @@
 #include <string>
 #include <vector>
 
-#include "core/nn/gpt_config.h"
 #include "core/nn/model_layout.h"
+#include "models/gpt2/gpt_config.h"
 
 namespace strata {
 
 // Tensor order inside each block kind (index into BlockSpec::tensors).
 enum EmbeddingTensor { kWte = 0, kWpe };
 enum TransformerTensor {
-  kLn1W = 0, kLn1B, kQkvW, kQkvB, kAttProjW, kAttProjB,
-  kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB,
+  kLn1W = 0,
+  kLn1B,
+  kQkvW,
+  kQkvB,
+  kAttProjW,
+  kAttProjB,
+  kLn2W,
+  kLn2B,
+  kFcW,
+  kFcB,
+  kFcProjW,
+  kFcProjB,
 };
 enum HeadTensor { kLnfW = 0, kLnfB };
 
@@ -40,5 +50,11 @@ struct GptLayout : ModelLayout {
 // (block_spec.h) with GPT-2's: weights normal(0, 0.02), residual projections (attn.c_proj,
 // mlp.c_proj) normal(0, 0.02/sqrt(2L)), biases 0, LayerNorm weights 1.
 GptLayout MakeGptLayout(const GptConfig& config);
+
+// The vocabulary padded for tensor parallelism (TpPaddedRows), and the layout of one
+// tensor-parallel rank of `tp` (every rank's is the same; core/nn/tp_layout.h's cut). tp must
+// divide the heads and the padded vocabulary (the trainer refuses other grids first).
+int64_t TpPaddedVocab(const GptConfig& c);
+GptLayout MakeTpLayout(const GptConfig& c, int tp);
 
 }  // namespace strata

@@ -1,4 +1,4 @@
-#include "core/nn/tp_blocks.h"
+#include "models/gpt2/tp_blocks.h"
 
 #include "core/nn/gradient_contribution.h"
 
@@ -56,10 +56,9 @@ void TpTransformerBackward(const KernelTable& k, const GptLayout& layout, int la
   auto g = [&](int i) { return grads + t[i].offset; };
   auto linear = [&](float* dinp, int wi, int bi, const float* dout, const float* inp, int in_c,
                     int out_c) {
-    Contribute<2>(k, first, s.dparam, {{{g(wi), int64_t(in_c) * out_c}, {g(bi), out_c}}},
-                  [&](auto& d) {
-                    k.linear_backward(dinp, d[0], d[1], dout, inp, p(wi), N, in_c, out_c);
-                  });
+    Contribute<2>(
+        k, first, s.dparam, {{{g(wi), int64_t(in_c) * out_c}, {g(bi), out_c}}},
+        [&](auto& d) { k.linear_backward(dinp, d[0], d[1], dout, inp, p(wi), N, in_c, out_c); });
   };
   auto layernorm = [&](int wi, int bi, const float* dout, const float* inp, const float* mean,
                        const float* rstd) {

@@ -1,7 +1,8 @@
-#include "core/nn/gpt_layout.h"
+#include "models/gpt2/gpt_layout.h"
 
 #include <cmath>
 
+#include "core/nn/tp_layout.h"
 #include "core/util/check.h"
 
 namespace strata {
@@ -59,6 +60,15 @@ GptLayout MakeGptLayout(const GptConfig& c) {
   AppendTensor(head, "transformer.ln_f.bias", {C}, InitKind::kZeros);
   PackBlock(layout, std::move(head));
 
+  return layout;
+}
+
+int64_t TpPaddedVocab(const GptConfig& c) { return TpPaddedRows(c.vocab_size); }
+
+GptLayout MakeTpLayout(const GptConfig& c, int tp) {
+  STRATA_CHECK(tp >= 1 && c.n_head % tp == 0 && TpPaddedVocab(c) % tp == 0);
+  GptLayout layout = MakeGptLayout(c);
+  SliceLayoutForTp(layout, tp);
   return layout;
 }
 

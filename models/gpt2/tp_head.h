@@ -38,10 +38,10 @@
 #include <cstdint>
 
 #include "core/device/kernel_table.h"
-#include "core/nn/gpt_blocks.h"
-#include "core/nn/gpt_layout.h"
-#include "core/nn/tp_blocks.h"
 #include "core/nn/vocab_parallel.h"
+#include "models/gpt2/gpt_blocks.h"
+#include "models/gpt2/gpt_layout.h"
+#include "models/gpt2/tp_blocks.h"
 
 namespace strata {
 
