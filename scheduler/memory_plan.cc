@@ -54,7 +54,8 @@ const ModelLayout& ParamLayout(const MemoryPlanInput& in) {
 // gradient slot (a block's backward then need not wait for the previous block's gradient to
 // finish its copy down): more slots than that are never used.
 std::vector<uint64_t> UsefulSlotSizes(const MemoryPlanInput& in, const std::vector<uint64_t>& min) {
-  std::vector<uint64_t> useful = CoverBoth(min, AllResidentSlotSizes(ParamLayout(in), *in.layout));
+  std::vector<uint64_t> useful =
+      CoverBoth(min, AllResidentSlotSizes(ParamLayout(in), *in.layout, in.tied_head));
   const BlockSlotBytes params = SlotBytesOf(ParamLayout(in)), grads = SlotBytesOf(*in.layout);
   useful.push_back(params.transformer > 0 ? params.transformer : params.largest);
   useful.push_back(grads.transformer > 0 ? grads.transformer : grads.largest);
@@ -78,7 +79,7 @@ Status BelowMinimalWorkingSet(const MemoryPlanInput& in, const MemoryPlan& plan,
       FormatBytes(plan.min_device_bytes) + " (" + std::to_string(plan.min_device_bytes) +
       " bytes) that the minimal device working set needs: block slots of " +
       DescribeSlots(min_slots) +
-      " (what the tied head's backward and a block's backward hold at once + 1 prefetch), " +
+      " (what the head's backward and a block's backward hold at once + 1 prefetch), " +
       FormatBytes(plan.acts_bytes) + " of activations for " + Mention(kMicroBatch) + " " +
       std::to_string(in.micro_rows) + " " + Mention(kSeq) + " " + std::to_string(in.seq) + " and " +
       FormatBytes(plan.tokens_bytes) + " of tokens; raise " + Mention(kGpuMem) + " or lower " +
@@ -118,7 +119,7 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   plan->constants_bytes = ConstantBytes(in);
   plan->embedding_part_bytes = RoundUp(in.embedding_part_bytes);
   plan->slice_bytes = RoundUp(in.slice_bytes);
-  const std::vector<uint64_t> min_slots = MinimalSlotSizes(ParamLayout(in), layout);
+  const std::vector<uint64_t> min_slots = MinimalSlotSizes(ParamLayout(in), layout, in.tied_head);
   const uint64_t min_slot_bytes = TotalBytes(min_slots);
   const std::vector<uint64_t> useful = UsefulSlotSizes(in, min_slots);
   plan->device_bytes = in.gpu_mem > 0 ? in.gpu_mem : FixedDeviceBytes(in, 0) + TotalBytes(useful);
@@ -372,7 +373,7 @@ Result<uint64_t> MinimalDeviceBytes(const MemoryPlanInput& in) {
   STRATA_RETURN_IF_ERROR(CheckRecompute(in.recompute));
   const int recompute_layers = in.recompute == "none" ? 0 : in.stage_layers();
   return FixedDeviceBytes(in, recompute_layers) +
-         TotalBytes(MinimalSlotSizes(ParamLayout(in), *in.layout));
+         TotalBytes(MinimalSlotSizes(ParamLayout(in), *in.layout, in.tied_head));
 }
 
 }  // namespace strata::scheduler

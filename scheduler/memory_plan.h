@@ -60,7 +60,7 @@ namespace strata::scheduler {
 // Where a role's pages live: the tiers of memory/ (one enum, memory/tier.h).
 using Home = memory::Tier;
 
-inline constexpr int kMinWorkingSlots = 4;  // head backward: P_head, P_emb, G_head, G_emb
+inline constexpr int kMinWorkingSlots = 4;  // a tied head's backward: P_head, P_emb, G_head, G_emb
 inline constexpr int kPrefetchSlots = 1;
 inline constexpr uint64_t kHostWorkingPages = 6;
 
@@ -87,10 +87,12 @@ struct MemoryPlanInput {
   // (nullptr: `layout`) and the device bytes of the two slice buffers.
   const ModelLayout* param_layout = nullptr;
   uint64_t slice_bytes = 0;
-  // Tensor parallelism: device bytes of the head's vocab-parallel statistics
-  // (models/gpt2/tp_head.h). Pipeline parallelism: the stage's layers and in-flight micro-batches
-  // (Note [Stage activations] in activations.h); --recompute decides over the stage's own layers.
+  // Pipeline parallelism: the stage's layers and in-flight micro-batches (Note [Stage
+  // activations] in activations.h); --recompute decides over the stage's own layers.
   ActivationStage stage;
+  // The step program's head form (StepProgram::tied_head): an untied head's ops hold no slot of
+  // the embedding, so the minimal working set is smaller. A pipeline's stage programs are tied.
+  bool tied_head = true;
   int stage_layers() const {
     return stage.layers >= 0 ? stage.layers : model->shape().n_layer - stage.first_layer;
   }

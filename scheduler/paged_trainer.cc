@@ -170,6 +170,7 @@ Status PagedTrainer::make_plan() {
     in.order_set_by = "sharded blocks are gathered once for all of a rank's micro-batches";
   }
   in.stage.tp = o_.grid.tp;  // a tp rank's activations are its slice's widths
+  in.tied_head = piped() || rank_model().head_ties_embedding();  // as the engine's program
   if (piped()) {  // a stage's own layers, its micro-batches in flight (Note [Stage activations])
     in.micro_batch_order = "micro-batch-major";
     in.order_set_by = "the pipeline (" + Mention(Option::kPp) + " " + std::to_string(o_.grid.pp) +

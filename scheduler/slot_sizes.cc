@@ -43,8 +43,17 @@ std::vector<uint64_t> CoverBoth(std::vector<uint64_t> a, std::vector<uint64_t> b
   return a;
 }
 
-std::vector<uint64_t> MinimalSlotSizes(const ModelLayout& params, const ModelLayout& grads) {
+std::vector<uint64_t> MinimalSlotSizes(const ModelLayout& params, const ModelLayout& grads,
+                                       bool tied_head) {
   const BlockSlotBytes p = SlotBytesOf(params), g = SlotBytesOf(grads);
+  if (!tied_head) {
+    // Each op alone: head backward {P_head, G_head}, a block's backward {P_l, G_l}, the
+    // embedding's forward {P_emb} and backward {G_emb}.
+    std::vector<uint64_t> need = CoverBoth({p.head, g.head}, {p.transformer, g.transformer});
+    need = CoverBoth(need, {std::max(p.embedding, g.embedding)});
+    need.push_back(p.transformer > 0 ? p.transformer : p.largest);  // prefetch
+    return Sorted(std::move(need));
+  }
   std::vector<uint64_t> need = {p.head, p.embedding, g.head, g.embedding};  // head backward
   if (g.transformer > 0) {
     // Block backward: G_emb stays where head backward put it, which may be the largest slot.
@@ -59,15 +68,20 @@ std::vector<uint64_t> MinimalSlotSizes(const ModelLayout& params, const ModelLay
 }
 
 std::vector<uint64_t> AllResidentSlotSizes(const ModelLayout& param_layout,
-                                           const ModelLayout& grad_layout) {
+                                           const ModelLayout& grad_layout, bool tied_head) {
   const BlockSlotBytes b = SlotBytesOf(grad_layout);
   std::vector<uint64_t> params;
   for (const BlockSpec& spec : param_layout.blocks) {
     params.push_back(RoundUp(uint64_t(spec.numel) * 4));
   }
-  // Gradients held beside them: head backward G_head + G_emb; block backward G_emb + G_l.
-  std::vector<uint64_t> grads = {b.head, b.embedding};
-  if (b.transformer > 0) grads = CoverBoth(grads, {b.embedding, b.transformer});
+  // Gradients held beside them: head backward G_head + G_emb; block backward G_emb + G_l (an
+  // untied head's G_emb is only the embedding backward's, alone).
+  std::vector<uint64_t> grads =
+      tied_head ? std::vector<uint64_t>{b.head, b.embedding} : CoverBoth({b.head}, {b.embedding});
+  if (b.transformer > 0) {
+    grads = CoverBoth(grads, tied_head ? std::vector<uint64_t>{b.embedding, b.transformer}
+                                       : std::vector<uint64_t>{b.transformer});
+  }
   params.insert(params.end(), grads.begin(), grads.end());
   return Sorted(std::move(params));
 }

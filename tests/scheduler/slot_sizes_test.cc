@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "models/gpt2/gpt_config.h"
 #include "models/gpt2/gpt_layout.h"
 
@@ -34,6 +36,20 @@ TEST(SlotSizes, LargeVocabularyNeedsTwoEmbeddingSlotsNotFive) {
   EXPECT_EQ(min, (std::vector<uint64_t>{b.embedding, b.embedding, b.transformer, b.transformer,
                                         b.head}));
   EXPECT_LT(TotalBytes(min), 3 * b.embedding);  // uniform slots would take 5 embeddings
+}
+
+// An untied head's ops hold no slot of the embedding (StepProgram::tied_head): with a large
+// vocabulary one embedding slot is enough, where a tied head's backward holds two.
+TEST(SlotSizes, AnUntiedHeadNeedsOneEmbeddingSlot) {
+  const GptLayout layout = Layout(8192);
+  const BlockSlotBytes b = SlotBytesOf(layout);
+  ASSERT_GT(b.embedding, 2 * b.transformer);
+  EXPECT_EQ(MinimalSlotSizes(layout, layout, /*tied_head=*/false),
+            (std::vector<uint64_t>{b.embedding, b.transformer, b.transformer}));
+  const std::vector<uint64_t> all = AllResidentSlotSizes(layout, layout, /*tied_head=*/false);
+  // Every block's parameters and one gradient slot (G_l, or G_emb alone), of the embedding's size.
+  EXPECT_EQ(all.size(), size_t(layout.num_blocks() + 1));
+  EXPECT_EQ(std::count(all.begin(), all.end(), b.embedding), 2);
 }
 
 TEST(SlotSizes, AllResidentHoldsEveryBlockAndTheGradientsBesideThem) {
