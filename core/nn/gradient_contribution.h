@@ -1,4 +1,4 @@
-// The helpers every model's backward passes share (models/gpt2/gpt_blocks.cc, tp_blocks.cc,
+// The helpers every model's backward passes share (models/gpt2/gpt_blocks.cc,
 // models/llama/llama_model.cc): the gradient-contribution rule of core/nn/model.h.
 //
 // Note [Gradient contributions]

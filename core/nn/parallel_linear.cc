@@ -9,6 +9,19 @@ bool Sliced(const TpGroup* tp) { return tp != nullptr && tp->size > 1; }
 
 }  // namespace
 
+void CompleteRowParallelOutput(const TpGroup* tp, const TensorSpec& w, float* y, int64_t count) {
+  if (Sliced(tp) && w.tp == TpRule::kRow) tp->all_reduce(y, count);
+}
+
+void CompleteColumnParallelInputGrad(const TpGroup* tp, const TensorSpec& w, float* dx,
+                                     int64_t count) {
+  if (Sliced(tp) && w.tp == TpRule::kColumn) tp->all_reduce(dx, count);
+}
+
+const float* RowParallelBias(const TpGroup* tp, const TensorSpec& w, const float* bias) {
+  return Sliced(tp) && w.tp == TpRule::kRow && tp->rank != 0 ? nullptr : bias;
+}
+
 void LinearForward(const KernelTable& k, const TpGroup* tp, const TensorSpec& spec, const float* w,
                    const float* x, int64_t rows, float* y, int64_t ldy) {
   STRATA_CHECK_EQ(spec.shape.size(), size_t(2)) << spec.name;
@@ -17,8 +30,8 @@ void LinearForward(const KernelTable& k, const TpGroup* tp, const TensorSpec& sp
           int(ldy));
   if (Sliced(tp) && spec.tp == TpRule::kRow) {
     STRATA_CHECK_EQ(ldy, out) << spec.name << ": a row-parallel output is summed whole";
-    tp->all_reduce(y, rows * out);
   }
+  CompleteRowParallelOutput(tp, spec, y, rows * out);
 }
 
 void LinearsBackward(const KernelTable& k, const TpGroup* tp, const float* x, int64_t rows,
@@ -37,7 +50,7 @@ void LinearsBackward(const KernelTable& k, const TpGroup* tp, const float* x, in
             p.dw, int(in));
     first = false;
   }
-  if (Sliced(tp) && rule == TpRule::kColumn) tp->all_reduce(dx, rows * in);
+  CompleteColumnParallelInputGrad(tp, parts.begin()->spec, dx, rows * in);
 }
 
 }  // namespace strata

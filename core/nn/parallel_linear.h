@@ -10,9 +10,12 @@
 // - a column-parallel weight (kColumn) writes the rank's part of the output features from the
 //   whole input, so the gradient of that input is a partial sum: LinearsBackward completes it,
 //   once for every column-parallel weight that reads the same input (q, k and v; gate and up);
+// - a row-parallel weight's replicated bias is added by tp rank 0 alone, so the sum holds it once;
 // - everything else a rank computes is its own part (the column-parallel outputs, attention over
-//   its heads, both kinds of weight gradient) or the same on every rank (the replicated norms,
-//   from complete inputs), so replicas stay equal.
+//   its heads, both kinds of weight gradient) or the same on every rank (the replicated norms and
+//   row-parallel biases, from complete inputs), so replicas stay equal.
+// The sums change the order of some additions: a tp block equals the whole block up to float
+// rounding, and gives the same bits run to run.
 // Without a group (or a group of one) these are plain GEMMs in the order a whole block runs them:
 // the same bits as a block that never heard of tensor parallelism.
 #pragma once
@@ -25,6 +28,18 @@
 #include "core/nn/tp_group.h"
 
 namespace strata {
+
+// What the rules imply after a linear's GEMMs, for a family whose linears are kernels of its own
+// (GPT-2's chunked Conv1D linears with a bias, models/gpt2/gpt_blocks.cc); LinearForward and
+// LinearsBackward below do the same. Each does nothing without a group, or for another rule.
+// A row-parallel weight's output, a partial sum, completed over the group.
+void CompleteRowParallelOutput(const TpGroup* tp, const TensorSpec& w, float* y, int64_t count);
+// The input gradient of column-parallel weights, a partial sum, completed over the group.
+void CompleteColumnParallelInputGrad(const TpGroup* tp, const TensorSpec& w, float* dx,
+                                     int64_t count);
+// A row-parallel weight's replicated bias: added by tp rank 0 alone, so that the sum holds it
+// once (nullptr on the other ranks).
+const float* RowParallelBias(const TpGroup* tp, const TensorSpec& w, const float* bias);
 
 // y (rows, ldy), columns [0, out) = x (rows, in) @ W^T, for W of `spec` (out, in), this rank's
 // slice. Row-parallel: y is summed over the group (ldy must be `out`).

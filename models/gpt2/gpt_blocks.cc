@@ -7,6 +7,7 @@
 
 #include "core/kernels/linear.h"
 #include "core/nn/gradient_contribution.h"
+#include "core/nn/parallel_linear.h"
 #include "core/nn/tp_layout.h"
 #include "core/util/check.h"
 
@@ -156,56 +157,81 @@ TransformerWeights WholeTransformerWeights(const GptLayout& layout, int layer,
 }
 
 void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
-                        const float* params, const float* x, int B, int T,
-                        const TransformerActs& a) {
-  TransformerForward(k, layout, layer, WholeTransformerWeights(layout, layer, params), x, B, T, a);
+                        const float* params, const float* x, int B, int T, const TransformerActs& a,
+                        const TpGroup* tp) {
+  TransformerForward(k, layout, layer, WholeTransformerWeights(layout, layer, params), x, B, T, a,
+                     tp);
 }
 
 void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
                          const float* params, float* grads, const float* x, int B, int T,
                          const TransformerActs& a, const BackwardScratch& s, float* dres,
-                         bool first) {
+                         bool first, const TpGroup* tp) {
   TransformerBackward(k, layout, layer, WholeTransformerWeights(layout, layer, params), grads, x, B,
-                      T, a, s, dres, first);
+                      T, a, s, dres, first, tp);
 }
 
-void TransformerForward(const KernelTable& k, const GptLayout& layout, int /*layer*/,
+namespace {
+
+// The block's widths from its (perhaps tensor-parallel) layout: C, the residual stream, whole;
+// Cl columns of attention (a tp rank's heads), 4 Cl of the MLP.
+struct BlockWidths {
+  int C, Cl, heads;
+};
+
+BlockWidths BlockWidthsOf(const GptLayout& layout, int layer) {
+  const BlockSpec& b = layout.transformer(layer);
+  const int C = layout.config.n_embd;
+  const int Cl = int(b.tensors[kQkvW].shape[1] / 3);
+  return {C, Cl, int(int64_t(layout.config.n_head) * Cl / C)};
+}
+
+}  // namespace
+
+// On a tensor-parallel rank (`tp`), the rules of the block's weights complete the partial sums
+// (core/nn/parallel_linear.h, Note [Rules imply the all-reduces]): the row-parallel outputs
+// (attn.c_proj, mlp.c_proj, their replicated biases added once) and the column-parallel input
+// gradients (c_attn, c_fc). A tp block equals the whole block up to float rounding.
+void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
                         const TransformerWeights& w, const float* x, int B, int T,
-                        const TransformerActs& a) {
-  const GptConfig& c = layout.config;
-  const int N = B * T, C = c.n_embd;
+                        const TransformerActs& a, const TpGroup* tp) {
+  const auto& t = layout.transformer(layer).tensors;
+  const auto [C, Cl, heads] = BlockWidthsOf(layout, layer);
+  const int N = B * T;
   auto p = [&](int i) { return w.tensor[i]; };
   // A split weight's forward, slice by slice: the same chunks in the same order as whole.
   auto linear = [&](float* out, const float* inp, int wi, int bi, int in_c, int out_c) {
+    const float* bias = RowParallelBias(tp, t[wi], p(bi));
     if (w.tensor[wi] != nullptr) {
-      k.linear_forward(out, inp, p(wi), p(bi), N, in_c, out_c);
-      return;
+      k.linear_forward(out, inp, p(wi), bias, N, in_c, out_c);
+    } else {
+      for (int s = 0; s < w.slices; ++s) {
+        const auto [r0, r1] = LinearSliceRows(in_c, w.slices, s);
+        k.linear_forward_rows(out, inp, w.slice(wi, s), bias, N, in_c, out_c, r0, r1);
+      }
     }
-    for (int s = 0; s < w.slices; ++s) {
-      const auto [r0, r1] = LinearSliceRows(in_c, w.slices, s);
-      k.linear_forward_rows(out, inp, w.slice(wi, s), p(bi), N, in_c, out_c, r0, r1);
-    }
+    CompleteRowParallelOutput(tp, t[wi], out, int64_t(N) * out_c);
   };
   k.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, p(kLn1W), p(kLn1B), N, C);
-  linear(a.qkv, a.ln1, kQkvW, kQkvB, C, 3 * C);
-  k.attention_forward(a.atty, a.att, a.qkv, B, T, C, c.n_head);
-  linear(a.res2, a.atty, kAttProjW, kAttProjB, C, C);
+  linear(a.qkv, a.ln1, kQkvW, kQkvB, C, 3 * Cl);
+  k.attention_forward(a.atty, a.att, a.qkv, B, T, Cl, heads);
+  linear(a.res2, a.atty, kAttProjW, kAttProjB, Cl, C);
   k.residual_forward(a.res2, a.res2, x, int64_t(N) * C);
   k.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, p(kLn2W), p(kLn2B), N, C);
-  linear(a.fch, a.ln2, kFcW, kFcB, C, 4 * C);
-  k.gelu_forward(a.fch_gelu, a.fch, int64_t(N) * 4 * C);
-  linear(a.out, a.fch_gelu, kFcProjW, kFcProjB, 4 * C, C);
+  linear(a.fch, a.ln2, kFcW, kFcB, C, 4 * Cl);
+  k.gelu_forward(a.fch_gelu, a.fch, int64_t(N) * 4 * Cl);
+  linear(a.out, a.fch_gelu, kFcProjW, kFcProjB, 4 * Cl, C);
   k.residual_forward(a.out, a.out, a.res2, int64_t(N) * C);
 }
 
 void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
                          const TransformerWeights& w, float* grads, const float* x, int B, int T,
                          const TransformerActs& a, const BackwardScratch& s, float* dres,
-                         bool first) {
+                         bool first, const TpGroup* tp) {
   const auto& t = layout.transformer(layer).tensors;
-  const GptConfig& c = layout.config;
-  const int N = B * T, C = c.n_embd;
-  const int64_t NC = int64_t(N) * C;
+  const auto [C, Cl, heads] = BlockWidthsOf(layout, layer);
+  const int N = B * T;
+  const int64_t NC = int64_t(N) * C, NCl = int64_t(N) * Cl;
   auto p = [&](int i) { return w.tensor[i]; };
   auto g = [&](int i) { return grads + t[i].offset; };
   // Each call below makes one contribution to a weight and its bias (Note [Gradient
@@ -225,6 +251,7 @@ void TransformerBackward(const KernelTable& k, const GptLayout& layout, int laye
                                    inp, w.slice(wi, sl), N, in_c, out_c, r0, r1);
           }
         });
+    CompleteColumnParallelInputGrad(tp, t[wi], dinp, int64_t(N) * in_c);
   };
   auto layernorm = [&](int wi, int bi, const float* dout, const float* inp, const float* mean,
                        const float* rstd) {
@@ -234,19 +261,19 @@ void TransformerBackward(const KernelTable& k, const GptLayout& layout, int laye
   };
   // dres holds d(out); the residual adds pass it through unchanged, so every branch's input
   // gradient accumulates into the same buffer and it ends as d(x).
-  Zero(k, s.dfch_gelu, 4 * NC);
-  linear(s.dfch_gelu, kFcProjW, kFcProjB, dres, a.fch_gelu, 4 * C, C);
-  Zero(k, s.dfch, 4 * NC);
-  k.gelu_backward(s.dfch, a.fch, s.dfch_gelu, 4 * NC);
+  Zero(k, s.dfch_gelu, 4 * NCl);
+  linear(s.dfch_gelu, kFcProjW, kFcProjB, dres, a.fch_gelu, 4 * Cl, C);
+  Zero(k, s.dfch, 4 * NCl);
+  k.gelu_backward(s.dfch, a.fch, s.dfch_gelu, 4 * NCl);
   Zero(k, s.dln, NC);
-  linear(s.dln, kFcW, kFcB, s.dfch, a.ln2, C, 4 * C);
+  linear(s.dln, kFcW, kFcB, s.dfch, a.ln2, C, 4 * Cl);
   layernorm(kLn2W, kLn2B, s.dln, a.res2, a.ln2_mean, a.ln2_rstd);
-  Zero(k, s.datty, NC);
-  linear(s.datty, kAttProjW, kAttProjB, dres, a.atty, C, C);
-  Zero(k, s.dqkv, 3 * NC);
-  k.attention_backward(s.dqkv, s.datt, s.datty, a.qkv, a.att, B, T, C, c.n_head);
+  Zero(k, s.datty, NCl);
+  linear(s.datty, kAttProjW, kAttProjB, dres, a.atty, Cl, C);
+  Zero(k, s.dqkv, 3 * NCl);
+  k.attention_backward(s.dqkv, s.datt, s.datty, a.qkv, a.att, B, T, Cl, heads);
   Zero(k, s.dln, NC);
-  linear(s.dln, kQkvW, kQkvB, s.dqkv, a.ln1, C, 3 * C);
+  linear(s.dln, kQkvW, kQkvB, s.dqkv, a.ln1, C, 3 * Cl);
   layernorm(kLn1W, kLn1B, s.dln, x, a.ln1_mean, a.ln1_rstd);
 }
 

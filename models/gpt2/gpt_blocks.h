@@ -16,6 +16,7 @@
 
 #include "core/device/kernel_table.h"
 #include "core/nn/split_weights.h"
+#include "core/nn/tp_group.h"
 #include "models/gpt2/gpt_layout.h"
 
 namespace strata {
@@ -67,9 +68,9 @@ struct BackwardScratch {
 };
 
 // Sizes in floats (each part rounded to kTensorAlignFloats) and carving of one buffer. With
-// tp > 1, a tensor-parallel rank's (tp_blocks.h, tp_head.h): its attention and MLP columns, heads
-// and vocabulary slice are 1/tp of the whole model's (tp divides the heads and the padded
-// vocabulary, as MakeTpLayout requires).
+// tp > 1, a tensor-parallel rank's (tp_head.h, and the blocks above with their group): its
+// attention and MLP columns, heads and vocabulary slice are 1/tp of the whole model's (tp divides
+// the heads and the padded vocabulary, as MakeTpLayout requires).
 int64_t TransformerActsFloats(const GptConfig& c, int B, int T, int tp = 1);
 TransformerActs CarveTransformerActs(const GptConfig& c, int B, int T, float* base, int tp = 1);
 int64_t HeadActsFloats(const GptConfig& c, int B, int T, int tp = 1);
@@ -90,13 +91,15 @@ void EmbeddingBackward(const KernelTable& k, const GptLayout& layout, float* gra
                        const float* dres, const int32_t* tokens, int B, int T,
                        const BackwardScratch& scratch, bool first_wpe, bool first_wte);
 
+// `tp`: on a tensor-parallel rank (the layout MakeTpLayout's, acts and scratch carved for it), its
+// group; the all-reduces its weights' rules imply happen inside (core/nn/parallel_linear.h).
 void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
                         const float* params, const float* x, int B, int T,
-                        const TransformerActs& acts);
+                        const TransformerActs& acts, const TpGroup* tp = nullptr);
 void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
                          const float* params, float* grads, const float* x, int B, int T,
                          const TransformerActs& acts, const BackwardScratch& scratch, float* dres,
-                         bool first);
+                         bool first, const TpGroup* tp = nullptr);
 
 // A transformer block's parameters as one pointer per tensor (TransformerTensor order), for a
 // block whose parameters are not one contiguous layout: a split block (Note [Split operators] in
@@ -114,11 +117,11 @@ struct TransformerWeights {
 TransformerWeights WholeTransformerWeights(const GptLayout& layout, int layer, const float* params);
 void TransformerForward(const KernelTable& k, const GptLayout& layout, int layer,
                         const TransformerWeights& weights, const float* x, int B, int T,
-                        const TransformerActs& acts);
+                        const TransformerActs& acts, const TpGroup* tp = nullptr);
 void TransformerBackward(const KernelTable& k, const GptLayout& layout, int layer,
                          const TransformerWeights& weights, float* grads, const float* x, int B,
                          int T, const TransformerActs& acts, const BackwardScratch& scratch,
-                         float* dres, bool first);
+                         float* dres, bool first, const TpGroup* tp = nullptr);
 
 // Returns the mean cross-entropy of the batch. `wte` is the tied embedding (from block 0).
 float HeadForward(const KernelTable& k, const GptLayout& layout, const float* params,

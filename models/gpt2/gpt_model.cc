@@ -6,7 +6,6 @@
 #include "core/util/check.h"
 #include "models/gpt2/gpt_blocks.h"
 #include "models/gpt2/gpt_weights.h"
-#include "models/gpt2/tp_blocks.h"
 #include "models/gpt2/tp_head.h"
 
 namespace strata {
@@ -86,11 +85,7 @@ void GptModel::embedding_forward(const KernelTable& k, const OpShape& s, const f
 
 void GptModel::layer_forward(const KernelTable& k, const OpShape& s, int layer, const float* params,
                              const float* x, float* acts) const {
-  if (const TpGroup* g = group(s)) {
-    return TpTransformerForward(k, layout_, layer, g->rank, params, x, s.B, s.T,
-                                layer_acts(s, acts), g->all_reduce);
-  }
-  TransformerForward(k, layout_, layer, params, x, s.B, s.T, layer_acts(s, acts));
+  TransformerForward(k, layout_, layer, params, x, s.B, s.T, layer_acts(s, acts), group(s));
 }
 
 const float* GptModel::layer_output(const OpShape& s, float* acts) const {
@@ -155,12 +150,8 @@ void GptModel::layer_backward(const KernelTable& k, const OpShape& s, int layer,
                               const float* params, float* grads, const float* x, float* acts,
                               float* scratch, float* dres, bool first) const {
   const BackwardScratch d = CarveBackwardScratch(layout_.config, s.B, s.T, scratch, tp_);
-  if (const TpGroup* g = group(s)) {
-    return TpTransformerBackward(k, layout_, layer, g->rank, params, grads, x, s.B, s.T,
-                                 layer_acts(s, acts), d, dres, first, g->all_reduce);
-  }
   TransformerBackward(k, layout_, layer, params, grads, x, s.B, s.T, layer_acts(s, acts), d, dres,
-                      first);
+                      first, group(s));
 }
 
 void GptModel::embedding_backward(const KernelTable& k, const OpShape& s, float* grads,

@@ -17,7 +17,7 @@ ModelShape GptModelShape(const GptConfig& config);
 class GptModel final : public Model {
  public:
   // `tp` > 1: one tensor-parallel rank's model (tensor_parallel_rank), its layout MakeTpLayout's
-  // and its ops tp_blocks.h's and tp_head.h's.
+  // and its blocks gpt_blocks.h's in the rank's group, its ends tp_head.h's.
   explicit GptModel(const GptConfig& config, int tp = 1);
 
   const GptLayout& gpt_layout() const { return layout_; }

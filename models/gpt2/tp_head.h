@@ -1,11 +1,12 @@
 // The vocab-parallel embedding and LM head (Megatron-LM; Note [Tensor-parallel slices] in
 // tp_layout.h): forward and backward of one tp rank's slice of the embedding block and of the head,
 // whose tied wte holds the rank's rows of the padded vocabulary, on the device's kernels, with the
-// tp group's all-reduce (tp_blocks.h's TpAllReduce). The conventions are gpt_blocks.h's: gradients
-// accumulate (Note [Gradient contributions]), `dres` carries the gradient along the residual.
-// `layout` is MakeTpLayout(c, tp)'s: its `config` is the whole model's (vocab_size the real V),
-// and the rank's wte rows, Vl = Vp / tp with Vp = TpPaddedVocab(c), are the global vocabulary ids
-// [tp_rank * Vl, (tp_rank + 1) * Vl); ids >= V are padding (zero rows, never a token or target).
+// tp group's all-reduce (core/nn/tp_group.h's TpAllReduce). The conventions are gpt_blocks.h's:
+// gradients accumulate (Note [Gradient contributions]), `dres` carries the gradient along the
+// residual. `layout` is MakeTpLayout(c, tp)'s: its `config` is the whole model's (vocab_size the
+// real V), and the rank's wte rows, Vl = Vp / tp with Vp = TpPaddedVocab(c), are the global
+// vocabulary ids [tp_rank * Vl, (tp_rank + 1) * Vl); ids >= V are padding (zero rows, never a token
+// or target).
 //
 // Note [Vocab-parallel cross-entropy]
 // Embedding forward: each rank writes wte[tok] for the tokens it owns and -0.0f for the others
@@ -38,10 +39,10 @@
 #include <cstdint>
 
 #include "core/device/kernel_table.h"
+#include "core/nn/tp_group.h"
 #include "core/nn/vocab_parallel.h"
 #include "models/gpt2/gpt_blocks.h"
 #include "models/gpt2/gpt_layout.h"
-#include "models/gpt2/tp_blocks.h"
 
 namespace strata {
 

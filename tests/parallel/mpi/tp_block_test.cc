@@ -1,5 +1,6 @@
-// A tensor-parallel transformer block over the job's ranks (models/gpt2/tp_blocks.h, Note
-// [Tensor-parallel all-reduces]), its all-reduces on the real Comm: each rank's forward output,
+// A tensor-parallel GPT-2 block over the job's ranks (models/gpt2/gpt_blocks.h with its tp group,
+// Note [Rules imply the all-reduces] in core/nn/parallel_linear.h), its all-reduces on the real
+// Comm: each rank's forward output,
 // input gradient and slice of the parameter gradients match the whole block's, computed on every
 // rank alone, up to float rounding; and two runs give the same bits.
 #include <gtest/gtest.h>
@@ -12,7 +13,6 @@
 #include "core/device/kernel_table.h"
 #include "core/nn/tp_layout.h"
 #include "models/gpt2/gpt_blocks.h"
-#include "models/gpt2/tp_blocks.h"
 #include "mpi_test_util.h"
 #include "tp_test_util.h"
 
@@ -48,9 +48,10 @@ BlockRun RunBlock(const GptLayout& layout, const GptLayout* tp_layout, const std
   BlockRun r;
   r.dx = dout;
   Comm& world = World();
-  const TpAllReduce sum = [&world](float* data, int64_t n) {
-    ASSERT_TRUE(world.all_reduce_sum(data, data, size_t(n)).wait().ok());
-  };
+  const TpGroup group{
+      .rank = world.rank(), .size = world.size(), .all_reduce = [&world](float* data, int64_t n) {
+        ASSERT_TRUE(world.all_reduce_sum(data, data, size_t(n)).wait().ok());
+      }};
   if (tp_layout == nullptr) {
     r.grads.assign(size_t(layout.transformer(0).numel), 0.0f);
     TransformerForward(k, layout, 0, params.data(), x.data(), kB, kT, acts);
@@ -59,11 +60,10 @@ BlockRun RunBlock(const GptLayout& layout, const GptLayout* tp_layout, const std
                         scratch, r.dx.data(), /*first=*/true);
   } else {
     r.grads.assign(size_t(tp_layout->transformer(0).numel), 0.0f);
-    TpTransformerForward(k, *tp_layout, 0, world.rank(), params.data(), x.data(), kB, kT, acts,
-                         sum);
+    TransformerForward(k, *tp_layout, 0, params.data(), x.data(), kB, kT, acts, &group);
     r.out.assign(acts.out, acts.out + x.size());
-    TpTransformerBackward(k, *tp_layout, 0, world.rank(), params.data(), r.grads.data(), x.data(),
-                          kB, kT, acts, scratch, r.dx.data(), /*first=*/true, sum);
+    TransformerBackward(k, *tp_layout, 0, params.data(), r.grads.data(), x.data(), kB, kT, acts,
+                        scratch, r.dx.data(), /*first=*/true, &group);
   }
   return r;
 }
@@ -98,7 +98,7 @@ TEST(TpBlock, EachRanksSliceComputesTheWholeBlockUpToRounding) {
         << t.name << " on rank " << world.rank();
   }
   // The replicated tensors (layernorms, row-parallel biases) get the same gradient bits on every
-  // rank, so their replicas never drift apart (Note [Tensor-parallel all-reduces]).
+  // rank, so their replicas never drift apart (Note [Rules imply the all-reduces]).
   for (size_t t = 0; t < lb.tensors.size(); ++t) {
     if (!TpReplicated(lb, int(t))) continue;
     const TensorSpec& ts = lb.tensors[t];
