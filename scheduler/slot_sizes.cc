@@ -48,8 +48,12 @@ std::vector<uint64_t> MinimalSlotSizes(const ModelLayout& params, const ModelLay
   const BlockSlotBytes p = SlotBytesOf(params), g = SlotBytesOf(grads);
   if (!tied_head) {
     // Each op alone: head backward {P_head, G_head}, a block's backward {P_l, G_l}, the
-    // embedding's forward {P_emb} and backward {G_emb}.
-    std::vector<uint64_t> need = CoverBoth({p.head, g.head}, {p.transformer, g.transformer});
+    // embedding's forward {P_emb} and backward {G_emb}. With whole blocks the prefetch slot
+    // leaves room for the next block's G_l while the last one goes down; a split block's P_l is
+    // smaller, so a second slot of a block's gradient must hold it.
+    const uint64_t next_grad = p.transformer < g.transformer ? g.transformer : 0;
+    std::vector<uint64_t> need =
+        CoverBoth({p.head, g.head}, {p.transformer, g.transformer, next_grad});
     need = CoverBoth(need, {std::max(p.embedding, g.embedding)});
     need.push_back(p.transformer > 0 ? p.transformer : p.largest);  // prefetch
     return Sorted(std::move(need));

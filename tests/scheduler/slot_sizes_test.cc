@@ -52,6 +52,19 @@ TEST(SlotSizes, AnUntiedHeadNeedsOneEmbeddingSlot) {
   EXPECT_EQ(std::count(all.begin(), all.end(), b.embedding), 2);
 }
 
+// A split block's parameter slot is smaller than its gradient (Note [Split operators]): an untied
+// head's block backwards then need a second gradient slot, for the next block's gradient while
+// the last one goes down (the prefetch slot is a parameter slot's size).
+TEST(SlotSizes, AnUntiedHeadsSplitBlocksKeepASecondGradientSlot) {
+  const GptLayout grads = Layout(256);
+  GptLayout params = grads;
+  for (int b = 1; b + 1 < params.num_blocks(); ++b) params.blocks[b].numel /= 2;
+  const BlockSlotBytes p = SlotBytesOf(params), g = SlotBytesOf(grads);
+  ASSERT_LT(p.transformer, g.transformer);
+  EXPECT_EQ(MinimalSlotSizes(params, grads, /*tied_head=*/false),
+            (std::vector<uint64_t>{g.transformer, g.transformer, p.transformer, p.transformer}));
+}
+
 TEST(SlotSizes, AllResidentHoldsEveryBlockAndTheGradientsBesideThem) {
   const GptLayout layout = Layout(256);
   const BlockSlotBytes b = SlotBytesOf(layout);
