@@ -34,4 +34,11 @@ void Model::layer_backward_split(const KernelTable&, const OpShape&, int, const 
   STRATA_CHECK(false) << shape().arch << " has no split operators (splits_layers)";
 }
 
+const TpGroup* TpGroupOf(const OpShape& s, int tp) {
+  if (tp == 1) return nullptr;
+  STRATA_CHECK(s.tp != nullptr && s.tp->size == tp)
+      << "a tensor-parallel rank's model of tp " << tp << " runs in a group of that size";
+  return s.tp;
+}
+
 }  // namespace strata

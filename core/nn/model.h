@@ -154,6 +154,10 @@ class Model {
                                   bool first, bool first_tied) const = 0;
 };
 
+// The group of an op of a tensor-parallel rank's model of `tp` ranks (checked: the runtime runs it
+// in one of that size), or nullptr when tp is 1.
+const TpGroup* TpGroupOf(const OpShape& s, int tp);
+
 // The tensor a tied head reads: the embedding block's first (GPT-2's wte, a tied LLaMA's
 // embed_tokens).
 inline constexpr int kTiedTensor = 0;

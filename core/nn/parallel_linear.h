@@ -25,7 +25,6 @@
 
 #include "core/device/kernel_table.h"
 #include "core/nn/block_spec.h"
-#include "core/nn/split_weights.h"
 #include "core/nn/tp_group.h"
 
 namespace strata {
@@ -42,33 +41,16 @@ void CompleteColumnParallelInputGrad(const TpGroup* tp, const TensorSpec& w, flo
 // once (nullptr on the other ranks).
 const float* RowParallelBias(const TpGroup* tp, const TensorSpec& w, const float* bias);
 
-// Note [Linears in row chunks]
-// A weight the description marks `split` (TensorSpec::split) may come slice by slice under
-// --split-ops (core/nn/split_weights.h), and a split run must give the unsplit run's bits. So such
-// a weight is always computed in the kLinearChunks chunks of its rows (dimension 0, the output
-// features; core/kernels/linear.h's LinearChunkBegin), one GEMM per chunk in chunk order, whether
-// it is whole or sliced: a slice is whole chunks, so a split run issues exactly the same GEMMs
-// (a GEMM's bits depend only on its operands and shape). The output's columns and the weight
-// gradient's rows are each one chunk's; the input gradient sums the chunks in order. Other
-// weights are one GEMM each.
-
-// Weight `tensor` of a block as the op has it: whole at w.tensor[tensor], or (nullptr there) slice
-// by slice from w.slice.
-struct WeightRows {
-  const TensorSpec& spec;
-  const SplitWeights& w;
-  int tensor;
-};
-
 // y (rows, ldy), columns [0, out) = x (rows, in) @ W^T, for W of `spec` (out, in), this rank's
 // slice. Row-parallel: y is summed over the group (ldy must be `out`).
-void LinearForward(const KernelTable& k, const TpGroup* tp, const WeightRows& weight,
+void LinearForward(const KernelTable& k, const TpGroup* tp, const TensorSpec& spec, const float* w,
                    const float* x, int64_t rows, float* y, int64_t ldy);
 
-// One weight of a group that reads the same input: its gradient `dw` (+=, the whole tensor) from
-// the gradient of its output `dy` (rows, ldy).
+// One weight of a group that reads the same input: its gradient `dw` (+=) from the gradient of
+// its output `dy` (rows, ldy).
 struct LinearGrad {
-  WeightRows weight;
+  const TensorSpec& spec;
+  const float* w;
   float* dw;
   const float* dy;
   int64_t ldy;

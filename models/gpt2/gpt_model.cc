@@ -29,12 +29,7 @@ std::unique_ptr<Model> GptModel::tensor_parallel_rank(int tp) const {
   return std::make_unique<GptModel>(layout_.config, tp);
 }
 
-const TpGroup* GptModel::group(const OpShape& s) const {
-  if (tp_ == 1) return nullptr;
-  STRATA_CHECK(s.tp != nullptr && s.tp->size == tp_)
-      << "a tensor-parallel rank's model of tp " << tp_ << " runs in a group of that size";
-  return s.tp;
-}
+const TpGroup* GptModel::group(const OpShape& s) const { return TpGroupOf(s, tp_); }
 
 Result<std::unique_ptr<WeightReader>> GptModel::open_weights(const std::string& path) const {
   return OpenGptWeights(path, layout_);
