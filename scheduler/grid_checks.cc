@@ -70,19 +70,7 @@ Status ValidatePartition(const TrainOptions& o, int n_layer) {
 Status ValidateTensorParallel(const TrainOptions& o, const Model& m) {
   if (o.grid.tp == 1) return Status::Ok();
   const std::string tp = Mention(kTp) + " " + std::to_string(o.grid.tp);
-  // The heads and features first: they say more than the padded vocabulary.
-  const TensorSpec* bad = nullptr;
-  for (const bool vocab : {false, true}) {
-    for (const BlockSpec& b : m.layout().blocks) {
-      for (const TensorSpec& t : b.tensors) {
-        if (bad != nullptr || t.tp == TpRule::kReplicated || (t.tp == TpRule::kVocab) != vocab) {
-          continue;
-        }
-        if (TpCutUnits(t) % o.grid.tp != 0) bad = &t;
-      }
-    }
-  }
-  if (bad != nullptr) {
+  if (const TensorSpec* bad = TpIndivisible(m.layout(), o.grid.tp)) {
     const int64_t units = TpCutUnits(*bad);
     const std::string what = bad->tp == TpRule::kVocab
                                  ? "the vocabulary of " + std::to_string(m.shape().vocab_size) +

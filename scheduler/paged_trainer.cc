@@ -15,7 +15,6 @@
 #include "core/util/option.h"
 #include "core/util/sizes.h"
 #include "memory/memory_manager.h"
-#include "models/gpt2/tp_head.h"
 #include "scheduler/checkpoint.h"
 #include "scheduler/data_parallel.h"
 #include "scheduler/engine.h"

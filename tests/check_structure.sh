@@ -171,11 +171,13 @@ fi
 model_names='Gpt|GPT|gpt_|Llama|llama'
 while IFS= read -r file; do
   [[ $file == scheduler/model_registry.cc ]] && continue
-  say "$file names a model family (${model_names//|/, }): the runtime knows the model interface" \
+  say "$file names a model family (${model_names//|/, }, or includes models/): the runtime" \
+      "knows the model interface" \
       "(core/nn/model.h) only; a family's code belongs in models/<family>/, its choice in" \
       "scheduler/model_registry.cc"
 done < <(for d in scheduler memory parallel embed; do [[ -d $d ]] && echo "$d"; done |
-           xargs -r grep -rlE "$model_names" --include='*.h' --include='*.cc' --include='*.cu' | sort)
+           xargs -r grep -rlE "$model_names|#include \"models/" --include='*.h' --include='*.cc' \
+             --include='*.cu' | sort)
 for room in models/*/; do
   room=${room%/}
   while IFS=: read -r file line target; do

@@ -63,20 +63,22 @@ int64_t TpPaddedRows(int64_t rows) {
 
 int64_t TpCutUnits(const TensorSpec& t) { return CutExtent(t) / (t.tp_parts * t.tp_unit); }
 
-std::string TpIndivisible(const ModelLayout& layout, int tp) {
-  for (const BlockSpec& b : layout.blocks) {
-    for (const TensorSpec& t : b.tensors) {
-      if (t.tp == TpRule::kReplicated) continue;
-      if (CutExtent(t) % (int64_t(t.tp_parts) * t.tp_unit * tp) != 0) return t.name;
+const TensorSpec* TpIndivisible(const ModelLayout& layout, int tp) {
+  for (const bool vocab : {false, true}) {  // heads and features say more than a vocabulary
+    for (const BlockSpec& b : layout.blocks) {
+      for (const TensorSpec& t : b.tensors) {
+        if (t.tp == TpRule::kReplicated || (t.tp == TpRule::kVocab) != vocab) continue;
+        if (TpCutUnits(t) % tp != 0) return &t;
+      }
     }
   }
-  return "";
+  return nullptr;
 }
 
 void SliceLayoutForTp(ModelLayout& layout, int tp) {
   STRATA_CHECK(tp >= 1);
-  const std::string bad = TpIndivisible(layout, tp);
-  STRATA_CHECK(bad.empty()) << "tp " << tp << " does not divide the cut of " << bad;
+  const TensorSpec* bad = TpIndivisible(layout, tp);
+  STRATA_CHECK(bad == nullptr) << "tp " << tp << " does not divide the cut of " << bad->name;
   layout.total_numel = 0;
   layout.block_offset.clear();
   for (BlockSpec& b : layout.blocks) {

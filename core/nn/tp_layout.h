@@ -35,9 +35,9 @@ inline constexpr int64_t kTpVocabPadding = 128;
 // A vocabulary (a kVocab tensor's rows) padded for tensor parallelism.
 int64_t TpPaddedRows(int64_t rows);
 
-// The first tensor of `layout` whose cut `tp` does not divide (its parts, a padded vocabulary),
-// by name; "" when tp divides every cut.
-std::string TpIndivisible(const ModelLayout& layout, int tp);
+// The first tensor of `layout` whose cut `tp` does not divide (its heads or features first, then
+// a padded vocabulary); nullptr when tp divides every cut.
+const TensorSpec* TpIndivisible(const ModelLayout& layout, int tp);
 // What a cut tensor's dimension is cut in, per part: whole units of tp_unit (heads), or rows of
 // the padded vocabulary, or single features. tp must divide it.
 int64_t TpCutUnits(const TensorSpec& t);

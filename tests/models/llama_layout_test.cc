@@ -75,7 +75,7 @@ TEST(LlamaLayout, TensorParallelRulesCutWholeHeadsAndPutBackTheWholeBlock) {
   for (int tp : {1, 2}) {
     ASSERT_EQ(c.n_kv_head % tp, 0);
     ModelLayout local = full;
-    ASSERT_EQ(TpIndivisible(local, tp), "");
+    ASSERT_EQ(TpIndivisible(local, tp), nullptr);
     SliceLayoutForTp(local, tp);
     const BlockSpec& l0 = local.blocks[1];
     EXPECT_EQ(local.embedding().tensors[0].shape, (std::vector<int64_t>{384 / tp, C}));
@@ -114,7 +114,10 @@ TEST(LlamaLayout, TensorParallelRulesCutWholeHeadsAndPutBackTheWholeBlock) {
   // A tp that does not divide the kv heads is named.
   LlamaConfig one_kv = c;
   one_kv.n_kv_head = 1;
-  EXPECT_EQ(TpIndivisible(MakeLlamaLayout(one_kv), 2), "model.layers.0.self_attn.k_proj.weight");
+  const LlamaLayout one_kv_layout = MakeLlamaLayout(one_kv);
+  const TensorSpec* bad = TpIndivisible(one_kv_layout, 2);
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(bad->name, "model.layers.0.self_attn.k_proj.weight");
 }
 
 TEST(LlamaLayout, ACheckpointUnderItsNamesReadsBackAsAHuggingFaceDirectory) {
