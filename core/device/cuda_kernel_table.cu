@@ -15,6 +15,8 @@ const KernelTable& CudaKernelTable() {
       k::linear_backward,
       k::linear_forward_rows,
       k::linear_backward_rows,
+      k::nn_linear_forward_rows,
+      k::nn_linear_backward_rows,
       k::layernorm_forward,
       k::layernorm_backward,
       k::gelu_forward,
@@ -58,6 +60,8 @@ const KernelTable& CudaBf16KernelTable() {
     t.linear_backward = k::linear_backward_bf16;
     t.linear_forward_rows = k::linear_forward_rows_bf16;
     t.linear_backward_rows = k::linear_backward_rows_bf16;
+    t.nn_linear_forward_rows = k::nn_linear_forward_rows_bf16;
+    t.nn_linear_backward_rows = k::nn_linear_backward_rows_bf16;
     t.attention_forward = k::attention_forward_bf16;
     t.attention_backward = k::attention_backward_bf16;
     t.gqa_attention_forward = k::gqa_attention_forward_bf16;

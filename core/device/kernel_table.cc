@@ -8,6 +8,7 @@
 #include "core/kernels/layernorm.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/nn_linear.h"
 #include "core/kernels/norms.h"
 #include "core/kernels/residual.h"
 #include "core/kernels/rmsnorm.h"
@@ -29,6 +30,8 @@ std::string KernelTable::missing() const {
       {"linear_backward", linear_backward != nullptr},
       {"linear_forward_rows", linear_forward_rows != nullptr},
       {"linear_backward_rows", linear_backward_rows != nullptr},
+      {"nn_linear_forward_rows", nn_linear_forward_rows != nullptr},
+      {"nn_linear_backward_rows", nn_linear_backward_rows != nullptr},
       {"layernorm_forward", layernorm_forward != nullptr},
       {"layernorm_backward", layernorm_backward != nullptr},
       {"gelu_forward", gelu_forward != nullptr},
@@ -79,6 +82,8 @@ const KernelTable& CpuKernelTable() {
       .linear_backward = kernels::linear_backward,
       .linear_forward_rows = kernels::linear_forward_rows,
       .linear_backward_rows = kernels::linear_backward_rows,
+      .nn_linear_forward_rows = kernels::nn_linear_forward_rows,
+      .nn_linear_backward_rows = kernels::nn_linear_backward_rows,
       .layernorm_forward = kernels::layernorm_forward,
       .layernorm_backward = kernels::layernorm_backward,
       .gelu_forward = kernels::gelu_forward,
@@ -121,6 +126,8 @@ const KernelTable& CpuBf16KernelTable() {
     t.linear_backward = kernels::linear_backward_bf16;
     t.linear_forward_rows = kernels::linear_forward_rows_bf16;
     t.linear_backward_rows = kernels::linear_backward_rows_bf16;
+    t.nn_linear_forward_rows = kernels::nn_linear_forward_rows_bf16;
+    t.nn_linear_backward_rows = kernels::nn_linear_backward_rows_bf16;
     t.attention_forward = kernels::attention_forward_bf16;
     t.attention_backward = kernels::attention_backward_bf16;
     t.gqa_attention_forward = kernels::gqa_attention_forward_bf16;

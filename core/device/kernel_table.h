@@ -51,6 +51,14 @@ struct KernelTable {
   void (*linear_backward_rows)(float* dinp, float* dweight_rows, float* dbias, const float* dout,
                                const float* inp, const float* weight_rows, int N, int C, int OC,
                                int r0, int r1) = nullptr;
+  // Linear layer, nn.Linear layout (out, in), no bias, by ranges of weight rows (output features;
+  // Note [nn.Linear in row chunks] in core/kernels/nn_linear.h), part of every backend's
+  // contract: ranges on chunk boundaries, in order, give the bits of the range [0, out).
+  void (*nn_linear_forward_rows)(float* y, int ldy, const float* x, const float* w_rows, int N,
+                                 int in, int out, int r0, int r1) = nullptr;
+  void (*nn_linear_backward_rows)(float* dx, bool overwrite, float* dw_rows, const float* dy,
+                                  int ldy, const float* x, const float* w_rows, int N, int in,
+                                  int out, int r0, int r1) = nullptr;
 
   // LayerNorm over the last dimension (core/kernels/layernorm.h).
   void (*layernorm_forward)(float* out, float* mean, float* rstd, const float* inp,
@@ -147,8 +155,8 @@ struct KernelTable {
 // The CPU kernels of core/kernels/; what the sim device's kernels() returns.
 const KernelTable& CpuKernelTable();
 // The CPU kernels at --dtype bf16 (Note [bf16 compute] in core/kernels/dtype.h): CpuKernelTable()
-// with the GEMM entries (sgemm, linear_*, attention_*, gqa_attention_*) replaced by their *_bf16
-// kernels.
+// with the GEMM entries (sgemm, linear_*, nn_linear_*, attention_*, gqa_attention_*) replaced by
+// their *_bf16 kernels.
 const KernelTable& CpuBf16KernelTable();
 
 // The CUDA backend's table; what a CUDA device's kernels() returns: the kernels of

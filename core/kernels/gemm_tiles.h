@@ -66,4 +66,21 @@ void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
                     TilePrologue prologue = nullptr, void* prologue_ctx = nullptr,
                     Dtype dtype = Dtype::kFp32);
 
+// sgemm_on_tiles with the product's K cut at `k_bounds` (0 = k_bounds[0] <= ... <= k_bounds.back()
+// = K, relative to A's columns of op(A) and B's rows of op(B) as given): each tile sums its K
+// chunks in order, one single-threaded sgemm per non-empty chunk, the first with `beta` and the
+// rest with beta = 1. A tile's bits depend only on its operands and its chunks, so two calls that
+// run the same tiles over consecutive chunk ranges, the second with beta = 1, give the bits of
+// one call over both ranges (nn_linear_backward_rows sums an input gradient over slices of the
+// weight's rows this way).
+void sgemm_on_tiles_k_chunks(bool trans_a, bool trans_b, const TileBounds& m_bounds,
+                             const TileBounds& n_bounds, const TileBounds& k_bounds, float alpha,
+                             const float* A, int lda, const float* B, int ldb, float beta, float* C,
+                             int ldc, Dtype dtype = Dtype::kFp32);
+
+// The boundaries `whole` further cut at `cuts`, those inside [r0, r1) plus its ends, relative to
+// r0: the tiles of a range [r0, r1) whose ends are cuts are exactly the whole's cut tiles inside
+// it (a row range of a GEMM computed alone gives the whole GEMM's bits there).
+TileBounds CutBounds(const TileBounds& whole, const TileBounds& cuts, int r0, int r1);
+
 }  // namespace strata::kernels::detail

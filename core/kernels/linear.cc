@@ -42,20 +42,10 @@ void FirstChunk(Dtype dtype, float* out, const float* inp, const float* weight, 
 }
 
 // The backward's tile boundaries along the weight rows for the rows [r0, r1), relative to r0:
-// `whole` (the boundaries of the whole linear's GEMM) and the chunk boundaries, those inside the
-// range, plus its ends. A range on chunk boundaries gets exactly the whole's tiles inside it.
+// `whole` (the boundaries of the whole linear's GEMM) cut at the chunk boundaries. A range on
+// chunk boundaries gets exactly the whole's tiles inside it.
 detail::TileBounds SliceBounds(const detail::TileBounds& whole, int C, int r0, int r1) {
-  detail::TileBounds b = whole;
-  for (int c = 0; c <= kLinearChunks; ++c) b.push_back(LinearChunkBegin(C, c));
-  b.push_back(r0);
-  b.push_back(r1);
-  std::sort(b.begin(), b.end());
-  b.erase(std::unique(b.begin(), b.end()), b.end());
-  detail::TileBounds slice;
-  for (int x : b) {
-    if (x >= r0 && x <= r1) slice.push_back(x - r0);
-  }
-  return slice;
+  return detail::CutBounds(whole, LinearChunkBounds(C), r0, r1);
 }
 
 }  // namespace
@@ -64,6 +54,12 @@ int LinearChunkBegin(int C, int c) {
   if (c <= 0) return 0;
   if (c >= kLinearChunks) return C;
   return static_cast<int>(static_cast<long>(C) * c / kLinearChunks / 16 * 16);
+}
+
+std::vector<int> LinearChunkBounds(int C) {
+  std::vector<int> b(kLinearChunks + 1);
+  for (int c = 0; c <= kLinearChunks; ++c) b[size_t(c)] = LinearChunkBegin(C, c);
+  return b;
 }
 
 bool IsLinearChunkBegin(int C, int r) {

@@ -33,6 +33,8 @@
 // (768, 768), (768, 3072), (3072, 768), medians of 31 paired runs, 4 runs, 2026-11-26, machine:
 // 2 cores): forward 0.99, 1.00, 1.00, 1.00 (each within 0.02); backward (dinp + dweight) 1.03,
 // 1.01, 1.03, 1.00. (Four separate GEMMs per chunk in the backward cost 1.06-1.11.)
+#include <vector>
+
 namespace strata::kernels {
 
 constexpr int kLinearChunks = 4;
@@ -41,6 +43,9 @@ constexpr int kLinearChunks = 4;
 // chunk boundaries are multiples of 16 rows (except C itself), fixed by C alone; chunk
 // kLinearChunks begins at C. Chunks may be empty for small C.
 int LinearChunkBegin(int C, int c);
+
+// LinearChunkBegin(C, c) for c = 0 .. kLinearChunks.
+std::vector<int> LinearChunkBounds(int C);
 
 // True when row r is a chunk boundary of a linear with C input features (a LinearChunkBegin).
 bool IsLinearChunkBegin(int C, int r);

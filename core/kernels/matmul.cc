@@ -121,10 +121,14 @@ TileBounds grid_n_bounds(int M, int N, int K) {
   return b;
 }
 
-void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
-                    const TileBounds& n_bounds, int K, float alpha, const float* A, int lda,
-                    const float* B, int ldb, float beta, float* C, int ldc, TilePrologue prologue,
-                    void* prologue_ctx, Dtype dtype) {
+namespace {
+
+// The tiles of sgemm_on_tiles_k_chunks, each summing its K chunks in order (the prologue before
+// the first).
+void RunTiles(bool trans_a, bool trans_b, const TileBounds& m_bounds, const TileBounds& n_bounds,
+              const TileBounds& k_bounds, float alpha, const float* A, int lda, const float* B,
+              int ldb, float beta, float* C, int ldc, TilePrologue prologue, void* prologue_ctx,
+              Dtype dtype) {
   const int tiles_m = static_cast<int>(m_bounds.size()) - 1;
   const int tiles_n = static_cast<int>(n_bounds.size()) - 1;
   if (tiles_m <= 0 || tiles_n <= 0) return;
@@ -135,11 +139,26 @@ void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
     const int n0 = n_bounds[j], n1 = n_bounds[j + 1];
     if (m0 >= m1 || n0 >= n1) return;
     if (prologue != nullptr) prologue(prologue_ctx, C, ldc, m0, m1, n0, n1);
-    // Rows of op(A) are rows of A, or columns when A is stored transposed; same for op(B).
+    // Rows of op(A) are rows of A, or columns when A is stored transposed; same for op(B); a K
+    // chunk [k0, k1) is columns of op(A) and rows of op(B).
     const float* a = trans_a ? A + m0 : A + static_cast<long>(m0) * lda;
     const float* b = trans_b ? B + static_cast<long>(n0) * ldb : B + n0;
-    sgemm_one_thread(trans_a, trans_b, m1 - m0, n1 - n0, K, alpha, a, lda, b, ldb, beta,
-                     C + static_cast<long>(m0) * ldc + n0, ldc, dtype);
+    float* c_tile = C + static_cast<long>(m0) * ldc + n0;
+    bool ran = false;
+    for (size_t c = 0; c + 1 < k_bounds.size(); ++c) {
+      const int k0 = k_bounds[c], k1 = k_bounds[c + 1];
+      if (k0 >= k1) continue;
+      const float* a_k = trans_a ? a + static_cast<long>(k0) * lda : a + k0;
+      const float* b_k = trans_b ? b + k0 : b + static_cast<long>(k0) * ldb;
+      sgemm_one_thread(trans_a, trans_b, m1 - m0, n1 - n0, k1 - k0, alpha, a_k, lda, b_k, ldb,
+                       ran ? 1.0f : beta, c_tile, ldc, dtype);
+      ran = true;
+    }
+    // An empty K: only beta applies.
+    if (!ran) {
+      sgemm_one_thread(trans_a, trans_b, m1 - m0, n1 - n0, 0, alpha, a, lda, b, ldb, beta, c_tile,
+                       ldc, dtype);
+    }
   };
   const int tiles = tiles_m * tiles_n;
   // The caller's arena bounds the threads: in a one-thread arena the tiles run in order here.
@@ -153,6 +172,38 @@ void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
         for (int t = r.begin(); t < r.end(); ++t) run_tile(t);
       },
       tbb::simple_partitioner());
+}
+
+}  // namespace
+
+void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
+                    const TileBounds& n_bounds, int K, float alpha, const float* A, int lda,
+                    const float* B, int ldb, float beta, float* C, int ldc, TilePrologue prologue,
+                    void* prologue_ctx, Dtype dtype) {
+  RunTiles(trans_a, trans_b, m_bounds, n_bounds, {0, K}, alpha, A, lda, B, ldb, beta, C, ldc,
+           prologue, prologue_ctx, dtype);
+}
+
+void sgemm_on_tiles_k_chunks(bool trans_a, bool trans_b, const TileBounds& m_bounds,
+                             const TileBounds& n_bounds, const TileBounds& k_bounds, float alpha,
+                             const float* A, int lda, const float* B, int ldb, float beta, float* C,
+                             int ldc, Dtype dtype) {
+  RunTiles(trans_a, trans_b, m_bounds, n_bounds, k_bounds, alpha, A, lda, B, ldb, beta, C, ldc,
+           nullptr, nullptr, dtype);
+}
+
+TileBounds CutBounds(const TileBounds& whole, const TileBounds& cuts, int r0, int r1) {
+  TileBounds b = whole;
+  b.insert(b.end(), cuts.begin(), cuts.end());
+  b.push_back(r0);
+  b.push_back(r1);
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  TileBounds range;
+  for (int x : b) {
+    if (x >= r0 && x <= r1) range.push_back(x - r0);
+  }
+  return range;
 }
 
 void sgemm_tiled(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A,

@@ -25,6 +25,7 @@
 
 #include "core/device/kernel_table.h"
 #include "core/nn/block_spec.h"
+#include "core/nn/split_weights.h"
 #include "core/nn/tp_group.h"
 
 namespace strata {
@@ -41,16 +42,31 @@ void CompleteColumnParallelInputGrad(const TpGroup* tp, const TensorSpec& w, flo
 // once (nullptr on the other ranks).
 const float* RowParallelBias(const TpGroup* tp, const TensorSpec& w, const float* bias);
 
+// Note [Linears in row chunks]
+// A weight the description marks `split` (TensorSpec::split) may come slice by slice under
+// --split-ops (core/nn/split_weights.h), and a split run must give the unsplit run's bits. So such
+// a weight always runs through the kernel table's nn_linear_*_rows entries, whole as the range
+// [0, out) or slice by slice in order, whose ranges on chunk boundaries give the whole's bits
+// (Note [nn.Linear in row chunks] in core/kernels/nn_linear.h). Other weights are one GEMM per
+// product.
+
+// Weight `tensor` of a block as the op has it: whole at w.tensor[tensor], or (nullptr there) slice
+// by slice from w.slice.
+struct WeightRows {
+  const TensorSpec& spec;
+  const SplitWeights& w;
+  int tensor;
+};
+
 // y (rows, ldy), columns [0, out) = x (rows, in) @ W^T, for W of `spec` (out, in), this rank's
 // slice. Row-parallel: y is summed over the group (ldy must be `out`).
-void LinearForward(const KernelTable& k, const TpGroup* tp, const TensorSpec& spec, const float* w,
+void LinearForward(const KernelTable& k, const TpGroup* tp, const WeightRows& weight,
                    const float* x, int64_t rows, float* y, int64_t ldy);
 
-// One weight of a group that reads the same input: its gradient `dw` (+=) from the gradient of
-// its output `dy` (rows, ldy).
+// One weight of a group that reads the same input: its gradient `dw` (+=, the whole tensor) from
+// the gradient of its output `dy` (rows, ldy).
 struct LinearGrad {
-  const TensorSpec& spec;
-  const float* w;
+  WeightRows weight;
   float* dw;
   const float* dy;
   int64_t ldy;

@@ -10,4 +10,10 @@ std::pair<int, int> LinearSliceRows(int rows, int slices, int s) {
           kernels::LinearChunkBegin(rows, (s + 1) * chunks)};
 }
 
+SplitWeights WholeWeights(const BlockSpec& block, const float* params) {
+  SplitWeights w;
+  for (const TensorSpec& t : block.tensors) w.tensor.push_back(params + t.offset);
+  return w;
+}
+
 }  // namespace strata

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/nn/block_spec.h"
+
 namespace strata {
 
 // Rows [r0, r1) of slice s of a weight of `rows` rows (its stored shape's dimension 0) cut in
@@ -23,5 +25,8 @@ struct SplitWeights {
   int slices = 1;
   std::function<const float*(int tensor, int slice)> slice;
 };
+
+// Every tensor of `block` whole in its contiguous `params`.
+SplitWeights WholeWeights(const BlockSpec& block, const float* params);
 
 }  // namespace strata

@@ -15,6 +15,7 @@
 
 #include "core/device/kernel_table.h"
 #include "core/nn/block_spec.h"
+#include "core/nn/split_weights.h"
 #include "core/nn/tp_group.h"
 #include "models/llama/llama_config.h"
 
@@ -61,6 +62,15 @@ void LlamaBlockForward(const KernelTable& k, const LlamaConfig& c, const BlockSp
                        int B, int T, const LlamaBlockActs& acts, const TpGroup* tp = nullptr);
 void LlamaBlockBackward(const KernelTable& k, const LlamaConfig& c, const BlockSpec& spec,
                         const float* params, float* grads, const float* cos, const float* sin,
+                        const float* x, int B, int T, const LlamaBlockActs& acts,
+                        const LlamaBlockScratch& scratch, float* dres, const TpGroup* tp = nullptr);
+// The same with the layer's weights as SplitWeights (--split-ops: the MLP's weights slice by
+// slice, the same bits as whole).
+void LlamaBlockForward(const KernelTable& k, const LlamaConfig& c, const BlockSpec& spec,
+                       const SplitWeights& w, const float* cos, const float* sin, const float* x,
+                       int B, int T, const LlamaBlockActs& acts, const TpGroup* tp = nullptr);
+void LlamaBlockBackward(const KernelTable& k, const LlamaConfig& c, const BlockSpec& spec,
+                        const SplitWeights& w, float* grads, const float* cos, const float* sin,
                         const float* x, int B, int T, const LlamaBlockActs& acts,
                         const LlamaBlockScratch& scratch, float* dres, const TpGroup* tp = nullptr);
 

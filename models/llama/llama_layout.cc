@@ -40,12 +40,16 @@ LlamaLayout MakeLlamaLayout(const LlamaConfig& c) {
     AppendTensor(b, p + "self_attn.o_proj.weight", {C, C}, normal, kLlamaInitStd);
     SetTensorParallel(b, TpRule::kRow, 1);
     AppendTensor(b, p + "post_attention_layernorm.weight", {C}, ones);
+    // The MLP's three weights, most of the layer, are gathered in slices under --split-ops.
     AppendTensor(b, p + "mlp.gate_proj.weight", {F, C}, normal, kLlamaInitStd);
     SetTensorParallel(b, TpRule::kColumn, 0);
+    b.tensors.back().split = true;
     AppendTensor(b, p + "mlp.up_proj.weight", {F, C}, normal, kLlamaInitStd);
     SetTensorParallel(b, TpRule::kColumn, 0);
+    b.tensors.back().split = true;
     AppendTensor(b, p + "mlp.down_proj.weight", {C, F}, normal, kLlamaInitStd);
     SetTensorParallel(b, TpRule::kRow, 1);
+    b.tensors.back().split = true;
     PackBlock(layout, std::move(b));
   }
 

@@ -124,8 +124,13 @@ void LlamaModel::embedding_forward(const KernelTable& k, const OpShape& s, const
 
 void LlamaModel::layer_forward(const KernelTable& k, const OpShape& s, int layer,
                                const float* params, const float* x, float* acts) const {
+  layer_forward_split(k, s, layer, WholeWeights(layout_.layer(layer), params), x, acts);
+}
+
+void LlamaModel::layer_forward_split(const KernelTable& k, const OpShape& s, int layer,
+                                     const SplitWeights& w, const float* x, float* acts) const {
   const LlamaConfig& c = layout_.config;
-  LlamaBlockForward(k, c, layout_.layer(layer), params, RopeCos(s), RopeSin(c, s), x, s.B, s.T,
+  LlamaBlockForward(k, c, layout_.layer(layer), w, RopeCos(s), RopeSin(c, s), x, s.B, s.T,
                     CarveLlamaBlockActs(c, s.B, s.T, acts, tp_), group(s));
 }
 
@@ -168,12 +173,19 @@ void LlamaModel::head_backward(const KernelTable& k, const OpShape& s, const flo
 void LlamaModel::layer_backward(const KernelTable& k, const OpShape& s, int layer,
                                 const float* params, float* grads, const float* x, float* acts,
                                 float* scratch, float* dres, bool first) const {
+  layer_backward_split(k, s, layer, WholeWeights(layout_.layer(layer), params), grads, x, acts,
+                       scratch, dres, first);
+}
+
+void LlamaModel::layer_backward_split(const KernelTable& k, const OpShape& s, int layer,
+                                      const SplitWeights& w, float* grads, const float* x,
+                                      float* acts, float* scratch, float* dres, bool first) const {
   const LlamaConfig& c = layout_.config;
   const BlockSpec& block = layout_.layer(layer);
   const std::array<GradRange, 1> into = {GradRange{grads, block.numel}};
   nn_internal::Contribute(
       k, first, scratch + op_scratch_floats(s.B, s.T), into, [&](const std::array<float*, 1>& g) {
-        LlamaBlockBackward(k, c, block, params, g[0], RopeCos(s), RopeSin(c, s), x, s.B, s.T,
+        LlamaBlockBackward(k, c, block, w, g[0], RopeCos(s), RopeSin(c, s), x, s.B, s.T,
                            CarveLlamaBlockActs(c, s.B, s.T, acts, tp_),
                            CarveLlamaBlockScratch(c, s.B, s.T, scratch, tp_), dres, group(s));
       });

@@ -38,6 +38,14 @@ class LlamaModel final : public Model {
   void layer_forward(const KernelTable& k, const OpShape& s, int layer, const float* params,
                      const float* x, float* acts) const override;
   const float* layer_output(const OpShape& s, float* acts) const override;
+  // Split operators over the MLP's weights (one rank's model only); layer_forward and
+  // layer_backward are these with every weight whole.
+  bool splits_layers() const override { return tp_ == 1; }
+  void layer_forward_split(const KernelTable& k, const OpShape& s, int layer, const SplitWeights& w,
+                           const float* x, float* acts) const override;
+  void layer_backward_split(const KernelTable& k, const OpShape& s, int layer,
+                            const SplitWeights& w, float* grads, const float* x, float* acts,
+                            float* scratch, float* dres, bool first) const override;
   float head_forward(const KernelTable& k, const OpShape& s, const float* params,
                      const float* embedding, const float* x, const int32_t* targets,
                      float* acts) const override;

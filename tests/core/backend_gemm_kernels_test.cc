@@ -1,7 +1,7 @@
-// The GEMM entries of the kernel table (sgemm, the linear and its row slices, attention) on every
-// backend present, at each compute dtype, against the CPU's table of that dtype called on host
-// vectors: the sim device gives its bits, CUDA agrees to rounding (backend_kernels_test.cc covers
-// the other entries; backend_kernel_util.h runs them).
+// The GEMM entries of the kernel table (sgemm, both linears and their row slices, attention) on
+// every backend present, at each compute dtype, against the CPU's table of that dtype called on
+// host vectors: the sim device gives its bits, CUDA agrees to rounding (backend_kernels_test.cc
+// covers the other entries; backend_kernel_util.h runs them).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -29,6 +29,7 @@ double GemmTolerance(Dtype d) { return d == Dtype::kBf16 ? 1e-4 : 2e-5; }
 class BackendGemmKernels : public BackendKernelTest {
  protected:
   void LinearCase(Dtype d);
+  void NnLinearCase(Dtype d);
   void AttentionCase(Dtype d);
 };
 
@@ -71,6 +72,48 @@ void BackendGemmKernels::LinearCase(Dtype d) {
   EXPECT_TRUE(bitwise_equal(download(s_out, out.size()), got_out)) << "forward" << what;
   EXPECT_TRUE(bitwise_equal(download(s_dinp, dinp.size()), got_dinp)) << "dinp" << what;
   EXPECT_TRUE(bitwise_equal(download(s_dw, dw.size()), got_dw)) << "dweight" << what;
+}
+
+// The nn.Linear layout (out, in) by row ranges: the whole range against the CPU's, and two
+// slices on a chunk boundary give this backend's whole bits (Note [nn.Linear in row chunks]).
+void BackendGemmKernels::NnLinearCase(Dtype d) {
+  constexpr int N = 24, in = 40, out = 96, ldy = 112;
+  const auto x = random_vector(N * in, 31), w = random_vector(out * in, 32);
+  const auto dy = random_vector(N * ldy, 33), dw0 = random_vector(out * in, 34);
+  std::vector<float> y(N * ldy, 0.0f), dx(N * in), dw = dw0;
+  const KernelTable& cpu = CpuTable(d);
+  cpu.nn_linear_forward_rows(y.data(), ldy, x.data(), w.data(), N, in, out, 0, out);
+  cpu.nn_linear_backward_rows(dx.data(), true, dw.data(), dy.data(), ldy, x.data(), w.data(), N, in,
+                              out, 0, out);
+  const float *d_x = upload(x), *d_w = upload(w), *d_dy = upload(dy);
+  float *d_y = upload(std::vector<float>(N * ldy, 0.0f)), *d_dx = alloc<float>(N * in),
+        *d_dw = upload(dw0);
+  run([&] {
+    k(d).nn_linear_forward_rows(d_y, ldy, d_x, d_w, N, in, out, 0, out);
+    k(d).nn_linear_backward_rows(d_dx, true, d_dw, d_dy, ldy, d_x, d_w, N, in, out, 0, out);
+  });
+  const double rtol = GemmTolerance(d);
+  const auto got_y = download(d_y, y.size()), got_dx = download(d_dx, dx.size()),
+             got_dw = download(d_dw, dw.size());
+  expect_match(got_y, y, Match::kRounding, Named("nn_linear y", d), rtol, 1e-5);
+  expect_match(got_dx, dx, Match::kRounding, Named("nn_linear dx", d), rtol, 1e-5);
+  expect_match(got_dw, dw, Match::kRounding, Named("nn_linear dw", d), rtol, 1e-5);
+
+  const int mid = LinearChunkBegin(out, 2);
+  float *s_y = upload(std::vector<float>(N * ldy, 0.0f)), *s_dx = alloc<float>(N * in),
+        *s_dw = upload(dw0);
+  const float* d_w_mid = d_w + size_t(mid) * in;
+  run([&] {
+    k(d).nn_linear_forward_rows(s_y, ldy, d_x, d_w, N, in, out, 0, mid);
+    k(d).nn_linear_forward_rows(s_y, ldy, d_x, d_w_mid, N, in, out, mid, out);
+    k(d).nn_linear_backward_rows(s_dx, true, s_dw, d_dy, ldy, d_x, d_w, N, in, out, 0, mid);
+    k(d).nn_linear_backward_rows(s_dx, false, s_dw + size_t(mid) * in, d_dy, ldy, d_x, d_w_mid, N,
+                                 in, out, mid, out);
+  });
+  const std::string what = std::string(" nn_linear row slices (") + DtypeName(d) + ")";
+  EXPECT_TRUE(bitwise_equal(download(s_y, y.size()), got_y)) << "y" << what;
+  EXPECT_TRUE(bitwise_equal(download(s_dx, dx.size()), got_dx)) << "dx" << what;
+  EXPECT_TRUE(bitwise_equal(download(s_dw, dw.size()), got_dw)) << "dw" << what;
 }
 
 void BackendGemmKernels::AttentionCase(Dtype d) {
@@ -128,6 +171,10 @@ TEST_P(BackendGemmKernels, Sgemm) {
 
 TEST_P(BackendGemmKernels, LinearForwardBackwardAndRowSlices) {
   for (Dtype d : kDtypes) LinearCase(d);
+}
+
+TEST_P(BackendGemmKernels, NnLinearRowRanges) {
+  for (Dtype d : kDtypes) NnLinearCase(d);
 }
 
 TEST_P(BackendGemmKernels, Attention) {

@@ -14,6 +14,7 @@
 #include "core/kernels/bf16_math.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/nn_linear.h"
 #include "tests/core/kernel_test_util.h"
 
 namespace strata::kernels {
@@ -145,6 +146,8 @@ TEST(Bf16Gemm, TableSwapsExactlyTheGemmEntries) {
   EXPECT_EQ(h.linear_backward, &linear_backward_bf16);
   EXPECT_EQ(h.linear_forward_rows, &linear_forward_rows_bf16);
   EXPECT_EQ(h.linear_backward_rows, &linear_backward_rows_bf16);
+  EXPECT_EQ(h.nn_linear_forward_rows, &nn_linear_forward_rows_bf16);
+  EXPECT_EQ(h.nn_linear_backward_rows, &nn_linear_backward_rows_bf16);
   EXPECT_EQ(h.attention_forward, &attention_forward_bf16);
   EXPECT_EQ(h.attention_backward, &attention_backward_bf16);
   EXPECT_EQ(h.gqa_attention_forward, &gqa_attention_forward_bf16);

@@ -18,6 +18,7 @@
 #include "core/kernels/layernorm.h"
 #include "core/kernels/linear.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/nn_linear.h"
 #include "core/kernels/residual.h"
 #include "core/kernels/rmsnorm.h"
 #include "core/kernels/rope.h"
@@ -47,6 +48,8 @@ TEST(KernelTable, SimDeviceTableIsTheCpuKernels) {
   EXPECT_EQ(k.linear_backward, &kernels::linear_backward);
   EXPECT_EQ(k.linear_forward_rows, &kernels::linear_forward_rows);
   EXPECT_EQ(k.linear_backward_rows, &kernels::linear_backward_rows);
+  EXPECT_EQ(k.nn_linear_forward_rows, &kernels::nn_linear_forward_rows);
+  EXPECT_EQ(k.nn_linear_backward_rows, &kernels::nn_linear_backward_rows);
   EXPECT_EQ(k.layernorm_forward, &kernels::layernorm_forward);
   EXPECT_EQ(k.layernorm_backward, &kernels::layernorm_backward);
   EXPECT_EQ(k.gelu_forward, &kernels::gelu_forward);
@@ -85,8 +88,9 @@ TEST(KernelTable, MissingNamesTheNullEntriesInOrder) {
   EXPECT_EQ(k.missing(), "gelu_backward, adamw_update");
   const std::string all = KernelTable{}.missing();
   EXPECT_EQ(all.rfind("sgemm, linear_forward, linear_backward, linear_forward_rows, "
-                     "linear_backward_rows, layernorm_forward, ",
-                     0),
+                      "linear_backward_rows, nn_linear_forward_rows, nn_linear_backward_rows, "
+                      "layernorm_forward, ",
+                      0),
             0u)
       << all;
   EXPECT_NE(all.find("crossentropy_backward, vocab_parallel_embedding_forward, "
@@ -109,6 +113,8 @@ TEST(KernelTable, CudaTableIsCompleteInACudaBuild) {
   EXPECT_NE(h.sgemm, f.sgemm);
   EXPECT_NE(h.linear_forward_rows, f.linear_forward_rows);
   EXPECT_NE(h.linear_backward_rows, f.linear_backward_rows);
+  EXPECT_NE(h.nn_linear_forward_rows, f.nn_linear_forward_rows);
+  EXPECT_NE(h.nn_linear_backward_rows, f.nn_linear_backward_rows);
   EXPECT_NE(h.attention_forward, f.attention_forward);
   EXPECT_NE(h.attention_backward, f.attention_backward);
   EXPECT_NE(h.gqa_attention_forward, f.gqa_attention_forward);

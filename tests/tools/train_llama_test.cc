@@ -64,8 +64,9 @@ TEST(TrainLlama, TrainsInMemoryAndTheLossFalls) {
 
 // Micro-batches add up as the interface's rule says: ranks of one micro-batch each give the bits
 // of one rank running them all in memory (Note [Data-parallel gradients]), untied and tied, on
-// every grid a LLaMA runs: data-parallel in memory and paged with sharded state (and split
-// operators' absence refused), and a pipeline of two stages under both schedules.
+// every grid a LLaMA runs: data-parallel in memory and paged with sharded state, whole or with
+// its MLP's weights split in 2 or 4 slices (Note [Linears in row chunks]), and a pipeline of two
+// stages under both schedules.
 struct LlamaGrid {
   std::string name;
   std::vector<std::string> flags;
@@ -83,6 +84,9 @@ TEST_P(TrainLlamaDp, BitIdenticalToOneRankWithAMicroBatchPerRank) {
   std::vector<std::string> one = LlamaArgs(dir, "one"), dp = LlamaArgs(dir, "dp");
   one.insert(one.end(), {"--engine", "memory", "--micro-batch", "4"});
   dp.insert(dp.end(), grid.flags.begin(), grid.flags.end());
+  for (std::string& f : dp) {
+    if (f == "NVME") f = dir + "/nvme";  // the scratch directory's
+  }
   if (tied) {
     one.push_back("--tie-embeddings");
     dp.push_back("--tie-embeddings");
@@ -107,6 +111,12 @@ INSTANTIATE_TEST_SUITE_P(
             LlamaGrid{"dp_paged_sharded",
                       {"--dp", "2", "--shard", "all", "--engine", "paged", "--page-size", "8K"}},
             LlamaGrid{"dp_paged_auto", {"--dp", "2", "--shard", "auto", "--engine", "paged"}},
+            LlamaGrid{"dp_paged_split2",
+                      {"--dp", "2", "--shard", "all", "--engine", "paged", "--split-ops", "2"}},
+            LlamaGrid{"dp_paged_split4_nvme",
+                      {"--dp", "2", "--shard", "all", "--engine", "paged", "--split-ops", "4",
+                       "--host-mem", "256K", "--page-size", "8K", "--params-on", "nvme",
+                       "--nvme-dir", "NVME"}},
             LlamaGrid{"pp_gpipe", {"--pp", "2", "--schedule", "gpipe", "--micro-batch", "4"}},
             LlamaGrid{"pp_1f1b_auto",
                       {"--pp", "2", "--schedule", "1f1b", "--pp-partition", "auto", "--micro-batch",
@@ -324,21 +334,6 @@ TEST(TrainLlamaBadInput, ATpThatDoesNotDivideTheKvHeadsIsRefusedNamingTheFlag) {
             std::string::npos)
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/tp.safetensors"));
-}
-
-// Split operators need the family's split ops, which LLaMA does not have yet: --split-ops is
-// refused on every rank naming the flag, before anything is written.
-TEST(TrainLlamaBadInput, SplitOperatorsAreRefusedNamingTheFlag) {
-  if (!kHaveMpirun) GTEST_SKIP() << "mpirun was not found at configure time";
-  ScratchDir scratch("train_llama_split");
-  const std::string& dir = scratch.path();
-  std::vector<std::string> args = LlamaArgs(dir, "split");
-  args.insert(args.end(), {"--dp", "2", "--shard", "all", "--split-ops", "2"});
-  const RunResult r = RunMpi({args}, 2, dir);
-  EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.err.find("--split-ops 2 has no split operators for --arch llama"), std::string::npos)
-      << r.err;
-  EXPECT_FALSE(std::filesystem::exists(dir + "/split.safetensors"));
 }
 
 }  // namespace

@@ -29,6 +29,11 @@ void linear_forward_rows(float* out, const float* inp, const float* weight_rows,
 void linear_backward_rows(float* dinp, float* dweight_rows, float* dbias, const float* dout,
                           const float* inp, const float* weight_rows, int N, int C, int OC, int r0,
                           int r1);
+void nn_linear_forward_rows(float* y, int ldy, const float* x, const float* w_rows, int N, int in,
+                            int out, int r0, int r1);
+void nn_linear_backward_rows(float* dx, bool overwrite, float* dw_rows, const float* dy, int ldy,
+                             const float* x, const float* w_rows, int N, int in, int out, int r0,
+                             int r1);
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
                        const float* weight, const float* bias, int N, int C);
@@ -70,6 +75,11 @@ void linear_forward_rows_bf16(float* out, const float* inp, const float* weight_
 void linear_backward_rows_bf16(float* dinp, float* dweight_rows, float* dbias, const float* dout,
                                const float* inp, const float* weight_rows, int N, int C, int OC,
                                int r0, int r1);
+void nn_linear_forward_rows_bf16(float* y, int ldy, const float* x, const float* w_rows, int N,
+                                 int in, int out, int r0, int r1);
+void nn_linear_backward_rows_bf16(float* dx, bool overwrite, float* dw_rows, const float* dy,
+                                  int ldy, const float* x, const float* w_rows, int N, int in,
+                                  int out, int r0, int r1);
 void attention_forward_bf16(float* out, float* att, const float* qkv, int B, int T, int C,
                             int NH);
 void attention_backward_bf16(float* dqkv, float* datt, const float* dout, const float* qkv,
