@@ -116,4 +116,15 @@ inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>&
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// Byte comparison that says how many elements differ.
+inline void ExpectSameBits(const std::vector<float>& got, const std::vector<float>& want,
+                           const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) ++differ;
+  }
+  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << got.size() << " elements differ";
+}
+
 }  // namespace strata::kernels::testing

@@ -19,6 +19,7 @@
 namespace strata::kernels {
 namespace {
 
+using testing::ExpectSameBits;
 using testing::random_vector;
 using testing::run_with_threads;
 
@@ -89,17 +90,6 @@ Result Sliced(const Case& k, int K) {
     std::copy(dw.begin(), dw.end(), r.dweight.begin() + off);
   }
   return r;
-}
-
-// Byte comparison that says how many elements differ.
-void ExpectSameBits(const std::vector<float>& got, const std::vector<float>& want,
-                    const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  size_t differ = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) ++differ;
-  }
-  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << got.size() << " elements differ";
 }
 
 void ExpectSameResult(const Result& got, const Result& want, const std::string& what) {

@@ -17,6 +17,7 @@
 namespace strata::kernels {
 namespace {
 
+using testing::ExpectSameBits;
 using testing::random_vector;
 using testing::run_with_threads;
 
@@ -72,16 +73,6 @@ Result Sliced(const Case& c, int K, const Kernels& f) {
     std::copy(dw.begin(), dw.end(), r.dw.begin() + off);
   }
   return r;
-}
-
-void ExpectSameBits(const std::vector<float>& got, const std::vector<float>& want,
-                    const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  size_t differ = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0) ++differ;
-  }
-  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << got.size() << " elements differ";
 }
 
 // Small (an empty first chunk, one tile), ragged (not multiples of 64), a wider y, and shapes of
