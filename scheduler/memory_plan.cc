@@ -134,7 +134,7 @@ Status PlanDevice(const MemoryPlanInput& in, MemoryPlan* plan, std::string* para
   plan->slot_sizes = ChooseSlots(min_slots, useful, plan->device_bytes - fixed);
   plan->slots = static_cast<int>(plan->slot_sizes.size());
   const std::vector<uint64_t> resident =
-      CoverBoth(min_slots, AllResidentSlotSizes(ParamLayout(in), layout));
+      CoverBoth(min_slots, AllResidentSlotSizes(ParamLayout(in), layout, in.tied_head));
   const bool all_resident = CoverBoth(plan->slot_sizes, resident) == plan->slot_sizes;
   // auto fills the fastest tier first: parameters stay on the device when every block fits.
   if (*params_on == "auto" && all_resident) *params_on = "device";

@@ -16,10 +16,10 @@ namespace {
 // Elements per task (Note [Fixed partitions]).
 constexpr long kChunk = 16384;
 
-// The compiler does not vectorise a loop of detail::AdamWElement: without -ffast-math, sqrtf may
-// set errno and stays a guarded call. So AVX-512 gets the same operations written with
-// intrinsics, chosen at run time on a CPU that has it (whatever -march the build used: CI's
-// x86-64-v3 tree runs it on an AVX-512 machine too); others run the scalar loop. Same bits either
+// The scalar loop vectorises at the build's -march (sqrtf is the instruction under
+// -fno-math-errno: Note [Kernels without trapping math] in core/CMakeLists.txt). AVX-512 gets the
+// same operations written with intrinsics, chosen at run time on a CPU that has it (whatever
+// -march the build used: CI's x86-64-v3 tree runs it on an AVX-512 machine too). Same bits either
 // way (AdamWTest.VectorAndScalarPathsGiveTheSameBits).
 void adamw_scalar(float* param, const float* grad, float* m, float* v, long i, long n,
                   const detail::AdamWScalars& k) {

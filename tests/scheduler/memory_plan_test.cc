@@ -6,6 +6,7 @@
 
 #include "models/gpt2/gpt_config.h"
 #include "models/gpt2/gpt_model.h"
+#include "scheduler/slot_sizes.h"
 
 namespace strata::scheduler {
 namespace {
@@ -142,6 +143,34 @@ TEST_F(MemoryPlanTest, AutoPlacementFillsHostWithParamsFirst) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(refused.status().message().find("{optimizer_on}"), std::string::npos);
+}
+
+// An untied head's step holds the head's and the embedding's gradients apart (StepProgram::
+// tied_head), so every block resident needs the untied form's slots: --params-on device is taken
+// at exactly those bytes and refused one byte below. (The check once asked for the tied form's
+// set, refusing a budget that held the untied one while naming fewer bytes than the budget.)
+TEST_F(MemoryPlanTest, AnUntiedHeadsBlocksAllResidentNeedTheUntiedSlots) {
+  in_.tied_head = false;
+  in_.params_on = "device";
+  auto full = MakeMemoryPlan(in_);
+  ASSERT_TRUE(full.ok()) << full.status().to_string();
+  const uint64_t fixed = full->acts_bytes + full->tokens_bytes + full->constants_bytes +
+                         full->embedding_part_bytes + full->slice_bytes;
+  const uint64_t need =
+      fixed + TotalBytes(CoverBoth(MinimalSlotSizes(layout_, layout_, false),
+                                   AllResidentSlotSizes(layout_, layout_, false)));
+  ASSERT_LT(need, fixed + TotalBytes(CoverBoth(MinimalSlotSizes(layout_, layout_, false),
+                                               AllResidentSlotSizes(layout_, layout_, true))))
+      << "the case must tell the two forms apart";
+  in_.gpu_mem = need;
+  auto at = MakeMemoryPlan(in_);
+  ASSERT_TRUE(at.ok()) << at.status().to_string();
+  EXPECT_EQ(at->params, Home::kDevice);
+  in_.gpu_mem = need - 1;
+  auto below = MakeMemoryPlan(in_);
+  ASSERT_FALSE(below.ok());
+  EXPECT_NE(below.status().message().find("{params_on}"), std::string::npos)
+      << below.status().message();
 }
 
 TEST_F(MemoryPlanTest, BadChoices) {
