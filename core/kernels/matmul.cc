@@ -125,8 +125,10 @@ namespace {
 
 // The tiles of sgemm_on_tiles_k_chunks, each summing its K chunks in order (the prologue before
 // the first).
+// k_bounds points at k_count boundaries (a TileBounds, or two on the stack for one chunk: every
+// sgemm comes through here, so it allocates nothing).
 void RunTiles(bool trans_a, bool trans_b, const TileBounds& m_bounds, const TileBounds& n_bounds,
-              const TileBounds& k_bounds, float alpha, const float* A, int lda, const float* B,
+              const int* k_bounds, size_t k_count, float alpha, const float* A, int lda, const float* B,
               int ldb, float beta, float* C, int ldc, TilePrologue prologue, void* prologue_ctx,
               Dtype dtype) {
   const int tiles_m = static_cast<int>(m_bounds.size()) - 1;
@@ -145,7 +147,7 @@ void RunTiles(bool trans_a, bool trans_b, const TileBounds& m_bounds, const Tile
     const float* b = trans_b ? B + static_cast<long>(n0) * ldb : B + n0;
     float* c_tile = C + static_cast<long>(m0) * ldc + n0;
     bool ran = false;
-    for (size_t c = 0; c + 1 < k_bounds.size(); ++c) {
+    for (size_t c = 0; c + 1 < k_count; ++c) {
       const int k0 = k_bounds[c], k1 = k_bounds[c + 1];
       if (k0 >= k1) continue;
       const float* a_k = trans_a ? a + static_cast<long>(k0) * lda : a + k0;
@@ -180,7 +182,8 @@ void sgemm_on_tiles(bool trans_a, bool trans_b, const TileBounds& m_bounds,
                     const TileBounds& n_bounds, int K, float alpha, const float* A, int lda,
                     const float* B, int ldb, float beta, float* C, int ldc, TilePrologue prologue,
                     void* prologue_ctx, Dtype dtype) {
-  RunTiles(trans_a, trans_b, m_bounds, n_bounds, {0, K}, alpha, A, lda, B, ldb, beta, C, ldc,
+  const int whole_k[2] = {0, K};
+  RunTiles(trans_a, trans_b, m_bounds, n_bounds, whole_k, 2, alpha, A, lda, B, ldb, beta, C, ldc,
            prologue, prologue_ctx, dtype);
 }
 
@@ -188,8 +191,8 @@ void sgemm_on_tiles_k_chunks(bool trans_a, bool trans_b, const TileBounds& m_bou
                              const TileBounds& n_bounds, const TileBounds& k_bounds, float alpha,
                              const float* A, int lda, const float* B, int ldb, float beta, float* C,
                              int ldc, Dtype dtype) {
-  RunTiles(trans_a, trans_b, m_bounds, n_bounds, k_bounds, alpha, A, lda, B, ldb, beta, C, ldc,
-           nullptr, nullptr, dtype);
+  RunTiles(trans_a, trans_b, m_bounds, n_bounds, k_bounds.data(), k_bounds.size(), alpha, A, lda,
+           B, ldb, beta, C, ldc, nullptr, nullptr, dtype);
 }
 
 TileBounds CutBounds(const TileBounds& whole, const TileBounds& cuts, int r0, int r1) {
