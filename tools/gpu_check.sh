@@ -14,7 +14,12 @@
 # with the reasons of any skip. OpenMPI starts as an isolated singleton (no orted).
 set -euo pipefail
 
-readonly kGpuTests='CudaDevice*:CreateDevice.CudaWith*:EachBackend/BackendKernels.*/cuda:EachBackend/BackendGemmKernels.*/cuda:NcclCommGpu*:RankFoldGpu*:CApiDeviceGpu*'  # ctest -L gpu's
+# ctest -L gpu's filters (tests/CMakeLists.txt), per test binary.
+readonly kCoreGpuTests='CudaDevice*:CreateDevice.CudaWith*:EachBackend/BackendKernels.*/cuda:EachBackend/BackendGemmKernels.*/cuda'
+readonly kParallelGpuTests='NcclCommGpu*:RankFoldGpu*'
+readonly kEmbedGpuTests='CApiDeviceGpu*'
+readonly kToolsGpuTests='TrainDevice.CudaWith*'
+
 readonly kMpiDirs=(/usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2
                    /usr/share/openmpi /usr/share/pmix /etc/openmpi)
 
@@ -23,7 +28,8 @@ pack() {
   stage=$(mktemp -d)
   mkdir -p "$stage/bin" "$stage/lib" "$stage/mpi"
   local bins=("$build/tools/strata" "$build/tests/strata_core_tests"
-              "$build/tests/strata_parallel_tests" "$build/tests/strata_embed_tests")
+              "$build/tests/strata_parallel_tests" "$build/tests/strata_embed_tests"
+              "$build/tests/strata_tools_tests")
   cp "${bins[@]}" "$(dirname "$0")/../tests/gpu/train_on_gpu.sh" "$stage/bin/"
   ldd "${bins[@]}" | awk '$3 ~ /^\// {print $1, $3}' | sort -u |
     grep -v -E '^(libc|libm|libdl|libpthread|librt|libcuda|libnccl|libcublas|libcublasLt)\.so' |
@@ -31,14 +37,50 @@ pack() {
   for d in "${kMpiDirs[@]}"; do
     [[ -e $d ]] && tar -C / -cf - "${d#/}" | tar -C "$stage/mpi" -xf -
   done
+  realpath "$build/tools/strata" > "$stage/strata_binary_path"
   tar -C "$stage" -cJf "$bundle" .
   rm -rf "$stage"
   echo "gpu_check: $(du -h "$bundle" | cut -f1) in $bundle"
 }
 
+# step NAME SECONDS CMD...: runs CMD under a timeout, its output in $out/NAME.log; one line per
+# step in $out/summary.txt (name, exit status, seconds), so a run cut short still says how far it got.
+step() {
+  local name=$1 limit=$2 rc=0 t0=$SECONDS
+  shift 2
+  echo "=== $name (limit ${limit}s): $*" | tee "$out/$name.log"
+  timeout --kill-after=5 "$limit" "$@" >> "$out/$name.log" 2>&1 || rc=$?
+  tail -4 "$out/$name.log"
+  printf '%-28s rc=%-3s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$out/summary.txt"
+  [[ $rc -eq 0 || $rc -eq 77 ]] || failed=1
+}
+
+# losses A.jsonl B.jsonl: each step's two losses and their relative difference, and the largest.
+compare_losses() {
+  paste <(grep -o '"loss":[^,}]*' "$1" | cut -d: -f2) <(grep -o '"loss":[^,}]*' "$2" | cut -d: -f2) |
+    awk 'NF < 2 { print "step " NR + 0 ": a loss is missing"; bad = 1; next }
+         { n++; d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > m) m = r
+           printf "step %d: sim %s cuda %s relative %.3g\n", n, $1, $2, r }
+         END { printf "steps %d, largest relative difference %.3g\n", n, m; exit bad || n < 1 }'
+}
+
+# demo_config STRATA NVME_DIR LOG_JSON DEVICE: the README demo's paged configuration
+# (tools/demo.sh) on DEVICE.
+demo_config() {
+  rm -rf "$2" && mkdir -p "$2"
+  "$1" train --model small --batch 8 --micro-batch 4 --steps 40 --lr 1e-3 --warmup 10 \
+    --gpu-mem 128M --host-mem 64M --nvme-dir "$2" --page-size 1M --recompute auto \
+    --device "$4" --log-json "$3"
+}
+
+# run BUNDLE OUT [STEP...]: the steps (default all): tests train demo step trace reference offload.
 run() {
-  local bundle=$1 out=${2:-/tmp/gpu_check} root=/tmp/strata_gpu_bundle
-  mkdir -p "$root" "$out"
+  local bundle=$1 root=/tmp/strata_gpu_bundle
+  out=${2:-/tmp/gpu_check}
+  shift 2 || shift $#
+  local steps=${*:-tests train demo step trace reference offload}
+  work=/tmp/strata_gpu_work failed=0
+  mkdir -p "$root" "$out" "$work"
   tar -C "$root" -xJf "$bundle"
   for d in "${kMpiDirs[@]}"; do
     if [[ ! -e $d && -e $root/mpi$d ]]; then mkdir -p "$(dirname "$d")"; cp -a "$root/mpi$d" "$d"; fi
@@ -56,30 +98,83 @@ run() {
   }
   export LD_LIBRARY_PATH="$root/lib:$(dirname "$nccl"):$(dirname "$cublas"):$(dirname "$cublaslt")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export OMPI_MCA_ess_singleton_isolated=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
-  echo "nccl: $nccl" | tee -a "$out/gpu.txt"
-  local rc=0
-  for t in strata_core_tests strata_parallel_tests strata_embed_tests; do
-    "$root/bin/$t" --gtest_filter="$kGpuTests" --gtest_color=no 2>&1 | tee "$out/$t.log" ||
-      rc=1
+  # The tools tests run the strata binary at the path the build machine compiled into them.
+  if [[ -f $root/strata_binary_path ]]; then
+    local compiled
+    compiled=$(cat "$root/strata_binary_path")
+    [[ -e $compiled ]] || { mkdir -p "$(dirname "$compiled")"; ln -s "$root/bin/strata" "$compiled"; }
+  fi
+  { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    echo "nccl: $nccl"; echo "cublas: $cublas"; nproc; } 2>&1 | tee "$out/gpu.txt" || true
+  local here
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  for s in $steps; do
+    case $s in
+      tests)
+        step gtest_core 240 "$root/bin/strata_core_tests" --gtest_filter="$kCoreGpuTests" --gtest_color=no
+        step gtest_parallel 60 "$root/bin/strata_parallel_tests" --gtest_filter="$kParallelGpuTests" --gtest_color=no
+        step gtest_embed 60 "$root/bin/strata_embed_tests" --gtest_filter="$kEmbedGpuTests" --gtest_color=no
+        if [[ -x $root/bin/strata_tools_tests ]]; then
+          step gtest_tools 120 "$root/bin/strata_tools_tests" --gtest_filter="$kToolsGpuTests" --gtest_color=no
+        fi
+        ;;
+      train)
+        # Training on the GPU (tests/gpu/README.md): against the sim device (fp32, bf16), run to
+        # run, NCCL dp2 and tp2/pp2 (skipped, exit code 77, with one GPU).
+        for check in sim_vs_cuda bf16 run_to_run nccl_dp2 nccl_tp2_pp2; do
+          step "train_$check" 120 bash "$root/bin/train_on_gpu.sh" "$root/bin/strata" "$work/$check" "$check"
+        done
+        ;;
+      reference)
+        for dtype in fp32 bf16; do
+          step "reference_$dtype" 180 python3 "$here/tests/reference/gpt2_reference.py" compare \
+            --device cuda --dtype "$dtype" --strata "$root/bin/strata" --workdir "$work/reference_$dtype"
+        done
+        ;;
+      demo)
+        # The sim run's losses may come from the build machine (DEMO_SIM_JSONL): they do not
+        # depend on the machine, and the GPU's time is short.
+        local devices="sim cuda"
+        if [[ -n ${DEMO_SIM_JSONL:-} ]]; then cp "$DEMO_SIM_JSONL" "$out/demo_sim.jsonl"; devices=cuda; fi
+        for device in $devices; do
+          step "demo_$device" 240 bash "$0" demo-config "$root/bin/strata" "$work/demo_$device" \
+            "$out/demo_$device.jsonl" "$device"
+        done
+        step demo_compare 10 bash "$0" compare-losses "$out/demo_sim.jsonl" "$out/demo_cuda.jsonl"
+        ;;
+      step)
+        # Model FLOP utilisation: gpt2 and gpt2-medium at batch x 1024 tokens, fp32 and bf16.
+        for model in gpt2 gpt2-medium; do
+          for dtype in fp32 bf16; do
+            step "bench_step_${model}_$dtype" 120 "$root/bin/strata" bench step --device cuda \
+              --dtype "$dtype" --model "$model" --batch 8 --seq 1024 --steps 5 --warmup-steps 2
+          done
+        done
+        step bench_step_gpt2_bf16_b16 120 "$root/bin/strata" bench step --device cuda --dtype bf16 \
+          --model gpt2 --batch 16 --seq 1024 --steps 5 --warmup-steps 2
+        ;;
+      trace)
+        for dtype in fp32 bf16; do
+          step "trace_gpt2_$dtype" 120 "$root/bin/strata" train --device cuda --dtype "$dtype" \
+            --model gpt2 --batch 8 --seq 1024 --steps 2 --trace "$out/trace_gpt2_$dtype.json"
+        done
+        ;;
+      offload)
+        mkdir -p "$work/offload_nvme"
+        step bench_offload_cuda 240 "$root/bin/strata" bench offload --device cuda \
+          --nvme-dir "$work/offload_nvme"
+        ;;
+      *) echo "gpu_check: unknown step $s" >&2; return 2 ;;
+    esac
   done
-  # Training on the GPU (tests/gpu/README.md): against the sim device (fp32, bf16), run to run,
-  # NCCL dp2 and tp2/pp2 (skipped, exit code 77, with one GPU), and the step benchmark per dtype.
-  for check in sim_vs_cuda bf16 run_to_run nccl_dp2 nccl_tp2_pp2; do
-    local check_rc=0
-    bash "$root/bin/train_on_gpu.sh" "$root/bin/strata" "$root/work_$check" "$check" 2>&1 |
-      tee "$out/train_$check.log" || check_rc=${PIPESTATUS[0]}
-    [[ $check_rc -eq 0 || $check_rc -eq 77 ]] || rc=1
-  done
-  for dtype in fp32 bf16; do
-    "$root/bin/strata" bench step --device cuda --dtype "$dtype" --model small --batch 8 \
-      --steps 5 2>&1 | tee "$out/bench_step_cuda_$dtype.json" || rc=1
-  done
-  return $rc
+  cat "$out/summary.txt"
+  return $failed
 }
 
 case ${1:-} in
   pack) pack "$2" "$3" ;;
-  run) run "$2" "${3:-}" ;;
-  *) echo "usage: $0 pack BUILD_DIR BUNDLE.tar.xz | run BUNDLE.tar.xz [OUT_DIR]" >&2; exit 2 ;;
+  run) shift; run "$@" ;;
+  demo-config) shift; demo_config "$@" ;;
+  compare-losses) shift; compare_losses "$@" ;;
+  *) echo "usage: $0 pack BUILD_DIR BUNDLE.tar.xz | run BUNDLE.tar.xz [OUT_DIR [STEP...]]" >&2; exit 2 ;;
 esac
