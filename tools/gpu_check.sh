@@ -73,7 +73,8 @@ demo_config() {
     --device "$4" --log-json "$3"
 }
 
-# run BUNDLE OUT [STEP...]: the steps (default all): tests train demo step trace reference offload.
+# run BUNDLE OUT [STEP...]: the steps (default all): tests train demo step trace reference offload;
+# `profile` (Nsight Compute over one step) only when named.
 run() {
   local bundle=$1 root=/tmp/strata_gpu_bundle
   out=${2:-/tmp/gpu_check}
@@ -159,10 +160,26 @@ run() {
             --model gpt2 --batch 8 --seq 1024 --steps 2 --trace "$out/trace_gpt2_$dtype.json"
         done
         ;;
+      profile)
+        # Where a GPT-2 step's GPU time goes: every kernel of one step of a one-block gpt2
+        # (batch 8 x 1024) timed by Nsight Compute (one metric, the clocks left alone), and the
+        # same run's step time without it (the difference is the GPU idle between kernels).
+        local ncu
+        ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)
+        for dtype in fp32 bf16; do
+          local one_block=("$root/bin/strata" train --device cuda --dtype "$dtype" --model gpt2
+                           --n-layer 1 --batch 8 --seq 1024 --engine memory)
+          step "steptime_gpt2_1block_$dtype" 60 "${one_block[@]}" --steps 6
+          if [[ -n $ncu ]]; then
+            step "profile_gpt2_1block_$dtype" 120 "$ncu" --clock-control none --csv --page raw \
+              --metrics gpu__time_duration.sum,launch__grid_size "${one_block[@]}" --steps 1
+          fi
+        done
+        ;;
       offload)
         mkdir -p "$work/offload_nvme"
         step bench_offload_cuda 240 "$root/bin/strata" bench offload --device cuda \
-          --nvme-dir "$work/offload_nvme"
+          --nvme-dir "$work/offload_nvme" ${OFFLOAD_FLAGS:-}
         ;;
       *) echo "gpu_check: unknown step $s" >&2; return 2 ;;
     esac

@@ -300,6 +300,20 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t capacity_
   // Loaded here, not linked: Note [cuBLAS loaded on first use] in cuda_blas.h.
   STRATA_RETURN_IF_ERROR(
       cuda::LoadCublas().status().with_context("cuda:" + std::to_string(ordinal)));
+  // Note [Kernel scratch stays in the pool]
+  // The kernels' stream scratch (StreamScratch: bf16 operand copies, sort buffers) comes from
+  // cudaMallocAsync's default pool. With the pool's default release threshold (0) every
+  // synchronize hands its memory back to the driver, and Stream::launch synchronizes before each
+  // launch, so each launch's first scratch was mapped afresh. The pool keeps it instead: its
+  // footprint is the largest scratch any one launch used, as before, and it is never counted
+  // against --gpu-mem (nor was it).
+  cudaMemPool_t pool = nullptr;
+  STRATA_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetDefaultMemPool(&pool, ordinal),
+                                    "cuda:" + std::to_string(ordinal) + ": default memory pool"));
+  uint64_t keep = UINT64_MAX;
+  STRATA_RETURN_IF_ERROR(
+      CudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep),
+                 "cuda:" + std::to_string(ordinal) + ": memory pool release threshold"));
   return std::unique_ptr<Device>(std::make_unique<CudaDevice>(ordinal, capacity_bytes));
 }
 
