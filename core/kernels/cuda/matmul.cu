@@ -40,38 +40,65 @@ __global__ void ScaleRows(float* C, int M, int N, int ldc, float beta) {
   }
 }
 
-// out[i] = x[i] rounded to bf16 (detail::RoundToBf16, so the CPU's bits), as __nv_bfloat16.
-__global__ void RoundToBf16Copy(const float* x, __nv_bfloat16* out, long n) {
-  for (long i = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<long>(gridDim.x) * blockDim.x) {
-    const auto bits = static_cast<uint32_t>(detail::FloatBits(detail::RoundToBf16(x[i])));
-    __nv_bfloat16_raw raw;
-    raw.x = static_cast<uint16_t>(bits >> 16);  // the low 16 bits are zero after rounding
-    out[i] = raw;
+// Note [bf16 operand copies]
+// cuBLAS reads bf16 operands, so each GEMM at bf16 first rounds its fp32 operands into copies in
+// stream scratch. Each copy holds only the matrices' own elements (rows x cols of each of
+// `batch` matrices), not the span between them (a head's q inside a packed qkv row, say), and
+// its rows start a multiple of 8 elements (16 bytes) apart: cuBLAS's Hopper kernels read
+// operands with the tensor-memory accelerator, which needs 16-byte aligned rows, and an
+// operand whose rows are not (the vocabulary's 50257 columns of a logits gradient) sent it to
+// older, slower kernels. The first H200 profile (tests/gpu/README.md) had these copies at 45%
+// of a bf16 step and the GEMMs on sm75 kernels.
+inline constexpr int kBf16RowAlign = 8;  // bf16 elements per 16 bytes
+
+// out (batch x rows x ldo) = x (batch matrices `stride` apart, rows x cols, row stride ld)
+// rounded to bf16 (detail::RoundToBf16, so the CPU's bits). The padding columns are not written
+// (cuBLAS never reads them). Each thread converts elements of one row; rows are taken
+// grid-stride over y = batch x rows, columns over x.
+__global__ void RoundToBf16Rows(const float* x, __nv_bfloat16* out, long total_rows, int rows,
+                                int cols, long ld, long long stride, int ldo) {
+  for (long r = blockIdx.y; r < total_rows; r += gridDim.y) {
+    const long i = r / rows, row = r % rows;
+    const float* src = x + i * stride + row * ld;
+    __nv_bfloat16* dst = out + r * ldo;
+    for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
+      const auto bits = static_cast<uint32_t>(detail::FloatBits(detail::RoundToBf16(src[c])));
+      __nv_bfloat16_raw raw;
+      raw.x = static_cast<uint16_t>(bits >> 16);  // the low 16 bits are zero after rounding
+      dst[c] = raw;
+    }
   }
 }
 
-// Elements from an operand's first to its last, stored `rows` x `cols` with row stride ld, for
-// `batch` matrices `stride` apart.
-long StoredSpan(int rows, int cols, int ld, long long stride, int batch) {
-  return static_cast<long>(batch - 1) * stride + static_cast<long>(rows - 1) * ld + cols;
-}
-
-// A bf16 copy of an operand's stored span in stream scratch (bf16() is nullptr after an error,
-// which is recorded).
+// A bf16 copy of an operand (Note [bf16 operand copies]) in stream scratch: `batch` matrices
+// of rows x cols, `stride` apart (0: one matrix shared by every batch entry, copied once), row
+// stride ld. bf16() is nullptr after an error, which is recorded; ld() and stride() are the
+// copy's, for cuBLAS.
 class Bf16Operand {
  public:
-  Bf16Operand(const float* x, long span, const char* what)
-      : scratch_(static_cast<size_t>(span) * sizeof(__nv_bfloat16), what) {
+  Bf16Operand(const float* x, int rows, int cols, int ld, long long stride, int batch,
+              const char* what)
+      : ld_((cols + kBf16RowAlign - 1) / kBf16RowAlign * kBf16RowAlign),
+        copies_(stride == 0 ? 1 : batch),
+        stride_(stride == 0 ? 0 : static_cast<long long>(rows) * ld_),
+        scratch_(static_cast<size_t>(copies_) * rows * ld_ * sizeof(__nv_bfloat16), what) {
     if (scratch_.get() == nullptr) return;
     const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
-    RoundToBf16Copy<<<BlocksFor(span), kThreads, 0, l.stream>>>(x, scratch_.as<__nv_bfloat16>(),
-                                                                span);
+    const long total_rows = static_cast<long>(copies_) * rows;
+    const dim3 grid((cols + kThreads - 1) / kThreads,
+                    static_cast<unsigned>(total_rows < 65535 ? total_rows : 65535));
+    RoundToBf16Rows<<<grid, kThreads, 0, l.stream>>>(x, scratch_.as<__nv_bfloat16>(), total_rows,
+                                                     rows, cols, ld, stride, ld_);
     ok_ = CheckCuda(cudaGetLastError(), what);
   }
   const __nv_bfloat16* bf16() const { return ok_ ? scratch_.as<__nv_bfloat16>() : nullptr; }
+  int ld() const { return ld_; }
+  long long stride() const { return stride_; }
 
  private:
+  int ld_;
+  int copies_;
+  long long stride_;
   ::strata::cuda::StreamScratch scratch_;
   bool ok_ = false;
 };
@@ -81,21 +108,22 @@ void Bf16Gemm(cublasOperation_t op_a, cublasOperation_t op_b, int M, int N, int 
               long long stride_b, float beta, float* C, int ldc, long long stride_c, int batch,
               const char* what) {
   const bool ta = op_a == CUBLAS_OP_T, tb = op_b == CUBLAS_OP_T;
-  const Bf16Operand a(A, StoredSpan(ta ? K : M, ta ? M : K, lda, stride_a, batch), what);
-  const Bf16Operand b(B, StoredSpan(tb ? N : K, tb ? K : N, ldb, stride_b, batch), what);
+  // Strides are ignored when batch is 1 (gemm.cuh): one matrix each.
+  const Bf16Operand a(A, ta ? K : M, ta ? M : K, lda, batch == 1 ? 0 : stride_a, batch, what);
+  const Bf16Operand b(B, tb ? N : K, tb ? K : N, ldb, batch == 1 ? 0 : stride_b, batch, what);
   if (a.bf16() == nullptr || b.bf16() == nullptr) return;
   const ::strata::cuda::Launch& l = ::strata::cuda::CurrentLaunch();
   if (batch == 1) {
-    CheckBlas(Cublas().cublasGemmEx(l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(), CUDA_R_16BF, ldb,
-                                    a.bf16(), CUDA_R_16BF, lda, &beta, C, CUDA_R_32F, ldc,
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    CheckBlas(Cublas().cublasGemmEx(l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(), CUDA_R_16BF,
+                                    b.ld(), a.bf16(), CUDA_R_16BF, a.ld(), &beta, C, CUDA_R_32F,
+                                    ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
               what);
     return;
   }
-  CheckBlas(Cublas().cublasGemmStridedBatchedEx(l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(),
-                                                CUDA_R_16BF, ldb, stride_b, a.bf16(), CUDA_R_16BF,
-                                                lda, stride_a, &beta, C, CUDA_R_32F, ldc, stride_c,
-                                                batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  CheckBlas(Cublas().cublasGemmStridedBatchedEx(
+                l.blas, op_b, op_a, N, M, K, &alpha, b.bf16(), CUDA_R_16BF, b.ld(), b.stride(),
+                a.bf16(), CUDA_R_16BF, a.ld(), a.stride(), &beta, C, CUDA_R_32F, ldc, stride_c,
+                batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             what);
 }
 
