@@ -74,7 +74,7 @@ demo_config() {
 }
 
 # run BUNDLE OUT [STEP...]: the steps (default all): tests train demo step trace reference offload;
-# `profile` (Nsight Compute over one step) only when named.
+# `profile` (Nsight Compute over one step) and `scale` (gpt2-xl, 8x --gpu-mem) only when named.
 run() {
   local bundle=$1 root=/tmp/strata_gpu_bundle
   out=${2:-/tmp/gpu_check}
@@ -175,6 +175,15 @@ run() {
               --metrics gpu__time_duration.sum,launch__grid_size "${one_block[@]}" --steps 1
           fi
         done
+        ;;
+      scale)
+        # States far beyond --gpu-mem on the host tier vs the same run in GPU memory: gpt2-xl
+        # (25 GB of state) under --gpu-mem 3G (8.3x), 16 rows of 1024 tokens a step in
+        # micro-batches of one, every block recomputed, in both runs.
+        local xl=("$root/bin/strata" train --device cuda --model gpt2-xl --batch 16 --micro-batch 1
+                  --seq 1024 --recompute all --steps 3)
+        step scale_memory 100 "${xl[@]}" --engine memory --log-json "$out/scale_memory.jsonl"
+        step scale_paged 100 "${xl[@]}" --gpu-mem 3G --log-json "$out/scale_paged.jsonl"
         ;;
       offload)
         mkdir -p "$work/offload_nvme"
