@@ -11,6 +11,7 @@ the kernels' sum is also set against the measured step time: the rest is the GPU
 kernels (launch gaps, host waits). Prints one JSON object last.
 """
 import csv
+import gzip
 import io
 import json
 import re
@@ -18,9 +19,9 @@ import statistics
 import sys
 
 # Kernel-name patterns, first match wins. cuBLAS names its kernels after the GEMM family
-# (sm90_xmma_gemm_*, cutlass_*gemm*, *gemv*, ...).
+# (sm90_xmma_gemm_*, cutlass_*gemm*, nvjet_sm90_* on Hopper, *gemv*, ...).
 GROUPS = [
-    ("gemm", re.compile(r"gemm|gemv|xmma|cutlass|splitK|cublas", re.I)),
+    ("gemm", re.compile(r"gemm|gemv|xmma|cutlass|nvjet|splitK|cublas", re.I)),
     ("attention_softmax", re.compile(r"CausalSoftmax")),
     ("bf16_operand_copies", re.compile(r"RoundToBf16")),
     ("cross_entropy", re.compile(r"SoftmaxLoss|CrossEntropy|MeanLoss")),
@@ -34,8 +35,14 @@ GROUPS = [
 ]
 
 
+def read_text(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", errors="replace") as f:
+        return f.read()
+
+
 def kernel_rows(path):
-    text = open(path, errors="replace").read()
+    text = read_text(path)
     start = text.find('"ID"')
     if start < 0:
         sys.exit(f"gpu_kernel_shares: no ncu CSV in {path}")
@@ -54,14 +61,13 @@ def kernel_rows(path):
 def step_ms(path):
     # `strata train` prints "step  k/n | ... | 245 ms | ..."; the median of steps after the first.
     times = [float(m) for m in re.findall(r"^step\s+\d+/\d+ \|.*?\| (\d+(?:\.\d+)?) ms",
-                                           open(path).read(), re.M)]
+                                           read_text(path), re.M)]
     return statistics.median(times[1:]) if len(times) > 1 else None
 
 
-def main():
-    if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__)
-    kernels = kernel_rows(sys.argv[1])
+def shares(profile_log, steptime_log=None, echo=print):
+    """The groups' shares of the kernel time (and of the step, with steptime_log), as a dict."""
+    kernels = kernel_rows(profile_log)
     total = sum(ns for _, ns in kernels)
     by_group, names = {}, {}
     for name, ns in kernels:
@@ -73,17 +79,23 @@ def main():
               "shares": {g: ns / total for g, ns in sorted(by_group.items(), key=lambda x: -x[1])}}
     for g, share in result["shares"].items():
         top = sorted(names[g].items(), key=lambda x: -x[1])[:3]
-        print(f"{g:22s} {share:6.1%}  {by_group[g] / 1e6:8.2f} ms  "
+        echo(f"{g:22s} {share:6.1%}  {by_group[g] / 1e6:8.2f} ms  "
               + ", ".join(f"{n} {ns / 1e6:.2f}" for n, ns in top))
-    if len(sys.argv) == 3:
-        ms = step_ms(sys.argv[2])
+    if steptime_log:
+        ms = step_ms(steptime_log)
         if ms:
             # ncu profiles the first step (--steps 1), whose kernels match a later step's.
             result["step_ms"] = ms
             result["kernel_share_of_step"] = total / 1e6 / ms
-            print(f"kernels {total / 1e6:.2f} ms of a {ms:.2f} ms step: "
-                  f"{total / 1e6 / ms:.1%} busy, the rest idle between kernels")
-    print(json.dumps(result))
+            echo(f"kernels {total / 1e6:.2f} ms of a {ms:.2f} ms step: "
+                 f"{total / 1e6 / ms:.1%} busy, the rest idle between kernels")
+    return result
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit(__doc__)
+    print(json.dumps(shares(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else None)))
 
 
 if __name__ == "__main__":
