@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Runs the tests that need a GPU (the cuda device, the NCCL backend, the rank-fold kernel) on a
-# machine that has one but not this project's Debian packages: a lent GPU machine of another
-# distribution, say. Two steps:
+# Runs the tests that need a GPU (the cuda device, the NCCL backend, the rank-fold kernel), the
+# training checks and the CUDA benchmarks on a machine that has one but not this project's Debian
+# packages: a lent GPU machine of another distribution, say. Two steps:
 #
-#   bash tools/gpu_check.sh pack BUILD_DIR BUNDLE.tar.xz   # here, after tools/build.sh
-#   bash tools/gpu_check.sh run BUNDLE.tar.xz [OUT_DIR]    # there, as root
+#   bash tools/gpu_check.sh pack BUILD_DIR BUNDLE.tar.xz          # here, after tools/build.sh
+#   bash tools/gpu_check.sh run BUNDLE.tar.xz [OUT_DIR [STEP...]]  # there, as root
 #
 # `pack` bundles the test binaries and `strata` with the shared libraries they load (all but
 # glibc's, the CUDA driver's, NCCL's and cuBLAS's, which the GPU machine brings: cuBLAS alone is
 # 570 MB) and OpenMPI's and PMIx's plugin folders. `run` unpacks it, puts OpenMPI's folders where
 # Debian's build looks for them (only where nothing is there yet), finds libnccl.so.2 and the
-# CUDA 13 cuBLAS (libcublas.so.13, libcublasLt.so.13) on that machine, and runs the GPU tests
-# with the reasons of any skip. OpenMPI starts as an isolated singleton (no orted).
+# CUDA 13 cuBLAS (libcublas.so.13, libcublasLt.so.13) on that machine, and runs the steps
+# (tests/gpu/README.md says what each is), each under its own timeout, logging to OUT_DIR.
+# OpenMPI starts as an isolated singleton (no orted).
 set -euo pipefail
 
 # ctest -L gpu's filters (tests/CMakeLists.txt), per test binary.
