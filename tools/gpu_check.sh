@@ -106,7 +106,7 @@ run() {
     compiled=$(cat "$root/strata_binary_path")
     [[ -e $compiled ]] || { mkdir -p "$(dirname "$compiled")"; ln -s "$root/bin/strata" "$compiled"; }
   fi
-  { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  { date -u "+%F %T UTC"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     echo "nccl: $nccl"; echo "cublas: $cublas"; nproc; } 2>&1 | tee "$out/gpu.txt" || true
   local here
   here=$(cd "$(dirname "$0")/.." && pwd)
