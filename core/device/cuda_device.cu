@@ -302,11 +302,13 @@ Result<std::unique_ptr<Device>> CreateCudaDevice(int ordinal, uint64_t capacity_
       cuda::LoadCublas().status().with_context("cuda:" + std::to_string(ordinal)));
   // Note [Kernel scratch stays in the pool]
   // The kernels' stream scratch (StreamScratch: bf16 operand copies, sort buffers) comes from
-  // cudaMallocAsync's default pool. With the pool's default release threshold (0) every
-  // synchronize hands its memory back to the driver, and Stream::launch synchronizes before each
-  // launch, so each launch's first scratch was mapped afresh. The pool keeps it instead: its
-  // footprint is the largest scratch any one launch used, as before, and it is never counted
-  // against --gpu-mem (nor was it).
+  // cudaMallocAsync's default pool. With the pool's default release threshold (0) a synchronize
+  // may hand its memory back to the driver, and Stream::launch synchronizes before each launch,
+  // so a launch's first scratch could be mapped afresh each time. The pool keeps it instead: its
+  // footprint is the largest scratch in use at once, as before, never counted against --gpu-mem
+  // (nor was it). On the H200 the step times did not move (bench/results/gpu/2026-11-28-h200,
+  // run 3 against run 1): the remapping was not a cost there, the threshold is kept so that it
+  // cannot become one.
   cudaMemPool_t pool = nullptr;
   STRATA_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetDefaultMemPool(&pool, ordinal),
                                     "cuda:" + std::to_string(ordinal) + ": default memory pool"));

@@ -43,12 +43,13 @@ __global__ void ScaleRows(float* C, int M, int N, int ldc, float beta) {
 // Note [bf16 operand copies]
 // cuBLAS reads bf16 operands, so each GEMM at bf16 first rounds its fp32 operands into copies in
 // stream scratch. Each copy holds only the matrices' own elements (rows x cols of each of
-// `batch` matrices), not the span between them (a head's q inside a packed qkv row, say), and
-// its rows start a multiple of 8 elements (16 bytes) apart: cuBLAS's Hopper kernels read
-// operands with the tensor-memory accelerator, which needs 16-byte aligned rows, and an
-// operand whose rows are not (the vocabulary's 50257 columns of a logits gradient) sent it to
-// older, slower kernels. The first H200 profile (tests/gpu/README.md) had these copies at 45%
-// of a bf16 step and the GEMMs on sm75 kernels.
+// `batch` matrices), not the whole span from the first to the last (a head's q inside a packed
+// qkv row spans every head's q, k and v), and its rows start a multiple of 8 elements (16 bytes)
+// apart, as cuBLAS's tensor-memory-accelerator kernels want. On the H200 (tests/gpu/README.md)
+// this took the copies from 45% to 28% of a bf16 one-block step's kernel time (51 -> 34 ms a
+// step). cuBLAS still picked its sm75 kernels for most bf16 GEMMs after it, so aligned operand
+// rows alone do not decide that choice (the fp32 output of the logits, rows of 50257, is not
+// aligned, for one).
 inline constexpr int kBf16RowAlign = 8;  // bf16 elements per 16 bytes
 
 // out (batch x rows x ldo) = x (batch matrices `stride` apart, rows x cols, row stride ld)
