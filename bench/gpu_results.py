@@ -12,11 +12,7 @@ import os
 import sys
 
 import gpu_kernel_shares
-
-
-def ratio_row(name, value, target, what):
-    met = value >= target
-    return {"metric": name, "value": value, "target": f">= {target}", "met": met, "what": what}
+from bench_rows import ratio_row
 
 
 def gpu_step_rows(j):

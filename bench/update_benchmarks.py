@@ -23,16 +23,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_rows import ratio_row  # noqa: E402
 from gpu_results import gpu_entry, gpu_offload_rows, gpu_step_rows, import_gpu  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 RESULTS = os.path.join(ROOT, "bench", "results")
 NVME_DIR = os.environ.get("NVME_DIR", os.path.join(ROOT, "build", "bench-io"))
-
-
-def ratio_row(name, value, target, what):
-    met = value >= target
-    return {"metric": name, "value": value, "target": f">= {target}", "met": met, "what": what}
 
 
 def step_rows(j):
