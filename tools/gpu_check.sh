@@ -15,12 +15,6 @@
 # OpenMPI starts as an isolated singleton (no orted).
 set -euo pipefail
 
-# ctest -L gpu's filters (tests/CMakeLists.txt), per test binary.
-readonly kCoreGpuTests='CudaDevice*:CreateDevice.CudaWith*:EachBackend/BackendKernels.*/cuda:EachBackend/BackendGemmKernels.*/cuda'
-readonly kParallelGpuTests='NcclCommGpu*:RankFoldGpu*'
-readonly kEmbedGpuTests='CApiDeviceGpu*'
-readonly kToolsGpuTests='TrainDevice.CudaWith*'
-
 readonly kMpiDirs=(/usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2
                    /usr/share/openmpi /usr/share/pmix /etc/openmpi)
 
@@ -31,7 +25,8 @@ pack() {
   local bins=("$build/tools/strata" "$build/tests/strata_core_tests"
               "$build/tests/strata_parallel_tests" "$build/tests/strata_embed_tests"
               "$build/tests/strata_tools_tests")
-  cp "${bins[@]}" "$(dirname "$0")/../tests/gpu/train_on_gpu.sh" "$stage/bin/"
+  cp "${bins[@]}" "$(dirname "$0")"/../tests/gpu/{train_on_gpu,loss_diff}.sh \
+    "$(dirname "$0")/demo.sh" "$stage/bin/"
   ldd "${bins[@]}" | awk '$3 ~ /^\// {print $1, $3}' | sort -u |
     grep -v -E '^(libc|libm|libdl|libpthread|librt|libcuda|libnccl|libcublas|libcublasLt)\.so' |
     while read -r name path; do cp -L "$path" "$stage/lib/$name"; done
@@ -54,24 +49,6 @@ step() {
   tail -4 "$out/$name.log"
   printf '%-28s rc=%-3s %4ss\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$out/summary.txt"
   [[ $rc -eq 0 || $rc -eq 77 ]] || failed=1
-}
-
-# losses A.jsonl B.jsonl: each step's two losses and their relative difference, and the largest.
-compare_losses() {
-  paste <(grep -o '"loss":[^,}]*' "$1" | cut -d: -f2) <(grep -o '"loss":[^,}]*' "$2" | cut -d: -f2) |
-    awk 'NF < 2 { print "step " NR + 0 ": a loss is missing"; bad = 1; next }
-         { n++; d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > m) m = r
-           printf "step %d: sim %s cuda %s relative %.3g\n", n, $1, $2, r }
-         END { printf "steps %d, largest relative difference %.3g\n", n, m; exit bad || n < 1 }'
-}
-
-# demo_config STRATA NVME_DIR LOG_JSON DEVICE: the README demo's paged configuration
-# (tools/demo.sh) on DEVICE.
-demo_config() {
-  rm -rf "$2" && mkdir -p "$2"
-  "$1" train --model small --batch 8 --micro-batch 4 --steps 40 --lr 1e-3 --warmup 10 \
-    --gpu-mem 128M --host-mem 64M --nvme-dir "$2" --page-size 1M --recompute auto \
-    --device "$4" --log-json "$3"
 }
 
 # run BUNDLE OUT [STEP...]: the steps (default all): tests train demo step trace reference offload;
@@ -113,12 +90,15 @@ run() {
   for s in $steps; do
     case $s in
       tests)
-        step gtest_core 240 "$root/bin/strata_core_tests" --gtest_filter="$kCoreGpuTests" --gtest_color=no
-        step gtest_parallel 60 "$root/bin/strata_parallel_tests" --gtest_filter="$kParallelGpuTests" --gtest_color=no
-        step gtest_embed 60 "$root/bin/strata_embed_tests" --gtest_filter="$kEmbedGpuTests" --gtest_color=no
-        if [[ -x $root/bin/strata_tools_tests ]]; then
-          step gtest_tools 120 "$root/bin/strata_tools_tests" --gtest_filter="$kToolsGpuTests" --gtest_color=no
-        fi
+        # ctest -L gpu's entries (tests/gpu/gtest_filters.txt): module, seconds, filter.
+        local entries entry module limit filter
+        mapfile -t entries < <(grep '^[a-z]' "$here/tests/gpu/gtest_filters.txt")
+        for entry in "${entries[@]}"; do
+          read -r module limit filter <<< "$entry"
+          [[ -x $root/bin/strata_${module}_tests ]] || continue
+          step "gtest_$module" "$limit" "$root/bin/strata_${module}_tests" --gtest_filter="$filter" \
+            --gtest_color=no
+        done
         ;;
       train)
         # Training on the GPU (tests/gpu/README.md): against the sim device (fp32, bf16), run to
@@ -139,10 +119,13 @@ run() {
         local devices="sim cuda"
         if [[ -n ${DEMO_SIM_JSONL:-} ]]; then cp "$DEMO_SIM_JSONL" "$out/demo_sim.jsonl"; devices=cuda; fi
         for device in $devices; do
-          step "demo_$device" 240 bash "$0" demo-config "$root/bin/strata" "$work/demo_$device" \
-            "$out/demo_$device.jsonl" "$device"
+          step "demo_$device" 240 env STRATA_DEMO_NO_BUILD=1 STRATA_DEMO_BIN="$root/bin/strata" \
+            STRATA_DEMO_NVME_DIR="$work/demo_$device" bash "$root/bin/demo.sh" --device "$device" \
+            --log-json "$out/demo_$device.jsonl"
         done
-        step demo_compare 10 bash "$0" compare-losses "$out/demo_sim.jsonl" "$out/demo_cuda.jsonl"
+        # Within 1e-4 relative: the tolerance the README states for this comparison.
+        step demo_compare 10 bash "$root/bin/loss_diff.sh" "$out/demo_sim.jsonl" \
+          "$out/demo_cuda.jsonl" 1e-4 sim cuda
         ;;
       step)
         # Model FLOP utilisation: gpt2 and gpt2-medium at batch x 1024 tokens, fp32 and bf16.
@@ -201,7 +184,5 @@ run() {
 case ${1:-} in
   pack) pack "$2" "$3" ;;
   run) shift; run "$@" ;;
-  demo-config) shift; demo_config "$@" ;;
-  compare-losses) shift; compare_losses "$@" ;;
   *) echo "usage: $0 pack BUILD_DIR BUNDLE.tar.xz | run BUNDLE.tar.xz [OUT_DIR [STEP...]]" >&2; exit 2 ;;
 esac

@@ -44,16 +44,8 @@ train_ranks() {  # train_ranks NAME [flags...]: 2 ranks over NCCL, one GPU each;
     { echo "FAIL: mpirun -np 2 strata train --comm nccl $*:"; tail -5 "$work/$name.err"; exit 1; }
 }
 
-# within A.jsonl B.jsonl TOL: every step's loss of B within TOL relative of A's, at least 5 steps.
-within() {
-  paste <(losses "$work/$1.jsonl") <(losses "$work/$2.jsonl") | awk -v tol="$3" -v a="$1" -v b="$2" '
-    { n++; d = $1 - $2; if (d < 0) d = -d; m = $1 < 0 ? -$1 : $1
-      printf "step %d: %s %s %s %s relative %.3g\n", n, a, $1, b, $2, d / m
-      if (d > tol * m) bad++ }
-    END { if (n < 5) { print "FAIL: only " n " losses"; exit 1 }
-          if (bad) { print "FAIL: " bad " step(s) beyond " tol " relative"; exit 1 }
-          print "PASS: " n " losses within " tol " relative" }'
-}
+# within A B TOL: every step's loss of run B within TOL relative of run A's, at least 5 steps.
+within() { bash "$(dirname "$0")/loss_diff.sh" "$work/$1.jsonl" "$work/$2.jsonl" "$3" "$1" "$2"; }
 
 rm -rf "$work" && mkdir -p "$work"
 if [[ $(gpus) -lt 1 ]]; then

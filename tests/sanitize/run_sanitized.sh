@@ -6,12 +6,13 @@
 # - address,undefined: ASan + UBSan over every test of each module binary except `*Stress*`.
 # - thread: TSan over the concurrent tests only, chosen by tests/sanitize/tsan_filter.txt, with
 #   TBB and OpenBLAS single-threaded (tsan_tbb_serial.cc explains why).
-# The build is RelWithDebInfo at -O0 for ASan+UBSan and -O1 for TSan (reports are as precise;
-# the stage is nearly all build time) with CUDA off (sanitizers do not see into device code) and without the benchmark
-# harness (STRATA_BENCH=OFF: no test here runs `strata bench`, and its 24 files were 682 of the
-# 3485 compile seconds of the ASan tree on 2026-11-28), and builds only the module test binaries
-# whose tests/<module>/*_test.cc exist. Any sanitizer report stops
-# the binary with a non-zero exit (halt_on_error), and any failing binary fails this script.
+# The build is RelWithDebInfo at -O0 (reports are as precise; the stage is nearly all build
+# time) with CUDA off (sanitizers do not see into device code) and without the benchmark harness
+# (STRATA_BENCH=OFF: no test here runs `strata bench`, and its 24 files were 682 of the 3485
+# compile seconds of the ASan tree on 2026-11-28). It builds only the module test binaries that
+# have tests to run, and the TSan tree only the test sources that define them. Any sanitizer
+# report stops the binary with a non-zero exit (halt_on_error), and any failing binary fails
+# this script.
 # Environment: STRATA_SANITIZE_JOBS (build parallelism, default nproc), CMAKE_GENERATOR,
 # CC/CXX (passed by the ctest entry: the outer tree's toolchain, used when clang-16 is absent),
 # STRATA_SANITIZE_CC/CXX (a toolchain for the sanitized trees only).
@@ -32,11 +33,54 @@ case "$kind" in
   *) echo "$0: unknown sanitizer kind '$kind'; use address,undefined or thread" >&2; exit 2 ;;
 esac
 
-# The module binaries to build and run: only those whose test sources exist.
+# The gtest filter: TSan runs the concurrent tests (tsan_filter.txt), ASan+UBSan every test;
+# neither runs the `Stress` ones.
+if [[ "$kind" == thread ]]; then
+  filter=$(grep -v '^[[:space:]]*#' "$here/tsan_filter.txt" | tr -d '[:blank:]' | grep -v '^$' |
+           paste -sd: -)
+  filter="${filter}-*Stress*"
+else
+  filter="-*Stress*"
+fi
+
+# defines_matching_test <file> <ERE>: whether <file> declares a test (TEST, TEST_F, TEST_P, ...,
+# or an instantiation) whose suite or name matches <ERE>; a declaration may span lines.
+defines_matching_test() {
+  awk -v re="$2" '
+    /^[[:space:]]*(TEST|TEST_F|TEST_P|TYPED_TEST|TYPED_TEST_P|INSTANTIATE_TEST_SUITE_P)[[:space:]]*\(/ {
+      decl = ""; open = 1 }
+    open { decl = decl $0
+           if (index(decl, ")")) {
+             open = 0; sub(/^[^(]*\(/, "", decl); sub(/\).*/, "", decl); gsub(/[[:space:]]/, "", decl)
+             n = split(decl, part, ",")
+             if (part[1] ~ re || (n > 1 && part[2] ~ re)) { found = 1; exit } } }
+    END { exit !found }' "$1"
+}
+
+# A TSan tree compiles only the test sources that hold the tests it runs (18 of 117 files on
+# 2026-11-28; the library is built whole), through STRATA_TEST_SOURCES. The filter's positive
+# patterns become one ERE ('*' -> '.*'); a pattern with other glob characters keeps every file.
+test_sources=()
+if [[ "$kind" == thread ]]; then
+  positive=${filter%%-*}
+  if [[ "$positive" =~ [?\[] ]]; then
+    test_sources=()
+  else
+    regex="^($(echo "$positive" | tr ':' '\n' | grep -v '^$' | sed 's/\./\\./g; s/\*/.*/g' |
+               paste -sd'|' -))$"
+    for file in "$src"/tests/*/*_test.cc; do
+      if defines_matching_test "$file" "$regex"; then test_sources+=("${file#"$src"/tests/}"); fi
+    done
+  fi
+fi
+
+# The module binaries to build and run: only those with test sources (in this tree).
 modules=(core storage memory parallel models scheduler embed)  # parallel: its single-process tests (the mpirun ones run unsanitized)
 targets=()
 for m in "${modules[@]}"; do
-  if compgen -G "$src/tests/$m/*_test.cc" > /dev/null; then
+  if [[ ${#test_sources[@]} -gt 0 ]]; then
+    if printf '%s\n' "${test_sources[@]}" | grep -q "^$m/"; then targets+=("strata_${m}_tests"); fi
+  elif compgen -G "$src/tests/$m/*_test.cc" > /dev/null; then
     targets+=("strata_${m}_tests")
   fi
 done
@@ -58,14 +102,18 @@ echo "== sanitize $kind: compilers ${CC:-cc} / ${CXX:-c++}"
 generator_args=()
 if [[ -n "${CMAKE_GENERATOR:-}" ]]; then generator_args=(-G "$CMAKE_GENERATOR"); fi
 
-# ASan+UBSan at -O0: on 2 cores (2026-11-28) its tree built in 792 s and its tests ran in 319 s,
-# against ~24 min and 105 s at -O1; TSan stays at -O1 until measured the same way.
-opt=-O1
-if [[ "$kind" == address,undefined ]]; then opt=-O0; fi
+# -O0: the stage is nearly all build. On 2 cores (2026-11-28) the ASan+UBSan tree built in 792 s
+# and its tests ran in 319 s, against ~24 min and 105 s at -O1.
+opt=-O0
+# Line tables are all a report's stack needs (file:line per frame); full debug info made every
+# object and link several times larger. GCC's nearest is -g1.
+debug=-gline-tables-only
+if [[ "${CXX:-c++}" != *clang* ]]; then debug=-g1; fi
 echo "== sanitize $kind: configuring $build ($opt)"
 cmake -S "$src" -B "$build" "${generator_args[@]}" \
   -DSTRATA_SANITIZE="$kind" -DSTRATA_WITH_CUDA=OFF -DSTRATA_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt -g -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt -g -DNDEBUG" \
+  -DSTRATA_TEST_SOURCES="$(IFS=';'; echo "${test_sources[*]}")" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt $debug -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt $debug -DNDEBUG" \
   > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 
 echo "== sanitize $kind: building ${targets[*]} (-j$jobs)"
@@ -89,14 +137,6 @@ if [[ "$kind" == thread ]]; then
   "${CXX:-c++}" -std=c++17 -O1 -fPIC -shared -o "$preload" "$here/tsan_tbb_serial.cc" -ltbb
   export LD_PRELOAD="$preload${LD_PRELOAD:+:$LD_PRELOAD}"
   export OPENBLAS_NUM_THREADS=1
-fi
-
-if [[ "$kind" == thread ]]; then
-  filter=$(grep -v '^[[:space:]]*#' "$here/tsan_filter.txt" | tr -d '[:blank:]' | grep -v '^$' |
-           paste -sd: -)
-  filter="${filter}-*Stress*"
-else
-  filter="-*Stress*"
 fi
 
 failed=()
