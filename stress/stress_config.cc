@@ -9,6 +9,7 @@
 #include "scheduler/memory_plan.h"
 #include "scheduler/model_registry.h"
 #include "scheduler/state_pages.h"
+#include "stress/stress_disturbance.h"  // Uniform
 
 namespace strata::stress {
 namespace {
@@ -17,10 +18,6 @@ template <typename T>
 T Pick(std::mt19937_64& rng, std::initializer_list<T> values) {
   std::uniform_int_distribution<size_t> d(0, values.size() - 1);
   return *(values.begin() + d(rng));
-}
-
-long Uniform(std::mt19937_64& rng, long lo, long hi) {
-  return std::uniform_int_distribution<long>(lo, hi)(rng);
 }
 
 // The model the configuration's flags (CommonArgs) give, as `strata train` resolves them.

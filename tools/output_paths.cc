@@ -31,7 +31,7 @@ bool SameFile(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-std::string ParentOf(const std::string& path) {
+std::string DirectoryHolding(const std::string& path) {
   const fs::path parent = fs::path(path).parent_path();
   return parent.empty() ? "." : parent.string();
 }
@@ -66,7 +66,7 @@ Status CheckOutputFile(const Named& out) {
     if (::access(out.path.c_str(), W_OK) == 0) return Status::Ok();
     return Status::FromErrno(errno, out.flag + " " + out.path + " is not writable");
   }
-  return CheckDirectory(out, ParentOf(out.path));
+  return CheckDirectory(out, DirectoryHolding(out.path));
 }
 
 // `out`, when it exists, is none of the `inputs`.
@@ -86,7 +86,7 @@ Status CheckNotAnInput(const Named& out, const std::vector<Named>& inputs) {
 
 // The page store owns its directories: nothing else is written there.
 Status CheckNotInNvmeDir(const Named& out, const std::vector<std::string>& nvme_dirs) {
-  const std::optional<struct stat> dir = StatOf(ParentOf(out.path));
+  const std::optional<struct stat> dir = StatOf(DirectoryHolding(out.path));
   for (const std::string& nvme : nvme_dirs) {
     const std::optional<struct stat> nvme_st = StatOf(nvme);
     if (dir && nvme_st && SameFile(*dir, *nvme_st)) {
@@ -117,7 +117,7 @@ Status CheckDistinct(const std::vector<Named>& outputs) {
 Status CheckWritableDir(const std::string& flag, const std::string& dir) {
   const Named out{flag, dir};
   const std::optional<struct stat> st = StatOf(dir);
-  if (!st) return CheckDirectory(out, ParentOf(fs::path(dir).lexically_normal().string()));
+  if (!st) return CheckDirectory(out, DirectoryHolding(fs::path(dir).lexically_normal().string()));
   if (!S_ISDIR(st->st_mode)) {
     return Status::InvalidArgument(flag + " " + dir + " is not a directory");
   }

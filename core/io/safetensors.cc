@@ -25,7 +25,7 @@ namespace {
 
 using nlohmann::json;
 using safetensors_internal::kMetadataKey;
-using safetensors_internal::ShapeString;
+using safetensors_internal::HeaderShapeString;
 using Entry = SafetensorsEntry;
 
 class Fd {
@@ -168,10 +168,10 @@ Result<WriteLayout> LayOut(const std::vector<TensorView>& tensors,
     for (int64_t d : t.shape) {
       if (d < 0) {
         return Status::InvalidArgument(where + ": negative dimension in shape " +
-                                       ShapeString(t.shape));
+                                       HeaderShapeString(t.shape));
       }
       if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel)) {
-        return Status::InvalidArgument(where + ": shape " + ShapeString(t.shape) +
+        return Status::InvalidArgument(where + ": shape " + HeaderShapeString(t.shape) +
                                        " overflows 64 bits");
       }
     }

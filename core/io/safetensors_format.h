@@ -19,8 +19,8 @@ namespace strata::safetensors_internal {
 // The header key that holds the string-to-string metadata instead of a tensor.
 inline constexpr const char* kMetadataKey = "__metadata__";
 
-// "[d0, d1, ...]", for messages.
-inline std::string ShapeString(const std::vector<int64_t>& shape) {
+// "[d0, d1, ...]", a shape as a safetensors header writes it, for messages.
+inline std::string HeaderShapeString(const std::vector<int64_t>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) s += ", ";

@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 using safetensors_internal::kMetadataKey;
-using safetensors_internal::ShapeString;
+using safetensors_internal::HeaderShapeString;
 
 // The reference implementation refuses headers above 100 MB; so do we, before allocating.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
@@ -60,7 +60,7 @@ Status ParseShape(const std::string& where, const json& j, Entry& e) {
     }
     e.shape.push_back(static_cast<int64_t>(dim));
     if (__builtin_mul_overflow(e.numel, dim, &e.numel)) {
-      return Status::Corruption(where + ": the product of shape " + ShapeString(e.shape) +
+      return Status::Corruption(where + ": the product of shape " + HeaderShapeString(e.shape) +
                                 " overflows 64 bits");
     }
   }
@@ -106,7 +106,7 @@ Result<Entry> ParseEntry(const std::string& path, const std::string& name, const
   }
   uint64_t want;
   if (__builtin_mul_overflow(e.numel, *elem_bytes, &want) || want != e.end - e.begin) {
-    return Status::Corruption(where + ": shape " + ShapeString(e.shape) + " of " + e.dtype +
+    return Status::Corruption(where + ": shape " + HeaderShapeString(e.shape) + " of " + e.dtype +
                               " needs " + std::to_string(e.numel) + " x " +
                               std::to_string(*elem_bytes) + " bytes but data_offsets [" +
                               std::to_string(e.begin) + ", " + std::to_string(e.end) + "] hold " +
