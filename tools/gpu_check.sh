@@ -22,9 +22,11 @@ pack() {
   local build=$1 bundle=$2 stage
   stage=$(mktemp -d)
   mkdir -p "$stage/bin" "$stage/lib" "$stage/mpi"
-  local bins=("$build/tools/strata" "$build/tests/strata_core_tests"
-              "$build/tests/strata_parallel_tests" "$build/tests/strata_embed_tests"
-              "$build/tests/strata_tools_tests")
+  # strata and the test binaries of the gpu label's gtest entries (tests/gpu/gtest_filters.txt).
+  local bins=("$build/tools/strata") module
+  for module in $(grep '^[a-z]' "$(dirname "$0")/../tests/gpu/gtest_filters.txt" | cut -d' ' -f1); do
+    bins+=("$build/tests/strata_${module}_tests")
+  done
   cp "${bins[@]}" "$(dirname "$0")"/../tests/gpu/{train_on_gpu,loss_diff}.sh \
     "$(dirname "$0")/demo.sh" "$stage/bin/"
   ldd "${bins[@]}" | awk '$3 ~ /^\// {print $1, $3}' | sort -u |
